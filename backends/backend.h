@@ -1,0 +1,50 @@
+// The backend interface: what the engine needs from a compute device. The CPU backend is
+// built in; others (CUDA) implement the same table and may be loaded as plug-ins.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ops.h"
+
+namespace ikllm::backend {
+
+struct Capabilities {
+    std::string name;          // "CPU", "CUDA0"
+    std::string description;   // e.g. CPU model / ISA, GPU name
+    uint64_t memory_total = 0;
+    uint64_t memory_free = 0;
+};
+
+// Memory owned by a backend.
+class Buffer {
+public:
+    virtual ~Buffer() = default;
+    virtual void* data() = 0;   // device address (host address for CPU)
+    virtual size_t size() const = 0;
+};
+
+// Per-session execution state of a backend (threads, scratch).
+class Executor {
+public:
+    virtual ~Executor() = default;
+    // Runs ops [begin, end) of the graph in order. cancel may be null.
+    virtual void run(const Graph& graph, size_t begin, size_t end, const volatile int32_t* cancel) = 0;
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+    virtual Capabilities capabilities() const = 0;
+    // Can this backend run the op (given its input types)? Asked before placement.
+    virtual bool supports(const Op& op) const = 0;
+    // Can weights of this type be used by this backend's mul_mat / get_rows?
+    virtual bool supports_weight_type(uint32_t type) const = 0;
+    virtual std::unique_ptr<Buffer> alloc(size_t bytes) = 0;
+    virtual std::unique_ptr<Executor> make_executor(int n_threads) = 0;
+};
+
+std::unique_ptr<Backend> make_cpu_backend();
+
+}  // namespace ikllm::backend

@@ -1,0 +1,92 @@
+// The built-in CPU backend: host buffers, op capability answers and an executor that runs
+// op lists on a per-session thread pool.
+#include <sys/sysinfo.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "backend.h"
+#include "core/error.h"
+#include "cpu_ops.h"
+#include "kernels/matmul.h"
+#include "quant/type_traits.h"
+
+namespace ikllm::backend {
+
+namespace {
+
+class HostBuffer final : public Buffer {
+public:
+    explicit HostBuffer(size_t bytes) : size_(bytes) {
+        data_ = bytes ? std::aligned_alloc(64, (bytes + 63) / 64 * 64) : nullptr;
+        if (bytes && !data_) throw Error(Status::out_of_memory, "cannot allocate " + std::to_string(bytes) + " bytes");
+    }
+    ~HostBuffer() override { std::free(data_); }
+    void* data() override { return data_; }
+    size_t size() const override { return size_; }
+
+private:
+    void* data_ = nullptr;
+    size_t size_ = 0;
+};
+
+class CpuExecutor final : public Executor {
+public:
+    explicit CpuExecutor(int n_threads) : pool_(n_threads) {}
+    void run(const Graph& graph, size_t begin, size_t end, const volatile int32_t* cancel) override {
+        for (size_t i = begin; i < end; ++i) {
+            if (cancel && *cancel) throw Error(Status::cancelled, "cancelled");
+            const Op& op = graph.ops[i];
+            switch (op.kind) {
+                case OpKind::get_rows: cpu::op_get_rows(op, pool_); break;
+                case OpKind::rms_norm: cpu::op_rms_norm(op, pool_); break;
+                case OpKind::mul_mat: cpu::op_mul_mat(op, pool_, scratch_); break;
+                case OpKind::add: cpu::op_add(op, pool_); break;
+                case OpKind::swiglu: cpu::op_swiglu(op, pool_); break;
+                case OpKind::rope: cpu::op_rope(op, pool_); break;
+                case OpKind::kv_store: cpu::op_kv_store(op, pool_); break;
+                case OpKind::attention: cpu::op_attention(op, pool_, scratch_); break;
+                case OpKind::gather_rows: cpu::op_gather_rows(op, pool_); break;
+            }
+        }
+    }
+
+private:
+    cpu::ThreadPool pool_;
+    cpu::Scratch scratch_;
+};
+
+class CpuBackend final : public Backend {
+public:
+    Capabilities capabilities() const override {
+        Capabilities c;
+        c.name = "CPU";
+        c.description = std::string("CPU (") + cpu::isa_name(cpu::best_isa()) + ")";
+        struct sysinfo si;
+        if (sysinfo(&si) == 0) {
+            c.memory_total = (uint64_t)si.totalram * si.mem_unit;
+            c.memory_free = (uint64_t)si.freeram * si.mem_unit;
+        }
+        return c;
+    }
+    bool supports_weight_type(uint32_t type) const override {
+        const quant::TypeTraits* tt = quant::find_type(type);
+        return tt && tt->dequant && cpu::find_matmul(type, cpu::best_isa()) != nullptr;
+    }
+    bool supports(const Op& op) const override {
+        if (op.kind == OpKind::mul_mat) return supports_weight_type(op.src[0]->type);
+        if (op.kind == OpKind::get_rows) {
+            const quant::TypeTraits* tt = quant::find_type(op.src[0]->type);
+            return tt && tt->dequant;
+        }
+        return true;
+    }
+    std::unique_ptr<Buffer> alloc(size_t bytes) override { return std::make_unique<HostBuffer>(bytes); }
+    std::unique_ptr<Executor> make_executor(int n_threads) override { return std::make_unique<CpuExecutor>(n_threads); }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace ikllm::backend

@@ -1,0 +1,40 @@
+// CPU implementations of the op vocabulary (backends/ops.h). Each splits its work over the
+// session's thread pool; `Scratch` is reused across calls so the decode path does not allocate
+// once warmed up.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "ops.h"
+#include "thread_pool.h"
+
+namespace ikllm::cpu {
+
+struct Scratch {
+    std::vector<uint8_t> act;                   // encoded activations for mul_mat
+    std::vector<std::vector<float>> per_thread; // per-thread float work space
+    float* thread_floats(int thread, size_t n) {
+        if (per_thread.size() <= (size_t)thread) per_thread.resize(thread + 1);
+        auto& v = per_thread[thread];
+        if (v.size() < n) v.resize(n);
+        return v.data();
+    }
+};
+
+void op_get_rows(const Op& op, ThreadPool& pool);
+void op_rms_norm(const Op& op, ThreadPool& pool);
+void op_add(const Op& op, ThreadPool& pool);
+void op_swiglu(const Op& op, ThreadPool& pool);
+void op_rope(const Op& op, ThreadPool& pool);
+void op_kv_store(const Op& op, ThreadPool& pool);
+void op_gather_rows(const Op& op, ThreadPool& pool);
+void op_mul_mat(const Op& op, ThreadPool& pool, Scratch& scratch);
+void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch);
+
+// RoPE of one head vector in place (used by op_rope and by KV shifts).
+// `apply_magnitude` = false rotates only (for shifting already-scaled cached keys).
+void rope_vector(float* x, int32_t pos, const RopeParams& p, bool apply_magnitude);
+// Fills cos/sin caches for one position: n_dims/2 entries each, magnitude folded in.
+void rope_cache(float* cos_out, float* sin_out, float pos, const RopeParams& p, bool apply_magnitude);
+
+}  // namespace ikllm::cpu

@@ -1,0 +1,112 @@
+// The op vocabulary shared by graph builders (src/graph) and backends: tensors as views of
+// backend memory and a flat list of ops. A builder appends ops for one batch; a backend runs
+// a slice of the list. Activations are float32; weights keep their storage type.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace ikllm {
+
+// A strided view of up to 4 dims (ne0 fastest). `type` is a quant::TypeId.
+struct Tensor {
+    uint32_t type = 0;
+    int64_t ne[4] = {1, 1, 1, 1};
+    size_t nb[4] = {0, 0, 0, 0};  // byte strides; nb[0] = element size for float types
+    void* data = nullptr;
+    const char* name = "";
+    int device = 0;               // index of the backend holding the memory (0 = CPU)
+
+    int64_t n_rows() const { return ne[1] * ne[2] * ne[3]; }
+    int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
+    template <typename T>
+    T* row(int64_t i1, int64_t i2 = 0, int64_t i3 = 0) const {
+        return reinterpret_cast<T*>(static_cast<uint8_t*>(data) + i1 * nb[1] + i2 * nb[2] + i3 * nb[3]);
+    }
+};
+
+enum class RopeMode : int32_t { norm = 0, neox = 2 };
+
+// RoPE parameters after resolving the model's scaling keys (docs: architectures.md §3).
+struct RopeParams {
+    RopeMode mode = RopeMode::norm;
+    int32_t n_dims = 0;        // rotated dims per head
+    float freq_base = 10000.f;
+    float freq_scale = 1.f;
+    float ext_factor = 0.f;
+    float attn_factor = 1.f;
+    float beta_fast = 32.f;
+    float beta_slow = 1.f;
+    int32_t n_ctx_orig = 0;
+    const float* freq_factors = nullptr;  // n_dims/2 values or null
+};
+
+// The KV cells visible to a batch: per cell the position and the sequences holding it.
+// Attention masks with it: token t sees cell c iff c holds seq(t) and pos(c) <= pos(t).
+struct KvView {
+    const int32_t* cell_pos = nullptr;   // [n_cells]
+    const uint64_t* cell_seqs = nullptr; // [n_cells * seq_words] bitmask
+    int32_t seq_words = 1;
+    int32_t n_cells = 0;                 // cells [0, n_cells) are examined
+};
+
+enum class OpKind : int32_t {
+    get_rows,     // dst[:, t] = dequant(src0 row ids[t])            src0 = table, i32 = ids
+    rms_norm,     // dst = src0 * inv_rms(src0) * src1 (rows of ne0)  src1 = gain (may be null)
+    mul_mat,      // dst[n, t] = src0[n, :] . src1[:, t] (+ src2 bias [n])
+    add,          // dst = src0 + src1 (same shapes)
+    swiglu,       // dst = silu(src0) * src1
+    rope,         // in place on dst [d, heads, tokens] with i32 positions
+    kv_store,     // copy src0 [d*heads, tokens] into cache dst rows i32[t] (converting to cache type)
+    attention,    // dst [d_v*n_head, tokens] = softmax(q k^T * scale + mask) v
+    gather_rows,  // dst[:, j] = src0[:, i32[j]]
+};
+
+struct Op {
+    OpKind kind = OpKind::add;
+    Tensor* dst = nullptr;
+    Tensor* src[3] = {nullptr, nullptr, nullptr};
+    const int32_t* i32 = nullptr;   // ids / positions / cell indices
+    int64_t n_i32 = 0;
+    float f[2] = {0, 0};            // eps for rms_norm; scale for attention
+    RopeParams rope;                // for rope
+    // attention: src0 = q [d_k, n_head, T], src1 = K cache [d_k, n_head_kv, cells],
+    // src2 = V cache [d_v, n_head_kv, cells]; i32 = positions[T]; seq_ids below.
+    const int32_t* seq_ids = nullptr;
+    KvView kv;
+};
+
+// An op list for one batch shape. Tensors are owned by the list (stable addresses).
+class Graph {
+public:
+    Tensor* new_tensor() {
+        chunks_.emplace_back();
+        return &chunks_.back();
+    }
+    Op& add(OpKind kind) {
+        Op op;
+        op.kind = kind;
+        ops.push_back(op);
+        return ops.back();
+    }
+    std::vector<Op> ops;
+
+private:
+    // deque-like stable storage without pulling in <deque> semantics everywhere
+    struct Chunked {
+        std::vector<std::vector<Tensor>> blocks;
+        size_t used = 0;
+        Tensor& emplace_back() {
+            if (blocks.empty() || used == blocks.back().size()) {
+                blocks.emplace_back();
+                blocks.back().reserve(256);
+                blocks.back().resize(256);
+                used = 0;
+            }
+            return blocks.back()[used++];
+        }
+        Tensor& back() { return blocks.back()[used - 1]; }
+    } chunks_;
+};
+
+}  // namespace ikllm

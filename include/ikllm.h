@@ -1,0 +1,299 @@
+/*
+ * ikllm.h - the C interface of ikllm, an embeddable LLM inference engine for GGUF models.
+ *
+ * THREADING CONTRACT
+ *   - An ikllm_lib handle may be used from any thread; its setters are not meant to race
+ *     with calls that use it (configure it first, then share it).
+ *   - A loaded ikllm_model is immutable: share it freely across threads and sessions.
+ *     Free it only after every session created from it has been freed.
+ *   - An ikllm_session, ikllm_sampler or ikllm_detok is used by ONE thread at a time
+ *     (different objects may be used concurrently by different threads).
+ *   - The log callback may be called from library worker threads.
+ *
+ * CONVENTIONS
+ *   - Every fallible call returns an ikllm_status; IKLLM_OK (0) is success. After a failure,
+ *     ikllm_last_error() on the SAME thread returns a message (valid until the next failing
+ *     call on that thread). Bindings for runtimes that move goroutines/tasks between OS threads
+ *     should use ikllm_last_error_copy() right after the call inside the same native call.
+ *   - Out-handles are set to NULL on failure. Every create/load has a free that accepts NULL.
+ *   - Strings are UTF-8, NUL-terminated unless a length is passed. Text the library produces
+ *     is always valid UTF-8.
+ *   - Borrowed outputs (const char* / const float* returned through out-parameters) say how
+ *     long they stay valid. Memory the library allocates for the caller is released with
+ *     ikllm_free().
+ *   - Caller buffers: a call that writes into (buf, buf_size) always reports the size needed
+ *     (for text: bytes including the terminating NUL) in *needed, and returns
+ *     IKLLM_ERR_BUFFER_TOO_SMALL if buf_size was not enough (buf may be NULL with size 0 to
+ *     query). Arrays of tokens follow the same rule with element counts.
+ *   - Booleans are int32_t (0 = false, non-zero = true). No structs are passed by value.
+ *   - Options are set by string key on an ikllm_options object (typed setters); unknown keys and
+ *     out-of-range values are errors; ikllm_option_info() lists every key with type, default,
+ *     range and a one-line description.
+ *   - Enumerations are append-only with explicit values. `flags` arguments must be 0 unless
+ *     documented otherwise. A shipped signature never changes; new variants get a _v2 suffix.
+ */
+#ifndef IKLLM_H
+#define IKLLM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#  define IKLLM_API __declspec(dllexport)
+#else
+#  define IKLLM_API __attribute__((visibility("default")))
+#endif
+
+/* ---- versions ------------------------------------------------------------------------ */
+#define IKLLM_VERSION_MAJOR 0
+#define IKLLM_VERSION_MINOR 1
+#define IKLLM_VERSION_PATCH 0
+#define IKLLM_VERSION_NUMBER (IKLLM_VERSION_MAJOR * 10000 + IKLLM_VERSION_MINOR * 100 + IKLLM_VERSION_PATCH)
+/* ABI major: part of the shared library's SONAME (libikllm.so.0). */
+#define IKLLM_ABI_VERSION 0
+
+IKLLM_API int32_t ikllm_version_number(void);     /* IKLLM_VERSION_NUMBER of the loaded library */
+IKLLM_API int32_t ikllm_abi_version(void);        /* IKLLM_ABI_VERSION of the loaded library */
+IKLLM_API const char* ikllm_version_string(void); /* static string, e.g. "0.1.0" */
+
+/* ---- status codes ------------------------------------------------------------------ */
+typedef int32_t ikllm_status;
+#define IKLLM_OK 0
+#define IKLLM_ERR_INVALID_ARGUMENT 1   /* NULL handle, bad option value, out-of-range id/position */
+#define IKLLM_ERR_IO 2                 /* file cannot be opened/read/written */
+#define IKLLM_ERR_INVALID_FILE 3       /* corrupt, truncated or inconsistent model file */
+#define IKLLM_ERR_UNSUPPORTED 4        /* valid but unsupported (architecture, tensor type, ...) */
+#define IKLLM_ERR_OUT_OF_MEMORY 5
+#define IKLLM_CANCELLED 6              /* a cancel flag/callback stopped the call; see call docs */
+#define IKLLM_CONTEXT_FULL 7           /* the KV cache has no room for the batch; state unchanged */
+#define IKLLM_END_OF_GENERATION 8      /* informational outcome of generation helpers */
+#define IKLLM_ERR_BUFFER_TOO_SMALL 9   /* *needed says how much is required */
+#define IKLLM_ERR_NOT_FOUND 10         /* metadata key / tensor / option not present */
+#define IKLLM_ERR_INTERNAL 11
+#define IKLLM_ERR_GRAMMAR 12
+#define IKLLM_ERR_TEMPLATE 13
+#define IKLLM_ERR_INCOMPATIBLE_STATE 14
+
+/* Static name of a status ("IKLLM_OK", "IKLLM_ERR_IO", ...). */
+IKLLM_API const char* ikllm_status_name(ikllm_status status);
+/* Message of the last failing call on this thread ("" if none). Valid until the next failure. */
+IKLLM_API const char* ikllm_last_error(void);
+/* Status of the last failing call on this thread (IKLLM_OK if none). */
+IKLLM_API ikllm_status ikllm_last_error_status(void);
+/* Copies the last error message into buf (same buffer rules as above). */
+IKLLM_API ikllm_status ikllm_last_error_copy(char* buf, size_t buf_size, size_t* needed);
+/* Structured detail of the last failure, when known: tensor name ("" otherwise), file offset and
+   bytes needed (UINT64_MAX when unknown). The string is valid until the next failure. */
+IKLLM_API const char* ikllm_last_error_tensor(void);
+IKLLM_API uint64_t ikllm_last_error_offset(void);
+IKLLM_API uint64_t ikllm_last_error_bytes_needed(void);
+
+/* Frees memory the library allocated for the caller (NULL is fine). */
+IKLLM_API void ikllm_free(void* ptr);
+
+/* ---- library instance ------------------------------------------------------------- */
+typedef struct ikllm_lib ikllm_lib;
+
+#define IKLLM_LOG_DEBUG 0
+#define IKLLM_LOG_INFO 1
+#define IKLLM_LOG_WARN 2
+#define IKLLM_LOG_ERROR 3
+/* Called with a NUL-terminated message without trailing newline. May run on worker threads. */
+typedef void (*ikllm_log_fn)(void* user_data, int32_t level, const char* message);
+
+/* Creates a library instance: log sink (none by default: nothing is printed), thread
+   defaults, available backends. flags must be 0. */
+IKLLM_API ikllm_status ikllm_lib_create(uint32_t flags, ikllm_lib** out_lib);
+/* Free after every model loaded through it has been freed. NULL is fine. */
+IKLLM_API void ikllm_lib_free(ikllm_lib* lib);
+/* fn NULL disables logging. Messages below min_level are dropped. */
+IKLLM_API ikllm_status ikllm_lib_set_log(ikllm_lib* lib, ikllm_log_fn fn, void* user_data, int32_t min_level);
+/* Default thread count for new sessions (0 = number of cores). */
+IKLLM_API ikllm_status ikllm_lib_set_default_threads(ikllm_lib* lib, int32_t n_threads);
+
+/* ---- options ------------------------------------------------------------------------ */
+typedef struct ikllm_options ikllm_options;
+
+#define IKLLM_OPTIONS_MODEL 0    /* for ikllm_model_load */
+#define IKLLM_OPTIONS_SESSION 1  /* for ikllm_session_create */
+#define IKLLM_OPTIONS_SAMPLER 2  /* for ikllm_sampler_create */
+
+#define IKLLM_OPTION_INT 0
+#define IKLLM_OPTION_FLOAT 1
+#define IKLLM_OPTION_STRING 2
+
+/* An options object of one kind holding every key at its default. */
+IKLLM_API ikllm_status ikllm_options_create(int32_t kind, ikllm_options** out_options);
+IKLLM_API void ikllm_options_free(ikllm_options* options);
+/* Setters check the key exists for this kind, has this type (an int is accepted for a float
+   option) and the value is in range; otherwise IKLLM_ERR_INVALID_ARGUMENT / IKLLM_ERR_NOT_FOUND. */
+IKLLM_API ikllm_status ikllm_options_set_int(ikllm_options* options, const char* key, int64_t value);
+IKLLM_API ikllm_status ikllm_options_set_float(ikllm_options* options, const char* key, double value);
+IKLLM_API ikllm_status ikllm_options_set_string(ikllm_options* options, const char* key, const char* value);
+/* Sets from text ("512", "0.8", "f16"), converting to the key's type: handy for CLIs and GUIs. */
+IKLLM_API ikllm_status ikllm_options_set_from_text(ikllm_options* options, const char* key, const char* value);
+IKLLM_API ikllm_status ikllm_options_get_int(const ikllm_options* options, const char* key, int64_t* out_value);
+IKLLM_API ikllm_status ikllm_options_get_float(const ikllm_options* options, const char* key, double* out_value);
+/* Borrowed: valid until the option is set again or the object is freed. */
+IKLLM_API ikllm_status ikllm_options_get_string(const ikllm_options* options, const char* key, const char** out_value);
+
+/* Number of options of a kind, and their description. All strings are static. */
+IKLLM_API int32_t ikllm_option_count(int32_t kind);
+IKLLM_API ikllm_status ikllm_option_info(int32_t kind, int32_t index, const char** out_name, int32_t* out_type,
+                                         const char** out_default, const char** out_min, const char** out_max,
+                                         const char** out_doc);
+
+/* ---- model ------------------------------------------------------------------------ */
+typedef struct ikllm_model ikllm_model;
+typedef int32_t ikllm_token;
+
+/* Progress in [0,1]. Return non-zero to cancel the load. Called on the loading thread. */
+typedef int32_t (*ikllm_progress_fn)(void* user_data, float progress);
+
+/* Loads a GGUF model (single file or the first part of a split set; memory-mapped by
+   default). options may be NULL (defaults). progress may be NULL. cancel_flag may be NULL;
+   when it becomes non-zero (from any thread) the load stops with IKLLM_CANCELLED.
+   On failure nothing stays allocated and *out_model is NULL. */
+IKLLM_API ikllm_status ikllm_model_load(ikllm_lib* lib, const char* path, const ikllm_options* options,
+                                        ikllm_progress_fn progress, void* progress_user_data,
+                                        const volatile int32_t* cancel_flag, ikllm_model** out_model);
+IKLLM_API void ikllm_model_free(ikllm_model* model);
+
+/* Model-owned strings below are valid until ikllm_model_free. */
+IKLLM_API const char* ikllm_model_architecture(const ikllm_model* model);
+IKLLM_API const char* ikllm_model_name(const ikllm_model* model); /* general.name or "" */
+IKLLM_API uint64_t ikllm_model_n_params(const ikllm_model* model);
+IKLLM_API uint64_t ikllm_model_size_bytes(const ikllm_model* model);
+IKLLM_API int32_t ikllm_model_n_vocab(const ikllm_model* model);
+IKLLM_API int32_t ikllm_model_n_ctx_train(const ikllm_model* model);
+IKLLM_API int32_t ikllm_model_n_embd(const ikllm_model* model);
+IKLLM_API int32_t ikllm_model_n_layer(const ikllm_model* model);
+/* KV-cache bytes per token for the given cache type name ("f16", "f32", ...). */
+IKLLM_API ikllm_status ikllm_model_kv_bytes_per_token(const ikllm_model* model, const char* kv_type,
+                                                      uint64_t* out_bytes);
+
+/* GGUF metadata: count, key by index, and any value rendered as text (arrays abbreviated
+   unless flags has IKLLM_META_FULL). */
+#define IKLLM_META_FULL 1u
+IKLLM_API int32_t ikllm_model_meta_count(const ikllm_model* model);
+IKLLM_API const char* ikllm_model_meta_key(const ikllm_model* model, int32_t index); /* NULL if out of range */
+IKLLM_API ikllm_status ikllm_model_meta_value(const ikllm_model* model, const char* key, uint32_t flags,
+                                              char* buf, size_t buf_size, size_t* needed);
+
+/* Tensors: count and per-index info. ne has 4 entries (unused dims = 1). */
+IKLLM_API int32_t ikllm_model_tensor_count(const ikllm_model* model);
+IKLLM_API ikllm_status ikllm_model_tensor_info(const ikllm_model* model, int32_t index, const char** out_name,
+                                               int32_t* out_type, int64_t* out_ne4, uint64_t* out_bytes);
+/* Decodes a whole tensor to float32 (rows of ne[0] values, row-major over ne[1..3]).
+   capacity and *needed count floats. */
+IKLLM_API ikllm_status ikllm_model_tensor_dequantize(const ikllm_model* model, const char* name, float* out,
+                                                     size_t capacity, size_t* needed);
+/* Static name of a tensor type id ("q4_K", "iq4_k_r4"); NULL if unknown. */
+IKLLM_API const char* ikllm_type_name(int32_t type);
+
+/* ---- tokenizer ------------------------------------------------------------------------ */
+#define IKLLM_TOKENIZE_ADD_SPECIAL 1u    /* add BOS/EOS as the vocabulary asks */
+#define IKLLM_TOKENIZE_PARSE_SPECIAL 2u  /* match special-token text (e.g. "<|im_start|>") */
+
+/* Tokenizes text (length text_len bytes; any bytes accepted). Writes up to capacity ids;
+   *n_tokens receives the count needed (IKLLM_ERR_BUFFER_TOO_SMALL when capacity < count). */
+IKLLM_API ikllm_status ikllm_tokenize(const ikllm_model* model, const char* text, size_t text_len, uint32_t flags,
+                                      ikllm_token* tokens, size_t capacity, size_t* n_tokens);
+
+#define IKLLM_DETOK_RENDER_SPECIAL 1u      /* write special tokens' text (default: skip them) */
+#define IKLLM_DETOK_KEEP_LEADING_SPACE 2u  /* do not strip the SentencePiece leading space */
+/* Raw bytes of one token's piece (may be an incomplete UTF-8 sequence; not NUL-checked). */
+IKLLM_API ikllm_status ikllm_token_to_piece(const ikllm_model* model, ikllm_token token, uint32_t flags,
+                                            char* buf, size_t buf_size, size_t* needed);
+/* Text of a token sequence, valid UTF-8 (invalid bytes become U+FFFD). */
+IKLLM_API ikllm_status ikllm_detokenize(const ikllm_model* model, const ikllm_token* tokens, size_t n_tokens,
+                                        uint32_t flags, char* buf, size_t buf_size, size_t* needed);
+
+#define IKLLM_TOKEN_BOS 0
+#define IKLLM_TOKEN_EOS 1
+#define IKLLM_TOKEN_EOT 2
+#define IKLLM_TOKEN_UNK 3
+#define IKLLM_TOKEN_PAD 4
+#define IKLLM_TOKEN_SEP 5
+/* Id of a special token, or -1 when the vocabulary has none. */
+IKLLM_API ikllm_token ikllm_model_special_token(const ikllm_model* model, int32_t which);
+/* Non-zero if the token ends generation (EOS, EOT, ...). */
+IKLLM_API int32_t ikllm_token_is_eog(const ikllm_model* model, ikllm_token token);
+
+/* Incremental detokenizer for streaming: only complete UTF-8 is ever returned. */
+typedef struct ikllm_detok ikllm_detok;
+IKLLM_API ikllm_status ikllm_detok_create(const ikllm_model* model, uint32_t flags, ikllm_detok** out_detok);
+IKLLM_API void ikllm_detok_free(ikllm_detok* detok);
+/* Feeds one token; out_text and out_len receive the newly completed text (possibly empty).
+   Borrowed: valid until the next call on this detok. */
+IKLLM_API ikllm_status ikllm_detok_push(ikllm_detok* detok, ikllm_token token, const char** out_text, size_t* out_len);
+/* Ends the stream: a dangling incomplete sequence becomes U+FFFD. Resets the detok. */
+IKLLM_API ikllm_status ikllm_detok_flush(ikllm_detok* detok, const char** out_text, size_t* out_len);
+
+/* ---- session (context) -------------------------------------------------------------- */
+typedef struct ikllm_session ikllm_session;
+
+/* Options (IKLLM_OPTIONS_SESSION): n_ctx (KV cells), n_seq_max, n_batch, n_threads, kv_type, ...
+   The session keeps a reference to the model. options may be NULL. */
+IKLLM_API ikllm_status ikllm_session_create(const ikllm_model* model, const ikllm_options* options,
+                                            ikllm_session** out_session);
+IKLLM_API void ikllm_session_free(ikllm_session* session);
+IKLLM_API int32_t ikllm_session_n_ctx(const ikllm_session* session);
+IKLLM_API int32_t ikllm_session_n_seq_max(const ikllm_session* session);
+
+/* Decodes n_tokens tokens as one batch. Token i belongs to sequence seq_ids[i] (0..n_seq_max-1)
+   at position positions[i]. positions may be NULL: each token then takes the next position of
+   its sequence. seq_ids may be NULL: all tokens belong to sequence 0. want_logits may be NULL:
+   only the batch's last token gets logits. A sequence's positions must not repeat ones it
+   already holds. On IKLLM_CONTEXT_FULL or any error the cache is unchanged.
+   cancel_flag semantics as for loading: IKLLM_CANCELLED leaves the cache unchanged. */
+IKLLM_API ikllm_status ikllm_session_decode(ikllm_session* session, const ikllm_token* tokens,
+                                            const int32_t* positions, const int32_t* seq_ids,
+                                            const int32_t* want_logits, int32_t n_tokens, uint32_t flags);
+IKLLM_API ikllm_status ikllm_session_set_cancel_flag(ikllm_session* session, const volatile int32_t* cancel_flag);
+/* Logits of batch token `index` (must have had want_logits; -1 = the last token that had it).
+   Borrowed: valid until the next decode on this session. */
+IKLLM_API ikllm_status ikllm_session_logits(const ikllm_session* session, int32_t index, const float** out_logits,
+                                            int32_t* out_n_vocab);
+
+/* Sequence operations. p1 < 0 means "to the end". */
+IKLLM_API ikllm_status ikllm_session_seq_remove(ikllm_session* session, int32_t seq_id, int32_t p0, int32_t p1);
+IKLLM_API ikllm_status ikllm_session_seq_copy(ikllm_session* session, int32_t src_seq, int32_t dst_seq, int32_t p0,
+                                              int32_t p1);
+IKLLM_API ikllm_status ikllm_session_seq_keep(ikllm_session* session, int32_t seq_id);
+/* Adds delta to positions in [p0, p1) of the sequence (RoPE is re-applied to cached keys). */
+IKLLM_API ikllm_status ikllm_session_seq_shift(ikllm_session* session, int32_t seq_id, int32_t p0, int32_t p1,
+                                               int32_t delta);
+/* Largest position held by the sequence, or -1 when empty. */
+IKLLM_API int32_t ikllm_session_seq_pos_max(const ikllm_session* session, int32_t seq_id);
+IKLLM_API ikllm_status ikllm_session_clear(ikllm_session* session);
+
+/* ---- sampling ------------------------------------------------------------------------ */
+typedef struct ikllm_sampler ikllm_sampler;
+
+/* A sampler chain configured by IKLLM_OPTIONS_SAMPLER options (seed, temperature, top_k,
+   top_p, min_p, typical_p, repeat_penalty, presence_penalty, frequency_penalty,
+   penalty_last_n, chain). temperature <= 0 is greedy. Same seed + same inputs = same output. */
+IKLLM_API ikllm_status ikllm_sampler_create(const ikllm_model* model, const ikllm_options* options,
+                                            ikllm_sampler** out_sampler);
+IKLLM_API void ikllm_sampler_free(ikllm_sampler* sampler);
+/* Samples from the logits of batch token `index` of the session's last decode, then records the
+   chosen token in the penalty history. */
+IKLLM_API ikllm_status ikllm_sampler_sample(ikllm_sampler* sampler, const ikllm_session* session, int32_t index,
+                                            ikllm_token* out_token);
+/* Same from caller-provided logits. */
+IKLLM_API ikllm_status ikllm_sampler_sample_logits(ikllm_sampler* sampler, const float* logits, int32_t n_vocab,
+                                                   ikllm_token* out_token);
+/* Records tokens (e.g. the prompt) in the penalty history without sampling. */
+IKLLM_API ikllm_status ikllm_sampler_accept(ikllm_sampler* sampler, const ikllm_token* tokens, size_t n_tokens);
+/* Clears history and re-seeds the RNG with the configured seed. */
+IKLLM_API ikllm_status ikllm_sampler_reset(ikllm_sampler* sampler);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* IKLLM_H */

@@ -1,0 +1,70 @@
+// Shared pieces of the C boundary: handle structs, the per-thread error record, and `guard`,
+// which runs engine code and turns every exception into a status + message.
+#pragma once
+#include <cstring>
+#include <map>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "ikllm.h"
+#include "model/model.h"
+
+namespace ikllm::api {
+
+void set_error(Status s, const std::string& msg);
+void clear_error();
+
+template <typename F>
+ikllm_status guard(F&& f) noexcept {
+    try {
+        f();
+        return IKLLM_OK;
+    } catch (const Error& e) {
+        set_error(e.status, e.what());
+        return (ikllm_status)e.status;
+    } catch (const std::bad_alloc&) {
+        set_error(Status::out_of_memory, "out of memory");
+        return IKLLM_ERR_OUT_OF_MEMORY;
+    } catch (const std::exception& e) {
+        set_error(Status::internal, std::string("internal error: ") + e.what());
+        return IKLLM_ERR_INTERNAL;
+    } catch (...) {
+        set_error(Status::internal, "internal error: unknown exception");
+        return IKLLM_ERR_INTERNAL;
+    }
+}
+
+#define IKLLM_REQUIRE(cond, msg) \
+    do { if (!(cond)) ::ikllm::fail(::ikllm::Status::invalid_argument, msg); } while (0)
+
+// Writes text into a caller buffer following the header's buffer convention.
+void copy_out(const std::string& s, char* buf, size_t buf_size, size_t* needed);
+
+// Option values as stored on an ikllm_options object.
+struct OptionValue {
+    int32_t type = IKLLM_OPTION_INT;
+    int64_t i = 0;
+    double f = 0;
+    std::string s;
+};
+
+}  // namespace ikllm::api
+
+struct ikllm_lib {
+    ikllm::Logger log;
+    int32_t default_threads = 0;
+};
+
+struct ikllm_options {
+    int32_t kind = 0;
+    std::map<std::string, ikllm::api::OptionValue, std::less<>> values;
+};
+
+struct ikllm_model {
+    ikllm_lib* lib = nullptr;
+    std::unique_ptr<ikllm::Model> m;
+};

@@ -1,0 +1,252 @@
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+#include "api/options.h"
+#include "quant/type_traits.h"
+
+namespace ikllm::api {
+
+namespace {
+const OptionSpec kSpecs[] = {
+    {IKLLM_OPTIONS_MODEL, "use_mmap", IKLLM_OPTION_INT, "1", "0", "1", "Map the model file instead of reading it into memory"},
+    {IKLLM_OPTIONS_MODEL, "check_tensors", IKLLM_OPTION_INT, "0", "0", "1", "Decode every tensor at load time to detect NaN/Inf (slow)"},
+
+    {IKLLM_OPTIONS_SESSION, "n_ctx", IKLLM_OPTION_INT, "4096", "1", "16777216", "KV-cache size in tokens (cells), shared by all sequences"},
+    {IKLLM_OPTIONS_SESSION, "n_seq_max", IKLLM_OPTION_INT, "1", "1", "256", "Number of sequences the session can hold"},
+    {IKLLM_OPTIONS_SESSION, "n_batch", IKLLM_OPTION_INT, "512", "1", "65536", "Largest micro-batch computed at once (bigger batches are split)"},
+    {IKLLM_OPTIONS_SESSION, "n_threads", IKLLM_OPTION_INT, "0", "0", "1024", "Worker threads (0: library default, else number of cores)"},
+    {IKLLM_OPTIONS_SESSION, "kv_type", IKLLM_OPTION_STRING, "f16", "", "", "KV-cache element type: f16 or f32"},
+
+    {IKLLM_OPTIONS_SAMPLER, "seed", IKLLM_OPTION_INT, "24301", "0", "9223372036854775807", "Random seed"},
+    {IKLLM_OPTIONS_SAMPLER, "temperature", IKLLM_OPTION_FLOAT, "0.8", "0", "100", "Softmax temperature; 0 = greedy"},
+    {IKLLM_OPTIONS_SAMPLER, "top_k", IKLLM_OPTION_INT, "40", "0", "1000000000", "Keep the k most likely tokens (0 = off)"},
+    {IKLLM_OPTIONS_SAMPLER, "top_p", IKLLM_OPTION_FLOAT, "0.95", "0", "1", "Nucleus sampling mass (1 = off)"},
+    {IKLLM_OPTIONS_SAMPLER, "min_p", IKLLM_OPTION_FLOAT, "0.05", "0", "1", "Drop tokens below min_p x the top probability (0 = off)"},
+    {IKLLM_OPTIONS_SAMPLER, "typical_p", IKLLM_OPTION_FLOAT, "1", "0", "1", "Locally typical sampling mass (1 = off)"},
+    {IKLLM_OPTIONS_SAMPLER, "repeat_penalty", IKLLM_OPTION_FLOAT, "1", "0", "10", "Divide logits of recent tokens (1 = off)"},
+    {IKLLM_OPTIONS_SAMPLER, "presence_penalty", IKLLM_OPTION_FLOAT, "0", "-10", "10", "Subtract from logits of tokens seen in the window"},
+    {IKLLM_OPTIONS_SAMPLER, "frequency_penalty", IKLLM_OPTION_FLOAT, "0", "-10", "10", "Subtract count x this from logits of recent tokens"},
+    {IKLLM_OPTIONS_SAMPLER, "penalty_last_n", IKLLM_OPTION_INT, "64", "-1", "1000000000", "Penalty window in tokens (-1 = whole history, 0 = off)"},
+    {IKLLM_OPTIONS_SAMPLER, "chain", IKLLM_OPTION_STRING, "penalties;top_k;typical_p;top_p;min_p;temperature", "", "",
+     "Order of sampler steps, ';'-separated"},
+};
+constexpr int32_t kCount = (int32_t)(sizeof(kSpecs) / sizeof(kSpecs[0]));
+
+const OptionValue* find_value(const ikllm_options* o, const char* name) {
+    if (!o) return nullptr;
+    auto it = o->values.find(name);
+    return it == o->values.end() ? nullptr : &it->second;
+}
+}  // namespace
+
+const OptionSpec* option_specs(int32_t kind, int32_t* count) {
+    int32_t first = -1, n = 0;
+    for (int32_t i = 0; i < kCount; ++i)
+        if (kSpecs[i].kind == kind) {
+            if (first < 0) first = i;
+            ++n;
+        }
+    *count = n;
+    return first < 0 ? nullptr : &kSpecs[first];
+}
+
+const OptionSpec* find_option(int32_t kind, const char* name) {
+    for (const auto& s : kSpecs)
+        if (s.kind == kind && std::strcmp(s.name, name) == 0) return &s;
+    return nullptr;
+}
+
+int64_t opt_int(const ikllm_options* o, int32_t kind, const char* name) {
+    if (const OptionValue* v = find_value(o, name)) return v->i;
+    return std::strtoll(find_option(kind, name)->def, nullptr, 10);
+}
+double opt_float(const ikllm_options* o, int32_t kind, const char* name) {
+    if (const OptionValue* v = find_value(o, name)) return v->f;
+    return std::strtod(find_option(kind, name)->def, nullptr);
+}
+std::string opt_string(const ikllm_options* o, int32_t kind, const char* name) {
+    if (const OptionValue* v = find_value(o, name)) return v->s;
+    return find_option(kind, name)->def;
+}
+
+ModelOptions model_options(const ikllm_options* o) {
+    ModelOptions m;
+    m.use_mmap = opt_int(o, IKLLM_OPTIONS_MODEL, "use_mmap") != 0;
+    m.check_tensors = opt_int(o, IKLLM_OPTIONS_MODEL, "check_tensors") != 0;
+    return m;
+}
+
+SessionOptions session_options(const ikllm_options* o, int32_t lib_default_threads) {
+    SessionOptions s;
+    const int32_t K = IKLLM_OPTIONS_SESSION;
+    s.n_ctx = (int32_t)opt_int(o, K, "n_ctx");
+    s.n_seq_max = (int32_t)opt_int(o, K, "n_seq_max");
+    s.n_batch = (int32_t)opt_int(o, K, "n_batch");
+    s.n_threads = (int32_t)opt_int(o, K, "n_threads");
+    if (s.n_threads == 0) s.n_threads = lib_default_threads;
+    const std::string kv = opt_string(o, K, "kv_type");
+    s.kv_type = kv == "f32" ? quant::T_F32 : quant::T_F16;
+    return s;
+}
+
+SamplerOptions sampler_options(const ikllm_options* o) {
+    SamplerOptions s;
+    const int32_t K = IKLLM_OPTIONS_SAMPLER;
+    s.seed = (uint64_t)opt_int(o, K, "seed");
+    s.temperature = (float)opt_float(o, K, "temperature");
+    s.top_k = (int32_t)opt_int(o, K, "top_k");
+    s.top_p = (float)opt_float(o, K, "top_p");
+    s.min_p = (float)opt_float(o, K, "min_p");
+    s.typical_p = (float)opt_float(o, K, "typical_p");
+    s.repeat_penalty = (float)opt_float(o, K, "repeat_penalty");
+    s.presence_penalty = (float)opt_float(o, K, "presence_penalty");
+    s.frequency_penalty = (float)opt_float(o, K, "frequency_penalty");
+    s.penalty_last_n = (int32_t)opt_int(o, K, "penalty_last_n");
+    s.chain = opt_string(o, K, "chain");
+    return s;
+}
+
+// Validates a value against the spec and stores it.
+static void store(ikllm_options* o, const char* key, int32_t type, int64_t i, double f, const char* s) {
+    IKLLM_REQUIRE(o, "options is NULL");
+    IKLLM_REQUIRE(key, "key is NULL");
+    const OptionSpec* spec = find_option(o->kind, key);
+    if (!spec) {
+        static const char* kinds[] = {"model", "session", "sampler"};
+        fail(Status::not_found, std::string("unknown ") + kinds[o->kind] + " option '" + key + "'");
+    }
+    OptionValue v;
+    v.type = spec->type;
+    if (spec->type == IKLLM_OPTION_STRING) {
+        if (type != IKLLM_OPTION_STRING) fail(Status::invalid_argument, std::string("option '") + key + "' takes a string");
+        IKLLM_REQUIRE(s, "value is NULL");
+        v.s = s;
+        if (std::strcmp(key, "kv_type") == 0 && v.s != "f16" && v.s != "f32")
+            fail(Status::invalid_argument, "option 'kv_type' must be f16 or f32, got '" + v.s + "'");
+        if (std::strcmp(key, "chain") == 0) {
+            SamplerOptions so;
+            so.chain = v.s;
+            Sampler check(so);  // throws on an unknown step
+        }
+    } else {
+        if (type == IKLLM_OPTION_STRING) fail(Status::invalid_argument, std::string("option '") + key + "' takes a number");
+        if (spec->type == IKLLM_OPTION_INT && type == IKLLM_OPTION_FLOAT)
+            fail(Status::invalid_argument, std::string("option '") + key + "' takes an integer");
+        const double val = type == IKLLM_OPTION_INT ? (double)i : f;
+        const double lo = std::strtod(spec->min, nullptr), hi = std::strtod(spec->max, nullptr);
+        if (!(val >= lo && val <= hi))
+            fail(Status::invalid_argument, std::string("option '") + key + "' value " + std::to_string(val) +
+                 " is out of range [" + spec->min + ", " + spec->max + "]");
+        v.i = type == IKLLM_OPTION_INT ? i : (int64_t)f;
+        v.f = val;
+    }
+    o->values[spec->name] = std::move(v);
+}
+
+}  // namespace ikllm::api
+
+using namespace ikllm;
+
+extern "C" {
+
+ikllm_status ikllm_options_create(int32_t kind, ikllm_options** out) {
+    if (out) *out = nullptr;
+    return api::guard([&] {
+        IKLLM_REQUIRE(out, "out_options is NULL");
+        IKLLM_REQUIRE(kind >= IKLLM_OPTIONS_MODEL && kind <= IKLLM_OPTIONS_SAMPLER, "unknown options kind");
+        auto* o = new ikllm_options();
+        o->kind = kind;
+        *out = o;
+    });
+}
+void ikllm_options_free(ikllm_options* o) { delete o; }
+
+ikllm_status ikllm_options_set_int(ikllm_options* o, const char* key, int64_t value) {
+    return api::guard([&] { api::store(o, key, IKLLM_OPTION_INT, value, 0, nullptr); });
+}
+ikllm_status ikllm_options_set_float(ikllm_options* o, const char* key, double value) {
+    return api::guard([&] { api::store(o, key, IKLLM_OPTION_FLOAT, 0, value, nullptr); });
+}
+ikllm_status ikllm_options_set_string(ikllm_options* o, const char* key, const char* value) {
+    return api::guard([&] { api::store(o, key, IKLLM_OPTION_STRING, 0, 0, value); });
+}
+ikllm_status ikllm_options_set_from_text(ikllm_options* o, const char* key, const char* value) {
+    return api::guard([&] {
+        IKLLM_REQUIRE(o && key && value, "NULL argument");
+        const api::OptionSpec* spec = api::find_option(o->kind, key);
+        if (!spec) fail(Status::not_found, std::string("unknown option '") + key + "'");
+        char* end = nullptr;
+        if (spec->type == IKLLM_OPTION_INT) {
+            errno = 0;
+            long long v = std::strtoll(value, &end, 10);
+            if (end == value || *end || errno)
+                fail(Status::invalid_argument, std::string("option '") + key + "' expects an integer, got '" + value + "'");
+            api::store(o, key, IKLLM_OPTION_INT, v, 0, nullptr);
+        } else if (spec->type == IKLLM_OPTION_FLOAT) {
+            double v = std::strtod(value, &end);
+            if (end == value || *end || !std::isfinite(v))
+                fail(Status::invalid_argument, std::string("option '") + key + "' expects a number, got '" + value + "'");
+            api::store(o, key, IKLLM_OPTION_FLOAT, 0, v, nullptr);
+        } else {
+            api::store(o, key, IKLLM_OPTION_STRING, 0, 0, value);
+        }
+    });
+}
+
+static const api::OptionSpec* spec_for(const ikllm_options* o, const char* key) {
+    IKLLM_REQUIRE(o && key, "NULL argument");
+    const api::OptionSpec* spec = api::find_option(o->kind, key);
+    if (!spec) fail(Status::not_found, std::string("unknown option '") + key + "'");
+    return spec;
+}
+
+ikllm_status ikllm_options_get_int(const ikllm_options* o, const char* key, int64_t* out) {
+    return api::guard([&] {
+        const api::OptionSpec* s = spec_for(o, key);
+        IKLLM_REQUIRE(out, "out_value is NULL");
+        IKLLM_REQUIRE(s->type == IKLLM_OPTION_INT, std::string("option '") + key + "' is not an integer");
+        *out = api::opt_int(o, o->kind, key);
+    });
+}
+ikllm_status ikllm_options_get_float(const ikllm_options* o, const char* key, double* out) {
+    return api::guard([&] {
+        const api::OptionSpec* s = spec_for(o, key);
+        IKLLM_REQUIRE(out, "out_value is NULL");
+        IKLLM_REQUIRE(s->type != IKLLM_OPTION_STRING, std::string("option '") + key + "' is not numeric");
+        *out = s->type == IKLLM_OPTION_INT ? (double)api::opt_int(o, o->kind, key) : api::opt_float(o, o->kind, key);
+    });
+}
+ikllm_status ikllm_options_get_string(const ikllm_options* o, const char* key, const char** out) {
+    return api::guard([&] {
+        const api::OptionSpec* s = spec_for(o, key);
+        IKLLM_REQUIRE(out, "out_value is NULL");
+        IKLLM_REQUIRE(s->type == IKLLM_OPTION_STRING, std::string("option '") + key + "' is not a string");
+        auto it = o->values.find(key);
+        *out = it == o->values.end() ? s->def : it->second.s.c_str();
+    });
+}
+
+int32_t ikllm_option_count(int32_t kind) {
+    int32_t n = 0;
+    api::option_specs(kind, &n);
+    return n;
+}
+
+ikllm_status ikllm_option_info(int32_t kind, int32_t index, const char** name, int32_t* type, const char** def,
+                               const char** min, const char** max, const char** doc) {
+    return api::guard([&] {
+        int32_t n = 0;
+        const api::OptionSpec* s = api::option_specs(kind, &n);
+        IKLLM_REQUIRE(index >= 0 && index < n, "option index out of range");
+        const api::OptionSpec& o = s[index];
+        if (name) *name = o.name;
+        if (type) *type = o.type;
+        if (def) *def = o.def;
+        if (min) *min = o.min;
+        if (max) *max = o.max;
+        if (doc) *doc = o.doc;
+    });
+}
+
+}  // extern "C"

@@ -1,0 +1,144 @@
+// C boundary for sessions and samplers.
+#include "api/api_internal.h"
+#include "api/options.h"
+#include "sampling/sampler.h"
+#include "session/session.h"
+
+using namespace ikllm;
+
+struct ikllm_session {
+    const ikllm_model* model = nullptr;
+    std::unique_ptr<Session> s;
+};
+
+struct ikllm_sampler {
+    std::unique_ptr<Sampler> s;
+    int32_t n_vocab = 0;
+};
+
+extern "C" {
+
+ikllm_status ikllm_session_create(const ikllm_model* model, const ikllm_options* options, ikllm_session** out) {
+    if (out) *out = nullptr;
+    return api::guard([&] {
+        IKLLM_REQUIRE(model && out, "NULL argument");
+        IKLLM_REQUIRE(!options || options->kind == IKLLM_OPTIONS_SESSION, "options are not session options");
+        auto h = std::make_unique<ikllm_session>();
+        h->model = model;
+        h->s = std::make_unique<Session>(*model->m, api::session_options(options, model->lib->default_threads));
+        *out = h.release();
+    });
+}
+void ikllm_session_free(ikllm_session* s) { delete s; }
+int32_t ikllm_session_n_ctx(const ikllm_session* s) { return s ? s->s->options().n_ctx : 0; }
+int32_t ikllm_session_n_seq_max(const ikllm_session* s) { return s ? s->s->options().n_seq_max : 0; }
+
+ikllm_status ikllm_session_decode(ikllm_session* s, const ikllm_token* tokens, const int32_t* positions,
+                                  const int32_t* seq_ids, const int32_t* want_logits, int32_t n_tokens,
+                                  uint32_t flags) {
+    return api::guard([&] {
+        IKLLM_REQUIRE(s, "session is NULL");
+        IKLLM_REQUIRE(flags == 0, "flags must be 0");
+        s->s->decode(tokens, positions, seq_ids, want_logits, n_tokens);
+    });
+}
+ikllm_status ikllm_session_set_cancel_flag(ikllm_session* s, const volatile int32_t* flag) {
+    return api::guard([&] {
+        IKLLM_REQUIRE(s, "session is NULL");
+        s->s->set_cancel(flag);
+    });
+}
+ikllm_status ikllm_session_logits(const ikllm_session* s, int32_t index, const float** out, int32_t* n_vocab) {
+    if (out) *out = nullptr;
+    return api::guard([&] {
+        IKLLM_REQUIRE(s && out, "NULL argument");
+        *out = s->s->logits(index);
+        if (n_vocab) *n_vocab = s->s->model().hp.n_vocab;
+    });
+}
+
+static void check_seq(const ikllm_session* s, int32_t seq) {
+    IKLLM_REQUIRE(s, "session is NULL");
+    IKLLM_REQUIRE(seq >= 0 && seq < s->s->options().n_seq_max,
+                  "sequence id " + std::to_string(seq) + " out of range");
+}
+
+ikllm_status ikllm_session_seq_remove(ikllm_session* s, int32_t seq, int32_t p0, int32_t p1) {
+    return api::guard([&] {
+        check_seq(s, seq);
+        IKLLM_REQUIRE(p0 >= 0, "p0 must be >= 0");
+        s->s->kv().seq_remove(seq, p0, p1);
+    });
+}
+ikllm_status ikllm_session_seq_copy(ikllm_session* s, int32_t src, int32_t dst, int32_t p0, int32_t p1) {
+    return api::guard([&] {
+        check_seq(s, src);
+        check_seq(s, dst);
+        IKLLM_REQUIRE(p0 >= 0, "p0 must be >= 0");
+        s->s->kv().seq_copy(src, dst, p0, p1);
+    });
+}
+ikllm_status ikllm_session_seq_keep(ikllm_session* s, int32_t seq) {
+    return api::guard([&] {
+        check_seq(s, seq);
+        s->s->kv().seq_keep(seq);
+    });
+}
+ikllm_status ikllm_session_seq_shift(ikllm_session* s, int32_t seq, int32_t p0, int32_t p1, int32_t delta) {
+    return api::guard([&] {
+        check_seq(s, seq);
+        IKLLM_REQUIRE(p0 >= 0, "p0 must be >= 0");
+        s->s->seq_shift(seq, p0, p1, delta);
+    });
+}
+int32_t ikllm_session_seq_pos_max(const ikllm_session* s, int32_t seq) {
+    if (!s || seq < 0 || seq >= s->s->options().n_seq_max) return -1;
+    return s->s->kv().seq_pos_max(seq);
+}
+ikllm_status ikllm_session_clear(ikllm_session* s) {
+    return api::guard([&] {
+        IKLLM_REQUIRE(s, "session is NULL");
+        s->s->kv().clear();
+    });
+}
+
+ikllm_status ikllm_sampler_create(const ikllm_model* model, const ikllm_options* options, ikllm_sampler** out) {
+    if (out) *out = nullptr;
+    return api::guard([&] {
+        IKLLM_REQUIRE(model && out, "NULL argument");
+        IKLLM_REQUIRE(!options || options->kind == IKLLM_OPTIONS_SAMPLER, "options are not sampler options");
+        auto h = std::make_unique<ikllm_sampler>();
+        h->s = std::make_unique<Sampler>(api::sampler_options(options));
+        h->n_vocab = model->m->hp.n_vocab;
+        *out = h.release();
+    });
+}
+void ikllm_sampler_free(ikllm_sampler* s) { delete s; }
+ikllm_status ikllm_sampler_sample(ikllm_sampler* smp, const ikllm_session* s, int32_t index, ikllm_token* out) {
+    return api::guard([&] {
+        IKLLM_REQUIRE(smp && s && out, "NULL argument");
+        *out = smp->s->sample(s->s->logits(index), s->s->model().hp.n_vocab);
+    });
+}
+ikllm_status ikllm_sampler_sample_logits(ikllm_sampler* smp, const float* logits, int32_t n_vocab, ikllm_token* out) {
+    return api::guard([&] {
+        IKLLM_REQUIRE(smp && logits && out, "NULL argument");
+        IKLLM_REQUIRE(n_vocab > 0, "n_vocab must be positive");
+        *out = smp->s->sample(logits, n_vocab);
+    });
+}
+ikllm_status ikllm_sampler_accept(ikllm_sampler* smp, const ikllm_token* tokens, size_t n) {
+    return api::guard([&] {
+        IKLLM_REQUIRE(smp, "sampler is NULL");
+        IKLLM_REQUIRE(tokens || n == 0, "tokens is NULL");
+        for (size_t i = 0; i < n; ++i) smp->s->accept(tokens[i]);
+    });
+}
+ikllm_status ikllm_sampler_reset(ikllm_sampler* smp) {
+    return api::guard([&] {
+        IKLLM_REQUIRE(smp, "sampler is NULL");
+        smp->s->reset();
+    });
+}
+
+}  // extern "C"

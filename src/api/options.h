@@ -1,0 +1,35 @@
+// The option registry: every key an ikllm_options object accepts, per kind, with type,
+// default, range and a one-line description (listed through ikllm_option_info).
+#pragma once
+#include <cstdint>
+
+#include "api/api_internal.h"
+#include "model/model.h"
+#include "sampling/sampler.h"
+#include "session/session.h"
+
+namespace ikllm::api {
+
+struct OptionSpec {
+    int32_t kind;
+    const char* name;
+    int32_t type;
+    const char* def;
+    const char* min;   // "" when not numeric
+    const char* max;
+    const char* doc;
+};
+
+const OptionSpec* option_specs(int32_t kind, int32_t* count);
+const OptionSpec* find_option(int32_t kind, const char* name);
+
+// Typed reads with the registry default when the options object is null.
+int64_t opt_int(const ikllm_options* o, int32_t kind, const char* name);
+double opt_float(const ikllm_options* o, int32_t kind, const char* name);
+std::string opt_string(const ikllm_options* o, int32_t kind, const char* name);
+
+ModelOptions model_options(const ikllm_options* o);
+SessionOptions session_options(const ikllm_options* o, int32_t lib_default_threads);
+SamplerOptions sampler_options(const ikllm_options* o);
+
+}  // namespace ikllm::api

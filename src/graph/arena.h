@@ -1,0 +1,58 @@
+// Bump allocator for activations of one batch. Blocks are kept across resets, so once a
+// session has seen its largest batch the decode path allocates nothing.
+#pragma once
+#include <cstddef>
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <vector>
+
+namespace ikllm {
+
+class Arena {
+public:
+    void reset() {
+        block_ = 0;
+        used_ = 0;
+    }
+    // 64-byte aligned, uninitialised.
+    void* alloc(size_t bytes) {
+        bytes = (bytes + 63) / 64 * 64;
+        while (block_ < blocks_.size()) {
+            if (used_ + bytes <= blocks_[block_].size) {
+                void* p = blocks_[block_].data.get() + used_;
+                used_ += bytes;
+                return p;
+            }
+            ++block_;
+            used_ = 0;
+        }
+        const size_t size = bytes > kBlock ? bytes : kBlock;
+        Block b;
+        b.data.reset(static_cast<uint8_t*>(std::aligned_alloc(64, size)));
+        if (!b.data) throw std::bad_alloc();
+        b.size = size;
+        blocks_.push_back(std::move(b));
+        block_ = blocks_.size() - 1;
+        used_ = bytes;
+        return blocks_[block_].data.get();
+    }
+    size_t capacity() const {
+        size_t s = 0;
+        for (auto& b : blocks_) s += b.size;
+        return s;
+    }
+
+private:
+    static constexpr size_t kBlock = 16u << 20;
+    struct Free { void operator()(uint8_t* p) const { std::free(p); } };
+    struct Block {
+        std::unique_ptr<uint8_t, Free> data;
+        size_t size = 0;
+    };
+    std::vector<Block> blocks_;
+    size_t block_ = 0;
+    size_t used_ = 0;
+};
+
+}  // namespace ikllm

@@ -1,0 +1,209 @@
+// Load pipeline: GGUF index -> hyper-parameters -> architecture tensor schema (shapes
+// checked, every file tensor consumed) -> weights bound to backend memory -> tokenizer.
+#include <cstring>
+#include <set>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "model/model.h"
+#include "quant/type_traits.h"
+#include "tokenizer/tokenizer.h"
+
+namespace ikllm {
+
+Model::~Model() = default;
+
+const Tensor* Model::find_weight(const std::string& name) const {
+    auto it = by_name.find(name);
+    return it == by_name.end() ? nullptr : it->second;
+}
+
+bool type_geometry(uint32_t type, gguf::TypeGeometry* out) {
+    const quant::TypeTraits* t = quant::find_type(type);
+    if (!t || t->is_activation_only) return false;
+    *out = {t->name, t->block_elems, t->block_bytes, t->row_meta_bytes, t->interleave};
+    return true;
+}
+
+namespace {
+
+std::string shape_str(const int64_t* ne, int n) {
+    std::string s = "[";
+    for (int i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
+    return s + "]";
+}
+
+// Binds file tensors to weight views, checking shapes and tracking which tensors are used.
+class Binder {
+public:
+    Binder(Model& m, const ModelOptions& opts) : m_(m), opts_(opts) {}
+
+    Tensor* require(const std::string& name, std::initializer_list<int64_t> shape) { return bind(name, shape, true); }
+    Tensor* optional(const std::string& name, std::initializer_list<int64_t> shape) { return bind(name, shape, false); }
+
+    // Every tensor in the file must belong to the architecture (as the reference requires).
+    void check_all_used() const {
+        for (const auto& ti : m_.file->tensors())
+            if (!used_.count(ti.name))
+                fail(Status::invalid_file, "tensor '" + ti.name + "' is not used by architecture " + m_.hp.arch_str +
+                     " (unexpected tensor)");
+    }
+
+private:
+    Tensor* bind(const std::string& name, std::initializer_list<int64_t> shape, bool required) {
+        if (auto it = m_.by_name.find(name); it != m_.by_name.end()) return it->second;  // tied reuse
+        const gguf::TensorInfo* ti = m_.file->find_tensor(name);
+        if (!ti) {
+            if (required) fail(Status::invalid_file, "missing tensor '" + name + "'");
+            return nullptr;
+        }
+        int64_t want[4] = {1, 1, 1, 1};
+        int n = 0;
+        for (int64_t v : shape) want[n++] = v;
+        for (int d = 0; d < 4; ++d)
+            if (ti->ne[d] != want[d])
+                fail(Status::invalid_file, "tensor '" + name + "' has shape " + shape_str(ti->ne, 4) + ", expected " +
+                     shape_str(want, 4));
+        const quant::TypeTraits* tt = quant::find_type(ti->type);
+        if (!tt || !tt->dequant)
+            fail(Status::unsupported, "tensor '" + name + "' has type " + (tt ? tt->name : std::to_string(ti->type)) +
+                 " which this build cannot decode");
+        auto t = std::make_unique<Tensor>();
+        t->type = ti->type;
+        for (int d = 0; d < 4; ++d) t->ne[d] = ti->ne[d];
+        t->nb[0] = (size_t)tt->block_bytes;  // per block; float types: element size
+        t->nb[1] = quant::row_bytes(*tt, ti->ne[0]);
+        t->nb[2] = t->nb[1] * ti->ne[1];
+        t->nb[3] = t->nb[2] * ti->ne[2];
+        if (opts_.use_mmap) {
+            t->data = const_cast<uint8_t*>(ti->data);
+        } else {
+            auto buf = m_.cpu->alloc(ti->nbytes);
+            std::memcpy(buf->data(), ti->data, ti->nbytes);
+            t->data = buf->data();
+            m_.buffers.push_back(std::move(buf));
+        }
+        t->name = ti->name.c_str();
+        used_.insert(name);
+        m_.n_params += (uint64_t)ti->n_elements();
+        m_.weight_bytes += ti->nbytes;
+        Tensor* raw = t.get();
+        m_.by_name.emplace(name, raw);
+        m_.weights.push_back(std::move(t));
+        return raw;
+    }
+
+    Model& m_;
+    const ModelOptions& opts_;
+    std::set<std::string> used_;
+};
+
+// Matmul weights must have a CPU kernel; reports the tensor and its type otherwise.
+void check_matmul_type(const Model& m, const Tensor* t) {
+    if (t && !m.cpu->supports_weight_type(t->type)) {
+        const quant::TypeTraits* tt = quant::find_type(t->type);
+        fail(Status::unsupported, std::string("tensor '") + t->name + "' has type " + (tt ? tt->name : "?") +
+             " which has no CPU matrix kernel in this build");
+    }
+}
+
+void bind_llama_family(Model& m, Binder& b) {
+    const HParams& hp = m.hp;
+    const int64_t E = hp.n_embd, V = hp.n_vocab, q_dim = (int64_t)hp.n_head * hp.d_k,
+                  kv_dim = (int64_t)hp.n_head_kv * hp.d_k, v_dim = (int64_t)hp.n_head_kv * hp.d_v;
+    m.tok_embd = b.require("token_embd.weight", {E, V});
+    m.output_norm = b.require("output_norm.weight", {E});
+    m.output = b.optional("output.weight", {E, V});
+    if (!m.output) m.output = m.tok_embd;  // tied embeddings
+    if (hp.arch == Arch::qwen2) b.optional("output.bias", {V});  // loaded, never used (reference quirk)
+    if (hp.arch == Arch::llama) m.rope_freqs = b.optional("rope_freqs.weight", {E / hp.n_head / 2});
+    const bool qwen3ish = hp.arch == Arch::qwen3 || hp.arch == Arch::qwen3moe;
+    m.layers.resize(hp.n_layer);
+    for (int i = 0; i < hp.n_layer; ++i) {
+        const std::string p = "blk." + std::to_string(i) + ".";
+        LayerWeights& l = m.layers[i];
+        l.attn_norm = b.require(p + "attn_norm.weight", {E});
+        l.wq = b.require(p + "attn_q.weight", {E, q_dim});
+        l.wk = b.require(p + "attn_k.weight", {E, kv_dim});
+        l.wv = b.require(p + "attn_v.weight", {E, v_dim});
+        l.wo = b.require(p + "attn_output.weight", {(int64_t)hp.n_head * hp.d_v, E});
+        if (hp.arch == Arch::qwen2) {
+            l.bq = b.require(p + "attn_q.bias", {q_dim});
+            l.bk = b.require(p + "attn_k.bias", {kv_dim});
+            l.bv = b.require(p + "attn_v.bias", {v_dim});
+        } else if (hp.arch == Arch::llama) {
+            l.bq = b.optional(p + "attn_q.bias", {q_dim});
+            l.bk = b.optional(p + "attn_k.bias", {kv_dim});
+            l.bv = b.optional(p + "attn_v.bias", {v_dim});
+            l.bo = b.optional(p + "attn_output.bias", {E});
+        }
+        if (qwen3ish) {
+            l.q_norm = b.require(p + "attn_q_norm.weight", {hp.d_k});
+            l.k_norm = b.require(p + "attn_k_norm.weight", {hp.d_k});
+        }
+        l.ffn_norm = b.require(p + "ffn_norm.weight", {E});
+        if (hp.n_expert == 0) {
+            l.ffn_gate = b.require(p + "ffn_gate.weight", {E, hp.n_ff});
+            l.ffn_up = b.require(p + "ffn_up.weight", {E, hp.n_ff});
+            l.ffn_down = b.require(p + "ffn_down.weight", {hp.n_ff, E});
+            if (hp.arch == Arch::llama) {
+                l.ffn_gate_b = b.optional(p + "ffn_gate.bias", {hp.n_ff});
+                l.ffn_up_b = b.optional(p + "ffn_up.bias", {hp.n_ff});
+                l.ffn_down_b = b.optional(p + "ffn_down.bias", {E});
+            }
+        } else {
+            fail(Status::unsupported, "mixture-of-experts layers are not supported yet for " + hp.arch_str);
+        }
+        for (Tensor* t : {l.wq, l.wk, l.wv, l.wo, l.ffn_gate, l.ffn_up, l.ffn_down}) check_matmul_type(m, t);
+    }
+    check_matmul_type(m, m.output);
+    for (Tensor* t : {m.output_norm, m.rope_freqs})
+        if (t && t->type != quant::T_F32) fail(Status::unsupported, std::string("tensor '") + t->name + "' must be F32");
+    for (auto& l : m.layers)
+        for (Tensor* t : {l.attn_norm, l.ffn_norm, l.q_norm, l.k_norm, l.bq, l.bk, l.bv, l.bo, l.ffn_gate_b,
+                          l.ffn_up_b, l.ffn_down_b})
+            if (t && t->type != quant::T_F32)
+                fail(Status::unsupported, std::string("tensor '") + t->name + "' must be F32");
+}
+
+}  // namespace
+
+std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& opts, const ProgressFn& progress,
+                                  const Logger& log) {
+    auto check_cancel = [&](float p) {
+        if (progress && !progress(p)) fail(Status::cancelled, "model load cancelled");
+    };
+    check_cancel(0.0f);
+    auto m = std::make_unique<Model>();
+    m->cpu = backend::make_cpu_backend();
+    m->file = gguf::File::open(path, &type_geometry);
+    check_cancel(0.1f);
+    m->hp = read_hparams(*m->file);
+    const gguf::TensorInfo* emb = m->file->find_tensor("token_embd.weight");
+    if (!emb) fail(Status::invalid_file, "missing tensor 'token_embd.weight'");
+    if (emb->ne[1] > INT32_MAX) fail(Status::invalid_file, "vocabulary too large");
+    m->hp.n_vocab = (int32_t)emb->ne[1];
+
+    m->tokenizer = std::make_unique<tok::Tokenizer>(tok::load_vocab(*m->file));
+    if (m->tokenizer->n_vocab() != m->hp.n_vocab)
+        fail(Status::invalid_file, "tokenizer has " + std::to_string(m->tokenizer->n_vocab()) +
+             " tokens but token_embd.weight has " + std::to_string(m->hp.n_vocab) + " rows");
+    check_cancel(0.2f);
+
+    Binder binder(*m, opts);
+    switch (m->hp.arch) {
+        case Arch::llama:
+        case Arch::qwen2:
+        case Arch::qwen3:
+        case Arch::qwen3moe: bind_llama_family(*m, binder); break;
+        case Arch::deepseek2: fail(Status::unsupported, "architecture deepseek2 is not supported yet");
+    }
+    binder.check_all_used();
+    check_cancel(0.9f);
+    log.log(log_info, "loaded %s: %s, %d layers, %.1f M params, %.1f MiB", path.c_str(), m->hp.arch_str.c_str(),
+            m->hp.n_layer, m->n_params / 1e6, m->weight_bytes / 1048576.0);
+    check_cancel(1.0f);
+    return m;
+}
+
+}  // namespace ikllm

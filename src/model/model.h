@@ -1,0 +1,71 @@
+// A loaded model: immutable after load, shareable across threads and sessions.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+#include "gguf/gguf_file.h"
+#include "model/hparams.h"
+#include "ops.h"
+
+namespace ikllm {
+
+namespace tok { class Tokenizer; }
+class Logger;
+
+// Weights of one transformer block; null pointers are absent optional tensors.
+struct LayerWeights {
+    Tensor* attn_norm = nullptr;
+    Tensor *wq = nullptr, *wk = nullptr, *wv = nullptr, *wo = nullptr;
+    Tensor *bq = nullptr, *bk = nullptr, *bv = nullptr, *bo = nullptr;
+    Tensor *q_norm = nullptr, *k_norm = nullptr;
+    Tensor* ffn_norm = nullptr;
+    Tensor *ffn_gate = nullptr, *ffn_up = nullptr, *ffn_down = nullptr;
+    Tensor *ffn_gate_b = nullptr, *ffn_up_b = nullptr, *ffn_down_b = nullptr;
+    // MoE
+    Tensor* ffn_gate_inp = nullptr;
+    Tensor *ffn_gate_exps = nullptr, *ffn_up_exps = nullptr, *ffn_down_exps = nullptr;
+};
+
+struct ModelOptions {
+    bool use_mmap = true;
+    bool check_tensors = false;  // decode every tensor at load to find NaN/inf (slow)
+};
+
+// Called between load steps: return false to cancel.
+using ProgressFn = std::function<bool(float)>;
+
+class Model {
+public:
+    ~Model();
+    HParams hp;
+    std::unique_ptr<gguf::File> file;
+    std::unique_ptr<tok::Tokenizer> tokenizer;
+    std::unique_ptr<backend::Backend> cpu;
+
+    Tensor* tok_embd = nullptr;
+    Tensor* output_norm = nullptr;
+    Tensor* output = nullptr;     // == tok_embd when tied
+    Tensor* rope_freqs = nullptr;
+    std::vector<LayerWeights> layers;
+
+    uint64_t n_params = 0;
+    uint64_t weight_bytes = 0;
+    const Tensor* find_weight(const std::string& name) const;
+
+    // Storage for weight views (stable addresses).
+    std::vector<std::unique_ptr<Tensor>> weights;
+    std::map<std::string, Tensor*, std::less<>> by_name;
+    std::vector<std::unique_ptr<backend::Buffer>> buffers;  // converted/copied weights
+};
+
+std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& opts, const ProgressFn& progress,
+                                  const Logger& log);
+
+// Geometry callback for gguf::File::open backed by the type registry.
+bool type_geometry(uint32_t type, gguf::TypeGeometry* out);
+
+}  // namespace ikllm

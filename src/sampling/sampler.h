@@ -1,0 +1,45 @@
+// Sampler chain: repetition/presence/frequency penalties over a window, then the configured
+// filters (top-k, typical-p, top-p, min-p), temperature, and a seeded draw. temperature <= 0
+// is greedy. Same seed + same inputs gives the same tokens.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace ikllm {
+
+struct SamplerOptions {
+    uint64_t seed = 0x5eed;
+    float temperature = 0.8f;
+    int32_t top_k = 40;          // <= 0: off
+    float top_p = 0.95f;         // >= 1: off
+    float min_p = 0.05f;         // <= 0: off
+    float typical_p = 1.0f;      // >= 1: off
+    float repeat_penalty = 1.0f; // 1: off
+    float presence_penalty = 0.0f;
+    float frequency_penalty = 0.0f;
+    int32_t penalty_last_n = 64; // window of recent tokens (0: off, -1: whole history)
+    std::string chain = "penalties;top_k;typical_p;top_p;min_p;temperature";
+};
+
+class Sampler {
+public:
+    explicit Sampler(const SamplerOptions& opts);  // validates the chain
+    int32_t sample(const float* logits, int32_t n_vocab);  // also records the token
+    void accept(int32_t token);
+    void reset();
+
+private:
+    struct Cand { int32_t id; float logit; float p; };
+    void apply_penalties(std::vector<Cand>& c) const;
+    static void softmax(std::vector<Cand>& c);
+    SamplerOptions o_;
+    std::vector<std::string> steps_;
+    std::mt19937_64 rng_;
+    std::deque<int32_t> history_;
+    std::vector<Cand> cand_;
+};
+
+}  // namespace ikllm

@@ -1,0 +1,59 @@
+// KV cache: per layer K and V tensors over n_ctx cells, and per cell the position and the set
+// of sequences sharing it (a forked sequence shares cells instead of copying them).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend.h"
+#include "model/hparams.h"
+#include "ops.h"
+
+namespace ikllm {
+
+class KvCache {
+public:
+    KvCache(const HParams& hp, int32_t n_ctx, int32_t n_seq_max, uint32_t type, backend::Backend& be);
+
+    int32_t n_ctx() const { return n_ctx_; }
+    int32_t n_seq_max() const { return n_seq_max_; }
+    uint32_t type() const { return type_; }
+    Tensor* k(int layer) { return &k_[layer]; }
+    Tensor* v(int layer) { return &v_[layer]; }
+
+    // Cell metadata.
+    bool has_seq(int32_t cell, int32_t seq) const { return (seqs_[cell * words_ + seq / 64] >> (seq % 64)) & 1u; }
+    int32_t pos(int32_t cell) const { return pos_[cell]; }
+    KvView view() const;  // cells [0, used_end)
+
+    // Picks free cells for n tokens (lowest first). False if fewer than n are free.
+    bool find_free(int32_t n, std::vector<int32_t>& cells) const;
+    void occupy(int32_t cell, int32_t seq, int32_t pos);
+    // Saved metadata, to undo a failed decode.
+    struct Snapshot { std::vector<int32_t> pos; std::vector<uint64_t> seqs; };
+    Snapshot snapshot() const { return {pos_, seqs_}; }
+    void restore(Snapshot s) { pos_ = std::move(s.pos); seqs_ = std::move(s.seqs); }
+
+    // Sequence operations (p1 < 0: to the end).
+    void seq_remove(int32_t seq, int32_t p0, int32_t p1);  // seq < 0: every sequence
+    void seq_copy(int32_t src, int32_t dst, int32_t p0, int32_t p1);
+    void seq_keep(int32_t seq);
+    // Moves positions; returns the cells whose keys must be re-rotated by `delta`.
+    std::vector<int32_t> seq_shift(int32_t seq, int32_t p0, int32_t p1, int32_t delta);
+    int32_t seq_pos_max(int32_t seq) const;
+    bool seq_has_pos(int32_t seq, int32_t pos) const;
+    void clear();
+    int32_t used_cells() const;
+    uint64_t bytes() const;
+
+private:
+    void drop_if_empty(int32_t cell);
+    int32_t n_ctx_, n_seq_max_, words_;
+    uint32_t type_;
+    std::vector<std::unique_ptr<backend::Buffer>> buffers_;
+    std::vector<Tensor> k_, v_;
+    std::vector<int32_t> pos_;    // -1: free
+    std::vector<uint64_t> seqs_;  // n_ctx * words_
+};
+
+}  // namespace ikllm

@@ -1,0 +1,152 @@
+#include "session/session.h"
+
+#include <algorithm>
+#include <set>
+#include <thread>
+
+#include "core/error.h"
+#include "cpu_ops.h"
+#include "core/fp16.h"
+#include "graph/builder.h"
+#include "quant/type_traits.h"
+
+namespace ikllm {
+
+Session::Session(const Model& model, const SessionOptions& opts) : model_(model), opts_(opts) {
+    if (opts_.n_ctx < 1) fail(Status::invalid_argument, "n_ctx must be >= 1");
+    if (opts_.n_seq_max < 1 || opts_.n_seq_max > 256) fail(Status::invalid_argument, "n_seq_max must be in [1, 256]");
+    if (opts_.n_batch < 1) fail(Status::invalid_argument, "n_batch must be >= 1");
+    int threads = opts_.n_threads > 0 ? opts_.n_threads : (int)std::max(1u, std::thread::hardware_concurrency());
+    opts_.n_threads = threads;
+    kv_ = std::make_unique<KvCache>(model.hp, opts_.n_ctx, opts_.n_seq_max, opts_.kv_type, *model.cpu);
+    exec_ = model.cpu->make_executor(threads);
+}
+
+void Session::check_seq(int32_t seq) const {
+    if (seq < 0 || seq >= opts_.n_seq_max)
+        fail(Status::invalid_argument, "sequence id " + std::to_string(seq) + " out of range [0, " +
+             std::to_string(opts_.n_seq_max) + ")");
+}
+
+void Session::decode(const int32_t* tokens, const int32_t* positions, const int32_t* seq_ids,
+                     const int32_t* want_logits, int32_t n_tokens) {
+    if (n_tokens <= 0) fail(Status::invalid_argument, "decode: n_tokens must be positive");
+    if (!tokens) fail(Status::invalid_argument, "decode: tokens is NULL");
+    const int32_t n_vocab = model_.hp.n_vocab;
+
+    // Resolve and validate the batch before touching the cache.
+    std::vector<int32_t> seq(n_tokens), pos(n_tokens);
+    std::vector<int32_t> next_pos(opts_.n_seq_max, INT32_MIN);
+    std::set<std::pair<int32_t, int32_t>> seen;
+    for (int32_t i = 0; i < n_tokens; ++i) {
+        if (tokens[i] < 0 || tokens[i] >= n_vocab)
+            fail(Status::invalid_argument, "token " + std::to_string(tokens[i]) + " at batch index " + std::to_string(i) +
+                 " is out of range [0, " + std::to_string(n_vocab) + ")");
+        seq[i] = seq_ids ? seq_ids[i] : 0;
+        check_seq(seq[i]);
+        if (positions) {
+            pos[i] = positions[i];
+        } else {
+            int32_t& np = next_pos[seq[i]];
+            if (np == INT32_MIN) np = kv_->seq_pos_max(seq[i]) + 1;
+            pos[i] = np++;
+        }
+        if (pos[i] < 0) fail(Status::invalid_argument, "negative position at batch index " + std::to_string(i));
+        if (!seen.insert({seq[i], pos[i]}).second)
+            fail(Status::invalid_argument, "position " + std::to_string(pos[i]) + " appears twice for sequence " +
+                 std::to_string(seq[i]) + " in the batch");
+    }
+    if (positions) {
+        for (auto& [s, p] : seen)
+            if (kv_->seq_has_pos(s, p))
+                fail(Status::invalid_argument, "sequence " + std::to_string(s) + " already holds position " +
+                     std::to_string(p) + "; remove it first");
+    }
+    std::vector<int32_t> out_rows;
+    std::vector<int32_t> out_index(n_tokens, -1);
+    for (int32_t i = 0; i < n_tokens; ++i) {
+        const bool want = want_logits ? want_logits[i] != 0 : i == n_tokens - 1;
+        if (want) {
+            out_index[i] = (int32_t)out_rows.size();
+            out_rows.push_back(i);
+        }
+    }
+    std::vector<int32_t> cells;
+    if (!kv_->find_free(n_tokens, cells))
+        throw Error(Status::context_full, "KV cache full: " + std::to_string(n_tokens) + " tokens need cells, " +
+                    std::to_string(opts_.n_ctx - kv_->used_cells()) + " of " + std::to_string(opts_.n_ctx) + " are free");
+
+    std::vector<float> logits((size_t)out_rows.size() * n_vocab);
+    auto snap = kv_->snapshot();
+    try {
+        for (int32_t begin = 0; begin < n_tokens; begin += opts_.n_batch) {
+            const int32_t end = std::min(n_tokens, begin + opts_.n_batch);
+            for (int32_t i = begin; i < end; ++i) kv_->occupy(cells[i], seq[i], pos[i]);
+            // Output rows of this micro-batch, relative to its first token.
+            std::vector<int32_t> ub_out;
+            int32_t first_out = -1;
+            for (int32_t i = begin; i < end; ++i)
+                if (out_index[i] >= 0) {
+                    if (first_out < 0) first_out = out_index[i];
+                    ub_out.push_back(i - begin);
+                }
+            BatchView b;
+            b.n_tokens = end - begin;
+            b.tokens = tokens + begin;
+            b.positions = pos.data() + begin;
+            b.seq_ids = seq.data() + begin;
+            b.cells = cells.data() + begin;
+            b.n_out = (int32_t)ub_out.size();
+            b.out_rows = ub_out.data();
+            b.logits = b.n_out ? logits.data() + (size_t)first_out * n_vocab : nullptr;
+            graph_.ops.clear();
+            graph_ = Graph();
+            arena_.reset();
+            build_llama_family(graph_, arena_, model_, b, *kv_);
+            exec_->run(graph_, 0, graph_.ops.size(), cancel_);
+        }
+    } catch (...) {
+        kv_->restore(std::move(snap));
+        throw;
+    }
+    logits_ = std::move(logits);
+    out_index_ = std::move(out_index);
+    last_out_ = out_rows.empty() ? -1 : out_rows.back();
+}
+
+const float* Session::logits(int32_t index) const {
+    if (index < 0) index = last_out_;
+    if (index < 0 || index >= (int32_t)out_index_.size() || out_index_[index] < 0)
+        fail(Status::invalid_argument, "no logits for batch index " + std::to_string(index) +
+             " (was want_logits set for it in the last decode?)");
+    return logits_.data() + (size_t)out_index_[index] * model_.hp.n_vocab;
+}
+
+void Session::seq_shift(int32_t seq, int32_t p0, int32_t p1, int32_t delta) {
+    check_seq(seq);
+    if (delta == 0) return;
+    const std::vector<int32_t> moved = kv_->seq_shift(seq, p0, p1, delta);
+    // Cached keys carry their RoPE rotation: rotate them on by delta (rotation only: the YaRN
+    // magnitude was applied when they were stored).
+    const HParams& hp = model_.hp;
+    RopeParams rp = hp.rope;
+    if (model_.rope_freqs) rp.freq_factors = static_cast<const float*>(model_.rope_freqs->data);
+    std::vector<float> row(hp.d_k);
+    for (int l = 0; l < hp.n_layer; ++l) {
+        Tensor* k = kv_->k(l);
+        for (int32_t c : moved)
+            for (int64_t h = 0; h < k->ne[1]; ++h) {
+                uint8_t* p = static_cast<uint8_t*>(k->data) + h * k->nb[1] + (size_t)c * k->nb[2];
+                if (k->type == quant::T_F16) {
+                    uint16_t* hp16 = reinterpret_cast<uint16_t*>(p);
+                    for (int i = 0; i < hp.d_k; ++i) row[i] = f16_to_f32(hp16[i]);
+                    cpu::rope_vector(row.data(), delta, rp, false);
+                    for (int i = 0; i < hp.d_k; ++i) hp16[i] = f32_to_f16(row[i]);
+                } else {
+                    cpu::rope_vector(reinterpret_cast<float*>(p), delta, rp, false);
+                }
+            }
+    }
+}
+
+}  // namespace ikllm

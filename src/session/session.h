@@ -1,0 +1,55 @@
+// A session: KV cache, executor (threads + scratch), activation arena and the logits of the
+// last decode. Used by one thread at a time.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend.h"
+#include "graph/arena.h"
+#include "model/model.h"
+#include "session/kv_cache.h"
+
+namespace ikllm {
+
+struct SessionOptions {
+    int32_t n_ctx = 4096;
+    int32_t n_seq_max = 1;
+    int32_t n_batch = 512;   // tokens per micro-batch
+    int32_t n_threads = 0;   // 0: hardware concurrency
+    uint32_t kv_type = 1;    // quant::T_F16
+};
+
+class Session {
+public:
+    Session(const Model& model, const SessionOptions& opts);
+    const Model& model() const { return model_; }
+    const SessionOptions& options() const { return opts_; }
+    KvCache& kv() { return *kv_; }
+    const KvCache& kv() const { return *kv_; }
+
+    // Decodes a batch (see ikllm_session_decode). positions/seq_ids/want_logits may be null.
+    void decode(const int32_t* tokens, const int32_t* positions, const int32_t* seq_ids, const int32_t* want_logits,
+                int32_t n_tokens);
+    // Logits row of batch token `index` (-1 = last with logits).
+    const float* logits(int32_t index) const;
+    int32_t n_outputs() const { return (int32_t)out_index_.size(); }
+
+    void seq_shift(int32_t seq, int32_t p0, int32_t p1, int32_t delta);
+    void set_cancel(const volatile int32_t* flag) { cancel_ = flag; }
+
+private:
+    void check_seq(int32_t seq) const;
+    const Model& model_;
+    SessionOptions opts_;
+    std::unique_ptr<KvCache> kv_;
+    std::unique_ptr<backend::Executor> exec_;
+    Arena arena_;
+    Graph graph_;
+    std::vector<float> logits_;        // [n_out, n_vocab]
+    std::vector<int32_t> out_index_;   // batch index -> logits row (-1: none)
+    int32_t last_out_ = -1;
+    const volatile int32_t* cancel_ = nullptr;
+};
+
+}  // namespace ikllm

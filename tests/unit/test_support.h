@@ -1,0 +1,21 @@
+// Helpers shared by unit tests: locating ../shared reference data and reading raw files.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ikllm::test {
+// Root of the shared reference material (IKLLM_SHARED_DIR env var overrides); "" when absent.
+std::string shared_dir();
+// shared_dir()+"/refdata"; tests call GTEST_SKIP() with a clear message when this is empty.
+std::string refdata_dir();
+std::vector<float> read_f32_file(const std::string& path);
+std::string read_text_file(const std::string& path);
+bool file_exists(const std::string& path);
+}  // namespace ikllm::test
+
+#define IKLLM_REQUIRE_REFDATA()                                                          \
+    do {                                                                                 \
+        if (ikllm::test::refdata_dir().empty())                                          \
+            GTEST_SKIP() << "reference data (../shared/refdata) not present; skipping";   \
+    } while (0)

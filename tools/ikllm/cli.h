@@ -1,0 +1,53 @@
+// Shared helpers of the ikllm command-line tool. The tool uses only the public C API.
+#pragma once
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ikllm.h"
+
+namespace cli {
+
+// Parsed "-x value" / "--name value" / "--flag" arguments.
+struct Args {
+    std::map<std::string, std::vector<std::string>> opts;
+    std::vector<std::string> positional;
+    bool has(const std::string& k) const { return opts.count(k) > 0; }
+    std::string get(const std::string& k, const std::string& def = "") const {
+        auto it = opts.find(k);
+        return it == opts.end() || it->second.empty() ? def : it->second.back();
+    }
+    long long get_int(const std::string& k, long long def) const;
+    double get_float(const std::string& k, double def) const;
+};
+
+// flags: option names that take no value.
+Args parse(int argc, char** argv, const std::vector<std::string>& flags);
+[[noreturn]] void die(const std::string& msg);
+// Exits with the library's error message when st != IKLLM_OK.
+void check(ikllm_status st, const char* what);
+
+struct Loaded {
+    ikllm_lib* lib = nullptr;
+    ikllm_model* model = nullptr;
+    ~Loaded() {
+        ikllm_model_free(model);
+        ikllm_lib_free(lib);
+    }
+};
+// Loads -m MODEL (progress on a terminal, logs at warn+ to stderr).
+void load(const Args& a, Loaded& out, const std::string& model_path = "");
+std::vector<int32_t> read_ids(const std::string& path);
+std::string read_file(const std::string& path);
+// Session options from -c/-t/-b/--kv-type.
+ikllm_options* session_options(const Args& a, int n_seq = 1, int default_ctx = 4096);
+
+int cmd_run(int argc, char** argv);
+int cmd_info(int argc, char** argv);
+int cmd_tokenize(int argc, char** argv);
+int cmd_logits(int argc, char** argv);
+int cmd_dequant(int argc, char** argv);
+
+}  // namespace cli

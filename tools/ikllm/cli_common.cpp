@@ -1,0 +1,119 @@
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "cli.h"
+
+namespace cli {
+
+long long Args::get_int(const std::string& k, long long def) const {
+    if (!has(k)) return def;
+    const std::string v = get(k);
+    char* end = nullptr;
+    errno = 0;
+    long long x = std::strtoll(v.c_str(), &end, 10);
+    if (v.empty() || *end || errno) die("option " + k + " expects an integer, got '" + v + "'");
+    return x;
+}
+double Args::get_float(const std::string& k, double def) const {
+    if (!has(k)) return def;
+    const std::string v = get(k);
+    char* end = nullptr;
+    double x = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end) die("option " + k + " expects a number, got '" + v + "'");
+    return x;
+}
+
+Args parse(int argc, char** argv, const std::vector<std::string>& flags) {
+    Args a;
+    for (int i = 0; i < argc; ++i) {
+        std::string s = argv[i];
+        if (s.size() > 1 && s[0] == '-' && !(s.size() > 1 && std::isdigit((unsigned char)s[1]))) {
+            bool is_flag = false;
+            for (auto& f : flags) is_flag |= f == s;
+            if (is_flag) {
+                a.opts[s];
+            } else {
+                if (i + 1 >= argc) die("option " + s + " needs a value");
+                a.opts[s].push_back(argv[++i]);
+            }
+        } else {
+            a.positional.push_back(s);
+        }
+    }
+    return a;
+}
+
+void die(const std::string& msg) {
+    std::fprintf(stderr, "ikllm: %s\n", msg.c_str());
+    std::exit(1);
+}
+
+void check(ikllm_status st, const char* what) {
+    if (st != IKLLM_OK) die(std::string(what) + ": " + ikllm_last_error() + " [" + ikllm_status_name(st) + "]");
+}
+
+static void log_to_stderr(void*, int32_t level, const char* msg) {
+    static const char* names[] = {"debug", "info", "warn", "error"};
+    std::fprintf(stderr, "[%s] %s\n", names[level & 3], msg);
+}
+
+static int32_t progress_bar(void* user, float p) {
+    if (!*static_cast<bool*>(user)) return 0;
+    const int w = 30, n = (int)(p * w);
+    std::fprintf(stderr, "\rloading [%.*s%*s] %3d%%", n, "##############################", w - n, "", (int)(p * 100));
+    if (p >= 1.0f) std::fprintf(stderr, "\r%*s\r", w + 20, "");
+    return 0;
+}
+
+void load(const Args& a, Loaded& out, const std::string& model_path) {
+    const std::string path = model_path.empty() ? a.get("-m") : model_path;
+    if (path.empty()) die("missing -m MODEL");
+    check(ikllm_lib_create(0, &out.lib), "init");
+    ikllm_lib_set_log(out.lib, log_to_stderr, nullptr, a.has("--verbose") ? IKLLM_LOG_INFO : IKLLM_LOG_WARN);
+    bool tty = isatty(2);
+    ikllm_options* mo = nullptr;
+    check(ikllm_options_create(IKLLM_OPTIONS_MODEL, &mo), "options");
+    if (a.has("--no-mmap")) check(ikllm_options_set_int(mo, "use_mmap", 0), "option use_mmap");
+    ikllm_status st = ikllm_model_load(out.lib, path.c_str(), mo, progress_bar, &tty, nullptr, &out.model);
+    ikllm_options_free(mo);
+    check(st, ("cannot load model '" + path + "'").c_str());
+}
+
+std::vector<int32_t> read_ids(const std::string& path) {
+    std::ifstream f(path);
+    if (!f) die("cannot read '" + path + "'");
+    std::vector<int32_t> ids;
+    std::string tok;
+    while (f >> tok) {
+        char* end = nullptr;
+        long v = std::strtol(tok.c_str(), &end, 10);
+        if (*end) die("'" + path + "' contains a non-integer token id '" + tok + "'");
+        ids.push_back((int32_t)v);
+    }
+    return ids;
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) die("cannot read '" + path + "'");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+ikllm_options* session_options(const Args& a, int n_seq, int default_ctx) {
+    ikllm_options* so = nullptr;
+    check(ikllm_options_create(IKLLM_OPTIONS_SESSION, &so), "options");
+    check(ikllm_options_set_int(so, "n_ctx", a.get_int("-c", default_ctx)), "option -c");
+    check(ikllm_options_set_int(so, "n_seq_max", n_seq), "option n_seq_max");
+    if (a.has("-t")) check(ikllm_options_set_int(so, "n_threads", a.get_int("-t", 0)), "option -t");
+    if (a.has("-b")) check(ikllm_options_set_int(so, "n_batch", a.get_int("-b", 512)), "option -b");
+    if (a.has("--kv-type")) check(ikllm_options_set_string(so, "kv_type", a.get("--kv-type").c_str()), "option --kv-type");
+    return so;
+}
+
+}  // namespace cli

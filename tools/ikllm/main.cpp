@@ -1,0 +1,41 @@
+// ikllm command-line tool: thin wrappers over the C API.
+#include <cstring>
+
+#include "cli.h"
+
+static void usage() {
+    std::fprintf(stderr,
+                 "usage: ikllm COMMAND [options]\n"
+                 "  run      -m MODEL -p PROMPT -n N [--temp T --top-k K --top-p P --min-p P --typical P\n"
+                 "           --repeat-penalty R --presence-penalty R --frequency-penalty R --repeat-last-n N\n"
+                 "           --seed S] [-t THREADS] [-c CTX]     stream generated text\n"
+                 "  info     -m MODEL                          metadata and tensor table\n"
+                 "  tokenize -m MODEL -f TEXT_FILE [--no-bos] [--special]\n"
+                 "  logits   -m MODEL --tokens IDS --out OUT.f32 [--then IDS2 --then-out OUT2.f32] [-t N] [-c CTX]\n"
+                 "  dequant  -m MODEL --tensor NAME --out OUT.f32\n"
+                 "  version\n");
+}
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        usage();
+        return 2;
+    }
+    const char* cmd = argv[1];
+    if (!std::strcmp(cmd, "run")) return cli::cmd_run(argc - 2, argv + 2);
+    if (!std::strcmp(cmd, "info")) return cli::cmd_info(argc - 2, argv + 2);
+    if (!std::strcmp(cmd, "tokenize")) return cli::cmd_tokenize(argc - 2, argv + 2);
+    if (!std::strcmp(cmd, "logits")) return cli::cmd_logits(argc - 2, argv + 2);
+    if (!std::strcmp(cmd, "dequant")) return cli::cmd_dequant(argc - 2, argv + 2);
+    if (!std::strcmp(cmd, "version")) {
+        std::printf("ikllm %s (ABI %d)\n", ikllm_version_string(), ikllm_abi_version());
+        return 0;
+    }
+    if (!std::strcmp(cmd, "-h") || !std::strcmp(cmd, "--help") || !std::strcmp(cmd, "help")) {
+        usage();
+        return 0;
+    }
+    std::fprintf(stderr, "ikllm: unknown command '%s'\n", cmd);
+    usage();
+    return 2;
+}
