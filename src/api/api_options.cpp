@@ -10,6 +10,7 @@ namespace ikllm::api {
 namespace {
 const OptionSpec kSpecs[] = {
     {IKLLM_OPTIONS_MODEL, "use_mmap", IKLLM_OPTION_INT, "1", "0", "1", "Map the model file instead of reading it into memory"},
+    {IKLLM_OPTIONS_MODEL, "vocab_only", IKLLM_OPTION_INT, "0", "0", "1", "Load only metadata and the tokenizer (no weights; sessions cannot be created)"},
     {IKLLM_OPTIONS_MODEL, "check_tensors", IKLLM_OPTION_INT, "0", "0", "1", "Decode every tensor at load time to detect NaN/Inf (slow)"},
 
     {IKLLM_OPTIONS_SESSION, "n_ctx", IKLLM_OPTION_INT, "4096", "1", "16777216", "KV-cache size in tokens (cells), shared by all sequences"},
@@ -74,6 +75,7 @@ ModelOptions model_options(const ikllm_options* o) {
     ModelOptions m;
     m.use_mmap = opt_int(o, IKLLM_OPTIONS_MODEL, "use_mmap") != 0;
     m.check_tensors = opt_int(o, IKLLM_OPTIONS_MODEL, "check_tensors") != 0;
+    m.vocab_only = opt_int(o, IKLLM_OPTIONS_MODEL, "vocab_only") != 0;
     return m;
 }
 

@@ -178,6 +178,14 @@ std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& o
     m->cpu = backend::make_cpu_backend();
     m->file = gguf::File::open(path, &type_geometry);
     check_cancel(0.1f);
+    if (opts.vocab_only) {
+        m->vocab_only = true;
+        m->tokenizer = std::make_unique<tok::Tokenizer>(tok::load_vocab(*m->file));
+        m->hp.arch_str = m->file->get_str_or("general.architecture", "");
+        m->hp.n_vocab = m->tokenizer->n_vocab();
+        check_cancel(1.0f);
+        return m;
+    }
     m->hp = read_hparams(*m->file);
     const gguf::TensorInfo* emb = m->file->find_tensor("token_embd.weight");
     if (!emb) fail(Status::invalid_file, "missing tensor 'token_embd.weight'");

@@ -33,6 +33,7 @@ struct LayerWeights {
 struct ModelOptions {
     bool use_mmap = true;
     bool check_tensors = false;  // decode every tensor at load to find NaN/inf (slow)
+    bool vocab_only = false;     // metadata + tokenizer only (no weights, no sessions)
 };
 
 // Called between load steps: return false to cancel.
@@ -52,6 +53,7 @@ public:
     Tensor* rope_freqs = nullptr;
     std::vector<LayerWeights> layers;
 
+    bool vocab_only = false;
     uint64_t n_params = 0;
     uint64_t weight_bytes = 0;
     const Tensor* find_weight(const std::string& name) const;

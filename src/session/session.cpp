@@ -13,6 +13,7 @@
 namespace ikllm {
 
 Session::Session(const Model& model, const SessionOptions& opts) : model_(model), opts_(opts) {
+    if (model.vocab_only) fail(Status::invalid_argument, "model was loaded vocab-only; sessions need weights");
     if (opts_.n_ctx < 1) fail(Status::invalid_argument, "n_ctx must be >= 1");
     if (opts_.n_seq_max < 1 || opts_.n_seq_max > 256) fail(Status::invalid_argument, "n_seq_max must be in [1, 256]");
     if (opts_.n_batch < 1) fail(Status::invalid_argument, "n_batch must be >= 1");

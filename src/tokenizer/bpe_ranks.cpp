@@ -36,7 +36,7 @@ void BpeRanks::apply(std::vector<int32_t>& syms) const {
     };
     // Min-heap on (rank, left).
     auto worse = [](const Cand& a, const Cand& b) { return a.rank != b.rank ? a.rank > b.rank : a.left > b.left; };
-    std::vector<Sym> s(size_t(n));
+    std::vector<Sym> s(static_cast<size_t>(n));
     for (int32_t i = 0; i < n; ++i) s[size_t(i)] = {syms[size_t(i)], i - 1, i + 1 < n ? i + 1 : -1};
     std::vector<Cand> heap;
     heap.reserve(size_t(n));

@@ -7,7 +7,9 @@
 #include <unordered_set>
 
 #include "core/error.h"
+#include "tokenizer/byte_unicode.h"
 #include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/utf8.h"
 
 namespace ikllm::tok {
 namespace {

@@ -9,12 +9,12 @@ namespace {
 
 uint8_t flags_slow(uint32_t cp) {
     using namespace tables;
-    if (cp > 0x10FFFF) return kControl;
+    if (cp > 0x10FFFF) return uint8_t(kControl);
     // Ranges are (start << 8 | flags); find the last start <= cp.
     const uint32_t key = (cp << 8) | 0xFF;
     const uint32_t* end = kFlagRanges + kFlagRanges_count;
     const uint32_t* it = std::upper_bound(kFlagRanges, end, key);
-    return it == kFlagRanges ? kControl : uint8_t((it[-1]) & 0xFF);
+    return it == kFlagRanges ? uint8_t(kControl) : uint8_t(it[-1] & 0xFF);
 }
 
 // Binary search in a flat array of (key, value) pairs sorted by key.

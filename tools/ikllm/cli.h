@@ -38,7 +38,7 @@ struct Loaded {
     }
 };
 // Loads -m MODEL (progress on a terminal, logs at warn+ to stderr).
-void load(const Args& a, Loaded& out, const std::string& model_path = "");
+void load(const Args& a, Loaded& out, const std::string& model_path = "", bool vocab_only = false);
 std::vector<int32_t> read_ids(const std::string& path);
 std::string read_file(const std::string& path);
 // Session options from -c/-t/-b/--kv-type.

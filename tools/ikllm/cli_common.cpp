@@ -69,7 +69,7 @@ static int32_t progress_bar(void* user, float p) {
     return 0;
 }
 
-void load(const Args& a, Loaded& out, const std::string& model_path) {
+void load(const Args& a, Loaded& out, const std::string& model_path, bool vocab_only) {
     const std::string path = model_path.empty() ? a.get("-m") : model_path;
     if (path.empty()) die("missing -m MODEL");
     check(ikllm_lib_create(0, &out.lib), "init");
@@ -77,6 +77,7 @@ void load(const Args& a, Loaded& out, const std::string& model_path) {
     bool tty = isatty(2);
     ikllm_options* mo = nullptr;
     check(ikllm_options_create(IKLLM_OPTIONS_MODEL, &mo), "options");
+    if (vocab_only) check(ikllm_options_set_int(mo, "vocab_only", 1), "option vocab_only");
     if (a.has("--no-mmap")) check(ikllm_options_set_int(mo, "use_mmap", 0), "option use_mmap");
     ikllm_status st = ikllm_model_load(out.lib, path.c_str(), mo, progress_bar, &tty, nullptr, &out.model);
     ikllm_options_free(mo);

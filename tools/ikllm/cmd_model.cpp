@@ -60,7 +60,7 @@ int cmd_tokenize(int argc, char** argv) {
     Args a = parse(argc, argv, {"--no-bos", "--special", "--verbose", "--no-mmap"});
     if (!a.has("-f")) die("tokenize: missing -f TEXT_FILE");
     Loaded L;
-    load(a, L);
+    load(a, L, "", true);
     const std::string text = read_file(a.get("-f"));
     uint32_t flags = 0;
     if (!a.has("--no-bos")) flags |= IKLLM_TOKENIZE_ADD_SPECIAL;

@@ -1,0 +1,112 @@
+// AVX2 kernels for the 32-weight block types against Q8_2_X4 activations. Per group of 4
+// blocks the weights are unpacked once and reused for up to 4 tokens. Signed values use the
+// sign trick (maddubs(|v|, sign(a, v)) is exact: |v| <= 128, |a| <= 127); affine types multiply
+// their unsigned codes directly. The four block sums are reduced with hadd so each block's
+// integer dot is exact before it is scaled, as in the scalar kernel.
+#include "kernels/matmul.h"
+#include "quant/type_traits.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#include <algorithm>
+
+#include "kernels/legacy_simd.h"
+#include "quant/act_q8_0.h"
+
+namespace ikllm::cpu {
+namespace {
+
+// Exact int32 dot of 32 weight values with 32 activation codes, as 8 partial lanes.
+template <class P>
+inline __m256i dot32(__m256i v, __m256i av, __m256i a) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    if constexpr (P::kAffine) return _mm256_madd_epi16(_mm256_maddubs_epi16(v, a), ones);
+    else return _mm256_madd_epi16(_mm256_maddubs_epi16(av, _mm256_sign_epi8(a, v)), ones);
+}
+
+// One weight row against T tokens.
+template <class P, int T>
+void row_tile(const uint8_t* wr, int64_t ne0, const uint8_t* act, size_t arb, float* y, int64_t ys) {
+    const int64_t nb = ne0 / 32, ng = nb / 4;
+    __m128 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm_setzero_ps();
+    for (int64_t g = 0; g < ng; ++g) {
+        const uint8_t* wb = wr + 4 * g * P::kBytes;
+        __m256i v[4], av[4];
+        for (int k = 0; k < 4; ++k) {
+            v[k] = P::values(wb + k * P::kBytes);
+            av[k] = _mm256_sign_epi8(v[k], v[k]);
+        }
+        const __m128 dw = P::scales4(wb);
+        __m128 mw = _mm_setzero_ps();
+        if constexpr (P::kAffine) mw = P::mins4(wb);
+        for (int t = 0; t < T; ++t) {
+            const uint8_t* ag = act + t * arb + 144 * g;
+            __m256i s[4];
+            for (int k = 0; k < 4; ++k)
+                s[k] = dot32<P>(v[k], av[k], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ag + 16 + 32 * k)));
+            const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
+            const __m128i isum = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+            const __m128i head = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ag));
+            const __m128 da = act_scales4(head);
+            acc[t] = _mm_fmadd_ps(_mm_mul_ps(dw, da), _mm_cvtepi32_ps(isum), acc[t]);
+            if constexpr (P::kAffine) acc[t] = _mm_fmadd_ps(_mm_mul_ps(mw, da), act_sums4(head), acc[t]);
+        }
+    }
+    float tail[T] = {};
+    for (int64_t ib = 4 * ng; ib < nb; ++ib) {  // leftover blocks: 36-byte activation blocks
+        const uint8_t* wb = wr + ib * P::kBytes;
+        const __m256i v = P::values(wb), av = _mm256_sign_epi8(v, v);
+        const float dw = P::scale(wb);
+        for (int t = 0; t < T; ++t) {
+            const quant::Q8x4BlockRef ab = quant::q8_2_x4_block(act + t * arb, ne0, ib);
+            const int isum = hsum_epi32(dot32<P>(v, av, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs))));
+            const float da = bf16_to_f32(ab.d_bf16);
+            tail[t] += (dw * da) * (float)isum;
+            if constexpr (P::kAffine) tail[t] += (P::min(wb) * da) * (float)ab.sum;
+        }
+    }
+    for (int t = 0; t < T; ++t) y[t * ys] = hsum128(acc[t]) + tail[t];
+}
+
+template <class P>
+void run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb, int64_t nt,
+         float* y, int64_t ys) {
+    constexpr int TM = 4;
+    for (int64_t r = r0; r < r1; ++r) {
+        const uint8_t* wr = w + (size_t)r * wrb;
+        for (int64_t t = 0; t < nt; t += TM) {
+            const uint8_t* a = act + (size_t)t * arb;
+            float* yo = y + t * ys + r;
+            switch (std::min<int64_t>(TM, nt - t)) {
+                case 1: row_tile<P, 1>(wr, ne0, a, arb, yo, ys); break;
+                case 2: row_tile<P, 2>(wr, ne0, a, arb, yo, ys); break;
+                case 3: row_tile<P, 3>(wr, ne0, a, arb, yo, ys); break;
+                default: row_tile<P, 4>(wr, ne0, a, arb, yo, ys); break;
+            }
+        }
+    }
+}
+
+}  // namespace
+
+KernelTable legacy_kernels_avx2() {
+    static const MatmulKernel kKernels[] = {
+        {quant::T_Q4_0, Isa::avx2, act_format_q8_2_x4(), run<Q4_0P>},
+        {quant::T_Q4_1, Isa::avx2, act_format_q8_2_x4(), run<Q4_1P>},
+        {quant::T_Q5_0, Isa::avx2, act_format_q8_2_x4(), run<Q5_0P>},
+        {quant::T_Q5_1, Isa::avx2, act_format_q8_2_x4(), run<Q5_1P>},
+        {quant::T_Q8_0, Isa::avx2, act_format_q8_2_x4(), run<Q8_0P>},
+        {quant::T_Q6_0, Isa::avx2, act_format_q8_2_x4(), run<Q6_0P>},
+        {quant::T_IQ4_NL, Isa::avx2, act_format_q8_2_x4(), run<IQ4_NLP>},
+        {quant::T_MXFP4, Isa::avx2, act_format_q8_2_x4(), run<MXFP4P>},
+    };
+    return {kKernels, sizeof(kKernels) / sizeof(kKernels[0])};
+}
+
+}  // namespace ikllm::cpu
+
+#else
+namespace ikllm::cpu {
+KernelTable legacy_kernels_avx2() { return {nullptr, 0}; }
+}  // namespace ikllm::cpu
+#endif

@@ -1,0 +1,180 @@
+// AVX-512 VNNI kernels for the 32-weight block types against Q8_2_X4 activations. Two blocks
+// per 512-bit register; a group of 4 blocks is unpacked once and reused for up to 8 tokens.
+// vpdpbusd wants unsigned x signed bytes: for signed weight values v the activation codes are
+// flipped to a+128 (XOR 0x80) and the accumulator starts at -128*sum(v) per lane, which makes
+// every lane an exact partial of sum(v*a). Affine types use their unsigned codes directly.
+#include "kernels/matmul.h"
+#include "quant/type_traits.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
+// GCC 12 reports its own AVX-512 intrinsic headers (_mm512_undefined_*) as uninitialized.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <algorithm>
+
+#include "kernels/legacy_simd.h"
+#include "quant/act_q8_0.h"
+
+namespace ikllm::cpu {
+namespace {
+
+template <class P>
+inline __m512i values2(const uint8_t* b) {  // blocks b and b + kBytes
+    return _mm512_inserti64x4(_mm512_castsi256_si512(P::values(b)), P::values(b + P::kBytes), 1);
+}
+
+// Q5_0 / Q5_1 / Q4_0 have cheaper two-block unpacks with 512-bit ops.
+inline __m512i nl4_nibbles2(const uint8_t* qs0, const uint8_t* qs1) {
+    const __m256i x = _mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs0))),
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs1)), 1);
+    __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(x), _mm256_srli_epi16(x, 4), 1);
+    z = _mm512_and_si512(z, _mm512_set1_epi8(15));
+    // [lo0 lo1 hi0 hi1] -> [lo0 hi0 lo1 hi1]
+    return _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 4, 5, 2, 3, 6, 7), z);
+}
+template <>
+inline __m512i values2<Q4_0P>(const uint8_t* b) {
+    return _mm512_sub_epi8(nl4_nibbles2(b + 2, b + 2 + Q4_0P::kBytes), _mm512_set1_epi8(8));
+}
+template <>
+inline __m512i values2<Q4_1P>(const uint8_t* b) {
+    return nl4_nibbles2(b + 4, b + 4 + Q4_1P::kBytes);
+}
+inline __m512i bit5_bytes2(const uint8_t* qh0, const uint8_t* qh1) {
+    const __mmask64 m = (__mmask64)lq::rd32(qh0) | (__mmask64)lq::rd32(qh1) << 32;
+    return _mm512_maskz_mov_epi8(m, _mm512_set1_epi8(0x10));
+}
+template <>
+inline __m512i values2<Q5_0P>(const uint8_t* b) {
+    constexpr int B = Q5_0P::kBytes;
+    const __m512i q = _mm512_or_si512(nl4_nibbles2(b + 6, b + 6 + B), bit5_bytes2(b + 2, b + 2 + B));
+    return _mm512_sub_epi8(q, _mm512_set1_epi8(16));
+}
+template <>
+inline __m512i values2<Q5_1P>(const uint8_t* b) {
+    constexpr int B = Q5_1P::kBytes;
+    return _mm512_or_si512(nl4_nibbles2(b + 8, b + 8 + B), bit5_bytes2(b + 4, b + 4 + B));
+}
+template <>
+inline __m512i values2<IQ4_NLP>(const uint8_t* b) {
+    const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(lq::kIq4nlValues)));
+    return _mm512_shuffle_epi8(table, nl4_nibbles2(b + 2, b + 2 + IQ4_NLP::kBytes));
+}
+template <>
+inline __m512i values2<MXFP4P>(const uint8_t* b) {
+    const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(lq::kMxfp4Values)));
+    return _mm512_shuffle_epi8(table, nl4_nibbles2(b + 1, b + 1 + MXFP4P::kBytes));
+}
+
+// One weight row against T tokens.
+template <class P, int T>
+void row_tile(const uint8_t* wr, int64_t ne0, const uint8_t* act, size_t arb, float* y, int64_t ys) {
+    const int64_t nb = ne0 / 32, ng = nb / 4;
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    const __m512i rep4 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    __m512 acc[T];
+    __m128 accm[T];
+    for (int t = 0; t < T; ++t) {
+        acc[t] = _mm512_setzero_ps();
+        accm[t] = _mm_setzero_ps();
+    }
+    for (int64_t g = 0; g < ng; ++g) {
+        const uint8_t* wb = wr + 4 * g * P::kBytes;
+        const __m512i v0 = values2<P>(wb), v1 = values2<P>(wb + 2 * P::kBytes);
+        __m512i c0 = _mm512_setzero_si512(), c1 = _mm512_setzero_si512();
+        if constexpr (!P::kAffine) {  // -128 * (sum of 4 values) per lane
+            c0 = _mm512_sub_epi32(c0, _mm512_dpbusd_epi32(_mm512_setzero_si512(), flip, v0));
+            c1 = _mm512_sub_epi32(c1, _mm512_dpbusd_epi32(_mm512_setzero_si512(), flip, v1));
+        }
+        const __m128 dw = P::scales4(wb);
+        __m128 mw = _mm_setzero_ps();
+        if constexpr (P::kAffine) mw = P::mins4(wb);
+        for (int t = 0; t < T; ++t) {
+            const uint8_t* ag = act + t * arb + 144 * g;
+            __m512i a0 = _mm512_loadu_si512(ag + 16), a1 = _mm512_loadu_si512(ag + 80);
+            __m512i d0, d1;
+            if constexpr (P::kAffine) {
+                d0 = _mm512_dpbusd_epi32(c0, v0, a0);
+                d1 = _mm512_dpbusd_epi32(c1, v1, a1);
+            } else {
+                d0 = _mm512_dpbusd_epi32(c0, _mm512_xor_si512(a0, flip), v0);
+                d1 = _mm512_dpbusd_epi32(c1, _mm512_xor_si512(a1, flip), v1);
+            }
+            // 128-bit lane j of u holds 4 exact partial sums of block j.
+            const __m512i u = _mm512_add_epi32(_mm512_shuffle_i64x2(d0, d1, 0x88), _mm512_shuffle_i64x2(d0, d1, 0xDD));
+            const __m128i head = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ag));
+            const __m128 da = act_scales4(head);
+            const __m512 p = _mm512_permutexvar_ps(rep4, _mm512_castps128_ps512(_mm_mul_ps(dw, da)));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(u), p, acc[t]);
+            if constexpr (P::kAffine) accm[t] = _mm_fmadd_ps(_mm_mul_ps(mw, da), act_sums4(head), accm[t]);
+        }
+    }
+    float tail[T] = {};
+    const __m256i flip8 = _mm256_set1_epi8((char)0x80);
+    for (int64_t ib = 4 * ng; ib < nb; ++ib) {  // leftover blocks: 36-byte activation blocks
+        const uint8_t* wb = wr + ib * P::kBytes;
+        const __m256i v = P::values(wb);
+        __m256i c = _mm256_setzero_si256();
+        if constexpr (!P::kAffine) c = _mm256_sub_epi32(c, _mm256_dpbusd_epi32(_mm256_setzero_si256(), flip8, v));
+        const float dw = P::scale(wb);
+        for (int t = 0; t < T; ++t) {
+            const quant::Q8x4BlockRef ab = quant::q8_2_x4_block(act + t * arb, ne0, ib);
+            const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs));
+            __m256i d;
+            if constexpr (P::kAffine) d = _mm256_dpbusd_epi32(c, v, a);
+            else d = _mm256_dpbusd_epi32(c, _mm256_xor_si256(a, flip8), v);
+            const float da = bf16_to_f32(ab.d_bf16);
+            tail[t] += (dw * da) * (float)hsum_epi32(d);
+            if constexpr (P::kAffine) tail[t] += (P::min(wb) * da) * (float)ab.sum;
+        }
+    }
+    for (int t = 0; t < T; ++t) y[t * ys] = _mm512_reduce_add_ps(acc[t]) + hsum128(accm[t]) + tail[t];
+}
+
+template <class P>
+void run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb, int64_t nt,
+         float* y, int64_t ys) {
+    constexpr int TM = 8;
+    for (int64_t r = r0; r < r1; ++r) {
+        const uint8_t* wr = w + (size_t)r * wrb;
+        for (int64_t t = 0; t < nt; t += TM) {
+            const uint8_t* a = act + (size_t)t * arb;
+            float* yo = y + t * ys + r;
+            switch (std::min<int64_t>(TM, nt - t)) {
+                case 1: row_tile<P, 1>(wr, ne0, a, arb, yo, ys); break;
+                case 2: row_tile<P, 2>(wr, ne0, a, arb, yo, ys); break;
+                case 3: row_tile<P, 3>(wr, ne0, a, arb, yo, ys); break;
+                case 4: row_tile<P, 4>(wr, ne0, a, arb, yo, ys); break;
+                case 5: row_tile<P, 5>(wr, ne0, a, arb, yo, ys); break;
+                case 6: row_tile<P, 6>(wr, ne0, a, arb, yo, ys); break;
+                case 7: row_tile<P, 7>(wr, ne0, a, arb, yo, ys); break;
+                default: row_tile<P, 8>(wr, ne0, a, arb, yo, ys); break;
+            }
+        }
+    }
+}
+
+}  // namespace
+
+KernelTable legacy_kernels_avx512() {
+    static const MatmulKernel kKernels[] = {
+        {quant::T_Q4_0, Isa::avx512, act_format_q8_2_x4(), run<Q4_0P>},
+        {quant::T_Q4_1, Isa::avx512, act_format_q8_2_x4(), run<Q4_1P>},
+        {quant::T_Q5_0, Isa::avx512, act_format_q8_2_x4(), run<Q5_0P>},
+        {quant::T_Q5_1, Isa::avx512, act_format_q8_2_x4(), run<Q5_1P>},
+        {quant::T_Q8_0, Isa::avx512, act_format_q8_2_x4(), run<Q8_0P>},
+        {quant::T_Q6_0, Isa::avx512, act_format_q8_2_x4(), run<Q6_0P>},
+        {quant::T_IQ4_NL, Isa::avx512, act_format_q8_2_x4(), run<IQ4_NLP>},
+        {quant::T_MXFP4, Isa::avx512, act_format_q8_2_x4(), run<MXFP4P>},
+    };
+    return {kKernels, sizeof(kKernels) / sizeof(kKernels[0])};
+}
+
+}  // namespace ikllm::cpu
+
+#else
+namespace ikllm::cpu {
+KernelTable legacy_kernels_avx512() { return {nullptr, 0}; }
+}  // namespace ikllm::cpu
+#endif
