@@ -25,6 +25,7 @@ struct ListData {
     SeqType type = SeqType::List;
     size_t pos = 0;                              // consumed prefix of a Generator/ReverseIter (single pass)
     int64_t start = 0, stop = 0, step = 1;       // Range only, for repr
+    bool group = false;                          // Tuple from |groupby: has .grouper and .list
 };
 
 // Insertion-ordered dict with Python key equality (1 == 1.0 == True).

@@ -77,13 +77,24 @@ constexpr ViaBase kViaBase[] = {
 };
 #undef IKLLM_VIA_BASE
 
+// Whether a plain type's family publishes a quantizer (asked of the families directly: this runs
+// while the registry is being built).
+bool plain_has_quantizer(uint32_t id) {
+    const FamilyTable fams[] = {float_family(), legacy_family(), kquant_family(), iqk_family(),
+                                grid_family(),  trellis_family(), ternary_family()};
+    for (const FamilyTable& f : fams)
+        for (size_t i = 0; i < f.count; ++i)
+            if (f.entries[i].id == id && f.entries[i].quantize) return true;
+    return false;
+}
+
 const std::vector<FamilyEntry>& family_entries() {
     static const std::vector<FamilyEntry> entries = [] {
         std::vector<FamilyEntry> out;
         for (const InterleavedCodec* c : all_codecs()) {
             QuantizeGroupFn q = c->quantize;
             for (const ViaBase& v : kViaBase)
-                if (!q && v.id == c->id) q = v.fn;
+                if (!q && v.id == c->id && plain_has_quantizer(c->base)) q = v.fn;
             out.push_back({c->id, c->dequant, q});
         }
         return out;

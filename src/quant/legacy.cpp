@@ -100,13 +100,14 @@ void q1_0_g128_dequant(const uint8_t* src, float* y, int64_t n) {
 
 // ---- encoding helpers ----------------------------------------------------------------------
 
-// Importance of each weight in a block: imatrix[j] * sqrt(sigma2 + x^2) (sigma2 = mean x^2 of the
-// row), the usual weighting of the reference family; without imatrix, x^2 (relative error).
+// Importance of each weight in a block: imatrix[j] * sqrt(sigma2 + x^2) (sigma2 = 2 * mean x^2 of
+// the row), the usual weighting of the reference family; without imatrix, sigma2 + x^2 (a mix of
+// absolute and relative error).
 struct BlockWeights {
     float w[128];
     BlockWeights(const float* x, int n, const float* imatrix, float sigma2) {
         for (int j = 0; j < n; ++j)
-            w[j] = imatrix ? imatrix[j] * std::sqrt(sigma2 + x[j] * x[j]) : x[j] * x[j];
+            w[j] = imatrix ? imatrix[j] * std::sqrt(sigma2 + x[j] * x[j]) : sigma2 + x[j] * x[j];
     }
 };
 
@@ -127,37 +128,53 @@ float signed_absmax(const float* x, int n) {
     return max;
 }
 
+// Weighted error of levels L with scale d (as stored: fp16-rounded).
+double level_error(const float* x, const float* w, int n, const int* L, float d) {
+    const double dh = f16_to_f32(f32_to_f16(d));
+    double err = 0;
+    for (int j = 0; j < n; ++j) {
+        const double e = x[j] - dh * L[j];
+        err += w[j] * e * e;
+    }
+    return err;
+}
+
+// Levels for inverse scale id, clamped to [-nmax, nmax-1]; returns the least-squares d for them.
+float assign_symmetric(const float* x, const float* w, int n, int nmax, float id, int* L) {
+    double sxl = 0, sll = 0;
+    for (int j = 0; j < n; ++j) {
+        int l = (int)std::nearbyint(id * x[j]);
+        l = l < -nmax ? -nmax : (l > nmax - 1 ? nmax - 1 : l);
+        L[j] = l;
+        sxl += (double)w[j] * x[j] * l;
+        sll += (double)w[j] * l * l;
+    }
+    return sll > 0 ? (float)(sxl / sll) : 0.0f;
+}
+
 // Symmetric uniform levels L in [-nmax, nmax-1] with scale d: weighted search over candidate
-// scales around max/-nmax; each candidate's d is refit by least squares. Returns d.
+// scales that map the extreme value near either end of the range; every candidate's d is refit
+// by least squares and its levels re-assigned once. Returns d.
 float search_symmetric(const float* x, const float* w, int n, int nmax, int* L) {
     const float max = signed_absmax(x, n);
-    if (max == 0.0f) {
-        for (int j = 0; j < n; ++j) L[j] = 0;
-        return 0.0f;
-    }
-    float best_err = FLT_MAX, best_d = 0;
+    for (int j = 0; j < n; ++j) L[j] = 0;
+    if (max == 0.0f) return 0.0f;
+    double best_err = DBL_MAX;
+    float best_d = 0;
     int tmp[128];
-    for (int t = -9; t <= 9; ++t) {
-        const float iscale = -((float)nmax + 0.1f * (float)t) / max;
-        double sxl = 0, sll = 0;
-        for (int j = 0; j < n; ++j) {
-            int l = (int)std::nearbyint(iscale * x[j]);
-            l = l < -nmax ? -nmax : (l > nmax - 1 ? nmax - 1 : l);
-            tmp[j] = l;
-            sxl += (double)w[j] * x[j] * l;
-            sll += (double)w[j] * l * l;
-        }
-        if (sll <= 0) continue;
-        const float d = (float)(sxl / sll);
-        double err = 0;
-        for (int j = 0; j < n; ++j) {
-            const double e = x[j] - (double)d * tmp[j];
-            err += w[j] * e * e;
-        }
-        if (err < best_err) {
-            best_err = (float)err;
-            best_d = d;
-            for (int j = 0; j < n; ++j) L[j] = tmp[j];
+    for (int side = 0; side < 2; ++side) {
+        for (int t = -9; t <= 9; ++t) {
+            const float target = side == 0 ? -((float)nmax + 0.1f * (float)t) : ((float)nmax - 1 + 0.1f * (float)t);
+            float d = assign_symmetric(x, w, n, nmax, target / max, tmp);
+            if (d == 0.0f) continue;
+            d = assign_symmetric(x, w, n, nmax, 1.0f / d, tmp);
+            if (d == 0.0f) continue;
+            const double err = level_error(x, w, n, tmp, d);
+            if (err < best_err) {
+                best_err = err;
+                best_d = d;
+                for (int j = 0; j < n; ++j) L[j] = tmp[j];
+            }
         }
     }
     return best_d;
@@ -217,8 +234,9 @@ void ref_symmetric(const float* x, int nmax, float* d_out, uint8_t* q) {
     *d_out = d;
 }
 
-void symmetric_block(const float* x, const float* imatrix, float sigma2, int nmax, float* d, uint8_t* q) {
-    if (!imatrix) {
+// `search`: also without imatrix (the reference's Q6_0 refits its scale; Q4_0/Q5_0 do not).
+void symmetric_block(const float* x, const float* imatrix, float sigma2, int nmax, bool search, float* d, uint8_t* q) {
+    if (!imatrix && !search) {
         ref_symmetric(x, nmax, d, q);
         return;
     }
@@ -237,7 +255,7 @@ void q4_0_quantize(const float* x, uint8_t* dst, int64_t n, const float* imatrix
     uint8_t q[32];
     for (int64_t ib = 0; ib < n / 32; ++ib, x += 32, dst += kQ4_0Bytes) {
         float d;
-        symmetric_block(x, imatrix ? imatrix + 32 * ib : nullptr, sigma2, 8, &d, q);
+        symmetric_block(x, imatrix ? imatrix + 32 * ib : nullptr, sigma2, 8, false, &d, q);
         wr16(dst, f32_to_f16(d));
         pack_nl4(q, dst + 2);
     }
@@ -248,7 +266,7 @@ void q5_0_quantize(const float* x, uint8_t* dst, int64_t n, const float* imatrix
     uint8_t q[32];
     for (int64_t ib = 0; ib < n / 32; ++ib, x += 32, dst += kQ5_0Bytes) {
         float d;
-        symmetric_block(x, imatrix ? imatrix + 32 * ib : nullptr, sigma2, 16, &d, q);
+        symmetric_block(x, imatrix ? imatrix + 32 * ib : nullptr, sigma2, 16, false, &d, q);
         uint32_t qh = 0;
         for (int j = 0; j < 32; ++j) qh |= (uint32_t)((q[j] >> 4) & 1) << j;
         wr16(dst, f32_to_f16(d));
@@ -262,7 +280,7 @@ void q6_0_quantize(const float* x, uint8_t* dst, int64_t n, const float* imatrix
     uint8_t q[32];
     for (int64_t ib = 0; ib < n / 32; ++ib, x += 32, dst += kQ6_0Bytes) {
         float d;
-        symmetric_block(x, imatrix ? imatrix + 32 * ib : nullptr, sigma2, 32, &d, q);
+        symmetric_block(x, imatrix ? imatrix + 32 * ib : nullptr, sigma2, 32, true, &d, q);
         wr16(dst, f32_to_f16(d));
         uint8_t* qh = dst + 2;
         std::memset(qh, 0, 8);

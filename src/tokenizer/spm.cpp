@@ -6,8 +6,11 @@
 #include "tokenizer/utf8.h"
 
 namespace ikllm::tok {
+namespace {
 
-void spm_encode(const Tokenizer::Impl& v, std::string_view text, std::vector<int32_t>& out) {
+constexpr std::string_view kSpace = "\xE2\x96\x81";  // U+2581
+
+void encode_chunk(const Tokenizer::Impl& v, std::string_view text, std::vector<int32_t>& out) {
     if (text.empty()) return;
     struct Sym { uint32_t off, len; int32_t prev, next; };
     std::vector<Sym> sym;
@@ -61,6 +64,30 @@ void spm_encode(const Tokenizer::Impl& v, std::string_view text, std::vector<int
             out.push_back(t);
         }
     }
+}
+
+}  // namespace
+
+bool spm_can_split_words(const std::vector<std::string>& tokens) {
+    for (const std::string& t : tokens) {
+        size_t i = 0;
+        while (t.compare(i, kSpace.size(), kSpace) == 0) i += kSpace.size();
+        if (t.find(kSpace, i) != std::string::npos) return false;
+    }
+    return true;
+}
+
+void spm_encode(const Tokenizer::Impl& v, std::string_view text, std::vector<int32_t>& out) {
+    if (!v.spm_split_words) return encode_chunk(v, text, out);
+    // No token contains U+2581 after another character, so no merge can cross the start of a
+    // U+2581 run: the runs split the text into independent chunks (same result, small heaps).
+    size_t start = 0;
+    for (size_t p = text.find(kSpace, 1); p != std::string_view::npos; p = text.find(kSpace, p + 1)) {
+        if (p >= 3 && text.compare(p - 3, 3, kSpace) == 0) continue;  // inside a run
+        encode_chunk(v, text.substr(start, p - start), out);
+        start = p;
+    }
+    encode_chunk(v, text.substr(start), out);
 }
 
 }  // namespace ikllm::tok

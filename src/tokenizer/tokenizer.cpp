@@ -187,6 +187,7 @@ Tokenizer::Tokenizer(const VocabData& d) {
                 if (id < 0) id = v.lookup(std::string(1, char(b)));
                 v.byte_token[size_t(b)] = id;
             }
+            v.spm_split_words = spm_can_split_words(v.text);
             break;
         case VocabModel::bpe: {
             for (int b = 0; b < 256; ++b) {

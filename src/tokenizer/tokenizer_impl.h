@@ -51,6 +51,7 @@ struct Tokenizer::Impl {
     std::array<int32_t, 256> byte_token{};  // spm byte fallback: <0xXX> (or the 1-byte token), -1
     BpeRanks bpe;                           // gpt2 merges
     size_t max_token_len = 0;               // wpm greedy match bound
+    bool spm_split_words = false;           // see spm_can_split_words
 
     int32_t lookup(std::string_view s) const {
         auto it = to_id.find(s);
@@ -58,6 +59,10 @@ struct Tokenizer::Impl {
     }
     void check_id(int32_t id) const;  // throws invalid_argument when out of range
 };
+
+// True when no token has U+2581 after a non-U+2581 character: SPM text can then be encoded
+// word by word (every merge stays inside a word).
+bool spm_can_split_words(const std::vector<std::string>& tokens);
 
 // Model algorithms: append the ids of one raw text fragment.
 void spm_encode(const Tokenizer::Impl& v, std::string_view text, std::vector<int32_t>& out);

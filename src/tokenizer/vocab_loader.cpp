@@ -96,9 +96,8 @@ VocabData load_vocab(const gguf::File& f) {
         v.chat_template = p->s;
     if (v.model == VocabModel::none) return v;
 
-    if (v.model == VocabModel::bpe) {
-        if (const gguf::Value* p = find_typed(f, key("pre"), gguf::ValueType::string)) v.pre = p->s;
-    }
+    // Selects the pre-tokenizer of gpt2 vocabularies; other models only use it for quirks.
+    if (const gguf::Value* p = find_typed(f, key("pre"), gguf::ValueType::string)) v.pre = p->s;
 
     const gguf::Value* toks = find_array(f, key("tokens"), gguf::ValueType::string);
     if (!toks) bad("missing key " + key("tokens"));

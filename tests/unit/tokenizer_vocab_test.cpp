@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <random>
 #include <sstream>
+#include <thread>
 
 #include "core/error.h"
 #include "gguf/gguf_file.h"
@@ -121,7 +124,9 @@ TEST_P(VocabVectors, RoundTrip) {
         std::string pieces;
         for (int32_t id : c.ids) pieces += l.tok->piece(id, true);
         const std::string expect_pieces = l.tok->model() == VocabModel::spm ? " " + c.text : c.text;
-        if (!c.text.empty()) EXPECT_EQ(pieces, expect_pieces) << GetParam();
+        if (!c.text.empty()) {
+            EXPECT_EQ(pieces, expect_pieces) << GetParam();
+        }
         // decode() additionally strips the SPM space prefix and applies the BPE clean-up,
         // which is lossy only around " ?", " !", " .", " ," and " '".
         const bool cleanup_applies = c.text.find(" ?") != std::string::npos || c.text.find(" !") != std::string::npos ||
@@ -276,6 +281,70 @@ TEST(TokenizerVocab, ParseSpecial) {
     }
 }
 
+// general.name "Phi3" gives its special tokens RSTRIP (§2): whitespace after a matched
+// special token is dropped before the next fragment is tokenized.
+TEST(TokenizerVocab, Phi3RstripSpecials) {
+    IKLLM_REQUIRE_REFDATA();
+    Loaded l = load(vocab_path("phi-3"));
+    const int32_t user = l.tok->find_token("<|user|>");
+    ASSERT_GE(user, 0);
+    std::vector<int32_t> expect = {user};
+    for (int32_t id : l.tok->encode("Hi", false, false)) expect.push_back(id);
+    EXPECT_EQ(l.tok->encode("<|user|>\n  Hi", false, true), expect);
+    // <s> is exempt: the space after it stays (and the SPM prefix adds one more).
+    const std::vector<int32_t> s = l.tok->encode("<s> Hi", false, true);
+    ASSERT_FALSE(s.empty());
+    EXPECT_EQ(s[0], 1);
+    std::vector<int32_t> rest(s.begin() + 1, s.end());
+    EXPECT_EQ(rest, l.tok->encode(" Hi", false, false));
+}
+
+// Arbitrary bytes never crash the encoders and always give in-range ids; SentencePiece byte
+// fallback is lossless even for invalid UTF-8.
+TEST(TokenizerVocab, RandomBytes) {
+    IKLLM_REQUIRE_REFDATA();
+    std::mt19937 rng(42);
+    for (const char* name : {"llama-spm", "llama-bpe", "qwen2", "deepseek-llm", "deepseek-coder", "falcon",
+                             "starcoder", "gpt-2", "bert-bge", "gpt-neox"}) {
+        Loaded l = load(vocab_path(name));
+        for (int iter = 0; iter < 200; ++iter) {
+            std::string text;
+            const int len = int(rng() % 40);
+            for (int i = 0; i < len; ++i) {
+                const uint32_t r = rng() % 4;
+                text.push_back(r == 0 ? char(rng() % 256) : r == 1 ? ' ' : r == 2 ? char('a' + rng() % 26) : '\n');
+            }
+            const bool special = iter % 2;
+            std::vector<int32_t> ids;
+            ASSERT_NO_THROW(ids = l.tok->encode(text, special, special)) << name;
+            for (int32_t id : ids) ASSERT_TRUE(id >= 0 && id < l.tok->n_vocab()) << name;
+            ASSERT_NO_THROW((void)l.tok->decode(ids, true, true)) << name;
+            if (l.tok->model() == VocabModel::spm && !special) {
+                std::string pieces;
+                for (int32_t id : ids) pieces += l.tok->piece(id);
+                EXPECT_EQ(pieces, text.empty() ? text : " " + text) << name;
+            }
+        }
+    }
+}
+
+// const methods may be used from many threads at once.
+TEST(TokenizerVocab, ConcurrentUse) {
+    IKLLM_REQUIRE_REFDATA();
+    Loaded l = load(vocab_path("llama-bpe"));
+    const std::vector<Case> cases = read_cases(vocab_path("llama-bpe"));
+    std::vector<std::thread> threads;
+    std::atomic<int> mismatches{0};
+    for (int t = 0; t < 4; ++t)
+        threads.emplace_back([&] {
+            for (int rep = 0; rep < 20; ++rep)
+                for (const Case& c : cases)
+                    if (l.tok->encode(c.text, false, false) != c.ids) ++mismatches;
+        });
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(mismatches.load(), 0);
+}
+
 TEST(TokenizerVocab, OutOfRangeIds) {
     IKLLM_REQUIRE_REFDATA();
     Loaded l = load(vocab_path("gpt-2"));
@@ -333,6 +402,22 @@ TEST(TokenizerVocab, ModelTokensDecode) {
             EXPECT_LT(id, 2000);
         }
     }
+}
+
+// SentencePiece encodes word by word when no token has an interior U+2581; adding one such
+// token disables that shortcut, and the results must not change.
+TEST(TokenizerVocab, SpmWordSplitIsExact) {
+    IKLLM_REQUIRE_REFDATA();
+    Loaded l = load(vocab_path("llama-spm"));
+    VocabData d = l.data;
+    d.tokens.push_back("qq\xE2\x96\x81zzqq");
+    d.scores.push_back(-1e9f);
+    d.token_types.push_back(1);
+    const Tokenizer whole(d);
+    const std::string inp = test::read_text_file(vocab_path("llama-spm") + ".inp");
+    for (const Case& c : read_cases(vocab_path("llama-spm")))
+        EXPECT_EQ(whole.encode(c.text, true, false), l.tok->encode(c.text, true, false)) << c.text;
+    EXPECT_EQ(whole.encode(inp, true, true), l.tok->encode(inp, true, true));
 }
 
 TEST(TokenizerVocab, InconsistentDataRejected) {

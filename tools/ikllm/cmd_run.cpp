@@ -45,7 +45,8 @@ int cmd_run(int argc, char** argv) {
     check(ikllm_sampler_accept(smp, toks.data(), toks.size()), "sampler");
 
     ikllm_detok* dt = nullptr;
-    check(ikllm_detok_create(L.model, 0, &dt), "detokenizer");
+    // Generated text continues the prompt, so its first piece keeps its leading space.
+    check(ikllm_detok_create(L.model, IKLLM_DETOK_KEEP_LEADING_SPACE, &dt), "detokenizer");
     std::fwrite(prompt.data(), 1, prompt.size(), stdout);
     std::fflush(stdout);
     check(ikllm_session_decode(s, toks.data(), nullptr, nullptr, nullptr, (int32_t)toks.size(), 0), "decode");

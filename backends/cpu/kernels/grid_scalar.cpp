@@ -1,5 +1,17 @@
-// Placeholder until this family has kernels on this ISA.
-#include "kernels/matmul.h"
+// Portable kernels of the grid i-quants (quant-formats.md §9) against Q8_K activations (§15):
+// dequantize, then multiply with the decoded activations. Reference for the SIMD paths.
+#include "kernels/interleaved_common.h"
+
 namespace ikllm::cpu {
-KernelTable grid_kernels_scalar() { return {nullptr, 0}; }
+
+KernelTable grid_kernels_scalar() {
+    using namespace quant;
+    static const MatmulKernel kKernels[] = {
+#define K(T) {T, Isa::scalar, &kGtiActQ8K, gti_generic_run<T, decode_q8_k_row>}
+        K(T_IQ2_XXS), K(T_IQ2_XS), K(T_IQ2_S), K(T_IQ3_XXS), K(T_IQ3_S), K(T_IQ1_S), K(T_IQ1_M),
+#undef K
+    };
+    return {kKernels, sizeof(kKernels) / sizeof(kKernels[0])};
+}
+
 }  // namespace ikllm::cpu

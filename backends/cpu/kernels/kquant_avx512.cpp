@@ -1,5 +1,15 @@
-// Placeholder until this family has kernels on this ISA.
-#include "kernels/matmul.h"
+// AVX-512 (VNNI, VBMI) matmul kernels for Q2_K..Q6_K against Q8_K activations (kquant_simd.h).
+#include "kernels/kquant_simd.h"
+
 namespace ikllm::cpu {
-KernelTable kquant_kernels_avx512() { return {nullptr, 0}; }
+
+KernelTable kquant_kernels_avx512() {
+#define K_ENTRY(U) {U::id, Isa::avx512, act_format_q8_k_kiqk(), simd_matmul<U, Avx512Tile, 8>}
+    static const MatmulKernel entries[] = {
+        K_ENTRY(SGeneric<KQ2K>), K_ENTRY(SGeneric<KQ3K>), K_ENTRY(SQ4K), K_ENTRY(SQ5K), K_ENTRY(SQ6K),
+    };
+#undef K_ENTRY
+    return {entries, sizeof(entries) / sizeof(entries[0])};
+}
+
 }  // namespace ikllm::cpu

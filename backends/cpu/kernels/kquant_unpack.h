@@ -40,7 +40,7 @@ struct KBlock {
 using quant::rd_f32;
 using quant::rd_u16;
 namespace L = quant::layout;
-namespace T = quant::tables;
+namespace tabs = quant::tables;
 
 inline float h2f(const uint8_t* p) { return f16_to_f32(rd_u16(p)); }
 
@@ -137,7 +137,7 @@ struct KIq4Xs {
             const int ls = (L::nib_get(b + 4, j) | ((sh >> (2 * j)) & 3) << 4) - 32;
             k.sc[2 * j] = k.sc[2 * j + 1] = (int16_t)ls;
         }
-        for (int w = 0; w < 256; ++w) k.v[w] = T::kIq4nl[L::p4n_get(b + 8, w)];
+        for (int w = 0; w < 256; ++w) k.v[w] = tabs::kIq4nl[L::p4n_get(b + 8, w)];
         for (int s = 0; s < 16; ++s) k.corr[s] = 0;
         k.dw = k.dc = h2f(b);
     }
@@ -154,7 +154,7 @@ struct KIq2K {
             k.sc[s] = (int16_t)(L::nib_get(b + 4, s) - 8);
             k.corr[s] = (int16_t)(((extra >> s) & 1) * 5 * k.sc[s]);
         }
-        for (int w = 0; w < 256; ++w) k.v[w] = T::kIq2nl[L::p2_get(b + 12, w)];
+        for (int w = 0; w < 256; ++w) k.v[w] = tabs::kIq2nl[L::p2_get(b + 12, w)];
         k.dw = k.dc = h2f(b);
     }
 };
@@ -171,7 +171,7 @@ struct KIq3K {
             k.sc[s] = (int16_t)(((sh >> s) & 1) ? -mag : mag);
             k.corr[s] = (int16_t)(((extra >> s) & 1) * 4 * k.sc[s]);
         }
-        for (int w = 0; w < 256; ++w) k.v[w] = T::kIq3nl[L::p2_get(b + 14, w) | L::hb_get(b + 78, w) << 2];
+        for (int w = 0; w < 256; ++w) k.v[w] = tabs::kIq3nl[L::p2_get(b + 14, w) | L::hb_get(b + 78, w) << 2];
         k.dw = k.dc = h2f(b);
     }
 };
@@ -191,7 +191,7 @@ struct KIq4K {
             k.sc[s] = (int16_t)k6_scale(b, s);
             k.corr[s] = (int16_t)(((extra >> s) & 1) * 4 * k.sc[s]);
         }
-        for (int w = 0; w < 256; ++w) k.v[w] = T::kIq4k[L::p4n_get(b + 16, w)];
+        for (int w = 0; w < 256; ++w) k.v[w] = tabs::kIq4k[L::p4n_get(b + 16, w)];
         k.dw = k.dc = h2f(b);
     }
 };
@@ -207,7 +207,7 @@ struct KIq5K {
             k.sc[s] = (int16_t)k6_scale(b, s);
             k.corr[s] = (int16_t)(((extra >> s) & 1) * 2 * k.sc[s]);
         }
-        for (int w = 0; w < 256; ++w) k.v[w] = T::kIq5nl[L::p4k_get(b + 16, w) | L::hb_get(b + 144, w) << 4];
+        for (int w = 0; w < 256; ++w) k.v[w] = tabs::kIq5nl[L::p4k_get(b + 16, w) | L::hb_get(b + 144, w) << 4];
         k.dw = k.dc = h2f(b);
     }
 };
@@ -227,7 +227,7 @@ struct KIq6K {
             const int c = w >> 6, r = w & 63;
             const int low4 = (b[20 + 32 * c + (r & 31)] >> (4 * (r >> 5))) & 15;
             const int high2 = (b[148 + 32 * (c >> 1) + (r & 31)] >> (4 * (c & 1) + 2 * (r >> 5))) & 3;
-            k.v[w] = T::kIq6nl[low4 | high2 << 4];
+            k.v[w] = tabs::kIq6nl[low4 | high2 << 4];
         }
         k.dw = k.dc = h2f(b);
     }
@@ -245,7 +245,7 @@ struct KIq2Ks {
             k.sc[2 * j] = k.sc[2 * j + 1] = (int16_t)ls;
             k.corr[2 * j] = k.corr[2 * j + 1] = (int16_t)(((extra >> j) & 1) * 5 * ls);
         }
-        for (int w = 0; w < 256; ++w) k.v[w] = T::kIq2nl[L::p2_get(b + 6, w)];
+        for (int w = 0; w < 256; ++w) k.v[w] = tabs::kIq2nl[L::p2_get(b + 6, w)];
         k.dw = k.dc = rowd;
     }
 };
@@ -262,7 +262,7 @@ struct KIq3Ks {
             k.sc[2 * j] = k.sc[2 * j + 1] = (int16_t)ls;
             k.corr[2 * j] = k.corr[2 * j + 1] = (int16_t)(((extra >> (8 + j)) & 1) * 4 * ls);
         }
-        for (int w = 0; w < 256; ++w) k.v[w] = T::kIq3nl[L::p2_get(b + 6, w) | L::hb_get(b + 70, w) << 2];
+        for (int w = 0; w < 256; ++w) k.v[w] = tabs::kIq3nl[L::p2_get(b + 6, w) | L::hb_get(b + 70, w) << 2];
         k.dw = k.dc = rowd;
     }
 };
@@ -283,7 +283,7 @@ struct KIq4Ks {
     static float row_scale(const uint8_t* row) { return rd_f32(row); }
     static void unpack(const uint8_t* b, float rowd, KBlock& k) {
         ks_scales(b, 4, k);
-        for (int w = 0; w < 256; ++w) k.v[w] = T::kIq4k[L::p4n_get(b + 8, w)];
+        for (int w = 0; w < 256; ++w) k.v[w] = tabs::kIq4k[L::p4n_get(b + 8, w)];
         k.dw = k.dc = rowd;
     }
 };
@@ -302,10 +302,10 @@ struct KIq4Kss {
                 ls |= (u & 1) << q;
                 const uint16_t e = (uint16_t)(u & 0xFFFE);
                 const uint16_t v = (uint16_t)(e ^ (e >> 1));
-                k.v[32 * j + 2 * q] = T::kIq4k[v & 15];
-                k.v[32 * j + 16 + 2 * q] = T::kIq4k[(v >> 4) & 15];
-                k.v[32 * j + 2 * q + 1] = T::kIq4k[(v >> 8) & 15];
-                k.v[32 * j + 17 + 2 * q] = T::kIq4k[v >> 12];
+                k.v[32 * j + 2 * q] = tabs::kIq4k[v & 15];
+                k.v[32 * j + 16 + 2 * q] = tabs::kIq4k[(v >> 4) & 15];
+                k.v[32 * j + 2 * q + 1] = tabs::kIq4k[(v >> 8) & 15];
+                k.v[32 * j + 17 + 2 * q] = tabs::kIq4k[v >> 12];
             }
             s8[j] = (uint8_t)ls;
         }
@@ -321,7 +321,7 @@ struct KIq5Ks {
     static float row_scale(const uint8_t* row) { return rd_f32(row); }
     static void unpack(const uint8_t* b, float rowd, KBlock& k) {
         ks_scales(b, 2, k);
-        for (int w = 0; w < 256; ++w) k.v[w] = T::kIq5nl[L::p4k_get(b + 8, w) | L::hb_get(b + 136, w) << 4];
+        for (int w = 0; w < 256; ++w) k.v[w] = tabs::kIq5nl[L::p4k_get(b + 8, w) | L::hb_get(b + 136, w) << 4];
         k.dw = k.dc = rowd;
     }
 };
@@ -341,8 +341,8 @@ struct KIq2Kl {
         for (int w = 0; w < 256; w += 2) {
             const int c = w >> 6, r = w & 63, half = r >> 5, p = (r & 31) >> 1;
             const int code = ((b[6 + 16 * c + p] >> (4 * half)) & 15) | ((b[70 + p] >> (2 * c + half)) & 1) << 4;
-            k.v[w] = (int8_t)(T::kIq2kl[code] & 255);
-            k.v[w + 1] = (int8_t)(T::kIq2kl[code] >> 8);
+            k.v[w] = (int8_t)(tabs::kIq2kl[code] & 255);
+            k.v[w + 1] = (int8_t)(tabs::kIq2kl[code] >> 8);
         }
         k.dw = k.dc = rowd;
     }

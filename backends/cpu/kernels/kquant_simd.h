@@ -1,0 +1,490 @@
+// SIMD matmul kernels of the K-quant and ik K/KS types (included by kquant_avx2.cpp,
+// iqk_avx2.cpp, kquant_avx512.cpp, iqk_avx512.cpp; compiled with each file's ISA flags).
+//
+// Numerics are those of kquant_unpack.h (the scalar kernels): weights become 256 small
+// integers v with a 16-bit scale per 16 weights plus a correction against the Q8_K block sums.
+// Each weight type has an unpacker that emits the block as eight 32-weight chunks in AVX2
+// registers (u = unsigned operand: |v|, or v for the unsigned types; s = v for the sign;
+// sc = per-16 scales as int16 lanes) and a "tile" consumes them against T tokens at once:
+//   AVX2:    sumi += madd(maddubs(u, sign(a, s)), sc)
+//   AVX-512: pairs of chunks joined into 512-bit vectors; a is negated under the sign mask of
+//            v, then maddubs + vpdpwssd.
+// A weight block is thus decoded once per tile of T tokens (T = 4 / 8) and stays in registers.
+// Types with a dedicated SIMD unpacker: Q4_K Q5_K Q6_K IQ4_XS IQ2_K IQ3_K IQ4_K IQ5_K IQ6_K
+// IQ4_KS IQ5_KS; the others (Q2_K Q3_K IQ2_KS IQ3_KS IQ4_KSS IQ2_KL) decode with the scalar
+// unpacker of kquant_unpack.h and then use the same SIMD dot products.
+#pragma once
+#include <immintrin.h>
+#include "kernels/kquant_unpack.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
+#define IKLLM_KIQK_AVX512 1
+#endif
+
+namespace ikllm::cpu {
+namespace {
+
+inline __m256i ld256(const void* p) { return _mm256_loadu_si256((const __m256i*)p); }
+inline __m128i ld128(const void* p) { return _mm_loadu_si128((const __m128i*)p); }
+inline __m256i bcast16(const int8_t* table) { return _mm256_broadcastsi128_si256(ld128(table)); }
+
+// int16 lanes: acc + pairwise products of p and sc.
+inline __m256i madd_acc(__m256i acc, __m256i p, __m256i sc) {
+#ifdef IKLLM_KIQK_AVX512
+    return _mm256_dpwssd_epi32(acc, p, sc);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, sc));
+#endif
+}
+
+inline float hsum256(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// Per-16 scales (16 int8) -> int16 lane vector of 32-weight chunk c: low 128-bit lane holds
+// scale 2c eight times, high lane scale 2c+1.
+struct ScaleVec {
+    __m256i lo, hi;
+    explicit ScaleVec(__m128i sc8) {
+        const __m256i s = _mm256_cvtepi8_epi16(sc8);
+        lo = _mm256_permute2x128_si256(s, s, 0x00);
+        hi = _mm256_permute2x128_si256(s, s, 0x11);
+    }
+    __m256i get(int c) const {
+        alignas(32) static const int8_t masks[4][32] = {
+            {0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3},
+            {4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7},
+            {8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11},
+            {12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13,
+             14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15},
+        };
+        return _mm256_shuffle_epi8(c < 4 ? lo : hi, _mm256_load_si256((const __m256i*)masks[c & 3]));
+    }
+};
+
+// Duplicate 8 per-32 scale bytes into 16 per-16 bytes.
+inline __m128i dup8(uint64_t b8) {
+    const __m128i x = _mm_cvtsi64_si128((long long)b8);
+    return _mm_unpacklo_epi8(x, x);
+}
+
+// corr lane s = (bit s of extra) ? shift * sc_s : 0.
+inline __m256i extra_corr(uint16_t extra, __m128i sc8, int shift) {
+    const __m256i bits = _mm256_setr_epi16(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384,
+                                           (short)0x8000);
+    const __m256i m = _mm256_cmpeq_epi16(_mm256_and_si256(_mm256_set1_epi16((short)extra), bits), bits);
+    return _mm256_and_si256(m, _mm256_mullo_epi16(_mm256_cvtepi8_epi16(sc8), _mm256_set1_epi16((short)shift)));
+}
+
+// IQ4_KS / IQ5_KS: 8 scale bytes (bit 0 = value set) -> per-16 scales and set correction.
+inline void ks_scale_vectors(const uint8_t* b, int shift, __m128i* sc8, __m256i* corr) {
+    const __m128i x = dup8(quant::rd_u32(b) | (uint64_t)quant::rd_u32(b + 4) << 32);
+    *sc8 = _mm_sub_epi8(_mm_and_si128(x, _mm_set1_epi8((char)0xFE)), _mm_set1_epi8(127));
+    const __m128i e = _mm_cmpeq_epi8(_mm_and_si128(x, _mm_set1_epi8(1)), _mm_set1_epi8(1));
+    *corr = _mm256_and_si256(_mm256_cvtepi8_epi16(e), _mm256_mullo_epi16(_mm256_cvtepi8_epi16(*sc8),
+                                                                        _mm256_set1_epi16((short)shift)));
+}
+
+inline __m256i nib_lo(__m256i q) { return _mm256_and_si256(q, _mm256_set1_epi8(15)); }
+inline __m256i nib_hi(__m256i q) { return _mm256_and_si256(_mm256_srli_epi16(q, 4), _mm256_set1_epi8(15)); }
+// Bit c of every byte, as 0/1.
+inline __m256i bit_of(__m256i h, int c) { return _mm256_and_si256(_mm256_srli_epi16(h, c), _mm256_set1_epi8(1)); }
+
+// ---------------------------------------------------------------------------------------------
+// Unpackers: U::unpack(block, rowd, sink) calls sink.pair(k, ...) for k = 0..3 (chunks 2k, 2k+1)
+// and then sink.end(dw, dc, corr) or sink.end(dw).
+
+template <bool Five>
+struct SQ45K : KQ45K<Five> {
+    template <class S>
+    static void unpack(const uint8_t* b, float, S& s) {
+        const uint32_t u0 = quant::rd_u32(b + 4), u1 = quant::rd_u32(b + 8), u2 = quant::rd_u32(b + 12);
+        const uint64_t sc = (u0 & 0x3f3f3f3fu) | (uint64_t)((u2 & 0x0f0f0f0fu) | ((u0 >> 2) & 0x30303030u)) << 32;
+        const uint64_t mn = (u1 & 0x3f3f3f3fu) | (uint64_t)(((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 2) & 0x30303030u)) << 32;
+        const ScaleVec sv(dup8(sc));
+        const __m256i corr = _mm256_cvtepi8_epi16(dup8(mn));
+        const uint8_t* qs = Five ? b + 48 : b + 16;
+        __m256i hb = Five ? ld256(b + 16) : _mm256_setzero_si256();
+        for (int g = 0; g < 4; ++g) {
+            const __m256i q = ld256(qs + 32 * g);
+            __m256i a = nib_lo(q), c = nib_hi(q);
+            if (Five) {
+                a = _mm256_or_si256(a, _mm256_slli_epi16(bit_of(hb, 2 * g), 4));
+                c = _mm256_or_si256(c, _mm256_slli_epi16(bit_of(hb, 2 * g + 1), 4));
+            }
+            s.pair(g, a, a, sv.get(2 * g), c, c, sv.get(2 * g + 1));
+        }
+        s.end(h2f(b), -h2f(b + 2), corr);
+    }
+};
+using SQ4K = SQ45K<false>;
+using SQ5K = SQ45K<true>;
+
+struct SQ6K : KQ6K {
+    template <class S>
+    static void unpack(const uint8_t* b, float, S& s) {
+        const __m128i sc8 = ld128(b + 192);
+        const ScaleVec sv(sc8);
+        const __m256i corr = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc8), 5));
+        const __m256i m30 = _mm256_set1_epi8(0x30);
+        for (int c = 0; c < 2; ++c) {
+            const __m256i ql0 = ld256(b + 64 * c), ql1 = ld256(b + 64 * c + 32), qh = ld256(b + 128 + 32 * c);
+            const __m256i t0 = _mm256_or_si256(nib_lo(ql0), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+            const __m256i t1 = _mm256_or_si256(nib_lo(ql1), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+            const __m256i t2 = _mm256_or_si256(nib_hi(ql0), _mm256_and_si256(qh, m30));
+            const __m256i t3 = _mm256_or_si256(nib_hi(ql1), _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
+            s.pair(2 * c, t0, t0, sv.get(4 * c), t1, t1, sv.get(4 * c + 1));
+            s.pair(2 * c + 1, t2, t2, sv.get(4 * c + 2), t3, t3, sv.get(4 * c + 3));
+        }
+        const float d = h2f(b + 208);
+        s.end(d, d, corr);
+    }
+};
+
+// P4N codes (NL4 per 32 weights) through a 16-entry table: chunks 2k, 2k+1 from 32 bytes.
+template <class S>
+inline void p4n_pairs(const uint8_t* qs, __m256i table, const ScaleVec& sv, S& s) {
+    for (int k = 0; k < 4; ++k) {
+        const __m256i q = ld256(qs + 32 * k);
+        const __m256i lo = _mm256_shuffle_epi8(table, nib_lo(q)), hi = _mm256_shuffle_epi8(table, nib_hi(q));
+        const __m256i v0 = _mm256_permute2x128_si256(lo, hi, 0x20), v1 = _mm256_permute2x128_si256(lo, hi, 0x31);
+        s.pair(k, _mm256_abs_epi8(v0), v0, sv.get(2 * k), _mm256_abs_epi8(v1), v1, sv.get(2 * k + 1));
+    }
+}
+
+struct SIq4Xs : KIq4Xs {
+    template <class S>
+    static void unpack(const uint8_t* b, float, S& s) {
+        const uint64_t sc = _pdep_u64(quant::rd_u32(b + 4), 0x0f0f0f0f0f0f0f0full) |
+                            _pdep_u64(quant::rd_u16(b + 2), 0x3030303030303030ull);
+        const ScaleVec sv(_mm_sub_epi8(dup8(sc), _mm_set1_epi8(32)));
+        p4n_pairs(b + 8, bcast16(tabs::kIq4nl), sv, s);
+        s.end(h2f(b));
+    }
+};
+
+// IQ4_K / IQ5_K scales: 16 six-bit scales from scales_h (4 bytes @4) and scales_l (8 bytes @8).
+inline __m128i k6_scales(const uint8_t* b) {
+    const uint32_t sh = quant::rd_u32(b + 4);
+    const uint32_t sl0 = quant::rd_u32(b + 8), sl1 = quant::rd_u32(b + 12);
+    const uint64_t lo = _pdep_u64(sl0, 0x0f0f0f0f0f0f0f0full) | _pdep_u64(sh & 0xffff, 0x3030303030303030ull);
+    const uint64_t hi = _pdep_u64(sl1, 0x0f0f0f0f0f0f0f0full) | _pdep_u64(sh >> 16, 0x3030303030303030ull);
+    return _mm_sub_epi8(_mm_set_epi64x((long long)hi, (long long)lo), _mm_set1_epi8(32));
+}
+
+struct SIq4K : KIq4K {
+    template <class S>
+    static void unpack(const uint8_t* b, float, S& s) {
+        const __m128i sc8 = k6_scales(b);
+        const ScaleVec sv(sc8);
+        p4n_pairs(b + 16, bcast16(tabs::kIq4k), sv, s);
+        s.end(h2f(b), h2f(b), extra_corr(quant::rd_u16(b + 2), sc8, 4));
+    }
+};
+
+struct SIq4Ks : KIq4Ks {
+    template <class S>
+    static void unpack(const uint8_t* b, float rowd, S& s) {
+        __m128i sc8;
+        __m256i corr;
+        ks_scale_vectors(b, 4, &sc8, &corr);
+        const ScaleVec sv(sc8);
+        p4n_pairs(b + 8, bcast16(tabs::kIq4k), sv, s);
+        s.end(rowd, rowd, corr);
+    }
+};
+
+// 5-bit codes (P4K low nibbles + HB 5th bit) through a 32-entry table.
+template <class S>
+inline void p4k5_pairs(const uint8_t* qs, const uint8_t* qh, const int8_t* table32, const ScaleVec& sv, S& s) {
+    const __m256i hb = ld256(qh);
+#if defined(__AVX512VBMI__) && defined(__AVX512VL__)
+    const __m256i tab = ld256(table32);
+    auto look = [&](__m256i q4, int c) {
+        return _mm256_permutexvar_epi8(_mm256_or_si256(q4, _mm256_slli_epi16(bit_of(hb, c), 4)), tab);
+    };
+#else
+    const __m256i tlo = bcast16(table32), thi = bcast16(table32 + 16);
+    auto look = [&](__m256i q4, int c) {
+        const __m256i m = _mm256_cmpeq_epi8(bit_of(hb, c), _mm256_set1_epi8(1));
+        return _mm256_blendv_epi8(_mm256_shuffle_epi8(tlo, q4), _mm256_shuffle_epi8(thi, q4), m);
+    };
+#endif
+    for (int g = 0; g < 4; ++g) {
+        const __m256i q = ld256(qs + 32 * g);
+        const __m256i v0 = look(nib_lo(q), 2 * g), v1 = look(nib_hi(q), 2 * g + 1);
+        s.pair(g, _mm256_abs_epi8(v0), v0, sv.get(2 * g), _mm256_abs_epi8(v1), v1, sv.get(2 * g + 1));
+    }
+}
+
+struct SIq5K : KIq5K {
+    template <class S>
+    static void unpack(const uint8_t* b, float, S& s) {
+        const __m128i sc8 = k6_scales(b);
+        const ScaleVec sv(sc8);
+        p4k5_pairs(b + 16, b + 144, tabs::kIq5nl, sv, s);
+        s.end(h2f(b), h2f(b), extra_corr(quant::rd_u16(b + 2), sc8, 2));
+    }
+};
+
+struct SIq5Ks : KIq5Ks {
+    template <class S>
+    static void unpack(const uint8_t* b, float rowd, S& s) {
+        __m128i sc8;
+        __m256i corr;
+        ks_scale_vectors(b, 2, &sc8, &corr);
+        const ScaleVec sv(sc8);
+        p4k5_pairs(b + 8, b + 136, tabs::kIq5nl, sv, s);
+        s.end(rowd, rowd, corr);
+    }
+};
+
+struct SIq6K : KIq6K {
+    template <class S>
+    static void unpack(const uint8_t* b, float, S& s) {
+        const __m128i sc8 = ld128(b + 4);
+        const ScaleVec sv(sc8);
+        const __m256i three = _mm256_set1_epi8(3);
+#if defined(__AVX512VBMI__) && defined(__AVX512VL__)
+        const __m256i t0 = ld256(tabs::kIq6nl), t1 = ld256(tabs::kIq6nl + 32);
+        auto look = [&](__m256i idx) { return _mm256_permutex2var_epi8(t0, idx, t1); };
+#else
+        const __m256i t0 = bcast16(tabs::kIq6nl), t1 = bcast16(tabs::kIq6nl + 16), t2 = bcast16(tabs::kIq6nl + 32),
+                      t3 = bcast16(tabs::kIq6nl + 48);
+        auto look = [&](__m256i idx) {
+            const __m256i b4 = _mm256_slli_epi16(idx, 3), b5 = _mm256_slli_epi16(idx, 2);
+            const __m256i r01 = _mm256_blendv_epi8(_mm256_shuffle_epi8(t0, idx), _mm256_shuffle_epi8(t1, idx), b4);
+            const __m256i r23 = _mm256_blendv_epi8(_mm256_shuffle_epi8(t2, idx), _mm256_shuffle_epi8(t3, idx), b4);
+            return _mm256_blendv_epi8(r01, r23, b5);
+        };
+#endif
+        for (int g = 0; g < 4; ++g) {
+            const __m256i q = ld256(b + 20 + 32 * g);
+            const __m256i qh = ld256(b + 148 + 32 * (g >> 1));
+            const int sh = 4 * (g & 1);
+            const __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(qh, sh), three);
+            const __m256i h1 = _mm256_and_si256(_mm256_srli_epi16(qh, sh + 2), three);
+            const __m256i v0 = look(_mm256_or_si256(nib_lo(q), _mm256_slli_epi16(h0, 4)));
+            const __m256i v1 = look(_mm256_or_si256(nib_hi(q), _mm256_slli_epi16(h1, 4)));
+            s.pair(g, _mm256_abs_epi8(v0), v0, sv.get(2 * g), _mm256_abs_epi8(v1), v1, sv.get(2 * g + 1));
+        }
+        s.end(h2f(b), h2f(b), extra_corr(quant::rd_u16(b + 2), sc8, 1));
+    }
+};
+
+struct SIq2K : KIq2K {
+    template <class S>
+    static void unpack(const uint8_t* b, float, S& s) {
+        const uint64_t lo = _pdep_u64(quant::rd_u32(b + 4), 0x0f0f0f0f0f0f0f0full);
+        const uint64_t hi = _pdep_u64(quant::rd_u32(b + 8), 0x0f0f0f0f0f0f0f0full);
+        const __m128i sc8 = _mm_sub_epi8(_mm_set_epi64x((long long)hi, (long long)lo), _mm_set1_epi8(8));
+        const ScaleVec sv(sc8);
+        const __m256i tab = _mm256_broadcastsi128_si256(_mm_cvtsi32_si128((int)quant::rd_u32((const uint8_t*)tabs::kIq2nl)));
+        const __m256i three = _mm256_set1_epi8(3);
+        for (int h = 0; h < 2; ++h) {
+            const __m256i q = ld256(b + 12 + 32 * h);
+            __m256i v[4];
+            for (int j = 0; j < 4; ++j)
+                v[j] = _mm256_shuffle_epi8(tab, _mm256_and_si256(_mm256_srli_epi16(q, 2 * j), three));
+            s.pair(2 * h, _mm256_abs_epi8(v[0]), v[0], sv.get(4 * h), _mm256_abs_epi8(v[1]), v[1], sv.get(4 * h + 1));
+            s.pair(2 * h + 1, _mm256_abs_epi8(v[2]), v[2], sv.get(4 * h + 2), _mm256_abs_epi8(v[3]), v[3],
+                   sv.get(4 * h + 3));
+        }
+        s.end(h2f(b), h2f(b), extra_corr(quant::rd_u16(b + 2), sc8, 5));
+    }
+};
+
+struct SIq3K : KIq3K {
+    template <class S>
+    static void unpack(const uint8_t* b, float, S& s) {
+        const uint64_t lo = _pdep_u64(quant::rd_u32(b + 6), 0x0f0f0f0f0f0f0f0full);
+        const uint64_t hi = _pdep_u64(quant::rd_u32(b + 10), 0x0f0f0f0f0f0f0f0full);
+        const __m128i n = _mm_set_epi64x((long long)hi, (long long)lo);
+        const __m128i mag = _mm_add_epi8(_mm_add_epi8(n, n), _mm_set1_epi8(1));
+        const uint16_t sh = quant::rd_u16(b + 4);
+        const __m128i sbits = _mm_set_epi64x((long long)_pdep_u64(sh >> 8, 0x0101010101010101ull),
+                                             (long long)_pdep_u64(sh & 0xff, 0x0101010101010101ull));
+        const __m128i neg = _mm_cmpeq_epi8(sbits, _mm_set1_epi8(1));
+        const __m128i sc8 = _mm_sub_epi8(_mm_xor_si128(mag, neg), neg);
+        const ScaleVec sv(sc8);
+        const __m256i tab = _mm256_broadcastsi128_si256(_mm_loadl_epi64((const __m128i*)tabs::kIq3nl));
+        const __m256i three = _mm256_set1_epi8(3);
+        const __m256i hb = ld256(b + 78);
+        for (int h = 0; h < 2; ++h) {
+            const __m256i q = ld256(b + 14 + 32 * h);
+            __m256i v[4];
+            for (int j = 0; j < 4; ++j) {
+                const __m256i idx = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2 * j), three),
+                                                    _mm256_slli_epi16(bit_of(hb, 4 * h + j), 2));
+                v[j] = _mm256_shuffle_epi8(tab, idx);
+            }
+            s.pair(2 * h, _mm256_abs_epi8(v[0]), v[0], sv.get(4 * h), _mm256_abs_epi8(v[1]), v[1], sv.get(4 * h + 1));
+            s.pair(2 * h + 1, _mm256_abs_epi8(v[2]), v[2], sv.get(4 * h + 2), _mm256_abs_epi8(v[3]), v[3],
+                   sv.get(4 * h + 3));
+        }
+        s.end(h2f(b), h2f(b), extra_corr(quant::rd_u16(b + 2), sc8, 4));
+    }
+};
+
+// Any type through its scalar unpacker (KBlock) - for the less used formats.
+template <class K>
+struct SGeneric : K {
+    template <class S>
+    static void unpack(const uint8_t* b, float rowd, S& s) {
+        alignas(32) KBlock kb;
+        K::unpack(b, rowd, kb);
+        const __m128i sc8 = _mm_packs_epi16(ld128(kb.sc), ld128(kb.sc + 8));
+        const ScaleVec sv(sc8);
+        for (int k = 0; k < 4; ++k) {
+            const __m256i v0 = ld256(kb.v + 64 * k), v1 = ld256(kb.v + 64 * k + 32);
+            if (K::uns) s.pair(k, v0, v0, sv.get(2 * k), v1, v1, sv.get(2 * k + 1));
+            else s.pair(k, _mm256_abs_epi8(v0), v0, sv.get(2 * k), _mm256_abs_epi8(v1), v1, sv.get(2 * k + 1));
+        }
+        s.end(kb.dw, kb.dc, ld256(kb.corr));
+    }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Tiles: T tokens against one weight block at a time.
+
+struct TileBase {
+    const uint8_t* a0;  // activation block of token 0 of the tile
+    size_t astride;     // bytes between tokens
+    const uint8_t* at(int t) const { return a0 + (size_t)t * astride; }
+};
+
+template <int T, bool Uns>
+struct Avx2Tile : TileBase {
+    __m256i sumi[T];
+    __m256 facc[T];
+    void reset() {
+        for (int t = 0; t < T; ++t) facc[t] = _mm256_setzero_ps();
+    }
+    void begin(const uint8_t* a, size_t stride) {
+        a0 = a;
+        astride = stride;
+        for (int t = 0; t < T; ++t) sumi[t] = _mm256_setzero_si256();
+    }
+    inline void one(int c, __m256i u, __m256i s, __m256i sc) {
+        for (int t = 0; t < T; ++t) {
+            __m256i a = ld256(act_qs(at(t)) + 32 * c);
+            if (!Uns) a = _mm256_sign_epi8(a, s);
+            sumi[t] = madd_acc(sumi[t], _mm256_maddubs_epi16(u, a), sc);
+        }
+    }
+    inline void pair(int k, __m256i u0, __m256i s0, __m256i sc0, __m256i u1, __m256i s1, __m256i sc1) {
+        one(2 * k, u0, s0, sc0);
+        one(2 * k + 1, u1, s1, sc1);
+    }
+    inline void end(float dw, float dc, __m256i corr) {
+        for (int t = 0; t < T; ++t) {
+            const float da = act_d(at(t));
+            const __m256i ci = _mm256_madd_epi16(ld256(at(t) + quant::kQ8KOffBsums), corr);
+            facc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[t]), _mm256_set1_ps(da * dw), facc[t]);
+            facc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ci), _mm256_set1_ps(da * dc), facc[t]);
+        }
+    }
+    inline void end(float dw) {
+        for (int t = 0; t < T; ++t)
+            facc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[t]), _mm256_set1_ps(act_d(at(t)) * dw), facc[t]);
+    }
+    float result(int t) const { return hsum256(facc[t]); }
+};
+
+#ifdef IKLLM_KIQK_AVX512
+template <int T, bool Uns>
+struct Avx512Tile : TileBase {
+    __m512i sumi[T];
+    __m256 facc[T];
+    void reset() {
+        for (int t = 0; t < T; ++t) facc[t] = _mm256_setzero_ps();
+    }
+    void begin(const uint8_t* a, size_t stride) {
+        a0 = a;
+        astride = stride;
+        for (int t = 0; t < T; ++t) sumi[t] = _mm512_setzero_si512();
+    }
+    static __m512i join(__m256i a, __m256i b) { return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1); }
+    inline void pair(int k, __m256i u0, __m256i s0, __m256i sc0, __m256i u1, __m256i s1, __m256i sc1) {
+        const __m512i u = join(u0, u1), sc = join(sc0, sc1);
+        __mmask64 neg = 0;
+        if (!Uns) neg = _mm512_movepi8_mask(join(s0, s1));
+        for (int t = 0; t < T; ++t) {
+            __m512i a = _mm512_loadu_si512((const void*)(act_qs(at(t)) + 64 * k));
+            if (!Uns) a = _mm512_mask_sub_epi8(a, neg, _mm512_setzero_si512(), a);
+            sumi[t] = _mm512_dpwssd_epi32(sumi[t], _mm512_maddubs_epi16(u, a), sc);
+        }
+    }
+    static __m256i fold(__m512i v) {
+        return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+    }
+    inline void end(float dw, float dc, __m256i corr) {
+        for (int t = 0; t < T; ++t) {
+            const float da = act_d(at(t));
+            const __m256i ci = _mm256_madd_epi16(ld256(at(t) + quant::kQ8KOffBsums), corr);
+            facc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(fold(sumi[t])), _mm256_set1_ps(da * dw), facc[t]);
+            facc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ci), _mm256_set1_ps(da * dc), facc[t]);
+        }
+    }
+    inline void end(float dw) {
+        for (int t = 0; t < T; ++t)
+            facc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(fold(sumi[t])), _mm256_set1_ps(act_d(at(t)) * dw), facc[t]);
+    }
+    float result(int t) const { return hsum256(facc[t]); }
+};
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// Driver: token blocks (kept in L2) x weight rows x tiles of T tokens x 256-weight blocks.
+
+template <class U, template <int, bool> class Tile, int T>
+inline void run_tile(const uint8_t* row, int64_t nb, const uint8_t* act, size_t act_row_bytes, float* y,
+                     int64_t y_stride) {
+    Tile<T, U::uns> tile;
+    tile.reset();
+    const float rowd = U::row_scale(row);
+    for (int64_t b = 0; b < nb; ++b) {
+        tile.begin(act + (size_t)b * quant::kQ8KBlockBytes, act_row_bytes);
+        U::unpack(row + U::meta + (size_t)b * U::bytes, rowd, tile);
+    }
+    for (int t = 0; t < T; ++t) y[t * y_stride] = tile.result(t);
+}
+
+template <class U, template <int, bool> class Tile, int TMax>
+void simd_matmul(const uint8_t* w, size_t w_row_bytes, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
+                 size_t act_row_bytes, int64_t nt, float* y, int64_t y_stride) {
+    const int64_t nb = ne0 / 256;
+    const int64_t tb = token_block(act_row_bytes);
+    for (int64_t t0 = 0; t0 < nt; t0 += tb) {
+        const int64_t tn = nt - t0 < tb ? nt - t0 : tb;
+        for (int64_t r = r0; r < r1; ++r) {
+            const uint8_t* row = w + (size_t)r * w_row_bytes;
+            int64_t t = 0;
+            for (; t + TMax <= tn; t += TMax)
+                run_tile<U, Tile, TMax>(row, nb, act + (size_t)(t0 + t) * act_row_bytes, act_row_bytes,
+                                        y + (t0 + t) * y_stride + r, y_stride);
+            if constexpr (TMax > 4) {
+                if (t + 4 <= tn) {
+                    run_tile<U, Tile, 4>(row, nb, act + (size_t)(t0 + t) * act_row_bytes, act_row_bytes,
+                                         y + (t0 + t) * y_stride + r, y_stride);
+                    t += 4;
+                }
+            }
+            if (t + 2 <= tn) {
+                run_tile<U, Tile, 2>(row, nb, act + (size_t)(t0 + t) * act_row_bytes, act_row_bytes,
+                                     y + (t0 + t) * y_stride + r, y_stride);
+                t += 2;
+            }
+            if (t < tn)
+                run_tile<U, Tile, 1>(row, nb, act + (size_t)(t0 + t) * act_row_bytes, act_row_bytes,
+                                     y + (t0 + t) * y_stride + r, y_stride);
+            // TMax == 4 leaves at most 3: handled by 2 + 1 above
+        }
+    }
+}
+
+}  // namespace
+}  // namespace ikllm::cpu

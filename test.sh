@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Builds ikllm and runs every test: the release suite, then the bad-input / API tests again
+# under AddressSanitizer + UndefinedBehaviorSanitizer. Reference data is read from ../shared
+# when present (tests that need it skip with a message otherwise).
+set -euo pipefail
+cd "$(dirname "$0")"
+scripts/install-deps.sh
+jobs="$(nproc)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DIKLLM_BUILD_BENCH=OFF >/dev/null
+cmake --build build -j"$jobs"
+(cd build && ctest --output-on-failure -j"$jobs")
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIKLLM_SANITIZE=ON -DIKLLM_BUILD_BENCH=OFF >/dev/null
+cmake --build build-asan -j"$jobs" --target api_badinput_test session_test c_api_example
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -R 'api_badinput_test|session_test|c_api_example')

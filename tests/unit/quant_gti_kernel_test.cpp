@@ -1,0 +1,166 @@
+// Matrix-product kernels of the grid / trellis / ternary / interleaved types: every ISA's kernel
+// against a double-precision product of the dequantized weights with the decoded activations
+// (the activation format of quant-formats.md §15), on random data with odd row-group counts,
+// row sub-ranges, strided outputs and several token counts and row lengths.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "core/fp16.h"
+#include "kernels/matmul.h"
+#include "quant/act_q8_0.h"
+#include "quant/interleaved_act.h"
+#include "quant_gti_support.h"
+
+using namespace ikllm;
+using namespace ikllm::test;
+using namespace ikllm::quant;
+using ikllm::cpu::Isa;
+
+namespace {
+
+const uint32_t kTypes[] = {
+    T_IQ2_XXS,   T_IQ2_XS,    T_IQ2_S,     T_IQ3_XXS,    T_IQ3_S,     T_IQ1_S,     T_IQ1_M,      T_IQ1_KT,
+    T_IQ2_KT,    T_IQ3_KT,    T_IQ4_KT,    T_IQ1_BN,     T_IQ2_BN,    T_Q8_KV,     T_Q4_0_R8,    T_Q8_0_R8,
+    T_Q5_0_R4,   T_Q6_0_R4,   T_IQ4_NL_R4, T_MXFP4_R8,   T_Q2_K_R4,   T_Q3_K_R4,   T_Q4_K_R4,    T_Q5_K_R4,
+    T_Q6_K_R4,   T_IQ4_XS_R8, T_IQ2_K_R4,  T_IQ3_K_R4,   T_IQ4_K_R4,  T_IQ5_K_R4,  T_IQ4_KS_R4,  T_IQ5_KS_R4,
+    T_IQ2_XXS_R4, T_IQ2_XS_R4, T_IQ2_S_R4, T_IQ3_XXS_R4, T_IQ3_S_R4,  T_IQ1_S_R4,  T_IQ1_M_R4,   T_IQ2_BN_R4,
+    T_BF16_R16,  T_Q8_K_R8,   T_Q8_K_R16,  T_Q8_KV_R8,   T_Q4_0_4X4,  T_Q4_0_4X8,  T_Q4_0_8X8,
+};
+
+// Float decoder of an activation format id.
+ActDecodeFn act_decoder(uint32_t id) {
+    switch (id) {
+        case T_Q8_2_X4: return act_q8_2_x4_decode_row;
+        case T_Q8_0: return act_q8_0_decode_row;
+        case T_Q8_K:
+        case T_Q8_K32: return decode_q8_k_row;
+        case T_Q8_K128: return decode_q8_k128_row;
+        case T_Q8_K64: return decode_q8_k64_row;
+        case T_Q8_K16: return decode_q8_k16_row;
+        case T_Q8_KV: return decode_q8_kv_row;
+        case T_BF16: return decode_bf16_row;
+        default: return nullptr;
+    }
+}
+
+// Random weights of `type`: quantized Gaussian data when the type has a quantizer, otherwise
+// random block bytes with sane per-row scales (every bit pattern of a block is valid).
+std::vector<uint8_t> random_weights(const TypeTraits& t, int64_t ne0, int64_t nrows, std::mt19937& rng) {
+    const size_t rb = row_bytes(t, ne0);
+    std::vector<uint8_t> w(rb * (size_t)nrows);
+    const int64_t N = t.interleave;
+    if (t.quantize) {
+        std::normal_distribution<float> nd(0.0f, 0.02f);
+        std::vector<float> x((size_t)(N * ne0));
+        for (int64_t g = 0; g < nrows / N; ++g) {
+            for (auto& v : x) v = nd(rng);
+            t.quantize(x.data(), w.data() + rb * (size_t)(g * N), ne0, nullptr);
+        }
+        return w;
+    }
+    for (auto& b : w) b = (uint8_t)rng();
+    std::uniform_real_distribution<float> ud(0.5e-3f, 2e-3f);
+    const int meta = t.row_meta_bytes;
+    for (int64_t g = 0; g < nrows / N; ++g) {
+        uint8_t* p = w.data() + rb * (size_t)(g * N);  // N metadata items lead each group
+        for (int64_t k = 0; k < N; ++k) {
+            if (meta == 2) {
+                const uint16_t h = f32_to_f16(ud(rng));
+                std::memcpy(p + 2 * k, &h, 2);
+            } else if (meta >= 4) {
+                const float f = ud(rng);
+                std::memcpy(p + (size_t)(N == 1 ? 0 : 4 * k), &f, 4);
+            }
+        }
+    }
+    return w;
+}
+
+std::vector<int64_t> row_lengths(const TypeTraits& t, uint32_t act) {
+    std::vector<int64_t> out;
+    for (int64_t ne0 : {96, 128, 224, 256, 512, 768, 1280}) {
+        if (ne0 % t.block_elems) continue;
+        if ((act == T_Q8_K || act == T_Q8_K32) && ne0 % 256) continue;
+        if (act == T_Q8_K128 && ne0 % 128) continue;
+        if ((act == T_Q8_K64 || act == T_Q8_K16) && ne0 % 64) continue;
+        if (ne0 % 32) continue;
+        out.push_back(ne0);
+    }
+    return out;
+}
+
+class QuantGtiKernel : public ::testing::TestWithParam<uint32_t> {};
+
+}  // namespace
+
+TEST_P(QuantGtiKernel, EveryIsaMatchesDequantizedProduct) {
+    const uint32_t type = GetParam();
+    const TypeTraits* t = find_type(type);
+    ASSERT_TRUE(t && t->dequant);
+    const cpu::MatmulKernel* scalar = cpu::find_matmul_exact(type, Isa::scalar);
+    ASSERT_NE(scalar, nullptr) << "no scalar kernel for " << t->name;
+    std::vector<Isa> isas = {Isa::scalar};
+    if (cpu::detected_isa() == Isa::avx2 || cpu::detected_isa() == Isa::avx512) isas.push_back(Isa::avx2);
+    if (cpu::detected_isa() == Isa::avx512) isas.push_back(Isa::avx512);
+    std::mt19937 rng(4321 + type);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    const int64_t N = t->interleave;
+    int runs = 0;
+    for (Isa isa : isas) {
+        const cpu::MatmulKernel* k = cpu::find_matmul_exact(type, isa);
+        if (!k) continue;
+        const ActDecodeFn dec = act_decoder(k->act->id);
+        ASSERT_NE(dec, nullptr) << "unknown activation format " << k->act->id;
+        for (int64_t ne0 : row_lengths(*t, k->act->id)) {
+            for (int64_t groups : {1, 3, 5}) {
+                for (int64_t nt : {1, 3, 8, 17}) {
+                    SCOPED_TRACE(std::string(t->name) + " isa=" + cpu::isa_name(isa) + " ne0=" + std::to_string(ne0) +
+                                 " groups=" + std::to_string(groups) + " nt=" + std::to_string(nt));
+                    const int64_t nrows = N * groups;
+                    const std::vector<uint8_t> w = random_weights(*t, ne0, nrows, rng);
+                    const size_t wrb = row_bytes(*t, ne0), arb = k->act->row_bytes(ne0);
+                    std::vector<float> x((size_t)(nt * ne0));
+                    for (auto& v : x) v = nd(rng);
+                    std::vector<uint8_t> act(arb * (size_t)nt + 64);
+                    for (int64_t i = 0; i < nt; ++i) k->act->encode_row(x.data() + i * ne0, act.data() + arb * i, ne0);
+                    // Reference: dequantized weights x decoded activations, in double.
+                    std::vector<float> wf((size_t)(nrows * ne0)), xf((size_t)(nt * ne0));
+                    for (int64_t g = 0; g < groups; ++g) t->dequant(w.data() + wrb * (size_t)(g * N), wf.data() + g * N * ne0, ne0);
+                    for (int64_t i = 0; i < nt; ++i) dec(act.data() + arb * i, xf.data() + i * ne0, ne0);
+                    // Run on rows [r0, nrows) with a padded output stride.
+                    const int64_t r0 = groups > 1 ? N : 0, ys = nrows + 3;
+                    std::vector<float> y((size_t)(nt * ys), -12345.0f);
+                    k->run(w.data(), wrb, ne0, r0, nrows, act.data(), arb, nt, y.data(), ys);
+                    for (int64_t i = 0; i < nt; ++i)
+                        for (int64_t r = 0; r < nrows; ++r) {
+                            const float got = y[i * ys + r];
+                            if (r < r0) {
+                                ASSERT_EQ(got, -12345.0f) << "row outside [r0, r1) written";
+                                continue;
+                            }
+                            double ref = 0, mag = 0;
+                            for (int64_t c = 0; c < ne0; ++c) {
+                                const double p = (double)wf[r * ne0 + c] * xf[i * ne0 + c];
+                                ref += p;
+                                mag += std::fabs(p);
+                            }
+                            if (std::isnan(ref)) {
+                                ASSERT_TRUE(std::isnan(got)) << "row " << r << " token " << i;
+                                continue;
+                            }
+                            ASSERT_NEAR(got, ref, 2e-5 * mag + 1e-30) << "row " << r << " token " << i;
+                        }
+                    ++runs;
+                }
+            }
+        }
+    }
+    EXPECT_GT(runs, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, QuantGtiKernel, ::testing::ValuesIn(kTypes),
+                         [](const ::testing::TestParamInfo<uint32_t>& info) {
+                             return std::string(find_type(info.param)->name);
+                         });
