@@ -275,22 +275,27 @@ std::string repr(const Value& v) {
 
 bool equals(const Value& a, const Value& b) { return equals_depth(a, b, 0); }
 
-bool less(const Value& a, const Value& b, const char* op) {
+int compare_order(const Value& a, const Value& b, const char* op) {
     if (a.is_undefined()) raise_undefined(a);
     if (b.is_undefined()) raise_undefined(b);
-    if (a.is_number() && b.is_number()) return cmp_numbers(a, b) == -1;
-    if (a.is_string() && b.is_string()) return a.str() < b.str();
+    if (a.is_number() && b.is_number()) return cmp_numbers(a, b);
+    if (a.is_string() && b.is_string()) {
+        int c = a.str().compare(b.str());
+        return c < 0 ? -1 : (c > 0 ? 1 : 0);
+    }
     if ((a.is_seq(SeqType::List) && b.is_seq(SeqType::List)) || (a.is_seq(SeqType::Tuple) && b.is_seq(SeqType::Tuple))) {
         const auto& x = a.list().items;
         const auto& y = b.list().items;
         size_t n = std::min(x.size(), y.size());
         for (size_t i = 0; i < n; ++i)
-            if (!equals(x[i], y[i])) return less(x[i], y[i], op);
-        return x.size() < y.size();
+            if (!equals(x[i], y[i])) return compare_order(x[i], y[i], op);
+        return x.size() < y.size() ? -1 : (x.size() > y.size() ? 1 : 0);
     }
     type_error(std::string("'") + op + "' not supported between instances of '" + type_name(a) + "' and '" +
                type_name(b) + "'");
 }
+
+bool less(const Value& a, const Value& b, const char* op) { return compare_order(a, b, op) == -1; }
 
 bool is_hashable(const Value& v) {
     if (v.is_dict()) return false;

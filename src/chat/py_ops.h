@@ -14,6 +14,8 @@ std::string to_str(const Value& v);  // str(v); Undefined prints as ""
 std::string repr(const Value& v);
 bool equals(const Value& a, const Value& b);
 bool less(const Value& a, const Value& b, const char* op = "<");  // a < b; TypeError when unorderable
+// -1, 0, 1 for a <, ==, > b; 2 when unordered (NaN); TypeError (naming `op`) when the types do not order
+int compare_order(const Value& a, const Value& b, const char* op);
 bool is_hashable(const Value& v);
 
 Value op_add(const Value& a, const Value& b);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/fp16.h"
 #include "kernels/matmul.h"
 #include "quant/act_q8_0.h"
 #include "quant/type_traits.h"
