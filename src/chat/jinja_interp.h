@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "chat/jinja_ast.h"
 #include "chat/jinja_value.h"
@@ -37,6 +38,9 @@ enum class Flow { Normal, Break, Continue };
 class Interp {
 public:
     Interp(const RenderLimits& limits, const DateTime& now) : limits_(limits), now_(now) {}
+    ~Interp();
+    Interp(const Interp&) = delete;
+    Interp& operator=(const Interp&) = delete;
 
     // Renders a template body with `root` as its variable scope (globals are its parent).
     std::string render(const Body& body, const ScopePtr& root);
@@ -52,9 +56,12 @@ public:
     std::string capture(const Body& body, const ScopePtr& scope, Flow* flow = nullptr);
     // Runs a `for` statement over `iterable` (also used by recursive `loop(...)` calls).
     Flow run_for(const Stmt& s, const Value& iterable, const ScopePtr& scope, int depth);
+    std::string capture_loop(const Stmt& s, const Value& iterable, const ScopePtr& scope, int depth);
     Flow exec(const Body& body, const ScopePtr& scope);
 
     const DateTime& now() const { return now_; }
+    // namespace() objects are mutable and may end up containing themselves; tracked to break cycles.
+    void track_namespace(std::shared_ptr<DictData> ns) { namespaces_.push_back(std::move(ns)); }
     void step();
     struct CallDepthGuard {
         Interp& in;
@@ -68,6 +75,8 @@ private:
     std::string* out_ = nullptr;
     uint64_t steps_ = 0;
     int call_depth_ = 0;
+    std::vector<ScopePtr> retained_;                   // scopes captured by macros and recursive loops
+    std::vector<std::shared_ptr<DictData>> namespaces_;
 
     void emit(const std::string& s);
     Flow exec_stmt(const Stmt& s, const ScopePtr& scope);

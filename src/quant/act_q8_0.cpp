@@ -8,12 +8,13 @@
 namespace ikllm::quant {
 namespace {
 
-// Round to nearest, ties to even, for |v| < 2^22 (the adder trick keeps this cheap without
-// SSE4.1); saturates to int8 like the reference's packing. NaN maps to -128.
+// Round to nearest, ties to even, then saturate to int8 like the reference's x86 conversion
+// (cvtps2dq + saturating packs): NaN and |v| >= 2^31 become INT_MIN, hence -128. This only
+// matters when 127/amax overflows (amax subnormal). The adder trick avoids needing SSE4.1.
 inline int8_t rne_i8(float v) {
-    float r = (v + 12582912.0f) - 12582912.0f;  // 1.5 * 2^23
-    if (!(r >= -128.0f)) r = -128.0f;
-    if (r > 127.0f) r = 127.0f;
+    if (!(std::fabs(v) < 2147483648.0f)) return -128;
+    float r = std::fabs(v) < 4194304.0f ? (v + 12582912.0f) - 12582912.0f : v;  // 1.5 * 2^23
+    r = r < -128.0f ? -128.0f : (r > 127.0f ? 127.0f : r);
     return (int8_t)(int)r;
 }
 

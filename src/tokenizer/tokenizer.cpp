@@ -100,9 +100,12 @@ Tokenizer::Tokenizer(const VocabData& d) {
     for (size_t i = 0; i < n; ++i) {
         if (v.text[i].empty()) v.text[i] = "[EMPTY_" + std::to_string(i) + "]";
         v.attr[i] = d.token_types.empty() ? kAttrNormal : attr_from_type(d.token_types[i]);
-        if (!v.to_id.emplace(v.text[i], int32_t(i)).second)
-            bad("tokens " + std::to_string(v.to_id[v.text[i]]) + " and " + std::to_string(i) +
-                " have the same text '" + v.text[i] + "'");
+    }
+    for (size_t i = 0; i < n; ++i) {
+        auto [it, inserted] = v.to_id.emplace(std::string_view(v.text[i]), int32_t(i));
+        if (!inserted)
+            bad("tokens " + std::to_string(it->second) + " and " + std::to_string(i) + " have the same text '" +
+                v.text[i] + "'");
     }
 
     v.ids = d.ids;

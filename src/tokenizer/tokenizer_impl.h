@@ -27,11 +27,8 @@ enum TokenAttr : uint32_t {
     kAttrTypeMask = kAttrNormal | kAttrUnknown | kAttrControl | kAttrUserDefined | kAttrUnused | kAttrByte,
 };
 
-struct StringHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-};
-using TextToId = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
+// Keys view the strings of Impl::text, which never change after construction.
+using TextToId = std::unordered_map<std::string_view, int32_t>;
 
 struct Tokenizer::Impl {
     VocabModel model = VocabModel::none;

@@ -181,7 +181,7 @@ struct SIq4K : KIq4K {
         const __m128i sc8 = k6_scales(b);
         const ScaleVec sv(sc8);
         p4n_pairs(b + 16, bcast16(tabs::kIq4k), sv, s);
-        s.end(h2f(b), h2f(b), extra_corr(quant::rd_u16(b + 2), sc8, 3));
+        s.end(h2f(b), h2f(b), extra_corr(quant::rd_u16(b + 2), sc8, 4));
     }
 };
 
@@ -325,7 +325,7 @@ struct SIq3K : KIq3K {
             s.pair(2 * h + 1, _mm256_abs_epi8(v[2]), v[2], sv.get(4 * h + 2), _mm256_abs_epi8(v[3]), v[3],
                    sv.get(4 * h + 3));
         }
-        s.end(h2f(b), h2f(b), extra_corr(quant::rd_u16(b + 2), sc8, 3));
+        s.end(h2f(b), h2f(b), extra_corr(quant::rd_u16(b + 2), sc8, 4));
     }
 };
 
