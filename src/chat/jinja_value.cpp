@@ -36,7 +36,7 @@ Value Value::string(std::string s, bool markup) {
     Value v;
     v.kind_ = Kind::String;
     v.markup_ = markup;
-    v.p_ = std::make_shared<const std::string>(std::move(s));
+    v.p_ = std::make_shared<std::string>(std::move(s));
     return v;
 }
 

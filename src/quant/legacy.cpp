@@ -4,6 +4,7 @@
 // "ref" rounding for the uniform types; with one, a weighted scale search is used instead.
 // Also decodes the 32-block activation formats (Q8_1, Q8_0_X4, Q8_1_X4, Q8_2_X4).
 #include <cfloat>
+#include <cstdint>
 #include <cmath>
 
 #include "quant/act_q8_0.h"
@@ -218,7 +219,12 @@ float search_affine(const float* x, const float* w, int n, int nmax, int* L, flo
     return d;
 }
 
-inline int trunc_i(float v) { return (int)v; }  // C conversion: toward zero
+// The reference's C conversion (int8_t)(float) on x86: truncate to int32 (NaN and out-of-range
+// give INT_MIN), keep the low byte. Only reachable when 1/d overflows for subnormal blocks.
+inline int c_to_i8(float v) {
+    const int32_t i = std::fabs(v) < 2147483648.0f ? (int32_t)v : INT32_MIN;
+    return (int8_t)(uint8_t)(uint32_t)i;
+}
 
 // ---- Q4_0 / Q5_0 / Q6_0: symmetric, codes q = L + 2^(b-1) ----------------------------------
 
@@ -228,7 +234,7 @@ void ref_symmetric(const float* x, int nmax, float* d_out, uint8_t* q) {
     const float d = max / (float)-nmax;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     for (int j = 0; j < 32; ++j) {
-        const int v = trunc_i(x[j] * id + ((float)nmax + 0.5f));
+        const int v = c_to_i8(x[j] * id + ((float)nmax + 0.5f));
         q[j] = (uint8_t)(v < 2 * nmax - 1 ? v : 2 * nmax - 1);
     }
     *d_out = d;
@@ -304,7 +310,7 @@ void ref_affine(const float* x, int nmax, float* d_out, float* m_out, uint8_t* q
     const float d = (mx - mn) / (float)nmax;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     for (int j = 0; j < 32; ++j) {
-        const int v = trunc_i((x[j] - mn) * id + 0.5f);
+        const int v = (uint8_t)c_to_i8((x[j] - mn) * id + 0.5f);
         q[j] = (uint8_t)(v < nmax ? v : nmax);
     }
     *d_out = d;
@@ -359,7 +365,7 @@ void q8_0_quantize(const float* x, uint8_t* dst, int64_t n, const float* imatrix
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         wr16(dst, f32_to_f16(d));
         int8_t* qs = reinterpret_cast<int8_t*>(dst + 2);
-        for (int j = 0; j < 32; ++j) qs[j] = (int8_t)std::round(x[j] * id);
+        for (int j = 0; j < 32; ++j) qs[j] = (int8_t)c_to_i8(std::round(x[j] * id));
     }
 }
 

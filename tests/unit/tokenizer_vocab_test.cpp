@@ -198,6 +198,8 @@ TEST(TokenizerVocab, LoadedMetadata) {
         EXPECT_FALSE(l.tok->is_eog(128006));
         EXPECT_TRUE(l.tok->is_control(128006));
         EXPECT_TRUE(l.tok->add_bos());
+        // docs/tokenizers.md §5.4: upper-case contraction followed by letters.
+        EXPECT_EQ(l.tok->encode("'Sam", false, false), (std::vector<int32_t>{13575, 309}));
     }
     {
         Loaded l = load(vocab_path("qwen2"));

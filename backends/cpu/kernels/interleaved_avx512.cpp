@@ -1,5 +1,78 @@
-// Placeholder until this family has kernels on this ISA.
-#include "kernels/matmul.h"
+// AVX-512 kernels of the row-interleaved types (quant-formats.md §12): the kernels of
+// interleaved_simd.h built with VNNI dot products (vpdpbusd on 256-bit vectors) for Q4_0_R8,
+// Q8_0_R8, IQ4_XS_R8, Q4_K_R4, IQ4_K_R4, IQ4_KS_R4; BF16_R16 with vdpbf16ps (16 rows per zmm,
+// one bf16 column pair per instruction); every other interleaved type uses the generic
+// dequantize-and-dot kernel with AVX-512 dot products.
+#include "kernels/interleaved_simd.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__) && \
+    defined(__AVX512BF16__)
+namespace ikllm::cpu {
+namespace {
+
+// 16 rows x up to 8 tokens per pass; activations are bf16 pairs broadcast to every lane.
+template <int T>
+void bf16r16_tile512(const uint8_t* grp, int64_t ne0, const uint8_t* act, size_t arb, float* y, int64_t ys) {
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < ne0 / 2; ++p) {
+        const __m512i wv = _mm512_loadu_si512(grp + 64 * p);
+        for (int t = 0; t < T; ++t) {
+            int32_t pair;
+            std::memcpy(&pair, act + (size_t)t * arb + 4 * p, 4);
+            acc[t] = _mm512_dpbf16_ps(acc[t], (__m512bh)wv, (__m512bh)_mm512_set1_epi32(pair));
+        }
+    }
+    for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ys, acc[t]);
+}
+
+void run_bf16_r16(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
+                  int64_t nt, float* y, int64_t ys) {
+    for (int64_t g = r0; g + 16 <= r1; g += 16) {
+        const uint8_t* grp = w + (size_t)g * wrb;
+        int64_t t = 0;
+        for (; t + 8 <= nt; t += 8) bf16r16_tile512<8>(grp, ne0, act + (size_t)t * arb, arb, y + t * ys + g, ys);
+        for (; t + 4 <= nt; t += 4) bf16r16_tile512<4>(grp, ne0, act + (size_t)t * arb, arb, y + t * ys + g, ys);
+        for (; t < nt; ++t) bf16r16_tile512<1>(grp, ne0, act + (size_t)t * arb, arb, y + t * ys + g, ys);
+    }
+}
+
+}  // namespace
+
+KernelTable interleaved_kernels_avx512() {
+    using namespace quant;
+    static const MatmulKernel kKernels[] = {
+        {T_Q4_0_R8, Isa::avx512, act_format_q8_2_x4(), run_interleaved<KQ4_0R8>},
+        {T_Q8_0_R8, Isa::avx512, act_format_q8_2_x4(), run_interleaved<KQ8_0R8>},
+        {T_IQ4_XS_R8, Isa::avx512, &kGtiActQ8K32, run_interleaved<KIQ4XSR8>},
+        {T_Q4_K_R4, Isa::avx512, &kGtiActQ8K32, run_interleaved<KQ4KR4>},
+        {T_IQ4_K_R4, Isa::avx512, &kGtiActQ8K, run_interleaved<KIQ4KR4>},
+        {T_IQ4_KS_R4, Isa::avx512, &kGtiActQ8K32, run_interleaved<KIQ4KSR4>},
+        {T_BF16_R16, Isa::avx512, act_format_bf16(), run_bf16_r16},
+#define KX4(T) {T, Isa::avx512, act_format_q8_2_x4(), gti_generic_run<T, gti_decode_q8_2_x4>}
+#define KK(T) {T, Isa::avx512, &kGtiActQ8K, gti_generic_run<T, decode_q8_k_row>}
+#define KK32(T) {T, Isa::avx512, &kGtiActQ8K32, gti_generic_run<T, decode_q8_k_row>}
+#define KK128(T) {T, Isa::avx512, &kGtiActQ8K128, gti_generic_run<T, decode_q8_k128_row>}
+#define KQ80(T) {T, Isa::avx512, act_format_q8_0(), gti_generic_run<T, gti_decode_q8_0>}
+        KX4(T_Q5_0_R4), KX4(T_Q6_0_R4), KX4(T_IQ4_NL_R4), KX4(T_MXFP4_R8),
+        KK(T_Q2_K_R4), KK(T_Q3_K_R4), KK(T_Q6_K_R4), KK(T_IQ2_XXS_R4), KK(T_IQ2_XS_R4), KK(T_IQ2_S_R4),
+        KK(T_IQ3_XXS_R4), KK(T_IQ3_S_R4), KK(T_IQ2_K_R4), KK(T_IQ3_K_R4), KK(T_IQ5_K_R4), KK(T_Q8_K_R8), KK(T_Q8_K_R16),
+        KK32(T_Q5_K_R4), KK32(T_IQ5_KS_R4), KK128(T_IQ1_S_R4), KK128(T_IQ1_M_R4),
+        KQ80(T_Q4_0_4X4), KQ80(T_Q4_0_4X8), KQ80(T_Q4_0_8X8),
+        {T_IQ2_BN_R4, Isa::avx512, &kGtiActQ8K16, gti_generic_run<T_IQ2_BN_R4, decode_q8_k16_row>},
+        {T_Q8_KV_R8, Isa::avx512, &kGtiActQ8KV, gti_generic_run<T_Q8_KV_R8, decode_q8_kv_row>},
+#undef KX4
+#undef KK
+#undef KK32
+#undef KK128
+#undef KQ80
+    };
+    return {kKernels, sizeof(kKernels) / sizeof(kKernels[0])};
+}
+
+}  // namespace ikllm::cpu
+#else
 namespace ikllm::cpu {
 KernelTable interleaved_kernels_avx512() { return {nullptr, 0}; }
 }  // namespace ikllm::cpu
+#endif

@@ -26,6 +26,8 @@ namespace {
 
 inline __m256i ld256(const void* p) { return _mm256_loadu_si256((const __m256i*)p); }
 inline __m128i ld128(const void* p) { return _mm_loadu_si128((const __m128i*)p); }
+// fp16 -> float with F16C (exact, same as f16_to_f32).
+inline float hf(const uint8_t* p) { return _cvtsh_ss(quant::rd_u16(p)); }
 inline __m256i bcast16(const int8_t* table) { return _mm256_broadcastsi128_si256(ld128(table)); }
 
 // int16 lanes: acc + pairwise products of p and sc.
@@ -117,7 +119,7 @@ struct SQ45K : KQ45K<Five> {
             }
             s.pair(g, a, a, sv.get(2 * g), c, c, sv.get(2 * g + 1));
         }
-        s.end(h2f(b), -h2f(b + 2), corr);
+        s.end(hf(b), -hf(b + 2), corr);
     }
 };
 using SQ4K = SQ45K<false>;
@@ -139,7 +141,7 @@ struct SQ6K : KQ6K {
             s.pair(2 * c, t0, t0, sv.get(4 * c), t1, t1, sv.get(4 * c + 1));
             s.pair(2 * c + 1, t2, t2, sv.get(4 * c + 2), t3, t3, sv.get(4 * c + 3));
         }
-        const float d = h2f(b + 208);
+        const float d = hf(b + 208);
         s.end(d, d, corr);
     }
 };
@@ -162,7 +164,7 @@ struct SIq4Xs : KIq4Xs {
                             _pdep_u64(quant::rd_u16(b + 2), 0x3030303030303030ull);
         const ScaleVec sv(_mm_sub_epi8(dup8(sc), _mm_set1_epi8(32)));
         p4n_pairs(b + 8, bcast16(tabs::kIq4nl), sv, s);
-        s.end(h2f(b));
+        s.end(hf(b));
     }
 };
 
@@ -181,7 +183,7 @@ struct SIq4K : KIq4K {
         const __m128i sc8 = k6_scales(b);
         const ScaleVec sv(sc8);
         p4n_pairs(b + 16, bcast16(tabs::kIq4k), sv, s);
-        s.end(h2f(b), h2f(b), extra_corr(quant::rd_u16(b + 2), sc8, 4));
+        s.end(hf(b), hf(b), extra_corr(quant::rd_u16(b + 2), sc8, 4));
     }
 };
 
@@ -226,7 +228,7 @@ struct SIq5K : KIq5K {
         const __m128i sc8 = k6_scales(b);
         const ScaleVec sv(sc8);
         p4k5_pairs(b + 16, b + 144, tabs::kIq5nl, sv, s);
-        s.end(h2f(b), h2f(b), extra_corr(quant::rd_u16(b + 2), sc8, 2));
+        s.end(hf(b), hf(b), extra_corr(quant::rd_u16(b + 2), sc8, 2));
     }
 };
 
@@ -271,7 +273,7 @@ struct SIq6K : KIq6K {
             const __m256i v1 = look(_mm256_or_si256(nib_hi(q), _mm256_slli_epi16(h1, 4)));
             s.pair(g, _mm256_abs_epi8(v0), v0, sv.get(2 * g), _mm256_abs_epi8(v1), v1, sv.get(2 * g + 1));
         }
-        s.end(h2f(b), h2f(b), extra_corr(quant::rd_u16(b + 2), sc8, 1));
+        s.end(hf(b), hf(b), extra_corr(quant::rd_u16(b + 2), sc8, 1));
     }
 };
 
@@ -293,7 +295,7 @@ struct SIq2K : KIq2K {
             s.pair(2 * h + 1, _mm256_abs_epi8(v[2]), v[2], sv.get(4 * h + 2), _mm256_abs_epi8(v[3]), v[3],
                    sv.get(4 * h + 3));
         }
-        s.end(h2f(b), h2f(b), extra_corr(quant::rd_u16(b + 2), sc8, 5));
+        s.end(hf(b), hf(b), extra_corr(quant::rd_u16(b + 2), sc8, 5));
     }
 };
 
@@ -325,7 +327,7 @@ struct SIq3K : KIq3K {
             s.pair(2 * h + 1, _mm256_abs_epi8(v[2]), v[2], sv.get(4 * h + 2), _mm256_abs_epi8(v[3]), v[3],
                    sv.get(4 * h + 3));
         }
-        s.end(h2f(b), h2f(b), extra_corr(quant::rd_u16(b + 2), sc8, 4));
+        s.end(hf(b), hf(b), extra_corr(quant::rd_u16(b + 2), sc8, 4));
     }
 };
 
