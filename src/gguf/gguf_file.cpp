@@ -379,7 +379,7 @@ void File::parse_part(size_t part_index, GeometryFn geometry) {
         // Later split parts must agree on their place in the set.
         const Value* no = find_local("split.no");
         const Value* cnt = find_local("split.count");
-        if (!no || no->u != part_index || !cnt || cnt->u != parts_.size())
+        if (!no || no->u != part_index || !cnt || cnt->u != expected_parts_)
             c.error("split part " + std::to_string(part_index + 1) + " has inconsistent split.no/split.count");
     }
 
@@ -454,6 +454,7 @@ std::unique_ptr<File> File::open(const std::string& path, GeometryFn geometry) {
     const Value* count = f->find("split.count");
     const uint64_t n_split = count && count->is_integer() ? count->u : 0;
     if (n_split > 1) {
+        f->expected_parts_ = n_split;
         if (n_split > 9999) fail(Status::invalid_file, "split.count " + std::to_string(n_split) + " is beyond sane limits");
         const Value* no = f->find("split.no");
         if (!no || no->u != 0) fail(Status::invalid_argument, "'" + path + "' is not the first part of its split set");

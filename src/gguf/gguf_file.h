@@ -102,6 +102,7 @@ private:
     std::string path_;
     uint32_t version_ = 0;
     uint32_t alignment_ = 32;
+    uint64_t expected_parts_ = 1;
     std::vector<std::unique_ptr<MappedFile>> parts_;
     std::vector<std::pair<std::string, Value>> kvs_;
     std::map<std::string, size_t, std::less<>> kv_index_;

@@ -13,8 +13,7 @@ constexpr int QK = 256;
 // y[0..7] = ±(db * mag_j), sign bit j of `signs`.
 inline void put8(float* y, float db, uint64_t grid, uint8_t signs) {
     for (int j = 0; j < 8; ++j) {
-        const float v = db * (float)grid_byte(grid, j);
-        y[j] = (signs >> j) & 1 ? -v : v;
+        y[j] = neg_if(db * (float)grid_byte(grid, j), (signs >> j) & 1u);
     }
 }
 
@@ -84,8 +83,7 @@ void deq_iq3_s(const uint8_t* src, float* y, int64_t ne0) {
                 const uint32_t g = kIq3sGrid[idx];
                 const uint8_t s = src[74 + 4 * ib + m / 2];
                 for (int j = 0; j < 4; ++j) {
-                    const float v = db * (float)grid_byte(g, j);
-                    y[32 * ib + 4 * m + j] = bit(s, 4 * (m % 2) + j) ? -v : v;
+                    y[32 * ib + 4 * m + j] = neg_if(db * (float)grid_byte(g, j), (uint32_t)bit(s, 4 * (m % 2) + j));
                 }
             }
         }

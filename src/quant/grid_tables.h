@@ -16,10 +16,10 @@ extern const uint8_t kScrambledSign[128]; // 7-bit sign index -> prefix-XOR form
 extern const uint64_t kKsigns64[128];     // byte-mask form of kKsignsIq2xs (0xff = negate)
 
 // Byte j of a grid entry.
-inline uint8_t grid_byte(uint64_t g, int j) { return (uint8_t)(g >> (8 * j)); }
-inline int8_t grid_sbyte(uint64_t g, int j) { return (int8_t)(uint8_t)(g >> (8 * j)); }
+static inline uint8_t grid_byte(uint64_t g, int j) { return (uint8_t)(g >> (8 * j)); }
+static inline int8_t grid_sbyte(uint64_t g, int j) { return (int8_t)(uint8_t)(g >> (8 * j)); }
 
 // 8-bit sign mask of a scrambled sign index tau (§12.1): equals kKsignsIq2xs[si].
-inline uint8_t unscramble_sign(uint8_t tau) { return (uint8_t)((tau ^ (tau << 1)) & 0xff); }
+static inline uint8_t unscramble_sign(uint8_t tau) { return (uint8_t)((tau ^ (tau << 1)) & 0xff); }
 
 }  // namespace ikllm::quant

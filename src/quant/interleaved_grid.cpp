@@ -13,8 +13,7 @@ constexpr int QK = 256;
 
 inline void put8(float* y, float dl, uint64_t grid, uint8_t signs) {
     for (int j = 0; j < 8; ++j) {
-        const float v = dl * (float)grid_byte(grid, j);
-        y[j] = (signs >> j) & 1 ? -v : v;
+        y[j] = neg_if(dl * (float)grid_byte(grid, j), (signs >> j) & 1u);
     }
 }
 
@@ -165,8 +164,8 @@ void deq_iq3_s_r4(const uint8_t* src, float* y, int64_t ne0) {
                     const int idx = src[8 + 32 * ib + 8 * (m % 4) + 4 * (m / 4) + k] | bit(qh, m) << 8;
                     const uint32_t g = kIq3sGrid[idx];
                     for (int j = 0; j < 4; ++j) {
-                        const float v = dl * (float)grid_byte(g, j);
-                        yk[32 * ib + 4 * m + j] = bit(src[296 + 16 * ib + 4 * k + j], m) ? -v : v;
+                        yk[32 * ib + 4 * m + j] =
+                            neg_if(dl * (float)grid_byte(g, j), (uint32_t)bit(src[296 + 16 * ib + 4 * k + j], m));
                     }
                 }
             }

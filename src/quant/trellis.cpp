@@ -55,7 +55,7 @@ void deq_iq3_kt(const uint8_t* src, float* y, int64_t ne0) {
             for (int j = 0; j < 8; ++j) {
                 const int w = 8 * i + j;
                 const float a = sl * (float)(v[j] < 0 ? -v[j] : v[j]);
-                y[w] = bit(src[68 + w % 32], w / 32) ? -a : a;
+                y[w] = neg_if(a, (uint32_t)bit(src[68 + w % 32], w / 32));
             }
         }
     }

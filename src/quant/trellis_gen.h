@@ -12,13 +12,13 @@ constexpr uint32_t kKtMask = 0x3F3F3F3Fu;
 constexpr int kKtBias = 126;
 
 // Value of one generator step from state x (already multiplied): byte sum of x & mask - 126.
-inline int kt_value(uint32_t x) {
+static inline int kt_value(uint32_t x) {
     const uint32_t t = x & kKtMask;
     return (int)((t * 0x01010101u) >> 24) - kKtBias;  // no carries: each partial sum <= 252
 }
 
 // v[0..G-1] for code c with the given offset.
-inline void kt_generate(uint32_t c, uint32_t offset, int G, int* v) {
+static inline void kt_generate(uint32_t c, uint32_t offset, int G, int* v) {
     uint32_t x = c + offset;
     for (int j = 0; j < G; ++j) {
         x *= kKtMult;
@@ -27,7 +27,7 @@ inline void kt_generate(uint32_t c, uint32_t offset, int G, int* v) {
 }
 
 // kKtMult^(j+1) mod 2^32: lane j of a vectorised generator computes x0 * kt_mult_pow(j).
-constexpr uint32_t kt_mult_pow(int j) {
+static constexpr uint32_t kt_mult_pow(int j) {
     uint32_t m = 1;
     for (int i = 0; i <= j; ++i) m *= kKtMult;
     return m;

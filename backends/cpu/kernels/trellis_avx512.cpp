@@ -68,6 +68,17 @@ void decode_iq3_kt(const uint8_t* b, float d, Block& o) {
     }
 }
 
+// The 8 IQ4_KT codes of sub-block ib (§10.5), offset included, one per lane.
+inline __m256i kt4_codes(const uint8_t* b, int ib, uint32_t S, uint32_t offset) {
+    const __m256i ql = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(b + 32 + 8 * ib)));
+    const __m256i qh = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(b + 96 + 8 * (ib % 4))));
+    const __m256i hi4 = _mm256_and_si256(_mm256_srli_epi32(qh, 4 * (ib / 4)), _mm256_set1_epi32(15));
+    const __m256i top = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)S), _mm256_setr_epi32(8, 11, 14, 17, 20, 23, 26, 29)),
+                                         _mm256_set1_epi32(7));
+    const __m256i c = _mm256_or_si256(ql, _mm256_or_si256(_mm256_slli_epi32(hi4, 8), _mm256_slli_epi32(top, 12)));
+    return _mm256_add_epi32(c, _mm256_set1_epi32((int)offset));
+}
+
 void decode_iq4_kt(const uint8_t* b, float d, Block& o) {
     const __m512i mp = mpow_pattern(4);
     const __m512i two = _mm512_set1_epi8(2);
@@ -75,13 +86,7 @@ void decode_iq4_kt(const uint8_t* b, float d, Block& o) {
         const uint32_t S = rd_u32(b + 4 * ib);
         o.s[ib] = d * (float)((int)((S & 255) >> 1) - 64);
         const uint32_t offset = (S & 1) ? kKtOffsetIq4Odd : kKtOffset;
-        alignas(32) uint32_t c[8];
-        for (int g = 0; g < 8; ++g) {
-            const int jj = 8 * ib + g;
-            c[g] = (b[32 + jj] | (uint32_t)nib(b[96 + jj % 32], jj / 32) << 8 | (uint32_t)bits(S, 8 + 3 * g, 3) << 12) +
-                   offset;
-        }
-        const __m512i cv = _mm512_zextsi256_si512(_mm256_load_si256((const __m256i*)c));
+        const __m512i cv = _mm512_zextsi256_si512(kt4_codes(b, ib, S, offset));
         // lanes 4q..4q+3 take code 4h + q (h = half of the sub-block)
         const __m512i i0 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
         const __m512i i1 = _mm512_add_epi32(i0, _mm512_set1_epi32(4));
