@@ -2,10 +2,11 @@
 // and nt = 64 activation rows. Prints weight GB/s (bytes of W streamed per second) and GFLOP/s
 // (2*rows*ne0*nt per second). Activation encoding is excluded (done once, as in the engine).
 // Several copies of the matrix are cycled so that W does not sit in the last-level cache.
+// Time is the thread's CPU time (robust on a shared machine; equals wall time on an idle one).
 // Usage: matmul_bench [isa] [nt=N] [type ...]   (isa: scalar|avx2|avx512, default: best available;
 // nt=N adds a third column for N tokens)
 #include <algorithm>
-#include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -35,14 +36,19 @@ Result bench(const MatmulKernel& k, const TypeTraits& tt, const std::vector<std:
     std::vector<float> y((size_t)(kRows * nt));
     const size_t wrb = row_bytes(tt, kNe0);
     auto once = [&](size_t c) { k.run(copies[c].data(), wrb, kNe0, 0, kRows, act.data(), arb, nt, y.data(), kRows); };
+    auto now = [] {
+        timespec ts;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    };
     once(0);  // warm-up
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = now();
     size_t iters = 0;
     double elapsed = 0;
     while (elapsed < 0.5 || iters < 3) {
         once(iters % copies.size());
         ++iters;
-        elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        elapsed = now() - t0;
     }
     const double s = elapsed / (double)iters;
     return {s * 1e3, (double)(wrb * kRows) / s / 1e9, 2.0 * kRows * kNe0 * nt / s / 1e9};

@@ -25,6 +25,13 @@ Value soft_str(const Value& v) { return v.is_string() ? v : Value::string(to_str
 
 Value generator(std::vector<Value> items) { return Value::list(std::move(items), SeqType::Generator); }
 
+// A generator whose body runs on first consumption (see ListData::produce).
+Value lazy(std::function<std::vector<Value>()> fn) {
+    Value g = generator({});
+    g.list().produce = std::move(fn);
+    return g;
+}
+
 Value lower_if_str(const Value& v) { return v.is_string() ? Value::string(py::lower(v.str())) : v; }
 
 // make_attrgetter: dotted attribute path resolved with getitem, optional default and case folding.
@@ -172,30 +179,34 @@ Value f_abs(Interp&, const Value& v, CallArgs& a) {
     type_error("bad operand type for abs(): '" + type_name(v) + "'");
 }
 
+// Python getattr only: unlike `obj.name`, a dict key is not an attribute.
 Value f_attr(Interp& in, const Value& v, CallArgs& a) {
     ArgReader r("do_attr", a, {"name"}, 1);
-    if (!r.get(0).is_string()) return in.getitem(v, r.get(0));
-    return in.getattr(v, r.get(0).str());
+    std::string name = to_str(r.get(0));
+    return in.python_getattr(v, name);
 }
 
 Value f_batch(Interp&, const Value& v, CallArgs& a) {
     ArgReader r("do_batch", a, {"linecount", "fill_with"}, 1);
-    int64_t n = int_param(r.get(0), "linecount");
-    Value fill = r.get_or(1, Value::none());
-    std::vector<Value> out, tmp;
-    for (auto& item : iterate(v)) {
-        if (static_cast<int64_t>(tmp.size()) == n) {
-            out.push_back(Value::list(std::move(tmp)));
-            tmp.clear();
+    Value count = r.get(0), fill = r.get_or(1, Value::none()), src = v;
+    return lazy([count, fill, src]() {
+        std::vector<Value> out, tmp;
+        for (auto& item : iterate(src)) {
+            if (equals(Value::integer(static_cast<int64_t>(tmp.size())), count)) {
+                out.push_back(Value::list(std::move(tmp)));
+                tmp.clear();
+            }
+            tmp.push_back(item);
         }
-        tmp.push_back(item);
-    }
-    if (!tmp.empty()) {
-        if (!fill.is_none())
-            while (static_cast<int64_t>(tmp.size()) < n) tmp.push_back(fill);
-        out.push_back(Value::list(std::move(tmp)));
-    }
-    return generator(std::move(out));
+        if (!tmp.empty()) {
+            if (!fill.is_none()) {
+                int64_t n = int_param(count, "linecount");
+                while (static_cast<int64_t>(tmp.size()) < n) tmp.push_back(fill);
+            }
+            out.push_back(Value::list(std::move(tmp)));
+        }
+        return out;
+    });
 }
 
 Value f_capitalize(Interp&, const Value& v, CallArgs& a) {
@@ -275,6 +286,7 @@ Value f_first(Interp&, const Value& v, CallArgs& a) {
     ArgReader r("do_first", a, {});
     if (v.is_list()) {
         ListData& l = v.list();
+        l.materialize();
         bool single = l.type == SeqType::Generator || l.type == SeqType::ReverseIter;
         size_t start = single ? l.pos : 0;
         if (start < l.items.size()) {
@@ -353,6 +365,7 @@ Value f_indent(Interp&, const Value& v, CallArgs& a) {
     bool first = r.has(1) && truthy(r.get(1));
     bool blank = r.has(2) && truthy(r.get(2));
     if (v.is_undefined()) raise_undefined(v);
+    if (v.is_seq(SeqType::List)) raise_error("AttributeError", "'list' object has no attribute 'splitlines'");
     if (!v.is_string()) type_error("unsupported operand type(s) for +=: '" + type_name(v) + "' and 'str'");
     std::string s = v.str() + "\n";  // jinja2 appends a newline so splitlines keeps a trailing empty line
     std::vector<std::string> lines = py::splitlines(s, false);
@@ -393,11 +406,14 @@ Value f_int(Interp&, const Value& v, CallArgs& a) {
 
 Value f_items(Interp&, const Value& v, CallArgs& a) {
     ArgReader r("do_items", a, {});
-    if (v.is_undefined()) return generator({});
-    if (!v.is_dict()) type_error("Can only get item pairs from a mapping.");
-    std::vector<Value> out;
-    for (const auto& kv : v.dict_data().items) out.push_back(Value::tuple({kv.first, kv.second}));
-    return generator(std::move(out));
+    Value src = v;
+    return lazy([src]() {
+        std::vector<Value> out;
+        if (src.is_undefined()) return out;
+        if (!src.is_dict()) type_error("Can only get item pairs from a mapping.");
+        for (const auto& kv : src.dict_data().items) out.push_back(Value::tuple({kv.first, kv.second}));
+        return out;
+    });
 }
 
 Value f_join(Interp& in, const Value& v, CallArgs& a) {
@@ -436,29 +452,36 @@ Value f_upper(Interp&, const Value& v, CallArgs& a) {
 }
 
 Value f_map(Interp& in, const Value& v, CallArgs& a) {
-    if (!truthy(v)) return generator({});  // jinja2 only looks at a truthy input (None maps to nothing)
-    std::vector<Value> items = iterate(v), out;
-    bool by_attr = a.pos.empty() && std::any_of(a.kw.begin(), a.kw.end(), [](const auto& kv) { return kv.first == "attribute"; });
-    if (by_attr) {
-        Value attribute, deflt = Value::none();
-        for (auto& kv : a.kw) {
-            if (kv.first == "attribute") attribute = kv.second;
-            else if (kv.first == "default") deflt = kv.second;
-            else filter_arg_error("Unexpected keyword argument " + py::repr(kv.first));
+    Value src = v;
+    CallArgs args = a;
+    Interp* interp = &in;
+    return lazy([interp, src, args]() {
+        std::vector<Value> out;
+        if (!truthy(src)) return out;  // jinja2 only looks at a truthy input (None maps to nothing)
+        std::vector<Value> items = iterate(src);
+        bool by_attr = args.pos.empty() &&
+                       std::any_of(args.kw.begin(), args.kw.end(), [](const auto& kv) { return kv.first == "attribute"; });
+        if (by_attr) {
+            Value attribute, deflt = Value::none();
+            for (auto& kv : args.kw) {
+                if (kv.first == "attribute") attribute = kv.second;
+                else if (kv.first == "default") deflt = kv.second;
+                else filter_arg_error("Unexpected keyword argument " + py::repr(kv.first));
+            }
+            for (auto& item : items) out.push_back(get_attribute(*interp, item, attribute, false, &deflt));
+            return out;
         }
-        for (auto& item : items) out.push_back(get_attribute(in, item, attribute, false, &deflt));
-        return generator(std::move(out));
-    }
-    if (a.pos.empty()) filter_arg_error("map requires a filter argument");
-    std::string name = to_str(a.pos[0]);
-    CallArgs rest;
-    rest.pos.assign(a.pos.begin() + 1, a.pos.end());
-    rest.kw = a.kw;
-    for (auto& item : items) {
-        CallArgs copy = rest;
-        out.push_back(in.call_filter(name, item, copy));
-    }
-    return generator(std::move(out));
+        if (args.pos.empty()) filter_arg_error("map requires a filter argument");
+        std::string name = to_str(args.pos[0]);
+        CallArgs rest;
+        rest.pos.assign(args.pos.begin() + 1, args.pos.end());
+        rest.kw = args.kw;
+        for (auto& item : items) {
+            CallArgs copy = rest;
+            out.push_back(interp->call_filter(name, item, copy));
+        }
+        return out;
+    });
 }
 
 Value min_max(Interp& in, const Value& v, CallArgs& a, bool want_max) {
@@ -482,32 +505,37 @@ Value f_max(Interp& in, const Value& v, CallArgs& a) { return min_max(in, v, a, 
 Value f_min(Interp& in, const Value& v, CallArgs& a) { return min_max(in, v, a, false); }
 
 Value select_reject(Interp& in, const Value& v, CallArgs& a, bool lookup_attr, bool select) {
-    if (!truthy(v)) return generator({});  // jinja2 only looks at a truthy input (None selects nothing)
-    size_t off = 0;
-    Value attribute;
-    if (lookup_attr) {
-        if (a.pos.empty()) filter_arg_error("Missing parameter for attribute name");
-        attribute = a.pos[0];
-        off = 1;
-    }
-    bool has_test = a.pos.size() > off;
-    std::string test = has_test ? to_str(a.pos[off]) : "";
-    CallArgs targs;
-    if (has_test) targs.pos.assign(a.pos.begin() + static_cast<std::ptrdiff_t>(off + 1), a.pos.end());
-    targs.kw = a.kw;
-    std::vector<Value> out;
-    for (auto& item : iterate(v)) {
-        Value x = lookup_attr ? get_attribute(in, item, attribute, false, nullptr) : item;
-        bool ok;
-        if (has_test) {
-            CallArgs copy = targs;
-            ok = in.call_test(test, x, copy);
-        } else {
-            ok = truthy(x);
+    Value src = v;
+    CallArgs args = a;
+    Interp* interp = &in;
+    return lazy([interp, src, args, lookup_attr, select]() {
+        std::vector<Value> out;
+        if (!truthy(src)) return out;  // jinja2 only looks at a truthy input (None selects nothing)
+        size_t off = 0;
+        Value attribute;
+        if (lookup_attr) {
+            if (args.pos.empty()) filter_arg_error("Missing parameter for attribute name");
+            attribute = args.pos[0];
+            off = 1;
         }
-        if (ok == select) out.push_back(item);
-    }
-    return generator(std::move(out));
+        bool has_test = args.pos.size() > off;
+        std::string test = has_test ? to_str(args.pos[off]) : "";
+        CallArgs targs;
+        if (has_test) targs.pos.assign(args.pos.begin() + static_cast<std::ptrdiff_t>(off + 1), args.pos.end());
+        targs.kw = args.kw;
+        for (auto& item : iterate(src)) {
+            Value x = lookup_attr ? get_attribute(*interp, item, attribute, false, nullptr) : item;
+            bool ok;
+            if (has_test) {
+                CallArgs copy = targs;
+                ok = interp->call_test(test, x, copy);
+            } else {
+                ok = truthy(x);
+            }
+            if (ok == select) out.push_back(item);
+        }
+        return out;
+    });
 }
 Value f_select(Interp& in, const Value& v, CallArgs& a) { return select_reject(in, v, a, false, true); }
 Value f_reject(Interp& in, const Value& v, CallArgs& a) { return select_reject(in, v, a, false, false); }
@@ -568,21 +596,24 @@ Value f_safe(Interp&, const Value& v, CallArgs& a) {
 
 Value f_slice(Interp&, const Value& v, CallArgs& a) {
     ArgReader r("do_slice", a, {"slices", "fill_with"}, 1);
-    int64_t slices = int_param(r.get(0), "slices");
-    Value fill = r.get_or(1, Value::none());
-    std::vector<Value> seq = iterate(v), out;
-    int64_t len = static_cast<int64_t>(seq.size());
-    if (slices <= 0) raise_error("ZeroDivisionError", "integer division or modulo by zero");
-    int64_t per = len / slices, extra = len % slices, offset = 0;
-    for (int64_t n = 0; n < slices; ++n) {
-        int64_t start = offset + n * per;
-        if (n < extra) ++offset;
-        int64_t end = offset + (n + 1) * per;
-        std::vector<Value> tmp(seq.begin() + start, seq.begin() + std::min(end, len));
-        if (!fill.is_none() && n >= extra) tmp.push_back(fill);
-        out.push_back(Value::list(std::move(tmp)));
-    }
-    return generator(std::move(out));
+    Value count = r.get(0), fill = r.get_or(1, Value::none()), src = v;
+    return lazy([count, fill, src]() {
+        std::vector<Value> seq = iterate(src), out;
+        int64_t slices = int_param(count, "slices");
+        int64_t len = static_cast<int64_t>(seq.size());
+        if (slices == 0) raise_error("ZeroDivisionError", "integer division or modulo by zero");
+        if (slices < 0) return out;
+        int64_t per = len / slices, extra = len % slices, offset = 0;
+        for (int64_t n = 0; n < slices; ++n) {
+            int64_t start = offset + n * per;
+            if (n < extra) ++offset;
+            int64_t end = offset + (n + 1) * per;
+            std::vector<Value> tmp(seq.begin() + std::min(start, len), seq.begin() + std::min(end, len));
+            if (!fill.is_none() && n >= extra) tmp.push_back(fill);
+            out.push_back(Value::list(std::move(tmp)));
+        }
+        return out;
+    });
 }
 
 Value f_sort(Interp& in, const Value& v, CallArgs& a) {
@@ -710,18 +741,21 @@ Value f_truncate(Interp&, const Value& v, CallArgs& a) {
 Value f_unique(Interp& in, const Value& v, CallArgs& a) {
     ArgReader r("do_unique", a, {"case_sensitive", "attribute"});
     bool cs = r.has(0) && truthy(r.get(0));
-    Value attribute = r.get_or(1, Value::none());
-    std::vector<Value> seen, out;
-    for (auto& item : iterate(v)) {
-        Value key = get_attribute(in, item, attribute, !cs, nullptr);
-        if (!is_hashable(key)) type_error("unhashable type: '" + type_name(key) + "'");
-        bool dup = std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return equals(s, key); });
-        if (!dup) {
-            seen.push_back(key);
-            out.push_back(item);
+    Value attribute = r.get_or(1, Value::none()), src = v;
+    Interp* interp = &in;
+    return lazy([interp, cs, attribute, src]() {
+        std::vector<Value> seen, out;
+        for (auto& item : iterate(src)) {
+            Value key = get_attribute(*interp, item, attribute, !cs, nullptr);
+            if (!is_hashable(key)) type_error("unhashable type: '" + type_name(key) + "'");
+            bool dup = std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return equals(s, key); });
+            if (!dup) {
+                seen.push_back(key);
+                out.push_back(item);
+            }
         }
-    }
-    return generator(std::move(out));
+        return out;
+    });
 }
 
 Value f_wordcount(Interp&, const Value& v, CallArgs& a) {

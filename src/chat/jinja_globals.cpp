@@ -17,7 +17,7 @@ constexpr int64_t kMaxRange = 100000;  // jinja2.sandbox.MAX_RANGE
 int64_t range_arg(const Value& v) {
     if (v.is_int() || v.is_bool()) return v.as_int();
     if (v.is_undefined()) raise_undefined(v);
-    type_error("'" + type_name(v) + "' object cannot be interpreted as an integer");
+    type_error(std::string("'").append(type_name(v)).append("' object cannot be interpreted as an integer"));
 }
 
 Value g_range(Interp&, CallArgs& a) {

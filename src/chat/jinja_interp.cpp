@@ -267,14 +267,18 @@ Flow Interp::run_for(const Stmt& s, const Value& iterable, const ScopePtr& scope
         retained_.push_back(scope);
     }
     Value loop_value = Value::object(loop);
+    bool completed = false;  // jinja2 skips `else` once an iteration ran its body to the end
     for (size_t i = 0; i < loop->items->size(); ++i) {
         step();
         loop->index0 = i;
         auto it = std::make_shared<Scope>(scope);
         assign(s.target, (*loop->items)[i], it);
         it->vars["loop"] = loop_value;
-        if (exec(s.body, it) == Flow::Break) break;
+        Flow f = exec(s.body, it);
+        if (f == Flow::Break) break;
+        if (f == Flow::Normal) completed = true;
     }
+    if (!completed && !s.else_body.empty()) return exec(s.else_body, std::make_shared<Scope>(scope));
     return Flow::Normal;
 }
 
@@ -418,27 +422,28 @@ bool slice_index(const Value& v, bool& has, int64_t& out) {
     return false;  // Python raises TypeError, which the sandbox turns into an undefined value
 }
 
-std::string slice_repr(const Value* parts) {
-    std::string s = "slice(";
-    for (int k = 0; k < 3; ++k) s += (k ? ", " : "") + repr(parts[k]);
-    return s + ")";
-}
-
 }  // namespace
 
 Value Interp::eval_getitem(const Expr& e, const ScopePtr& scope) {
     Value obj = eval(*e.items[0], scope);
     const Expr& idx = *e.items[1];
-    if (idx.type != ExprType::Slice) return getitem(obj, eval(idx, scope));
+    if (idx.type != ExprType::Slice) {
+        Value key = eval(idx, scope);
+        return getitem(obj, key);
+    }
     Value parts[3];
     for (int k = 0; k < 3; ++k) parts[k] = idx.items[k] ? eval(*idx.items[k], scope) : Value::none();
+    // jinja2 compiles slicing to plain Python subscription (not the sandbox's getitem), so errors propagate
     if (obj.is_undefined()) raise_undefined(obj);
+    if (obj.is_dict()) type_error("unhashable type: 'slice'");
+    if (!obj.is_string() && !obj.is_indexable_seq()) type_error("'" + type_name(obj) + "' object is not subscriptable");
     bool has[3];
     int64_t v[3] = {0, 0, 1};
-    bool ok = true;
-    for (int k = 0; k < 3; ++k) ok = ok && slice_index(parts[k], has[k], v[k]);
-    bool sliceable = obj.is_string() || obj.is_indexable_seq();
-    if (!ok || !sliceable) return Value::undefined(object_type_repr(obj) + " has no element " + slice_repr(parts));
+    for (int k = 0; k < 3; ++k) {
+        if (parts[k].is_undefined()) raise_undefined(parts[k]);
+        if (!slice_index(parts[k], has[k], v[k]))
+            type_error("slice indices must be integers or None or have an __index__ method");
+    }
     int64_t step = has[2] ? v[2] : 1;
     if (step == 0) value_error("slice step cannot be zero");
     if (obj.is_string()) {
@@ -489,6 +494,21 @@ Value Interp::getattr(const Value& obj, const std::string& name) {
             if (find_method(obj, name, m)) return m;
             return undefined_attr(obj, name);
     }
+}
+
+Value Interp::python_getattr(const Value& obj, const std::string& name) {
+    Value m;
+    if (obj.is_undefined()) raise_undefined(obj);
+    if (obj.is_namespace()) {
+        if (const Value* v = obj.dict_data().find(name)) return *v;
+    } else if (obj.is_object()) {
+        if (obj.obj().get_attr(*this, name, m)) return m;
+    } else if (obj.is_list() && obj.list().group && (name == "grouper" || name == "list")) {
+        return obj.list().items[name == "grouper" ? 0 : 1];
+    } else if (find_method(obj, name, m)) {
+        return m;
+    }
+    return undefined_attr(obj, name);
 }
 
 Value Interp::getitem(const Value& obj, const Value& key) {
@@ -582,7 +602,7 @@ Value Interp::eval(const Expr& e, const ScopePtr& scope) {
             }
             return Value::dict(d);
         }
-        case ExprType::Getattr: return getattr(eval(*e.items[0], scope), e.name);
+        case ExprType::Getattr: return getattr(eval(*e.items[0], scope), e.name);  // single operand
         case ExprType::Getitem: return eval_getitem(e, scope);
         case ExprType::Slice: raise_error("TemplateSyntaxError", "slice outside of a subscript");
         case ExprType::Neg: return op_neg(eval(*e.items[0], scope));
@@ -596,13 +616,26 @@ Value Interp::eval(const Expr& e, const ScopePtr& scope) {
             Value a = eval(*e.items[0], scope);
             return truthy(a) ? a : eval(*e.items[1], scope);
         }
-        case ExprType::Add: return op_add(eval(*e.items[0], scope), eval(*e.items[1], scope));
-        case ExprType::Sub: return op_sub(eval(*e.items[0], scope), eval(*e.items[1], scope));
-        case ExprType::Mul: return op_mul(eval(*e.items[0], scope), eval(*e.items[1], scope));
-        case ExprType::Div: return op_truediv(eval(*e.items[0], scope), eval(*e.items[1], scope));
-        case ExprType::FloorDiv: return op_floordiv(eval(*e.items[0], scope), eval(*e.items[1], scope));
-        case ExprType::Mod: return op_mod(eval(*e.items[0], scope), eval(*e.items[1], scope));
-        case ExprType::Pow: return op_pow(eval(*e.items[0], scope), eval(*e.items[1], scope));
+        case ExprType::Add:
+        case ExprType::Sub:
+        case ExprType::Mul:
+        case ExprType::Div:
+        case ExprType::FloorDiv:
+        case ExprType::Mod:
+        case ExprType::Pow: {
+            // operands are evaluated left to right, as in Python (C++ argument order is unspecified)
+            Value a = eval(*e.items[0], scope);
+            Value b = eval(*e.items[1], scope);
+            switch (e.type) {
+                case ExprType::Add: return op_add(a, b);
+                case ExprType::Sub: return op_sub(a, b);
+                case ExprType::Mul: return op_mul(a, b);
+                case ExprType::Div: return op_truediv(a, b);
+                case ExprType::FloorDiv: return op_floordiv(a, b);
+                case ExprType::Mod: return op_mod(a, b);
+                default: return op_pow(a, b);
+            }
+        }
         case ExprType::Concat: {
             std::string s;
             for (const auto& x : e.items) {

@@ -47,6 +47,7 @@ public:
 
     Value eval(const Expr& e, const ScopePtr& scope);
     Value getattr(const Value& obj, const std::string& name);  // `obj.name`
+    Value python_getattr(const Value& obj, const std::string& name);  // attributes only, no item fallback
     Value getitem(const Value& obj, const Value& key);         // `obj[key]`
     Value call(const Value& callee, CallArgs& args);
     Value call_filter(const std::string& name, const Value& subject, CallArgs& args);

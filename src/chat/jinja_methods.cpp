@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <unordered_set>
 
 #include "chat/jinja_error.h"
@@ -423,12 +425,34 @@ std::string format_float(double v, const Spec& sp) {
         if (type == 'E' || type == 'F' || type == 'G') body = py::upper(body);
     } else if (type == 0 && sp.precision < 0) {
         body = py::float_repr(mag);
-    } else if (type == 0 || type == 'g' || type == 'G' || type == 'n') {
+    } else if (type == 0) {
+        // no type with a precision: like 'g', but exponent notation from exp >= p-1 and always a '.0'
+        int p = std::max(prec, 1);
+        std::snprintf(buf, sizeof buf, "%.*e", p - 1, mag);
+        int exp = std::atoi(std::strchr(buf, 'e') + 1);
+        if (exp < -4 || exp >= p - 1) {
+            std::string m(buf, std::strchr(buf, 'e'));
+            if (m.find('.') != std::string::npos && !sp.alt) {
+                while (m.back() == '0') m.pop_back();
+                if (m.back() == '.') m.pop_back();
+            }
+            char e[16];
+            std::snprintf(e, sizeof e, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+            body = m + e;
+        } else {
+            std::snprintf(buf, sizeof buf, "%.*f", std::max(p - 1 - exp, 0), mag);
+            body = buf;
+            if (body.find('.') != std::string::npos && !sp.alt) {
+                while (body.back() == '0') body.pop_back();
+                if (body.back() == '.') body.pop_back();
+            }
+            if (body.find('.') == std::string::npos) body += ".0";
+        }
+    } else if (type == 'g' || type == 'G' || type == 'n') {
         int p = sp.precision < 0 ? 6 : std::max(prec, 1);
         std::snprintf(buf, sizeof buf, sp.alt ? "%#.*g" : "%.*g", p, mag);
         body = buf;
         if (type == 'G') body = py::upper(body);
-        if (type == 0 && body.find_first_of(".e") == std::string::npos) body += ".0";
     } else if (type == 'e' || type == 'E' || type == 'f' || type == 'F' || type == '%') {
         double x = type == '%' ? mag * 100 : mag;
         char c = type == '%' ? 'f' : type;

@@ -47,7 +47,6 @@ private:
     size_t i_ = 0;
     int depth_ = 0;
     int loop_depth_ = 0;
-    bool soft_ = false;  // inside an if/conditional expression: unknown filters/tests fail only when run
     std::vector<MacroDef*> macros_;  // enclosing macro definitions, to record caller/varargs/kwargs use
 
     struct DepthGuard {
@@ -56,12 +55,6 @@ private:
             if (++p.depth_ > kMaxParseDepth) p.fail("template nesting too deep");
         }
         ~DepthGuard() { --p.depth_; }
-    };
-    struct SoftScope {
-        Parser& p;
-        bool saved;
-        SoftScope(Parser& parser, bool soft) : p(parser), saved(parser.soft_) { p.soft_ = soft; }
-        ~SoftScope() { p.soft_ = saved; }
     };
 
     const Token& cur() const { return t_[i_]; }
@@ -200,7 +193,8 @@ private:
         }
         if (tag == "break" || tag == "continue") {
             next();
-            if (loop_depth_ == 0) fail("'" + tag + "' outside loop", line);
+            // jinja2 compiles to Python, whose compiler rejects this
+            if (loop_depth_ == 0) throw JinjaError("SyntaxError", "'" + tag + "' outside loop", line);
             return out.push_back(std::make_unique<Stmt>(tag == "break" ? StmtType::Break : StmtType::Continue, line));
         }
         if (tag == "block") {
@@ -228,7 +222,6 @@ private:
     StmtPtr parse_if() {
         auto s = std::make_unique<Stmt>(StmtType::If, cur().line);
         next();
-        SoftScope soft(*this, true);
         while (true) {
             ExprPtr cond = parse_tuple(false, false, {});
             Body body = parse_statements({"elif", "else", "endif"}, false);
@@ -247,7 +240,6 @@ private:
         s->target = parse_assign_target(false, {"in"});
         expect_name("in");
         s->expr = parse_tuple(false, false, {"recursive"});
-        SoftScope soft(*this, false);
         if (skip_name("if")) s->cond = parse_expression(true);
         s->recursive = skip_name("recursive");
         ++loop_depth_;
@@ -269,7 +261,6 @@ private:
         }
         auto s = std::make_unique<Stmt>(StmtType::SetBlock, line);
         s->target = std::move(target);
-        SoftScope soft(*this, false);
         s->expr = parse_filter_chain(nullptr, false);
         s->body = parse_statements({"endset"}, true);
         return s;
@@ -297,7 +288,6 @@ private:
     Body parse_macro_body(MacroDef& def, const char* end) {
         int saved_loops = loop_depth_;
         loop_depth_ = 0;
-        SoftScope soft(*this, false);
         macros_.push_back(&def);
         Body body = parse_statements({end}, true);
         macros_.pop_back();
@@ -330,7 +320,6 @@ private:
     StmtPtr parse_filter_block() {
         auto s = std::make_unique<Stmt>(StmtType::FilterBlock, cur().line);
         next();
-        SoftScope soft(*this, false);
         s->expr = parse_filter_chain(nullptr, true);
         s->body = parse_statements({"endfilter"}, true);
         return s;
@@ -345,7 +334,6 @@ private:
             expect_op("=");
             s->with_values.push_back(parse_expression(true));
         }
-        SoftScope soft(*this, false);
         s->body = parse_statements({"endwith"}, true);
         return s;
     }
@@ -443,7 +431,6 @@ private:
         while (is_name("if")) {
             int line = cur().line;
             next();
-            SoftScope soft(*this, true);
             auto c = make(ExprType::CondExpr, line);
             ExprPtr test = parse_or();
             ExprPtr other;
@@ -760,13 +747,6 @@ private:
         return e;
     }
 
-    void check_known(bool is_filter, const std::string& name, int line) {
-        bool known = is_filter ? is_jinja_filter_name(name) : is_jinja_test_name(name);
-        if (!known && !soft_)
-            throw JinjaError("TemplateAssertionError",
-                             std::string("No ") + (is_filter ? "filter" : "test") + " named '" + name + "'.", line);
-    }
-
     // `|name(args)|name2...`; with start_inline the first `|` is absent (filter blocks).
     ExprPtr parse_filter_chain(ExprPtr node, bool start_inline) {
         while (is_op("|") || start_inline) {
@@ -774,8 +754,7 @@ private:
             start_inline = false;
             int line = cur().line;
             std::string name = expect_name();
-            while (skip_op(".")) name += "." + expect_name();
-            check_known(true, name, line);
+            while (skip_op(".")) name.append(".").append(expect_name());
             auto e = make(ExprType::Filter, line);
             e->name = name;
             e->items.push_back(std::move(node));
@@ -789,8 +768,7 @@ private:
         int line = next().line;  // 'is'
         bool negated = skip_name("not");
         std::string name = expect_name();
-        while (skip_op(".")) name += "." + expect_name();
-        check_known(false, name, line);
+        while (skip_op(".")) name.append(".").append(expect_name());
         auto e = make(ExprType::Test, line);
         e->name = name;
         e->negated = negated;
@@ -809,8 +787,78 @@ private:
     }
 };
 
+// jinja2's code generator rejects unknown filter and test names at compile time, except inside the
+// "soft" frames of `if` statements and conditional expressions, where they fail only when executed.
+class NameChecker {
+public:
+    void body(const Body& b, bool soft) {
+        for (const auto& s : b) stmt(*s, soft);
+    }
+
+private:
+    void expr(const Expr* e, bool soft) {
+        if (!e) return;
+        if (e->type == ExprType::CondExpr) soft = true;
+        if ((e->type == ExprType::Filter || e->type == ExprType::Test) && !soft) {
+            bool is_filter = e->type == ExprType::Filter;
+            bool known = is_filter ? is_jinja_filter_name(e->name) : is_jinja_test_name(e->name);
+            if (!known)
+                throw JinjaError("TemplateAssertionError",
+                                 std::string("No ") + (is_filter ? "filter" : "test") + " named '" + e->name + "'.", e->line);
+        }
+        for (const auto& x : e->items) expr(x.get(), soft);
+        for (const auto& x : e->call.args) expr(x.get(), soft);
+        for (const auto& kv : e->call.kwargs) expr(kv.second.get(), soft);
+        expr(e->call.dyn_args.get(), soft);
+        expr(e->call.dyn_kwargs.get(), soft);
+    }
+    void macro(const MacroDef& m) {
+        for (const auto& p : m.params) expr(p.default_value.get(), false);
+        body(m.body, false);
+    }
+    void stmt(const Stmt& s, bool soft) {
+        switch (s.type) {
+            case StmtType::Print:
+            case StmtType::Set: expr(s.expr.get(), soft); break;
+            case StmtType::If:
+                for (const auto& br : s.branches) {
+                    expr(br.first.get(), true);
+                    body(br.second, true);
+                }
+                body(s.else_body, true);
+                break;
+            case StmtType::For:
+                expr(s.expr.get(), soft);
+                expr(s.cond.get(), false);
+                body(s.body, false);
+                body(s.else_body, false);
+                break;
+            case StmtType::SetBlock:
+            case StmtType::FilterBlock:
+                expr(s.expr.get(), false);
+                body(s.body, false);
+                break;
+            case StmtType::Macro: macro(*s.macro); break;
+            case StmtType::CallBlock:
+                expr(s.expr.get(), soft);
+                macro(*s.macro);
+                break;
+            case StmtType::With:
+                for (const auto& v : s.with_values) expr(v.get(), soft);
+                body(s.body, false);
+                break;
+            case StmtType::Scope: body(s.body, false); break;
+            default: break;
+        }
+    }
+};
+
 }  // namespace
 
-Body parse_template(std::string_view source) { return Parser(tokenize(source)).parse(); }
+Body parse_template(std::string_view source) {
+    Body body = Parser(tokenize(source)).parse();
+    NameChecker().body(body, false);
+    return body;
+}
 
 }  // namespace ikllm::chat

@@ -105,8 +105,8 @@ bool apply_test(Interp& in, const std::string& name, const Value& v, CallArgs& a
         number_mod(v, one_arg(a, "divisibleby", "num"), zero);
         return zero == 1;
     }
-    if (name == "filter") return has_filter(to_str(one_arg(a, "filter", "value")));
-    if (name == "test") return has_test(to_str(one_arg(a, "test", "value")));
+    if (name == "filter") { no_args(a, "filter"); return v.is_string() && has_filter(v.str()); }
+    if (name == "test") { no_args(a, "test"); return v.is_string() && has_test(v.str()); }
     if (name == "sameas") return same_as(v, one_arg(a, "sameas", "other"));
     if (name == "in") return op_contains(one_arg(a, "in", "seq"), v);
     if (name == "==" || name == "eq" || name == "equalto") return equals(v, one_arg(a, "eq", "b"));

@@ -96,6 +96,13 @@ bool Value::is_indexable_seq() const {
     return t == SeqType::List || t == SeqType::Tuple || t == SeqType::Range;
 }
 
+void ListData::materialize() {
+    if (!produce) return;
+    auto fn = std::move(produce);
+    produce = nullptr;  // a generator that raised is exhausted, as in Python
+    items = fn();
+}
+
 const Value* DictData::find(const Value& key) const {
     for (const auto& kv : items)
         if (equals(kv.first, key)) return &kv.second;
@@ -117,9 +124,9 @@ void DictData::set(const Value& key, Value v) {
     items.emplace_back(key, std::move(v));
 }
 
-std::string Object::repr() const { return "<" + type_name() + " object>"; }
+std::string Object::repr() const { return std::string("<").append(type_name()).append(" object>"); }
 
-Value Object::call(Interp&, CallArgs&) { type_error("'" + type_name() + "' object is not callable"); }
+Value Object::call(Interp&, CallArgs&) { type_error(std::string("'").append(type_name()).append("' object is not callable")); }
 
 bool Object::get_attr(Interp&, const std::string&, Value&) { return false; }
 

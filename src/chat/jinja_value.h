@@ -4,6 +4,7 @@
 // ImmutableSandboxedEnvironment transformers uses, so sharing payloads between copies is safe.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -26,6 +27,10 @@ struct ListData {
     size_t pos = 0;                              // consumed prefix of a Generator/ReverseIter (single pass)
     int64_t start = 0, stop = 0, step = 1;       // Range only, for repr
     bool group = false;                          // Tuple from |groupby: has .grouper and .list
+    // A Generator's pending computation: jinja2's generator filters run only when first consumed, so
+    // their errors surface only then (and never for a generator that is just tested or printed).
+    std::function<std::vector<Value>()> produce;
+    void materialize();
 };
 
 // Insertion-ordered dict with Python key equality (1 == 1.0 == True).

@@ -467,6 +467,7 @@ bool op_contains(const Value& container, const Value& item) {
             return container.str().find(item.str()) != std::string::npos;
         case Kind::List: {
             ListData& l = container.list();
+            l.materialize();
             bool single_pass = l.type == SeqType::Generator || l.type == SeqType::ReverseIter;
             for (size_t i = single_pass ? l.pos : 0; i < l.items.size(); ++i) {
                 if (equals(l.items[i], item)) {
@@ -524,6 +525,7 @@ std::vector<Value> iterate(const Value& v) {
         }
         case Kind::List: {
             ListData& l = v.list();
+            l.materialize();
             if (l.type == SeqType::Generator || l.type == SeqType::ReverseIter) {
                 std::vector<Value> out(l.items.begin() + static_cast<std::ptrdiff_t>(std::min(l.pos, l.items.size())),
                                        l.items.end());

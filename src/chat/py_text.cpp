@@ -341,9 +341,7 @@ std::vector<std::string> split_ws(std::string_view s, int64_t maxsplit, bool fro
             while (i < n && is_space(u[i])) ++i;
             if (i >= n) break;
             if (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit) {
-                size_t e = n;
-                while (e > i && is_space(u[e - 1])) --e;
-                out.push_back(encode(std::u32string_view(u).substr(i, e - i)));
+                out.push_back(encode(std::u32string_view(u).substr(i)));
                 return out;
             }
             size_t j = i;
@@ -358,9 +356,7 @@ std::vector<std::string> split_ws(std::string_view s, int64_t maxsplit, bool fro
         while (i >= 0 && is_space(u[i])) --i;
         if (i < 0) break;
         if (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit) {
-            int64_t b = 0;
-            while (b <= i && is_space(u[b])) ++b;
-            out.push_back(encode(std::u32string_view(u).substr(b, i - b + 1)));
+            out.push_back(encode(std::u32string_view(u).substr(0, i + 1)));
             break;
         }
         int64_t j = i;

@@ -2,6 +2,7 @@
 // (docs: quant-formats.md §9). Every product here is exact in float32, so the order of
 // operations only has to keep negation after the multiplication (sign of zero).
 #include "quant/families.h"
+#include "quant/grid_quantize.h"
 #include "quant/grid_tables.h"
 #include "quant/grid_util.h"
 
@@ -133,9 +134,10 @@ void deq_iq1_m(const uint8_t* src, float* y, int64_t ne0) {
 }
 
 const FamilyEntry kEntries[] = {
-    {T_IQ2_XXS, deq_iq2_xxs, nullptr}, {T_IQ2_XS, deq_iq2_xs, nullptr}, {T_IQ2_S, deq_iq2_s, nullptr},
-    {T_IQ3_XXS, deq_iq3_xxs, nullptr}, {T_IQ3_S, deq_iq3_s, nullptr},  {T_IQ1_S, deq_iq1_s, nullptr},
-    {T_IQ1_M, deq_iq1_m, nullptr},
+    {T_IQ2_XXS, deq_iq2_xxs, quantize_iq2_xxs}, {T_IQ2_XS, deq_iq2_xs, quantize_iq2_xs},
+    {T_IQ2_S, deq_iq2_s, quantize_iq2_s},       {T_IQ3_XXS, deq_iq3_xxs, quantize_iq3_xxs},
+    {T_IQ3_S, deq_iq3_s, quantize_iq3_s},       {T_IQ1_S, deq_iq1_s, quantize_iq1_s},
+    {T_IQ1_M, deq_iq1_m, quantize_iq1_m},
 };
 
 }  // namespace

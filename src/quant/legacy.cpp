@@ -1,7 +1,8 @@
 // 32-weight block types (quant-formats.md §5): Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q6_0 IQ4_NL MXFP4 and the
 // 128-weight Q1_0_G128. Decoding follows the spec's formulas literally (operation order and
-// signed zeros included). Encoding without an importance matrix reproduces the reference's
-// "ref" rounding for the uniform types; with one, a weighted scale search is used instead.
+// signed zeros included). Encoding without an importance matrix reproduces the reference's plain
+// rounding for Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 (byte-identical to its files); with one, and always for
+// Q6_0 / IQ4_NL / MXFP4 (whose reference quantizers search too), a weighted scale search is used.
 // Also decodes the 32-block activation formats (Q8_1, Q8_0_X4, Q8_1_X4, Q8_2_X4).
 #include <cfloat>
 #include <cstdint>
@@ -355,7 +356,7 @@ void q5_1_quantize(const float* x, uint8_t* dst, int64_t n, const float* imatrix
     }
 }
 
-// ---- Q8_0: reference rounding is half away from zero with id = 1/d -------------------------
+// ---- Q8_0: half away from zero with id = 1/d; like the reference, no use for an imatrix -----
 
 void q8_0_quantize(const float* x, uint8_t* dst, int64_t n, const float* imatrix) {
     for (int64_t ib = 0; ib < n / 32; ++ib, x += 32, dst += kQ8_0Bytes) {

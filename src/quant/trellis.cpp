@@ -5,6 +5,7 @@
 #include "quant/grid_util.h"
 #include "quant/interleaved_values.h"
 #include "quant/trellis_gen.h"
+#include "quant/trellis_quantize.h"
 
 namespace ikllm::quant {
 namespace {
@@ -81,10 +82,10 @@ void deq_iq4_kt(const uint8_t* src, float* y, int64_t ne0) {
 }
 
 const FamilyEntry kEntries[] = {
-    {T_IQ1_KT, deq_iq1_kt, nullptr},
-    {T_IQ2_KT, deq_iq2_kt, nullptr},
-    {T_IQ3_KT, deq_iq3_kt, nullptr},
-    {T_IQ4_KT, deq_iq4_kt, nullptr},
+    {T_IQ1_KT, deq_iq1_kt, quantize_iq1_kt},
+    {T_IQ2_KT, deq_iq2_kt, quantize_iq2_kt},
+    {T_IQ3_KT, deq_iq3_kt, quantize_iq3_kt},
+    {T_IQ4_KT, deq_iq4_kt, quantize_iq4_kt},
 };
 
 }  // namespace

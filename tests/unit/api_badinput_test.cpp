@@ -154,7 +154,9 @@ TEST(BadInput, MissingFileAndNullArguments) {
     ikllm_lib* lib = nullptr;
     ASSERT_EQ(ikllm_lib_create(0, &lib), IKLLM_OK);
     EXPECT_EQ(ikllm_model_load(lib, nullptr, nullptr, nullptr, nullptr, nullptr, &m), IKLLM_ERR_INVALID_ARGUMENT);
-    EXPECT_EQ(ikllm_lib_create(1, &lib), IKLLM_ERR_INVALID_ARGUMENT);  // flags must be 0
+    ikllm_lib* other = reinterpret_cast<ikllm_lib*>(0x1);
+    EXPECT_EQ(ikllm_lib_create(1, &other), IKLLM_ERR_INVALID_ARGUMENT);  // flags must be 0
+    EXPECT_EQ(other, nullptr);
     ikllm_lib_free(lib);
     ikllm_lib_free(nullptr);
     ikllm_model_free(nullptr);

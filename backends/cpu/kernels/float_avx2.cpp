@@ -43,10 +43,12 @@ inline float hsum(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-using TileFn = void (*)(const uint8_t* w, size_t wrb, const uint8_t* x, size_t xrb, int64_t ne0, float* y, int64_t ys);
+// Dot products over ne0 elements; `add`: accumulate into y (later chunks of a split row).
+using TileFn = void (*)(const uint8_t* w, size_t wrb, const uint8_t* x, size_t xrb, int64_t ne0, float* y, int64_t ys,
+                       bool add);
 
 template <class WL, class XL, int R, int T>
-void tile(const uint8_t* w, size_t wrb, const uint8_t* x, size_t xrb, int64_t ne0, float* y, int64_t ys) {
+void tile(const uint8_t* w, size_t wrb, const uint8_t* x, size_t xrb, int64_t ne0, float* y, int64_t ys, bool add) {
     __m256 acc[R][T];
     for (int r = 0; r < R; ++r)
         for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
@@ -63,7 +65,7 @@ void tile(const uint8_t* w, size_t wrb, const uint8_t* x, size_t xrb, int64_t ne
         for (int t = 0; t < T; ++t) {
             float s = hsum(acc[r][t]);
             for (int64_t k = n8; k < ne0; ++k) s += WL::one(w + r * wrb + k * WL::kBytes) * XL::one(x + t * xrb + k * XL::kBytes);
-            y[t * ys + r] = s;
+            y[t * ys + r] = add ? y[t * ys + r] + s : s;
         }
 }
 
@@ -72,16 +74,27 @@ constexpr std::array<TileFn, RM * TM> make_tiles(std::index_sequence<I...>) {
     return {&tile<WL, XL, (int)(I / TM) + 1, (int)(I % TM) + 1>...};
 }
 
+// Cache blocking as in float_avx512.cpp: row panels, row-length chunks, token blocks, row tiles.
+constexpr int64_t kPanelRows = 16, kChunk = 1024;
+
 template <class WL, class XL>
 void run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb, int64_t nt,
          float* y, int64_t ys) {
     constexpr int RM = 4, TM = 3;
     static constexpr std::array<TileFn, RM * TM> tiles = make_tiles<WL, XL, RM, TM>(std::make_index_sequence<RM * TM>{});
-    for (int64_t r = r0; r < r1; r += RM) {
-        const int rr = (int)std::min<int64_t>(RM, r1 - r);
-        for (int64_t t = 0; t < nt; t += TM) {
-            const int tt = (int)std::min<int64_t>(TM, nt - t);
-            tiles[(rr - 1) * TM + (tt - 1)](w + (size_t)r * wrb, wrb, act + (size_t)t * arb, arb, ne0, y + t * ys + r, ys);
+    for (int64_t rp = r0; rp < r1; rp += kPanelRows) {
+        const int64_t rpe = std::min(r1, rp + kPanelRows);
+        for (int64_t k0 = 0; k0 < ne0; k0 += kChunk) {
+            const int64_t kc = std::min(kChunk, ne0 - k0);
+            for (int64_t t = 0; t < nt; t += TM) {
+                const int tt = (int)std::min<int64_t>(TM, nt - t);
+                for (int64_t r = rp; r < rpe; r += RM) {
+                    const int rr = (int)std::min<int64_t>(RM, rpe - r);
+                    tiles[(rr - 1) * TM + (tt - 1)](w + (size_t)r * wrb + k0 * WL::kBytes, wrb,
+                                                    act + (size_t)t * arb + k0 * XL::kBytes, arb, kc, y + t * ys + r, ys,
+                                                    k0 > 0);
+                }
+            }
         }
     }
 }

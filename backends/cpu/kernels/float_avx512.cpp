@@ -29,10 +29,12 @@ struct LoadF16 {
     static __m512 load_tail(const uint8_t* p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
 };
 
-using TileFn = void (*)(const uint8_t* w, size_t wrb, const uint8_t* x, size_t xrb, int64_t ne0, float* y, int64_t ys);
+// Dot products over ne0 elements; `add`: accumulate into y (later chunks of a split row).
+using TileFn = void (*)(const uint8_t* w, size_t wrb, const uint8_t* x, size_t xrb, int64_t ne0, float* y, int64_t ys,
+                       bool add);
 
 template <class WL, int R, int T>
-void tile(const uint8_t* w, size_t wrb, const uint8_t* x, size_t xrb, int64_t ne0, float* y, int64_t ys) {
+void tile(const uint8_t* w, size_t wrb, const uint8_t* x, size_t xrb, int64_t ne0, float* y, int64_t ys, bool add) {
     __m512 acc[R][T];
     for (int r = 0; r < R; ++r)
         for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
@@ -55,12 +57,12 @@ void tile(const uint8_t* w, size_t wrb, const uint8_t* x, size_t xrb, int64_t ne
         }
     }
     for (int r = 0; r < R; ++r)
-        for (int t = 0; t < T; ++t) y[t * ys + r] = _mm512_reduce_add_ps(acc[r][t]);
+        for (int t = 0; t < T; ++t) y[t * ys + r] = (add ? y[t * ys + r] : 0.0f) + _mm512_reduce_add_ps(acc[r][t]);
 }
 
 // BF16 x BF16: 32 pairs per vdpbf16ps (products exact, summed in float32).
 template <int R, int T>
-void tile_bf16(const uint8_t* w, size_t wrb, const uint8_t* x, size_t xrb, int64_t ne0, float* y, int64_t ys) {
+void tile_bf16(const uint8_t* w, size_t wrb, const uint8_t* x, size_t xrb, int64_t ne0, float* y, int64_t ys, bool add) {
     __m512 acc[R][T];
     for (int r = 0; r < R; ++r)
         for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
@@ -76,7 +78,7 @@ void tile_bf16(const uint8_t* w, size_t wrb, const uint8_t* x, size_t xrb, int64
         }
     }
     for (int r = 0; r < R; ++r)
-        for (int t = 0; t < T; ++t) y[t * ys + r] = _mm512_reduce_add_ps(acc[r][t]);
+        for (int t = 0; t < T; ++t) y[t * ys + r] = (add ? y[t * ys + r] : 0.0f) + _mm512_reduce_add_ps(acc[r][t]);
 }
 
 constexpr int RM = 4, TM = 4;
@@ -90,13 +92,25 @@ constexpr std::array<TileFn, RM * TM> make_tiles_bf16(std::index_sequence<I...>)
     return {&tile_bf16<(int)(I / TM) + 1, (int)(I % TM) + 1>...};
 }
 
-void drive(const std::array<TileFn, RM * TM>& tiles, const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1,
-           const uint8_t* act, size_t arb, int64_t nt, float* y, int64_t ys) {
-    for (int64_t r = r0; r < r1; r += RM) {
-        const int rr = (int)std::min<int64_t>(RM, r1 - r);
-        for (int64_t t = 0; t < nt; t += TM) {
-            const int tt = (int)std::min<int64_t>(TM, nt - t);
-            tiles[(rr - 1) * TM + (tt - 1)](w + (size_t)r * wrb, wrb, act + (size_t)t * arb, arb, ne0, y + t * ys + r, ys);
+// Cache blocking: a panel of rows is processed in chunks of the row length; within a chunk the
+// panel's weights stay in L2 while every token block passes over them, and each token block's
+// activations stay in L1 across the panel's row tiles.
+constexpr int64_t kPanelRows = 16, kChunk = 1024;  // kChunk: a multiple of every tile's step
+
+void drive(const std::array<TileFn, RM * TM>& tiles, int wbytes, int xbytes, const uint8_t* w, size_t wrb, int64_t ne0,
+           int64_t r0, int64_t r1, const uint8_t* act, size_t arb, int64_t nt, float* y, int64_t ys) {
+    for (int64_t rp = r0; rp < r1; rp += kPanelRows) {
+        const int64_t rpe = std::min(r1, rp + kPanelRows);
+        for (int64_t k0 = 0; k0 < ne0; k0 += kChunk) {
+            const int64_t kc = std::min(kChunk, ne0 - k0);
+            for (int64_t t = 0; t < nt; t += TM) {
+                const int tt = (int)std::min<int64_t>(TM, nt - t);
+                for (int64_t r = rp; r < rpe; r += RM) {
+                    const int rr = (int)std::min<int64_t>(RM, rpe - r);
+                    tiles[(rr - 1) * TM + (tt - 1)](w + (size_t)r * wrb + k0 * wbytes, wrb, act + (size_t)t * arb + k0 * xbytes,
+                                                    arb, kc, y + t * ys + r, ys, k0 > 0);
+                }
+            }
         }
     }
 }
@@ -105,13 +119,13 @@ template <class WL>
 void run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb, int64_t nt,
          float* y, int64_t ys) {
     static constexpr std::array<TileFn, RM * TM> tiles = make_tiles<WL>(std::make_index_sequence<RM * TM>{});
-    drive(tiles, w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+    drive(tiles, WL::kBytes, 4, w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
 }
 
 void run_bf16(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
               int64_t nt, float* y, int64_t ys) {
     static constexpr std::array<TileFn, RM * TM> tiles = make_tiles_bf16(std::make_index_sequence<RM * TM>{});
-    drive(tiles, w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+    drive(tiles, 2, 2, w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
 }
 
 }  // namespace

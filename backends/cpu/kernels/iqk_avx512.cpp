@@ -1,14 +1,14 @@
 // AVX-512 (VNNI, VBMI) matmul kernels for IQ4_XS and the ik K / KS types against Q8_K
 // activations (kquant_simd.h).
-#include "kernels/kquant_simd.h"
+#include "kernels/kquant_simd512.h"
 
 namespace ikllm::cpu {
 
 KernelTable iqk_kernels_avx512() {
 #define K_ENTRY(U) {U::id, Isa::avx512, act_format_q8_k_kiqk(), simd_matmul<U, Avx512Tile, 8>}
     static const MatmulKernel entries[] = {
-        K_ENTRY(SIq4Xs), K_ENTRY(SIq2K), K_ENTRY(SIq3K), K_ENTRY(SIq4K), K_ENTRY(SIq5K), K_ENTRY(SIq6K),
-        K_ENTRY(SIq4Ks), K_ENTRY(SIq5Ks), K_ENTRY(SGeneric<KIq2Ks>), K_ENTRY(SGeneric<KIq3Ks>),
+        K_ENTRY(ZIq4Xs), K_ENTRY(ZIq2K), K_ENTRY(ZIq3K), K_ENTRY(ZIq4K), K_ENTRY(ZIq5K), K_ENTRY(ZIq6K),
+        K_ENTRY(ZIq4Ks), K_ENTRY(ZIq5Ks), K_ENTRY(SGeneric<KIq2Ks>), K_ENTRY(SGeneric<KIq3Ks>),
         K_ENTRY(SGeneric<KIq4Kss>), K_ENTRY(SGeneric<KIq2Kl>),
     };
 #undef K_ENTRY

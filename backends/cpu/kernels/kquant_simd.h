@@ -420,6 +420,14 @@ struct Avx512Tile : TileBase {
             sumi[t] = _mm512_dpwssd_epi32(sumi[t], _mm512_maddubs_epi16(u, a), sc);
         }
     }
+    // 64 weights (chunks 2k, 2k+1) already joined: u unsigned operand, neg = lanes where v < 0.
+    inline void pair512(int k, __m512i u, __mmask64 neg, __m512i sc) {
+        for (int t = 0; t < T; ++t) {
+            __m512i a = _mm512_loadu_si512((const void*)(act_qs(at(t)) + 64 * k));
+            if (!Uns) a = _mm512_mask_sub_epi8(a, neg, _mm512_setzero_si512(), a);
+            sumi[t] = _mm512_dpwssd_epi32(sumi[t], _mm512_maddubs_epi16(u, a), sc);
+        }
+    }
     static __m256i fold(__m512i v) {
         return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
     }

@@ -11,6 +11,8 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <algorithm>
+#include <array>
+#include <utility>
 
 #include "kernels/legacy_simd.h"
 #include "quant/act_q8_0.h"
@@ -67,90 +69,108 @@ inline __m512i values2<MXFP4P>(const uint8_t* b) {
     return _mm512_shuffle_epi8(table, nl4_nibbles2(b + 1, b + 1 + MXFP4P::kBytes));
 }
 
-// One weight row against T tokens.
-template <class P, int T>
-void row_tile(const uint8_t* wr, int64_t ne0, const uint8_t* act, size_t arb, float* y, int64_t ys) {
+// R weight rows (rows apart by wrb) against T tokens: activation loads and scale conversions are
+// shared by the rows, weight unpacking by the tokens.
+template <class P, int R, int T>
+void tile(const uint8_t* wr, size_t wrb, int64_t ne0, const uint8_t* act, size_t arb, float* y, int64_t ys) {
     const int64_t nb = ne0 / 32, ng = nb / 4;
     const __m512i flip = _mm512_set1_epi8((char)0x80);
     const __m512i rep4 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-    __m512 acc[T];
-    __m128 accm[T];
-    for (int t = 0; t < T; ++t) {
-        acc[t] = _mm512_setzero_ps();
-        accm[t] = _mm_setzero_ps();
-    }
-    for (int64_t g = 0; g < ng; ++g) {
-        const uint8_t* wb = wr + 4 * g * P::kBytes;
-        const __m512i v0 = values2<P>(wb), v1 = values2<P>(wb + 2 * P::kBytes);
-        __m512i c0 = _mm512_setzero_si512(), c1 = _mm512_setzero_si512();
-        if constexpr (!P::kAffine) {  // -128 * (sum of 4 values) per lane
-            c0 = _mm512_sub_epi32(c0, _mm512_dpbusd_epi32(_mm512_setzero_si512(), flip, v0));
-            c1 = _mm512_sub_epi32(c1, _mm512_dpbusd_epi32(_mm512_setzero_si512(), flip, v1));
+    __m512 acc[R][T];
+    __m128 accm[R][T];
+    for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) {
+            acc[r][t] = _mm512_setzero_ps();
+            accm[r][t] = _mm_setzero_ps();
         }
-        const __m128 dw = P::scales4(wb);
-        __m128 mw = _mm_setzero_ps();
-        if constexpr (P::kAffine) mw = P::mins4(wb);
+    for (int64_t g = 0; g < ng; ++g) {
+        __m512i v0[R], v1[R], c0[R], c1[R];
+        __m128 dw[R], mw[R];
+        for (int r = 0; r < R; ++r) {
+            const uint8_t* wb = wr + r * wrb + 4 * g * P::kBytes;
+            v0[r] = values2<P>(wb);
+            v1[r] = values2<P>(wb + 2 * P::kBytes);
+            c0[r] = c1[r] = _mm512_setzero_si512();
+            if constexpr (!P::kAffine) {  // -128 * (sum of 4 values) per lane
+                c0[r] = _mm512_sub_epi32(c0[r], _mm512_dpbusd_epi32(_mm512_setzero_si512(), flip, v0[r]));
+                c1[r] = _mm512_sub_epi32(c1[r], _mm512_dpbusd_epi32(_mm512_setzero_si512(), flip, v1[r]));
+            }
+            dw[r] = P::scales4(wb);
+            mw[r] = _mm_setzero_ps();
+            if constexpr (P::kAffine) mw[r] = P::mins4(wb);
+        }
         for (int t = 0; t < T; ++t) {
             const uint8_t* ag = act + t * arb + 144 * g;
             __m512i a0 = _mm512_loadu_si512(ag + 16), a1 = _mm512_loadu_si512(ag + 80);
-            __m512i d0, d1;
-            if constexpr (P::kAffine) {
-                d0 = _mm512_dpbusd_epi32(c0, v0, a0);
-                d1 = _mm512_dpbusd_epi32(c1, v1, a1);
-            } else {
-                d0 = _mm512_dpbusd_epi32(c0, _mm512_xor_si512(a0, flip), v0);
-                d1 = _mm512_dpbusd_epi32(c1, _mm512_xor_si512(a1, flip), v1);
+            if constexpr (!P::kAffine) {
+                a0 = _mm512_xor_si512(a0, flip);
+                a1 = _mm512_xor_si512(a1, flip);
             }
-            // 128-bit lane j of u holds 4 exact partial sums of block j.
-            const __m512i u = _mm512_add_epi32(_mm512_shuffle_i64x2(d0, d1, 0x88), _mm512_shuffle_i64x2(d0, d1, 0xDD));
             const __m128i head = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ag));
             const __m128 da = act_scales4(head);
-            const __m512 p = _mm512_permutexvar_ps(rep4, _mm512_castps128_ps512(_mm_mul_ps(dw, da)));
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(u), p, acc[t]);
-            if constexpr (P::kAffine) accm[t] = _mm_fmadd_ps(_mm_mul_ps(mw, da), act_sums4(head), accm[t]);
+            for (int r = 0; r < R; ++r) {
+                __m512i d0, d1;
+                if constexpr (P::kAffine) {
+                    d0 = _mm512_dpbusd_epi32(c0[r], v0[r], a0);
+                    d1 = _mm512_dpbusd_epi32(c1[r], v1[r], a1);
+                } else {
+                    d0 = _mm512_dpbusd_epi32(c0[r], a0, v0[r]);
+                    d1 = _mm512_dpbusd_epi32(c1[r], a1, v1[r]);
+                }
+                // 128-bit lane j of u holds 4 exact partial sums of block j.
+                const __m512i u =
+                    _mm512_add_epi32(_mm512_shuffle_i64x2(d0, d1, 0x88), _mm512_shuffle_i64x2(d0, d1, 0xDD));
+                const __m512 p = _mm512_permutexvar_ps(rep4, _mm512_castps128_ps512(_mm_mul_ps(dw[r], da)));
+                acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(u), p, acc[r][t]);
+                if constexpr (P::kAffine) accm[r][t] = _mm_fmadd_ps(_mm_mul_ps(mw[r], da), act_sums4(head), accm[r][t]);
+            }
         }
     }
-    float tail[T] = {};
+    float tail[R][T] = {};
     const __m256i flip8 = _mm256_set1_epi8((char)0x80);
     for (int64_t ib = 4 * ng; ib < nb; ++ib) {  // leftover blocks: 36-byte activation blocks
-        const uint8_t* wb = wr + ib * P::kBytes;
-        const __m256i v = P::values(wb);
-        __m256i c = _mm256_setzero_si256();
-        if constexpr (!P::kAffine) c = _mm256_sub_epi32(c, _mm256_dpbusd_epi32(_mm256_setzero_si256(), flip8, v));
-        const float dw = P::scale(wb);
-        for (int t = 0; t < T; ++t) {
-            const quant::Q8x4BlockRef ab = quant::q8_2_x4_block(act + t * arb, ne0, ib);
-            const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs));
-            __m256i d;
-            if constexpr (P::kAffine) d = _mm256_dpbusd_epi32(c, v, a);
-            else d = _mm256_dpbusd_epi32(c, _mm256_xor_si256(a, flip8), v);
-            const float da = bf16_to_f32(ab.d_bf16);
-            tail[t] += (dw * da) * (float)hsum_epi32(d);
-            if constexpr (P::kAffine) tail[t] += (P::min(wb) * da) * (float)ab.sum;
+        for (int r = 0; r < R; ++r) {
+            const uint8_t* wb = wr + r * wrb + ib * P::kBytes;
+            const __m256i v = P::values(wb);
+            __m256i c = _mm256_setzero_si256();
+            if constexpr (!P::kAffine) c = _mm256_sub_epi32(c, _mm256_dpbusd_epi32(_mm256_setzero_si256(), flip8, v));
+            const float dw = P::scale(wb);
+            for (int t = 0; t < T; ++t) {
+                const quant::Q8x4BlockRef ab = quant::q8_2_x4_block(act + t * arb, ne0, ib);
+                const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs));
+                __m256i d;
+                if constexpr (P::kAffine) d = _mm256_dpbusd_epi32(c, v, a);
+                else d = _mm256_dpbusd_epi32(c, _mm256_xor_si256(a, flip8), v);
+                const float da = bf16_to_f32(ab.d_bf16);
+                tail[r][t] += (dw * da) * (float)hsum_epi32(d);
+                if constexpr (P::kAffine) tail[r][t] += (P::min(wb) * da) * (float)ab.sum;
+            }
         }
     }
-    for (int t = 0; t < T; ++t) y[t * ys] = _mm512_reduce_add_ps(acc[t]) + hsum128(accm[t]) + tail[t];
+    for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) y[t * ys + r] = _mm512_reduce_add_ps(acc[r][t]) + hsum128(accm[r][t]) + tail[r][t];
+}
+
+using TileFn = void (*)(const uint8_t*, size_t, int64_t, const uint8_t*, size_t, float*, int64_t);
+constexpr int kRows = 3, kTokens = 6;
+
+template <class P, size_t... I>
+constexpr std::array<TileFn, kRows * kTokens> make_tiles(std::index_sequence<I...>) {
+    return {&tile<P, (int)(I / kTokens) + 1, (int)(I % kTokens) + 1>...};
 }
 
 template <class P>
 void run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb, int64_t nt,
          float* y, int64_t ys) {
-    constexpr int TM = 8;
-    for (int64_t r = r0; r < r1; ++r) {
-        const uint8_t* wr = w + (size_t)r * wrb;
-        for (int64_t t = 0; t < nt; t += TM) {
-            const uint8_t* a = act + (size_t)t * arb;
-            float* yo = y + t * ys + r;
-            switch (std::min<int64_t>(TM, nt - t)) {
-                case 1: row_tile<P, 1>(wr, ne0, a, arb, yo, ys); break;
-                case 2: row_tile<P, 2>(wr, ne0, a, arb, yo, ys); break;
-                case 3: row_tile<P, 3>(wr, ne0, a, arb, yo, ys); break;
-                case 4: row_tile<P, 4>(wr, ne0, a, arb, yo, ys); break;
-                case 5: row_tile<P, 5>(wr, ne0, a, arb, yo, ys); break;
-                case 6: row_tile<P, 6>(wr, ne0, a, arb, yo, ys); break;
-                case 7: row_tile<P, 7>(wr, ne0, a, arb, yo, ys); break;
-                default: row_tile<P, 8>(wr, ne0, a, arb, yo, ys); break;
-            }
+    static constexpr std::array<TileFn, kRows * kTokens> tiles =
+        make_tiles<P>(std::make_index_sequence<kRows * kTokens>{});
+    const int rows = nt == 1 ? 1 : kRows;  // one token: a single weight stream streams fastest
+    for (int64_t r = r0; r < r1; r += rows) {
+        const int rr = (int)std::min<int64_t>(rows, r1 - r);
+        for (int64_t t = 0; t < nt; t += kTokens) {
+            const int tt = (int)std::min<int64_t>(kTokens, nt - t);
+            tiles[(rr - 1) * kTokens + (tt - 1)](w + (size_t)r * wrb, wrb, ne0, act + (size_t)t * arb, arb,
+                                                 y + t * ys + r, ys);
         }
     }
 }

@@ -1,0 +1,227 @@
+// Native 512-bit unpackers for the most used K / ik-K types (kquant_avx512.cpp, iqk_avx512.cpp):
+// each emits the block as four 64-weight vectors (sink.pair512) instead of eight 32-weight ones,
+// halving the decode work of the AVX2 unpackers in kquant_simd.h. Same integer results.
+// Requires AVX-512 F/BW/VL/VNNI/VBMI (VBMI for the 32/64-entry table lookups).
+#pragma once
+#include "kernels/kquant_simd.h"
+
+#if defined(IKLLM_KIQK_AVX512) && defined(__AVX512VBMI__)
+#define IKLLM_KIQK_ZMM 1
+
+namespace ikllm::cpu {
+namespace {
+
+inline __m512i zcast(__m256i x) { return _mm512_castsi256_si512(x); }
+// 32 bytes at p in both 256-bit halves.
+inline __m512i zbcast256(const uint8_t* p) { return _mm512_broadcast_i64x4(ld256(p)); }
+inline __m512i zset1(char c) { return _mm512_set1_epi8(c); }
+// Per-16-bit-lane shifts: low half by lo, high half by hi.
+inline __m512i zshift2(int lo, int hi) {
+    return _mm512_inserti64x4(_mm512_set1_epi16((short)lo), _mm256_set1_epi16((short)hi), 1);
+}
+
+// int16 scale lanes of 64-weight vector k: 128-bit lane L holds scale 4k+L eight times.
+inline __m512i zscale(__m256i sc16, int k) {
+    alignas(64) static const int16_t idx[4][32] = {
+        {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
+        {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7},
+        {8, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 9, 10, 10, 10, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 11, 11, 11},
+        {12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13,
+         14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15},
+    };
+    return _mm512_permutexvar_epi16(_mm512_load_si512((const void*)idx[k]), zcast(sc16));
+}
+
+// Signed levels v -> (|v|, sign mask) for pair512.
+template <class S>
+inline void zemit_signed(S& s, int k, __m512i v, __m512i sc) {
+    s.pair512(k, _mm512_abs_epi8(v), _mm512_movepi8_mask(v), sc);
+}
+
+// P4K: 32 bytes hold chunk 2g (low nibbles) and 2g+1 (high nibbles).
+inline __m512i zp4k(const uint8_t* q32) {
+    return _mm512_and_si512(_mm512_srlv_epi16(zbcast256(q32), zshift2(0, 4)), zset1(15));
+}
+// P4N: 32 bytes = sub-blocks 2k, 2k+1 (16 bytes each, low nibbles first 16 weights).
+inline __m512i zp4n(const uint8_t* q32) {
+    const __m512i perm = _mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3);
+    const __m512i shifts = _mm512_setr_epi64(0, 0, 0x0004000400040004ll, 0x0004000400040004ll, 0, 0,
+                                             0x0004000400040004ll, 0x0004000400040004ll);
+    const __m512i z = _mm512_permutexvar_epi64(perm, zcast(ld256(q32)));
+    return _mm512_and_si512(_mm512_srlv_epi16(z, shifts), zset1(15));
+}
+// Mask of bytes whose bit c (low half) / c+1 (high half) of the 32 HB bytes is set.
+inline __mmask64 zhb(__m512i hb2, int c) {
+    const __m512i sel = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << c)), _mm256_set1_epi8((char)(1 << (c + 1))), 1);
+    return _mm512_test_epi8_mask(hb2, sel);
+}
+
+template <bool Five>
+struct ZQ45K : KQ45K<Five> {
+    template <class S>
+    static void unpack(const uint8_t* b, float, S& s) {
+        const uint32_t u0 = quant::rd_u32(b + 4), u1 = quant::rd_u32(b + 8), u2 = quant::rd_u32(b + 12);
+        const uint64_t sc = (u0 & 0x3f3f3f3fu) | (uint64_t)((u2 & 0x0f0f0f0fu) | ((u0 >> 2) & 0x30303030u)) << 32;
+        const uint64_t mn = (u1 & 0x3f3f3f3fu) | (uint64_t)(((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 2) & 0x30303030u)) << 32;
+        const __m256i sc16 = _mm256_cvtepi8_epi16(dup8(sc));
+        const uint8_t* qs = Five ? b + 48 : b + 16;
+        const __m512i hb2 = Five ? zbcast256(b + 16) : _mm512_setzero_si512();
+        for (int g = 0; g < 4; ++g) {
+            __m512i q = zp4k(qs + 32 * g);
+            if (Five) q = _mm512_mask_add_epi8(q, zhb(hb2, 2 * g), q, zset1(16));
+            s.pair512(g, q, 0, zscale(sc16, g));
+        }
+        s.end(hf(b), -hf(b + 2), _mm256_cvtepi8_epi16(dup8(mn)));
+    }
+};
+
+struct ZQ6K : KQ6K {
+    template <class S>
+    static void unpack(const uint8_t* b, float, S& s) {
+        const __m128i sc8 = ld128(b + 192);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+        const __m256i corr = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc16, 5));
+        const __m512i m15 = zset1(15), m30 = zset1(0x30);
+        for (int c = 0; c < 2; ++c) {
+            const __m512i ql = _mm512_loadu_si512((const void*)(b + 64 * c));
+            const __m512i qh = zbcast256(b + 128 + 32 * c);
+            // chunks 4c, 4c+1: low nibbles of ql, qh bits 0-1 / 2-3; chunks 4c+2, 4c+3: high nibbles, bits 4-5 / 6-7
+            const __m512i h01 = _mm512_and_si512(_mm512_sllv_epi16(qh, zshift2(4, 2)), m30);
+            const __m512i h23 = _mm512_and_si512(_mm512_srlv_epi16(qh, zshift2(0, 2)), m30);
+            s.pair512(2 * c, _mm512_or_si512(_mm512_and_si512(ql, m15), h01), 0, zscale(sc16, 2 * c));
+            s.pair512(2 * c + 1, _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m15), h23), 0,
+                      zscale(sc16, 2 * c + 1));
+        }
+        const float d = hf(b + 208);
+        s.end(d, d, corr);
+    }
+};
+
+template <class S>
+inline void zp4n_blocks(const uint8_t* qs, const int8_t* table16, __m256i sc16, S& s) {
+    const __m512i tab = _mm512_broadcast_i32x4(ld128(table16));
+    for (int k = 0; k < 4; ++k) zemit_signed(s, k, _mm512_shuffle_epi8(tab, zp4n(qs + 32 * k)), zscale(sc16, k));
+}
+
+struct ZIq4Xs : KIq4Xs {
+    template <class S>
+    static void unpack(const uint8_t* b, float, S& s) {
+        const uint64_t sc = _pdep_u64(quant::rd_u32(b + 4), 0x0f0f0f0f0f0f0f0full) |
+                            _pdep_u64(quant::rd_u16(b + 2), 0x3030303030303030ull);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_sub_epi8(dup8(sc), _mm_set1_epi8(32)));
+        zp4n_blocks(b + 8, tabs::kIq4nl, sc16, s);
+        s.end(hf(b));
+    }
+};
+
+struct ZIq4K : KIq4K {
+    template <class S>
+    static void unpack(const uint8_t* b, float, S& s) {
+        const __m128i sc8 = k6_scales(b);
+        zp4n_blocks(b + 16, tabs::kIq4k, _mm256_cvtepi8_epi16(sc8), s);
+        s.end(hf(b), hf(b), extra_corr(quant::rd_u16(b + 2), sc8, 4));
+    }
+};
+
+struct ZIq4Ks : KIq4Ks {
+    template <class S>
+    static void unpack(const uint8_t* b, float rowd, S& s) {
+        __m128i sc8;
+        __m256i corr;
+        ks_scale_vectors(b, 4, &sc8, &corr);
+        zp4n_blocks(b + 8, tabs::kIq4k, _mm256_cvtepi8_epi16(sc8), s);
+        s.end(rowd, rowd, corr);
+    }
+};
+
+template <class S>
+inline void zp4k5_blocks(const uint8_t* qs, const uint8_t* qh, __m256i sc16, S& s) {
+    const __m512i tab = zcast(ld256(tabs::kIq5nl));
+    const __m512i hb2 = zbcast256(qh);
+    for (int g = 0; g < 4; ++g) {
+        __m512i q = zp4k(qs + 32 * g);
+        q = _mm512_mask_add_epi8(q, zhb(hb2, 2 * g), q, zset1(16));
+        zemit_signed(s, g, _mm512_permutexvar_epi8(q, tab), zscale(sc16, g));
+    }
+}
+
+struct ZIq5K : KIq5K {
+    template <class S>
+    static void unpack(const uint8_t* b, float, S& s) {
+        const __m128i sc8 = k6_scales(b);
+        zp4k5_blocks(b + 16, b + 144, _mm256_cvtepi8_epi16(sc8), s);
+        s.end(hf(b), hf(b), extra_corr(quant::rd_u16(b + 2), sc8, 2));
+    }
+};
+
+struct ZIq5Ks : KIq5Ks {
+    template <class S>
+    static void unpack(const uint8_t* b, float rowd, S& s) {
+        __m128i sc8;
+        __m256i corr;
+        ks_scale_vectors(b, 2, &sc8, &corr);
+        zp4k5_blocks(b + 8, b + 136, _mm256_cvtepi8_epi16(sc8), s);
+        s.end(rowd, rowd, corr);
+    }
+};
+
+struct ZIq6K : KIq6K {
+    template <class S>
+    static void unpack(const uint8_t* b, float, S& s) {
+        const __m128i sc8 = ld128(b + 4);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+        const __m512i tab = _mm512_loadu_si512((const void*)tabs::kIq6nl);
+        for (int g = 0; g < 4; ++g) {
+            // chunk 2g: qh bits 4(g&1)..+1, chunk 2g+1: bits 4(g&1)+2..+3, moved to bits 4-5
+            const __m512i qh = zbcast256(b + 148 + 32 * (g >> 1));
+            const __m512i h = (g & 1) ? _mm512_srlv_epi16(qh, zshift2(0, 2)) : _mm512_sllv_epi16(qh, zshift2(4, 2));
+            const __m512i idx = _mm512_or_si512(zp4k(b + 20 + 32 * g), _mm512_and_si512(h, zset1(0x30)));
+            zemit_signed(s, g, _mm512_permutexvar_epi8(idx, tab), zscale(sc16, g));
+        }
+        s.end(hf(b), hf(b), extra_corr(quant::rd_u16(b + 2), sc8, 1));
+    }
+};
+
+// P2 chunks 4h+2j, 4h+2j+1 (shifts 4j and 4j+2 of the 32 bytes of half h).
+inline __m512i zp2(const uint8_t* q32, int j) {
+    return _mm512_and_si512(_mm512_srlv_epi16(zbcast256(q32), zshift2(4 * j, 4 * j + 2)), zset1(3));
+}
+
+struct ZIq2K : KIq2K {
+    template <class S>
+    static void unpack(const uint8_t* b, float, S& s) {
+        const uint64_t lo = _pdep_u64(quant::rd_u32(b + 4), 0x0f0f0f0f0f0f0f0full);
+        const uint64_t hi = _pdep_u64(quant::rd_u32(b + 8), 0x0f0f0f0f0f0f0f0full);
+        const __m128i sc8 = _mm_sub_epi8(_mm_set_epi64x((long long)hi, (long long)lo), _mm_set1_epi8(8));
+        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+        const __m512i tab = _mm512_broadcast_i32x4(_mm_cvtsi32_si128((int)quant::rd_u32((const uint8_t*)tabs::kIq2nl)));
+        for (int k = 0; k < 4; ++k)
+            zemit_signed(s, k, _mm512_shuffle_epi8(tab, zp2(b + 12 + 32 * (k >> 1), k & 1)), zscale(sc16, k));
+        s.end(hf(b), hf(b), extra_corr(quant::rd_u16(b + 2), sc8, 5));
+    }
+};
+
+struct ZIq3K : KIq3K {
+    template <class S>
+    static void unpack(const uint8_t* b, float, S& s) {
+        const uint64_t lo = _pdep_u64(quant::rd_u32(b + 6), 0x0f0f0f0f0f0f0f0full);
+        const uint64_t hi = _pdep_u64(quant::rd_u32(b + 10), 0x0f0f0f0f0f0f0f0full);
+        const __m128i n = _mm_set_epi64x((long long)hi, (long long)lo);
+        const __m128i mag = _mm_add_epi8(_mm_add_epi8(n, n), _mm_set1_epi8(1));
+        const uint16_t sh = quant::rd_u16(b + 4);
+        const __m128i sc8 = _mm_mask_sub_epi8(mag, (__mmask16)sh, _mm_setzero_si128(), mag);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+        const __m512i tab = _mm512_broadcast_i32x4(_mm_loadl_epi64((const __m128i*)tabs::kIq3nl));
+        const __m512i hb2 = zbcast256(b + 78);
+        for (int k = 0; k < 4; ++k) {
+            __m512i q = zp2(b + 14 + 32 * (k >> 1), k & 1);
+            q = _mm512_mask_add_epi8(q, zhb(hb2, 2 * k), q, zset1(4));
+            zemit_signed(s, k, _mm512_shuffle_epi8(tab, q), zscale(sc16, k));
+        }
+        s.end(hf(b), hf(b), extra_corr(quant::rd_u16(b + 2), sc8, 4));
+    }
+};
+
+}  // namespace
+}  // namespace ikllm::cpu
+#endif

@@ -1,0 +1,32 @@
+// Nearest-neighbour search in a code book of small int8 vectors, used by the encoders of the
+// trellis and grid types: k-means clusters index the code book so a search visits only the
+// closest clusters. Built once per code book; immutable (and thread-safe to search) afterwards.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace ikllm::quant {
+
+class Codebook {
+public:
+    // points: n vectors of G (<= 8) values. clusters = 1 gives an exhaustive search.
+    Codebook(int G, std::vector<int8_t> points, int clusters, int probes);
+
+    // Index minimising sum_j w_j (t_j - p_j)^2; *err receives that sum.
+    uint32_t nearest(const float* t, const float* w, float* err) const;
+    const int8_t* point(uint32_t i) const { return &pts_[(size_t)i * G_]; }
+    uint32_t size() const { return n_; }
+
+private:
+    void build_index();
+
+    int G_;
+    uint32_t n_;
+    int k_, probes_;
+    std::vector<int8_t> pts_;
+    std::vector<float> cent_;
+    std::vector<uint32_t> start_, members_;
+};
+
+}  // namespace ikllm::quant
