@@ -726,7 +726,15 @@ Value f_truncate(Interp&, const Value& v, CallArgs& a) {
     bool killwords = r.has(1) && truthy(r.get(1));
     std::string end = r.has(2) ? to_str(r.get(2)) : "...";
     int64_t leeway = (r.has(3) && !r.get(3).is_none()) ? int_param(r.get(3), "leeway") : 5;
-    std::u32string s = py::decode(to_str(v));
+    if (v.is_undefined()) return v;  // len(Undefined) == 0: returned as is
+    if (!v.is_string()) {
+        // jinja2 applies len() and slicing to the value itself, without str()
+        if (!has_len(v)) type_error("object of type '" + type_name(v) + "' has no len()");
+        if (length(v) <= len + leeway) return v;
+        if (killwords || !v.is_indexable_seq()) type_error("unsupported operand for truncate on '" + type_name(v) + "'");
+        raise_error("AttributeError", "'" + type_name(v) + "' object has no attribute 'rsplit'");
+    }
+    std::u32string s = py::decode(v.str());
     int64_t end_len = static_cast<int64_t>(py::cp_length(end));
     if (len < end_len) raise_error("AssertionError", "expected length >= " + std::to_string(end_len) + ", got " + std::to_string(len));
     if (leeway < 0) raise_error("AssertionError", "expected leeway >= 0, got " + std::to_string(leeway));

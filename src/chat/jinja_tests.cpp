@@ -82,7 +82,8 @@ bool apply_test(Interp& in, const std::string& name, const Value& v, CallArgs& a
     if (name == "mapping") { no_args(a, "mapping"); return v.is_dict(); }
     if (name == "sequence") { no_args(a, "sequence"); return is_sequence(v); }
     if (name == "iterable") { no_args(a, "iterable"); return is_iterable(v); }
-    if (name == "callable") { no_args(a, "callable"); return v.is_object() && v.obj().callable(); }
+    // Undefined defines __call__ (to raise), so Python's callable() says yes
+    if (name == "callable") { no_args(a, "callable"); return v.is_undefined() || (v.is_object() && v.obj().callable()); }
     if (name == "escaped") { no_args(a, "escaped"); return v.is_string() && v.markup(); }
     if (name == "lower" || name == "upper") {
         no_args(a, name.c_str());

@@ -193,7 +193,7 @@ void check_undefined(const Value& a, const Value& b) {
 }
 
 // Strings built by templates are bounded so that `'x' * 10**12` fails cleanly instead of exhausting memory.
-constexpr size_t kMaxString = size_t(256) << 20;
+constexpr size_t kMaxString = size_t(64) << 20;
 
 Value repeat_seq(const Value& seq, int64_t n) {
     if (n < 0) n = 0;
@@ -695,7 +695,9 @@ std::string percent_format(const std::string& fmt, const Value& args, bool escap
         }
         out += piece;
     }
-    if (!used_mapping && !mapping && next < pos.size())
+    // CPython skips this check when the argument supports __getitem__ (dict, list, ...) and is not a tuple/str
+    bool mapping_like = args.is_dict() || args.is_undefined() || (args.is_indexable_seq() && !args.is_seq(SeqType::Tuple));
+    if (!used_mapping && !mapping_like && next < pos.size())
         type_error("not all arguments converted during string formatting");
     return out;
 }

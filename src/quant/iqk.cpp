@@ -12,6 +12,7 @@ using namespace layout;
 using namespace tables;
 
 void dequant_iq4_xs(const uint8_t* src, float* dst, int64_t ne0) {
+    require_whole_blocks(ne0);
     for (int64_t ib = 0; ib < ne0 / 256; ++ib, src += kIq4XsBytes, dst += 256) {
         const float d = f16_to_f32(rd_u16(src));
         const uint16_t sh = rd_u16(src + 2);
@@ -26,6 +27,7 @@ void dequant_iq4_xs(const uint8_t* src, float* dst, int64_t ne0) {
 }
 
 void dequant_iq2_k(const uint8_t* src, float* dst, int64_t ne0) {
+    require_whole_blocks(ne0);
     for (int64_t ib = 0; ib < ne0 / 256; ++ib, src += kIq2KBytes, dst += 256) {
         const float d = f16_to_f32(rd_u16(src));
         const uint16_t extra = rd_u16(src + 2);
@@ -40,6 +42,7 @@ void dequant_iq2_k(const uint8_t* src, float* dst, int64_t ne0) {
 }
 
 void dequant_iq3_k(const uint8_t* src, float* dst, int64_t ne0) {
+    require_whole_blocks(ne0);
     for (int64_t ib = 0; ib < ne0 / 256; ++ib, src += kIq3KBytes, dst += 256) {
         const float d = f16_to_f32(rd_u16(src));
         const uint16_t extra = rd_u16(src + 2);
@@ -65,6 +68,7 @@ static inline int k6_scale(const uint8_t* sh, const uint8_t* sl, int s) {
 }
 
 void dequant_iq4_k(const uint8_t* src, float* dst, int64_t ne0) {
+    require_whole_blocks(ne0);
     for (int64_t ib = 0; ib < ne0 / 256; ++ib, src += kIq4KBytes, dst += 256) {
         const float d = f16_to_f32(rd_u16(src));
         const uint16_t extra = rd_u16(src + 2);
@@ -78,6 +82,7 @@ void dequant_iq4_k(const uint8_t* src, float* dst, int64_t ne0) {
 }
 
 void dequant_iq5_k(const uint8_t* src, float* dst, int64_t ne0) {
+    require_whole_blocks(ne0);
     for (int64_t ib = 0; ib < ne0 / 256; ++ib, src += kIq5KBytes, dst += 256) {
         const float d = f16_to_f32(rd_u16(src));
         const uint16_t extra = rd_u16(src + 2);
@@ -95,6 +100,7 @@ void dequant_iq5_k(const uint8_t* src, float* dst, int64_t ne0) {
 }
 
 void dequant_iq6_k(const uint8_t* src, float* dst, int64_t ne0) {
+    require_whole_blocks(ne0);
     const float* P = iq6k_levels();
     for (int64_t ib = 0; ib < ne0 / 256; ++ib, src += kIq6KBytes, dst += 256) {
         const float d = f16_to_f32(rd_u16(src));
@@ -115,6 +121,7 @@ void dequant_iq6_k(const uint8_t* src, float* dst, int64_t ne0) {
 }
 
 void dequant_iq2_ks(const uint8_t* src, float* dst, int64_t ne0) {
+    require_whole_blocks(ne0);
     const float d = f16_to_f32(rd_u16(src));
     src += 2;
     for (int64_t ib = 0; ib < ne0 / 256; ++ib, src += kIq2KsBytes, dst += 256) {
@@ -131,6 +138,7 @@ void dequant_iq2_ks(const uint8_t* src, float* dst, int64_t ne0) {
 }
 
 void dequant_iq3_ks(const uint8_t* src, float* dst, int64_t ne0) {
+    require_whole_blocks(ne0);
     const float d = f16_to_f32(rd_u16(src));
     src += 2;
     for (int64_t ib = 0; ib < ne0 / 256; ++ib, src += kIq3KsBytes, dst += 256) {
@@ -151,6 +159,7 @@ void dequant_iq3_ks(const uint8_t* src, float* dst, int64_t ne0) {
 }
 
 void dequant_iq4_ks(const uint8_t* src, float* dst, int64_t ne0) {
+    require_whole_blocks(ne0);
     const float d = rd_f32(src);
     src += 4;
     for (int64_t ib = 0; ib < ne0 / 256; ++ib, src += kIq4KsBytes, dst += 256) {
@@ -165,6 +174,7 @@ void dequant_iq4_ks(const uint8_t* src, float* dst, int64_t ne0) {
 }
 
 void dequant_iq4_kss(const uint8_t* src, float* dst, int64_t ne0) {
+    require_whole_blocks(ne0);
     const float d = rd_f32(src);
     src += 4;
     for (int64_t ib = 0; ib < ne0 / 256; ++ib, src += kIq4KssBytes, dst += 256) {
@@ -190,6 +200,7 @@ void dequant_iq4_kss(const uint8_t* src, float* dst, int64_t ne0) {
 }
 
 void dequant_iq5_ks(const uint8_t* src, float* dst, int64_t ne0) {
+    require_whole_blocks(ne0);
     const float d = rd_f32(src);
     src += 4;
     for (int64_t ib = 0; ib < ne0 / 256; ++ib, src += kIq5KsBytes, dst += 256) {
@@ -208,6 +219,7 @@ void dequant_iq5_ks(const uint8_t* src, float* dst, int64_t ne0) {
 }
 
 void dequant_iq2_kl(const uint8_t* src, float* dst, int64_t ne0) {
+    require_whole_blocks(ne0);
     const float d = f16_to_f32(rd_u16(src));
     src += 2;
     for (int64_t ib = 0; ib < ne0 / 256; ++ib, src += kIq2KlBytes, dst += 256) {

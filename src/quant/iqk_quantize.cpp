@@ -41,9 +41,9 @@ NlFormat nl_format(const Levels* sets, int nsets, int sub, int lmin, int lmax, b
     f.lmax = lmax;
     f.odd = odd;
     f.d_fp16 = fp16;
-    f.ntry = 6;
+    f.ntry = 2;
     f.rel_range = range;
-    f.ndtry = 6;
+    f.ndtry = 4;
     return f;
 }
 
@@ -108,21 +108,30 @@ float pick_even_parity(const void* ctx, const float* x, const float* w, int n, i
     float err = 0;
     float alt_cost[32];
     uint8_t alt[32];
+    const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
+    auto cost = [&](int j, int k) {
+        const float e0 = x[j] - scale * L.v[k];
+        return w[j] * e0 * e0;
+    };
     for (int j = 0; j < n; ++j) {
-        // best code per parity
-        float be[2] = {INFINITY, INFINITY};
-        int bk[2] = {0, 0};
-        for (int k = 0; k < 16; ++k) {
-            const float e0 = x[j] - scale * L.v[k];
-            const float e = w[j] * e0 * e0;
-            const int p = __builtin_popcount(k) & 1;
-            if (e < be[p]) { be[p] = e; bk[p] = k; }
+        // nearest level, and the nearest one of opposite parity on either side (the error is
+        // convex in the level, and no three consecutive codes share a parity)
+        const int k0 = L.nearest(x[j] * inv);
+        const int p0 = __builtin_popcount(k0) & 1;
+        const float e0 = cost(j, k0);
+        float ea = INFINITY;
+        int ka = k0;
+        for (int side : {-1, 1}) {
+            int k = k0 + side;
+            while (k >= 0 && k < 16 && (__builtin_popcount(k) & 1) == p0) k += side;
+            if (k < 0 || k > 15) continue;
+            const float e = cost(j, k);
+            if (e < ea) { ea = e; ka = k; }
         }
-        const int p = be[1] < be[0] ? 1 : 0;
-        q[j] = (uint8_t)bk[p];
-        alt[j] = (uint8_t)bk[p ^ 1];
-        alt_cost[j] = be[p ^ 1] - be[p];
-        err += be[p];
+        q[j] = (uint8_t)k0;
+        alt[j] = (uint8_t)ka;
+        alt_cost[j] = ea - e0;
+        err += e0;
     }
     for (int base = 0; base + 32 <= n; base += 32) {
         for (int k = 0; k < 8; ++k) {
@@ -157,6 +166,7 @@ uint16_t set_bits(const NlResult& r, int first, int count) {
 }  // namespace
 
 void quantize_iq4_xs(const float* src, uint8_t* dst, int64_t ne0, const float* imatrix) {
+    require_whole_blocks(ne0);
     static const SetPair sp(kIq4k, 16);
     const NlFormat f = nl_format(sp.s, 1, 32, -32, 31, false, true, 0.06f);
     per_block(f, src, dst, ne0, imatrix, kIq4XsBytes, [](const NlResult& r, uint8_t* b) {
@@ -173,6 +183,7 @@ void quantize_iq4_xs(const float* src, uint8_t* dst, int64_t ne0, const float* i
 }
 
 void quantize_iq2_k(const float* src, uint8_t* dst, int64_t ne0, const float* imatrix) {
+    require_whole_blocks(ne0);
     static const SetPair sp(kIq2nl, 4);
     const NlFormat f = nl_format(sp.s, 2, 16, -8, 7, false, true, 0.2f);
     per_block(f, src, dst, ne0, imatrix, kIq2KBytes, [](const NlResult& r, uint8_t* b) {
@@ -184,6 +195,7 @@ void quantize_iq2_k(const float* src, uint8_t* dst, int64_t ne0, const float* im
 }
 
 void quantize_iq3_k(const float* src, uint8_t* dst, int64_t ne0, const float* imatrix) {
+    require_whole_blocks(ne0);
     static const SetPair sp(kIq3nl, 8);
     const NlFormat f = nl_format(sp.s, 2, 16, -31, 31, true, true, 0.15f);
     per_block(f, src, dst, ne0, imatrix, kIq3KBytes, [](const NlResult& r, uint8_t* b) {
@@ -204,6 +216,7 @@ void quantize_iq3_k(const float* src, uint8_t* dst, int64_t ne0, const float* im
 }
 
 void quantize_iq4_k(const float* src, uint8_t* dst, int64_t ne0, const float* imatrix) {
+    require_whole_blocks(ne0);
     static const SetPair sp(kIq4k, 16);
     const NlFormat f = nl_format(sp.s, 2, 16, -32, 31, false, true, 0.06f);
     per_block(f, src, dst, ne0, imatrix, kIq4KBytes, [](const NlResult& r, uint8_t* b) {
@@ -215,6 +228,7 @@ void quantize_iq4_k(const float* src, uint8_t* dst, int64_t ne0, const float* im
 }
 
 void quantize_iq5_k(const float* src, uint8_t* dst, int64_t ne0, const float* imatrix) {
+    require_whole_blocks(ne0);
     static const SetPair sp(kIq5nl, 32);
     const NlFormat f = nl_format(sp.s, 2, 16, -32, 31, false, true, 0.04f);
     per_block(f, src, dst, ne0, imatrix, kIq5KBytes, [](const NlResult& r, uint8_t* b) {
@@ -229,6 +243,7 @@ void quantize_iq5_k(const float* src, uint8_t* dst, int64_t ne0, const float* im
 }
 
 void quantize_iq6_k(const float* src, uint8_t* dst, int64_t ne0, const float* imatrix) {
+    require_whole_blocks(ne0);
     static const SetPair sp(kIq6nl, 64);
     const NlFormat f = nl_format(sp.s, 2, 16, -128, 127, false, true, 0.03f);
     per_block(f, src, dst, ne0, imatrix, kIq6KBytes, [](const NlResult& r, uint8_t* b) {
@@ -247,6 +262,7 @@ void quantize_iq6_k(const float* src, uint8_t* dst, int64_t ne0, const float* im
 }
 
 void quantize_iq2_ks(const float* src, uint8_t* dst, int64_t ne0, const float* imatrix) {
+    require_whole_blocks(ne0);
     static const SetPair sp(kIq2nl, 4);
     const NlFormat f = nl_format(sp.s, 2, 32, -16, 15, false, true, 0.2f);
     const NlResult r = per_row(f, src, ne0, imatrix);
@@ -267,6 +283,7 @@ void quantize_iq2_ks(const float* src, uint8_t* dst, int64_t ne0, const float* i
 }
 
 void quantize_iq3_ks(const float* src, uint8_t* dst, int64_t ne0, const float* imatrix) {
+    require_whole_blocks(ne0);
     static const SetPair sp(kIq3nl, 8);
     const NlFormat f = nl_format(sp.s, 2, 32, -16, 15, false, true, 0.15f);
     const NlResult r = per_row(f, src, ne0, imatrix);
@@ -290,6 +307,7 @@ void quantize_iq3_ks(const float* src, uint8_t* dst, int64_t ne0, const float* i
 }
 
 void quantize_iq4_ks(const float* src, uint8_t* dst, int64_t ne0, const float* imatrix) {
+    require_whole_blocks(ne0);
     static const SetPair sp(kIq4k, 16);
     const NlFormat f = nl_format(sp.s, 2, 32, -127, 127, true, false, 0.06f);
     const NlResult r = per_row(f, src, ne0, imatrix);
@@ -303,6 +321,7 @@ void quantize_iq4_ks(const float* src, uint8_t* dst, int64_t ne0, const float* i
 }
 
 void quantize_iq4_kss(const float* src, uint8_t* dst, int64_t ne0, const float* imatrix) {
+    require_whole_blocks(ne0);
     static const SetPair sp(kIq4k, 16);
     NlFormat f = nl_format(sp.s, 2, 32, -127, 127, true, false, 0.06f);
     f.pick = pick_even_parity;
@@ -327,6 +346,7 @@ void quantize_iq4_kss(const float* src, uint8_t* dst, int64_t ne0, const float* 
 }
 
 void quantize_iq5_ks(const float* src, uint8_t* dst, int64_t ne0, const float* imatrix) {
+    require_whole_blocks(ne0);
     static const SetPair sp(kIq5nl, 32);
     const NlFormat f = nl_format(sp.s, 2, 32, -127, 127, true, false, 0.04f);
     const NlResult r = per_row(f, src, ne0, imatrix);
@@ -343,6 +363,7 @@ void quantize_iq5_ks(const float* src, uint8_t* dst, int64_t ne0, const float* i
 }
 
 void quantize_iq2_kl(const float* src, uint8_t* dst, int64_t ne0, const float* imatrix) {
+    require_whole_blocks(ne0);
     static const PairBook book;
     NlFormat f{};
     f.sub = 32;
@@ -355,9 +376,9 @@ void quantize_iq2_kl(const float* src, uint8_t* dst, int64_t ne0, const float* i
     f.lmax = 31;
     f.odd = false;
     f.d_fp16 = true;
-    f.ntry = 6;
+    f.ntry = 2;
     f.rel_range = 0.15f;
-    f.ndtry = 6;
+    f.ndtry = 4;
     const NlResult r = per_row(f, src, ne0, imatrix);
     std::memset(dst, 0, 2 + (ne0 / 256) * kIq2KlBytes);
     wr_u16(dst, f32_to_f16(r.d));

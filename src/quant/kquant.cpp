@@ -10,6 +10,7 @@ namespace ikllm::quant {
 using namespace layout;
 
 void dequant_q2_k(const uint8_t* src, float* dst, int64_t ne0) {
+    require_whole_blocks(ne0);
     for (int64_t ib = 0; ib < ne0 / 256; ++ib, src += kQ2KBytes, dst += 256) {
         const uint8_t* scales = src;
         const uint8_t* qs = src + 16;
@@ -27,6 +28,7 @@ void dequant_q2_k(const uint8_t* src, float* dst, int64_t ne0) {
 }
 
 void dequant_q3_k(const uint8_t* src, float* dst, int64_t ne0) {
+    require_whole_blocks(ne0);
     for (int64_t ib = 0; ib < ne0 / 256; ++ib, src += kQ3KBytes, dst += 256) {
         const uint8_t* hm = src;
         const uint8_t* qs = src + 32;
@@ -45,6 +47,7 @@ void dequant_q3_k(const uint8_t* src, float* dst, int64_t ne0) {
 
 // Q4_K and Q5_K share everything except the 5th bit.
 static void dequant_q45_k(const uint8_t* src, float* dst, int64_t ne0, bool five) {
+    require_whole_blocks(ne0);
     const int bytes = five ? kQ5KBytes : kQ4KBytes;
     for (int64_t ib = 0; ib < ne0 / 256; ++ib, src += bytes, dst += 256) {
         const float d = f16_to_f32(rd_u16(src));
@@ -70,6 +73,7 @@ void dequant_q4_k(const uint8_t* src, float* dst, int64_t ne0) { dequant_q45_k(s
 void dequant_q5_k(const uint8_t* src, float* dst, int64_t ne0) { dequant_q45_k(src, dst, ne0, true); }
 
 void dequant_q6_k(const uint8_t* src, float* dst, int64_t ne0) {
+    require_whole_blocks(ne0);
     for (int64_t ib = 0; ib < ne0 / 256; ++ib, src += kQ6KBytes, dst += 256) {
         const uint8_t* ql = src;
         const uint8_t* qh = src + 128;
@@ -86,6 +90,7 @@ void dequant_q6_k(const uint8_t* src, float* dst, int64_t ne0) {
 }
 
 void dequant_q8_k(const uint8_t* src, float* dst, int64_t ne0) {
+    require_whole_blocks(ne0);
     for (int64_t ib = 0; ib < ne0 / 256; ++ib, src += kQ8KBytes, dst += 256) {
         const float d = rd_f32(src);
         const int8_t* qs = (const int8_t*)(src + 8);
@@ -93,7 +98,10 @@ void dequant_q8_k(const uint8_t* src, float* dst, int64_t ne0) {
     }
 }
 
-void quantize_q8_k(const float* src, uint8_t* dst, int64_t ne0, const float*) { encode_q8_k_row(src, dst, ne0); }
+void quantize_q8_k(const float* src, uint8_t* dst, int64_t ne0, const float*) {
+    require_whole_blocks(ne0);
+    encode_q8_k_row(src, dst, ne0);
+}
 
 FamilyTable kquant_family() {
     static const FamilyEntry entries[] = {

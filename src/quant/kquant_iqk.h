@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include "core/error.h"
 
 namespace ikllm::quant {
 
@@ -46,6 +47,11 @@ void quantize_iq4_ks(const float* src, uint8_t* dst, int64_t ne0, const float* i
 void quantize_iq4_kss(const float* src, uint8_t* dst, int64_t ne0, const float* imatrix);
 void quantize_iq5_ks(const float* src, uint8_t* dst, int64_t ne0, const float* imatrix);
 void quantize_iq2_kl(const float* src, uint8_t* dst, int64_t ne0, const float* imatrix);
+
+// Rows must hold whole 256-weight blocks (callers validate tensor shapes; this guards misuse).
+inline void require_whole_blocks(int64_t ne0) {
+    if (ne0 <= 0 || ne0 % 256 != 0) fail(Status::invalid_argument, "row length must be a positive multiple of 256");
+}
 
 // ---- little-endian field access on possibly unaligned bytes ----
 inline uint16_t rd_u16(const uint8_t* p) { uint16_t v; std::memcpy(&v, p, 2); return v; }

@@ -34,9 +34,9 @@ NlFormat symmetric_format(const Levels* lv, int lmin, int lmax) {
     f.lmax = lmax;
     f.odd = false;
     f.d_fp16 = true;
-    f.ntry = 6;
+    f.ntry = 2;
     f.rel_range = 0.12f;
-    f.ndtry = 6;
+    f.ndtry = 4;
     return f;
 }
 
@@ -72,16 +72,20 @@ void quantize_asym_row(const float* src, uint8_t* dst, int64_t ne0, const float*
 }  // namespace
 
 void quantize_q2_k(const float* src, uint8_t* dst, int64_t ne0, const float* imatrix) {
+    require_whole_blocks(ne0);
     quantize_asym_row(src, dst, ne0, imatrix, 2);
 }
 void quantize_q4_k(const float* src, uint8_t* dst, int64_t ne0, const float* imatrix) {
+    require_whole_blocks(ne0);
     quantize_asym_row(src, dst, ne0, imatrix, 4);
 }
 void quantize_q5_k(const float* src, uint8_t* dst, int64_t ne0, const float* imatrix) {
+    require_whole_blocks(ne0);
     quantize_asym_row(src, dst, ne0, imatrix, 5);
 }
 
 void quantize_q3_k(const float* src, uint8_t* dst, int64_t ne0, const float* imatrix) {
+    require_whole_blocks(ne0);
     static const Levels lv = int_levels(-4, 3);
     const NlFormat f = symmetric_format(&lv, -32, 31);
     for (int64_t ib = 0; ib < ne0 / 256; ++ib, src += 256, dst += kQ3KBytes) {
@@ -100,6 +104,7 @@ void quantize_q3_k(const float* src, uint8_t* dst, int64_t ne0, const float* ima
 }
 
 void quantize_q6_k(const float* src, uint8_t* dst, int64_t ne0, const float* imatrix) {
+    require_whole_blocks(ne0);
     static const Levels lv = int_levels(-32, 31);
     const NlFormat f = symmetric_format(&lv, -128, 127);
     for (int64_t ib = 0; ib < ne0 / 256; ++ib, src += 256, dst += kQ6KBytes) {

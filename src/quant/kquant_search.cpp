@@ -10,7 +10,11 @@ namespace ikllm::quant::search {
 namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-inline int iround(float v) { return (int)std::lrintf(v); }
+// Round to nearest (ties to even) without a libm call; NaN and huge values are clamped first.
+inline int iround(float v) {
+    v = std::fmin(std::fmax(v, -4.0e6f), 4.0e6f);
+    return (int)(v + 12582912.0f) - 12582912;  // 1.5 * 2^23 keeps the integer in the mantissa
+}
 
 // Weighted sums of a code assignment: sxl = sum w x lv, sll = sum w lv^2.
 inline void lsq_sums(const float* x, const float* w, const float* lv, int n, double* sxl, double* sll) {
@@ -42,9 +46,10 @@ void make_weights(const float* x, const float* imatrix, int n, float* w) {
     double s2 = 0;
     for (int j = 0; j < n; ++j) s2 += (double)x[j] * x[j];
     const float sigma2 = (float)(s2 / n);
+    const float rms = std::sqrt(sigma2);
     for (int j = 0; j < n; ++j) {
         if (imatrix) w[j] = std::max(imatrix[j], 0.0f) * std::sqrt(sigma2 + x[j] * x[j]);
-        else w[j] = sigma2 + x[j] * x[j];
+        else w[j] = rms + std::fabs(x[j]);
         if (!(w[j] > 0)) w[j] = 1e-30f;  // keep the least-squares systems non-singular
     }
 }
@@ -52,7 +57,22 @@ void make_weights(const float* x, const float* imatrix, int n, float* w) {
 void Levels::set(const float* values, int count) {
     n = count;
     for (int i = 0; i < n; ++i) v[i] = values[i];
-    for (int i = 0; i + 1 < n; ++i) mid[i] = 0.5f * (v[i] + v[i + 1]);
+    float gap = INFINITY;
+    for (int i = 0; i + 1 < n; ++i) {
+        mid[i] = 0.5f * (v[i] + v[i + 1]);
+        gap = std::min(gap, v[i + 1] - v[i]);
+    }
+    // grid over [v0 - gap, v_last + gap]; for every table used here the cells are narrower than
+    // the smallest gap (span <= 260, gap >= 1), so a cell contains at most one midpoint
+    lo = v[0] - (n > 1 ? gap : 1.0f);
+    const float span = v[n - 1] - lo + (n > 1 ? gap : 1.0f);
+    cell_scale = (float)kCells / span;
+    for (int c = 0; c <= kCells; ++c) {
+        const float t = lo + (float)c / cell_scale;  // cell start
+        int i = 0;
+        while (i + 1 < n && t > mid[i]) ++i;
+        cell[c] = (uint8_t)i;
+    }
 }
 void Levels::set_i8(const int8_t* values, int count, int offset) {
     float tmp[64];
@@ -87,7 +107,7 @@ float pick_nearest(const void* ctx, const float* x, const float* w, int n, int s
 namespace {
 
 // Best float scale of one sub-block for one value set: candidate scales map the largest weight
-// onto either extreme level; each is refined twice by least squares.
+// onto either extreme level; each is refined by least squares (fit_iters rounds).
 float fit_sub(const NlFormat& f, const float* x, const float* w, int n, int set, float* best_scale) {
     float amax = 0, xm = 0;
     for (int j = 0; j < n; ++j)
@@ -103,7 +123,7 @@ float fit_sub(const NlFormat& f, const float* x, const float* w, int n, int set,
         if (L == 0) continue;
         for (int k = -f.ntry; k <= f.ntry; ++k) {
             float s = xm / L * (1.0f + f.rel_range * (float)k / (float)std::max(f.ntry, 1));
-            for (int it = 0; it < 2; ++it) {
+            for (int it = 0; it < f.fit_iters; ++it) {
                 f.pick(f.ctx, x, w, n, set, s, q, lv);
                 double sxl, sll;
                 lsq_sums(x, w, lv, n, &sxl, &sll);
@@ -127,10 +147,13 @@ struct SubChoice {
 // Best integer scale (around the rounded value) and value set of sub-block i for group scale d.
 SubChoice choose_sub(const NlFormat& f, const float* x, const float* w, float s, float d, uint8_t* q, float* lv) {
     SubChoice best{0, 0, kInf};
-    const int base = allowed_scale(f, s / d);
+    // the two representable integer scales around s/d
+    const float t = s / d;
     const int step = f.odd ? 2 : 1;
-    for (int ls = base - step; ls <= base + step; ls += step) {
-        if (ls < f.lmin || ls > f.lmax) continue;
+    int a = f.odd ? 2 * (int)std::floor((t - 1.0f) * 0.5f) + 1 : (int)std::floor(t);
+    a = std::clamp(a, f.lmin, f.lmax);
+    if (a + step > f.lmax) a = f.lmax - step;
+    for (int ls = a; ls <= a + step; ls += step) {
         for (int set = 0; set < f.nsets; ++set) {
             const float e = f.pick(f.ctx, x, w, f.sub, set, d * (float)ls, q, lv);
             if (e < best.err) best = {ls, set, e};
@@ -286,12 +309,14 @@ float fit_asym(const float* x, const float* w, int n, int nmax, float* a_out, fl
         }
         return e;
     };
-    for (int is = 0; is <= 20; ++is) {
-        const float iscale = ((float)nmax - 1.0f + 0.1f * (float)is) / (xmax - xmin);
+    // candidate inverse scales map the range onto nmax-1 .. nmax+1 levels
+    constexpr int nis = 10, nref = 1;
+    for (int is = 0; is <= nis; ++is) {
+        const float iscale = ((float)nmax - 1.0f + 2.0f * (float)is / (float)nis) / (xmax - xmin);
         for (int j = 0; j < n; ++j) q[j] = (uint8_t)std::clamp(iround(iscale * (x[j] - xmin)), 0, nmax);
         float a, b;
         float e = solve(a, b);
-        for (int it = 0; it < 2 && a > 0; ++it) {  // re-pick codes for the fitted line
+        for (int it = 0; it < nref && a > 0; ++it) {  // re-pick codes for the fitted line
             if (e < best_err) { best_err = e; best_a = a; best_b = b; }
             for (int j = 0; j < n; ++j) q[j] = (uint8_t)std::clamp(iround((x[j] - b) / a), 0, nmax);
             e = solve(a, b);
@@ -317,8 +342,10 @@ inline float asym_codes(const float* x, const float* w, int n, int nmax, float A
     return e;
 }
 
+// Total error for (d, dmin); each sub-block takes the best integer (scale, min) near the rounded
+// pair: the 3x3 neighbourhood when `full`, else the rounded pair and single steps.
 float asym_eval(const float* x, const float* w, int nsub, int sub, int nmax, int scmax, const float* a, const float* m,
-                float d, float dmin, int* sc, int* mc, float limit) {
+                float d, float dmin, int* sc, int* mc, float limit, bool full) {
     uint8_t q[32];
     float total = 0;
     for (int i = 0; i < nsub; ++i) {
@@ -326,13 +353,28 @@ float asym_eval(const float* x, const float* w, int nsub, int sub, int nmax, int
         const float* wb = w + i * sub;
         const int s0 = d > 0 ? std::clamp(iround(a[i] / d), 0, scmax) : 0;
         const int m0 = dmin > 0 ? std::clamp(iround(m[i] / dmin), 0, scmax) : 0;
-        float best = kInf;
-        for (int s = std::max(s0 - 1, 0); s <= std::min(s0 + 1, scmax); ++s) {
-            if (d == 0 && s > 0) break;
-            for (int mm = std::max(m0 - 1, 0); mm <= std::min(m0 + 1, scmax); ++mm) {
-                if (dmin == 0 && mm > 0) break;
-                const float e = asym_codes(xb, wb, sub, nmax, d * (float)s, dmin * (float)mm, q);
-                if (e < best) { best = e; sc[i] = s; mc[i] = mm; }
+        // the rounded pair, then one step of the scale, then one step of the min
+        float best = asym_codes(xb, wb, sub, nmax, d * (float)s0, dmin * (float)m0, q);
+        sc[i] = s0;
+        mc[i] = m0;
+        if (full) {
+            for (int s = s0 - 1; s <= s0 + 1; ++s)
+                for (int mm = m0 - 1; mm <= m0 + 1; ++mm) {
+                    if ((s == s0 && mm == m0) || s < 0 || s > scmax || mm < 0 || mm > scmax) continue;
+                    if ((d == 0 && s > 0) || (dmin == 0 && mm > 0)) continue;
+                    const float e = asym_codes(xb, wb, sub, nmax, d * (float)s, dmin * (float)mm, q);
+                    if (e < best) { best = e; sc[i] = s; mc[i] = mm; }
+                }
+        } else {
+            for (int s : {s0 - 1, s0 + 1}) {
+                if (s < 0 || s > scmax || (d == 0 && s > 0)) continue;
+                const float e = asym_codes(xb, wb, sub, nmax, d * (float)s, dmin * (float)m0, q);
+                if (e < best) { best = e; sc[i] = s; }
+            }
+            for (int mm : {m0 - 1, m0 + 1}) {
+                if (mm < 0 || mm > scmax || (dmin == 0 && mm > 0)) continue;
+                const float e = asym_codes(xb, wb, sub, nmax, d * (float)sc[i], dmin * (float)mm, q);
+                if (e < best) { best = e; mc[i] = mm; }
             }
         }
         total += best;
@@ -353,13 +395,16 @@ void quantize_asym_block(const float* x, const float* w, int nsub, int nmax, int
     }
     float best = kInf;
     int sc[16], mc[16];
-    static const float fa[] = {1.0f, 0.98f, 1.02f, 1.05f, 0.95f, 1.1f};
-    static const float fm[] = {1.0f, 0.98f, 1.02f, 1.05f, 0.95f};
-    for (float ga : fa) {
-        for (float gm : fm) {
+    static const float fa[] = {1.0f, 0.98f, 1.02f};
+    static const float fm[] = {1.0f, 0.98f, 1.02f};
+    constexpr int nfa = 3, nfm = 3;  // a wider grid costs time and gains < 0.2% RMSE
+    for (int ia = 0; ia < nfa; ++ia) {
+        const float ga = fa[ia];
+        for (int im = 0; im < nfm; ++im) {
+            const float gm = fm[im];
             const float d = round_fp16(amax / (float)scmax * ga);
             const float dmin = round_fp16(mmax / (float)scmax * gm);
-            const float t = asym_eval(x, w, nsub, sub, nmax, scmax, a, m, d, dmin, sc, mc, best);
+            const float t = asym_eval(x, w, nsub, sub, nmax, scmax, a, m, d, dmin, sc, mc, best, false);
             if (t < best) {
                 best = t;
                 r.d = d;
@@ -370,6 +415,15 @@ void quantize_asym_block(const float* x, const float* w, int nsub, int nmax, int
             if (mmax == 0) break;
         }
         if (amax == 0) break;
+    }
+    // the chosen (d, dmin) with the wider integer search
+    if (best < kInf) {
+        const float t = asym_eval(x, w, nsub, sub, nmax, scmax, a, m, r.d, r.dmin, sc, mc, kInf, true);
+        if (t <= best) {
+            best = t;
+            std::copy(sc, sc + nsub, r.sc);
+            std::copy(mc, mc + nsub, r.mc);
+        }
     }
     // least-squares refinement of (d, dmin) for the chosen integer scales and codes
     for (int it = 0; it < 3; ++it) {
@@ -401,7 +455,7 @@ void quantize_asym_block(const float* x, const float* w, int nsub, int nmax, int
         // re-derive the integer scales around the current choice under the new (d, dmin)
         float a2[16], m2[16];
         for (int i = 0; i < nsub; ++i) { a2[i] = r.d * (float)r.sc[i]; m2[i] = r.dmin * (float)r.mc[i]; }
-        const float t = asym_eval(x, w, nsub, sub, nmax, scmax, a2, m2, d, dmin, sc, mc, best);
+        const float t = asym_eval(x, w, nsub, sub, nmax, scmax, a2, m2, d, dmin, sc, mc, best, true);
         if (!(t < best)) break;
         best = t;
         r.d = d;

@@ -8,24 +8,29 @@
 namespace ikllm::quant::search {
 
 // Per-weight importance of a group of n weights. With an importance matrix: imatrix_j *
-// sqrt(sigma2 + x_j^2); without one: sigma2 + x_j^2 (sigma2 = mean square of the group),
-// which emphasises large weights while keeping small ones relevant.
+// sqrt(sigma2 + x_j^2) (sigma2 = mean square of the group); without one: rms + |x_j|, which
+// leans towards large weights while keeping the plain squared error nearly minimal.
 void make_weights(const float* x, const float* imatrix, int n, float* w);
 
-// Ascending levels of one value set; nearest() finds the closest level by bisection.
+// Ascending levels of one value set; nearest() finds the closest level through a coarse
+// lookup grid (cells narrower than the smallest gap between levels, so each cell meets at most
+// two Voronoi intervals) followed by one comparison.
 struct Levels {
+    static constexpr int kCells = 512;
     float v[64];
     float mid[64];  // mid[i] = (v[i] + v[i+1]) / 2
     int n = 0;
+    float lo = 0, cell_scale = 0;
+    uint8_t cell[kCells + 1];
     void set(const float* values, int count);
     void set_i8(const int8_t* values, int count, int offset = 0);
     int nearest(float t) const {
-        int lo = 0, hi = n - 1;  // invariant: answer in [lo, hi]
-        while (lo < hi) {
-            const int m = (lo + hi) >> 1;
-            if (t > mid[m]) lo = m + 1; else hi = m;
-        }
-        return lo;
+        float c = (t - lo) * cell_scale;
+        if (!(c >= 0.0f)) c = 0.0f;  // also NaN
+        else if (c > (float)kCells) c = (float)kCells;
+        int i = cell[(int)c];
+        if (i + 1 < n && t > mid[i]) ++i;
+        return i;
     }
 };
 
@@ -52,6 +57,7 @@ struct NlFormat {
     int ntry;             // candidate scales per side when fitting one sub-block
     float rel_range;      // relative spread of those candidates
     int ndtry;            // candidate group scales
+    int fit_iters = 1;    // least-squares refinements per candidate scale
 };
 
 struct NlResult {

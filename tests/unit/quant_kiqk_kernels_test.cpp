@@ -83,13 +83,15 @@ std::vector<uint8_t> make_weights(const TypeCase& tc, int64_t ne0, int64_t rows,
         return w;
     }
     for (auto& b : w) b = (uint8_t)(rng() & 255);
+    // scales in [-0.01, 0.01], every 4th one tiny (fp16 subnormal range)
+    auto scale = [&]() { return ud(rng) * (rng() % 4 == 0 ? 1e-3f : 1.0f); };
     for (int64_t r = 0; r < rows; ++r) {
         uint8_t* row = w.data() + r * rb;
-        if (tc.meta == 2) { const uint16_t h = f32_to_f16(ud(rng)); std::memcpy(row, &h, 2); }
-        if (tc.meta == 4) { const float f = ud(rng); std::memcpy(row, &f, 4); }
+        if (tc.meta == 2) { const uint16_t h = f32_to_f16(scale()); std::memcpy(row, &h, 2); }
+        if (tc.meta == 4) { const float f = scale(); std::memcpy(row, &f, 4); }
         for (int64_t b = 0; b < ne0 / 256; ++b)
             for (int off : tc.f16_fields) {
-                const uint16_t h = f32_to_f16(ud(rng));
+                const uint16_t h = f32_to_f16(scale());
                 std::memcpy(row + tc.meta + b * tc.bytes + off, &h, 2);
             }
     }
@@ -197,6 +199,35 @@ void check_type(const TypeCase& tc, bool random_bytes) {
                     ASSERT_NEAR(b, a, 1e-5 * mag + 1e-30)
                         << tc.name << " " << isa_name(isa) << " ne0=" << s.ne0 << " r=" << r << " t=" << t;
                 }
+        }
+    }
+}
+
+// Every kernel's activation encoder writes the bytes of the reference Q8_K encoder.
+TEST(KiqkKernelsAct, EncodersMatchReference) {
+    std::mt19937 rng(5);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    const int64_t ne0 = 1024;
+    std::vector<float> x(ne0);
+    for (auto& v : x) v = nd(rng);
+    std::fill(x.begin() + 256, x.begin() + 512, 0.0f);  // all-zero block
+    // block 2: amax 127 -> id 1, exact ties x.5 must round to even
+    for (int j = 0; j < 256; ++j) x[512 + j] = (float)(j % 20) - 9.5f;
+    x[512 + 77] = 127.0f;
+    std::vector<uint8_t> ref(q8_k_row_bytes(ne0)), got(ref.size());
+    encode_q8_k_row(x.data(), ref.data(), ne0);
+    EXPECT_EQ((int8_t)ref[2 * 296 + 8 + 0], -10);  // -9.5 -> -10 (even)
+    EXPECT_EQ((int8_t)ref[2 * 296 + 8 + 1], -8);   // -8.5 -> -8
+    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+        if (!cpu_has(isa)) continue;
+        for (const TypeCase& tc : cases()) {
+            const MatmulKernel* k = kernel(tc.id, isa);
+            ASSERT_NE(k, nullptr);
+            ASSERT_EQ(k->act->id, (uint32_t)T_Q8_K);
+            ASSERT_EQ(k->act->row_bytes(ne0), ref.size());
+            std::fill(got.begin(), got.end(), 0xAB);
+            k->act->encode_row(x.data(), got.data(), ne0);
+            ASSERT_EQ(0, std::memcmp(got.data(), ref.data(), ref.size())) << tc.name << " " << isa_name(isa);
         }
     }
 }

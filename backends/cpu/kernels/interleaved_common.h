@@ -8,7 +8,6 @@
 #pragma once
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #if defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
@@ -79,6 +78,17 @@ inline float gti_dot(const float* a, const float* b, int64_t n) {
     return s;
 }
 
+// Scratch floats. A local type (internal linkage) rather than std::vector: template code
+// instantiated in an AVX-512 file could otherwise be shared by the linker with baseline files.
+struct GtiFloats {
+    float* p;
+    explicit GtiFloats(size_t n) : p(new float[n]) {}
+    ~GtiFloats() { delete[] p; }
+    GtiFloats(const GtiFloats&) = delete;
+    GtiFloats& operator=(const GtiFloats&) = delete;
+    float* data() { return p; }
+};
+
 // ---- generic kernel: dequantize a row group, dot against decoded activations ---------------------
 // Tokens are handled in tiles whose decoded floats stay in L2; each weight group is decoded once
 // per tile.
@@ -89,7 +99,7 @@ void gti_generic_run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int6
     if (!tt || !tt->dequant || r1 <= r0 || nt <= 0) return;
     const int64_t N = tt->interleave;
     const int64_t tile = std::clamp<int64_t>(262144 / (ne0 * 4), 1, nt);
-    std::vector<float> wbuf((size_t)(N * ne0)), xbuf((size_t)(tile * ne0));
+    GtiFloats wbuf((size_t)(N * ne0)), xbuf((size_t)(tile * ne0));
     for (int64_t t0 = 0; t0 < nt; t0 += tile) {
         const int64_t t1 = std::min(nt, t0 + tile);
         for (int64_t t = t0; t < t1; ++t) DecodeAct(act + (size_t)t * arb, xbuf.data() + (t - t0) * ne0, ne0);

@@ -11,7 +11,6 @@
 
 #if defined(__AVX2__)
 #include "quant/grid_util.h"
-#include "quant/interleaved_layouts.h"
 #include "quant/interleaved_values.h"
 
 namespace ikllm::cpu {
@@ -47,7 +46,7 @@ inline __m128i u8x4_epi32(const uint8_t* p) {
     return _mm_cvtepu8_epi32(_mm_cvtsi32_si128(v));
 }
 // 6-bit scales of slots 8ib .. 8ib+7 split as low nibbles in lo[32] and 2 high bits in hi[16]
-// (layout::get_split6), as 8 int32 lanes.
+// (get_split6 of interleaved_layouts.h), as 8 int32 lanes.
 inline __m256i split6x8(const uint8_t* lo, const uint8_t* hi, int ib) {
     const __m256i l = _mm256_and_si256(_mm256_srli_epi32(u8x8_epi32(lo + 8 * (ib % 4)), 4 * (ib / 4)), _mm256_set1_epi32(15));
     const __m256i h = _mm256_and_si256(_mm256_srli_epi32(u8x8_epi32(hi + 8 * (ib % 2)), 2 * (ib / 2)), _mm256_set1_epi32(3));
@@ -68,10 +67,10 @@ inline Q8Blk q8x4_block(const uint8_t* row, int64_t ne0, int64_t ib) {
     if (ib < full) {
         const uint8_t* g = row + 144 * (ib / 4);
         const int k = (int)(ib % 4);
-        return {(const int8_t*)(g + 16 + 32 * k), bf16_to_f32(rd_u16(g + 2 * k)), (int16_t)rd_u16(g + 8 + 2 * k)};
+        return {(const int8_t*)(g + 16 + 32 * k), rd_bf16(g + 2 * k), (int16_t)rd_u16(g + 8 + 2 * k)};
     }
     const uint8_t* b = row + 144 * (full / 4) + 36 * (ib - full);
-    return {(const int8_t*)(b + 4), bf16_to_f32(rd_u16(b)), (int16_t)rd_u16(b + 2)};
+    return {(const int8_t*)(b + 4), rd_bf16(b), (int16_t)rd_u16(b + 2)};
 }
 
 // NIB4 quant area of a 4-row, 32-column sub-block (64 bytes) as four vectors whose lanes 0-3 /
@@ -371,7 +370,7 @@ void bf16r16_tile(const uint8_t* grp, int64_t ne0, const float* x, int64_t xs, f
 [[maybe_unused]] void run_bf16_r16_avx2(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
                        size_t arb, int64_t nt, float* y, int64_t ys) {
     const int64_t tile = std::clamp<int64_t>(65536 / ne0, 4, 64) / 4 * 4;
-    std::vector<float> x((size_t)(tile * ne0));
+    GtiFloats x((size_t)(tile * ne0));
     for (int64_t t0 = 0; t0 < nt; t0 += tile) {
         const int64_t tn = std::min(tile, nt - t0);
         for (int64_t t = 0; t < tn; ++t) decode_bf16_row(act + (size_t)(t0 + t) * arb, x.data() + t * ne0, ne0);

@@ -1,15 +1,15 @@
 // AVX2 matmul kernels for IQ4_XS and the ik K / KS types against Q8_K activations
-// (kquant_simd.h). IQ2_KS, IQ3_KS, IQ4_KSS and IQ2_KL use their scalar unpackers + SIMD dots.
+// (kquant_simd.h).
 #include "kernels/kquant_simd.h"
 
 namespace ikllm::cpu {
 
 KernelTable iqk_kernels_avx2() {
-#define K_ENTRY(U) {U::id, Isa::avx2, act_format_q8_k_kiqk(), simd_matmul<U, Avx2Tile, 4>}
+#define K_ENTRY(U) {U::id, Isa::avx2, simd_act_q8_k(), simd_matmul<U, Avx2Tile, 4>}
     static const MatmulKernel entries[] = {
         K_ENTRY(SIq4Xs), K_ENTRY(SIq2K), K_ENTRY(SIq3K), K_ENTRY(SIq4K), K_ENTRY(SIq5K), K_ENTRY(SIq6K),
-        K_ENTRY(SIq4Ks), K_ENTRY(SIq5Ks), K_ENTRY(SGeneric<KIq2Ks>), K_ENTRY(SGeneric<KIq3Ks>),
-        K_ENTRY(SGeneric<KIq4Kss>), K_ENTRY(SGeneric<KIq2Kl>),
+        K_ENTRY(SIq4Ks), K_ENTRY(SIq5Ks), K_ENTRY(SIq2Ks), K_ENTRY(SIq3Ks),
+        K_ENTRY(SIq4Kss), K_ENTRY(SIq2Kl),
     };
 #undef K_ENTRY
     return {entries, sizeof(entries) / sizeof(entries[0])};

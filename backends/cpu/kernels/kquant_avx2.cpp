@@ -1,13 +1,12 @@
-// AVX2 matmul kernels for Q2_K..Q6_K against Q8_K activations (kquant_simd.h). Q4_K, Q5_K and
-// Q6_K unpack with SIMD; Q2_K and Q3_K go through their scalar unpackers + SIMD dot products.
+// AVX2 matmul kernels for Q2_K..Q6_K against Q8_K activations (kquant_simd.h).
 #include "kernels/kquant_simd.h"
 
 namespace ikllm::cpu {
 
 KernelTable kquant_kernels_avx2() {
-#define K_ENTRY(U) {U::id, Isa::avx2, act_format_q8_k_kiqk(), simd_matmul<U, Avx2Tile, 4>}
+#define K_ENTRY(U) {U::id, Isa::avx2, simd_act_q8_k(), simd_matmul<U, Avx2Tile, 4>}
     static const MatmulKernel entries[] = {
-        K_ENTRY(SGeneric<KQ2K>), K_ENTRY(SGeneric<KQ3K>), K_ENTRY(SQ4K), K_ENTRY(SQ5K), K_ENTRY(SQ6K),
+        K_ENTRY(SQ2K), K_ENTRY(SQ3K), K_ENTRY(SQ4K), K_ENTRY(SQ5K), K_ENTRY(SQ6K),
     };
 #undef K_ENTRY
     return {entries, sizeof(entries) / sizeof(entries[0])};

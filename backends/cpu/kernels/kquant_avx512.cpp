@@ -4,9 +4,9 @@
 namespace ikllm::cpu {
 
 KernelTable kquant_kernels_avx512() {
-#define K_ENTRY(U) {U::id, Isa::avx512, act_format_q8_k_kiqk(), simd_matmul<U, Avx512Tile, 8>}
+#define K_ENTRY(U) {U::id, Isa::avx512, simd_act_q8_k(), simd_matmul<U, Avx512Tile, 8>}
     static const MatmulKernel entries[] = {
-        K_ENTRY(SGeneric<KQ2K>), K_ENTRY(SGeneric<KQ3K>), K_ENTRY(ZQ45K<false>), K_ENTRY(ZQ45K<true>), K_ENTRY(ZQ6K),
+        K_ENTRY(SQ2K), K_ENTRY(SQ3K), K_ENTRY(ZQ45K<false>), K_ENTRY(ZQ45K<true>), K_ENTRY(ZQ6K),
     };
 #undef K_ENTRY
     return {entries, sizeof(entries) / sizeof(entries[0])};

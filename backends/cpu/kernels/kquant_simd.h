@@ -10,9 +10,8 @@
 //   AVX-512: pairs of chunks joined into 512-bit vectors; a is negated under the sign mask of
 //            v, then maddubs + vpdpwssd.
 // A weight block is thus decoded once per tile of T tokens (T = 4 / 8) and stays in registers.
-// Types with a dedicated SIMD unpacker: Q4_K Q5_K Q6_K IQ4_XS IQ2_K IQ3_K IQ4_K IQ5_K IQ6_K
-// IQ4_KS IQ5_KS; the others (Q2_K Q3_K IQ2_KS IQ3_KS IQ4_KSS IQ2_KL) decode with the scalar
-// unpacker of kquant_unpack.h and then use the same SIMD dot products.
+// Every type of both families has a SIMD unpacker here; kquant_simd512.h adds native 512-bit
+// ones for the most used types.
 #pragma once
 #include <immintrin.h>
 #include "kernels/kquant_unpack.h"
@@ -27,7 +26,7 @@ namespace {
 inline __m256i ld256(const void* p) { return _mm256_loadu_si256((const __m256i*)p); }
 inline __m128i ld128(const void* p) { return _mm_loadu_si128((const __m128i*)p); }
 // fp16 -> float with F16C (exact, same as f16_to_f32).
-inline float hf(const uint8_t* p) { return _cvtsh_ss(quant::rd_u16(p)); }
+inline float hf(const uint8_t* p) { return _cvtsh_ss(rd_u16(p)); }
 inline __m256i bcast16(const int8_t* table) { return _mm256_broadcastsi128_si256(ld128(table)); }
 
 // int16 lanes: acc + pairwise products of p and sc.
@@ -83,7 +82,7 @@ inline __m256i extra_corr(uint16_t extra, __m128i sc8, int shift) {
 
 // IQ4_KS / IQ5_KS: 8 scale bytes (bit 0 = value set) -> per-16 scales and set correction.
 inline void ks_scale_vectors(const uint8_t* b, int shift, __m128i* sc8, __m256i* corr) {
-    const __m128i x = dup8(quant::rd_u32(b) | (uint64_t)quant::rd_u32(b + 4) << 32);
+    const __m128i x = dup8(rd_u32(b) | (uint64_t)rd_u32(b + 4) << 32);
     *sc8 = _mm_sub_epi8(_mm_and_si128(x, _mm_set1_epi8((char)0xFE)), _mm_set1_epi8(127));
     const __m128i e = _mm_cmpeq_epi8(_mm_and_si128(x, _mm_set1_epi8(1)), _mm_set1_epi8(1));
     *corr = _mm256_and_si256(_mm256_cvtepi8_epi16(e), _mm256_mullo_epi16(_mm256_cvtepi8_epi16(*sc8),
@@ -103,7 +102,7 @@ template <bool Five>
 struct SQ45K : KQ45K<Five> {
     template <class S>
     static void unpack(const uint8_t* b, float, S& s) {
-        const uint32_t u0 = quant::rd_u32(b + 4), u1 = quant::rd_u32(b + 8), u2 = quant::rd_u32(b + 12);
+        const uint32_t u0 = rd_u32(b + 4), u1 = rd_u32(b + 8), u2 = rd_u32(b + 12);
         const uint64_t sc = (u0 & 0x3f3f3f3fu) | (uint64_t)((u2 & 0x0f0f0f0fu) | ((u0 >> 2) & 0x30303030u)) << 32;
         const uint64_t mn = (u1 & 0x3f3f3f3fu) | (uint64_t)(((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 2) & 0x30303030u)) << 32;
         const ScaleVec sv(dup8(sc));
@@ -160,8 +159,8 @@ inline void p4n_pairs(const uint8_t* qs, __m256i table, const ScaleVec& sv, S& s
 struct SIq4Xs : KIq4Xs {
     template <class S>
     static void unpack(const uint8_t* b, float, S& s) {
-        const uint64_t sc = _pdep_u64(quant::rd_u32(b + 4), 0x0f0f0f0f0f0f0f0full) |
-                            _pdep_u64(quant::rd_u16(b + 2), 0x3030303030303030ull);
+        const uint64_t sc = _pdep_u64(rd_u32(b + 4), 0x0f0f0f0f0f0f0f0full) |
+                            _pdep_u64(rd_u16(b + 2), 0x3030303030303030ull);
         const ScaleVec sv(_mm_sub_epi8(dup8(sc), _mm_set1_epi8(32)));
         p4n_pairs(b + 8, bcast16(tabs::kIq4nl), sv, s);
         s.end(hf(b));
@@ -170,8 +169,8 @@ struct SIq4Xs : KIq4Xs {
 
 // IQ4_K / IQ5_K scales: 16 six-bit scales from scales_h (4 bytes @4) and scales_l (8 bytes @8).
 inline __m128i k6_scales(const uint8_t* b) {
-    const uint32_t sh = quant::rd_u32(b + 4);
-    const uint32_t sl0 = quant::rd_u32(b + 8), sl1 = quant::rd_u32(b + 12);
+    const uint32_t sh = rd_u32(b + 4);
+    const uint32_t sl0 = rd_u32(b + 8), sl1 = rd_u32(b + 12);
     const uint64_t lo = _pdep_u64(sl0, 0x0f0f0f0f0f0f0f0full) | _pdep_u64(sh & 0xffff, 0x3030303030303030ull);
     const uint64_t hi = _pdep_u64(sl1, 0x0f0f0f0f0f0f0f0full) | _pdep_u64(sh >> 16, 0x3030303030303030ull);
     return _mm_sub_epi8(_mm_set_epi64x((long long)hi, (long long)lo), _mm_set1_epi8(32));
@@ -183,7 +182,7 @@ struct SIq4K : KIq4K {
         const __m128i sc8 = k6_scales(b);
         const ScaleVec sv(sc8);
         p4n_pairs(b + 16, bcast16(tabs::kIq4k), sv, s);
-        s.end(hf(b), hf(b), extra_corr(quant::rd_u16(b + 2), sc8, 4));
+        s.end(hf(b), hf(b), extra_corr(rd_u16(b + 2), sc8, 4));
     }
 };
 
@@ -228,7 +227,7 @@ struct SIq5K : KIq5K {
         const __m128i sc8 = k6_scales(b);
         const ScaleVec sv(sc8);
         p4k5_pairs(b + 16, b + 144, tabs::kIq5nl, sv, s);
-        s.end(hf(b), hf(b), extra_corr(quant::rd_u16(b + 2), sc8, 2));
+        s.end(hf(b), hf(b), extra_corr(rd_u16(b + 2), sc8, 2));
     }
 };
 
@@ -273,18 +272,18 @@ struct SIq6K : KIq6K {
             const __m256i v1 = look(_mm256_or_si256(nib_hi(q), _mm256_slli_epi16(h1, 4)));
             s.pair(g, _mm256_abs_epi8(v0), v0, sv.get(2 * g), _mm256_abs_epi8(v1), v1, sv.get(2 * g + 1));
         }
-        s.end(hf(b), hf(b), extra_corr(quant::rd_u16(b + 2), sc8, 1));
+        s.end(hf(b), hf(b), extra_corr(rd_u16(b + 2), sc8, 1));
     }
 };
 
 struct SIq2K : KIq2K {
     template <class S>
     static void unpack(const uint8_t* b, float, S& s) {
-        const uint64_t lo = _pdep_u64(quant::rd_u32(b + 4), 0x0f0f0f0f0f0f0f0full);
-        const uint64_t hi = _pdep_u64(quant::rd_u32(b + 8), 0x0f0f0f0f0f0f0f0full);
+        const uint64_t lo = _pdep_u64(rd_u32(b + 4), 0x0f0f0f0f0f0f0f0full);
+        const uint64_t hi = _pdep_u64(rd_u32(b + 8), 0x0f0f0f0f0f0f0f0full);
         const __m128i sc8 = _mm_sub_epi8(_mm_set_epi64x((long long)hi, (long long)lo), _mm_set1_epi8(8));
         const ScaleVec sv(sc8);
-        const __m256i tab = _mm256_broadcastsi128_si256(_mm_cvtsi32_si128((int)quant::rd_u32((const uint8_t*)tabs::kIq2nl)));
+        const __m256i tab = _mm256_broadcastsi128_si256(_mm_cvtsi32_si128((int)rd_u32((const uint8_t*)tabs::kIq2nl)));
         const __m256i three = _mm256_set1_epi8(3);
         for (int h = 0; h < 2; ++h) {
             const __m256i q = ld256(b + 12 + 32 * h);
@@ -295,18 +294,18 @@ struct SIq2K : KIq2K {
             s.pair(2 * h + 1, _mm256_abs_epi8(v[2]), v[2], sv.get(4 * h + 2), _mm256_abs_epi8(v[3]), v[3],
                    sv.get(4 * h + 3));
         }
-        s.end(hf(b), hf(b), extra_corr(quant::rd_u16(b + 2), sc8, 5));
+        s.end(hf(b), hf(b), extra_corr(rd_u16(b + 2), sc8, 5));
     }
 };
 
 struct SIq3K : KIq3K {
     template <class S>
     static void unpack(const uint8_t* b, float, S& s) {
-        const uint64_t lo = _pdep_u64(quant::rd_u32(b + 6), 0x0f0f0f0f0f0f0f0full);
-        const uint64_t hi = _pdep_u64(quant::rd_u32(b + 10), 0x0f0f0f0f0f0f0f0full);
+        const uint64_t lo = _pdep_u64(rd_u32(b + 6), 0x0f0f0f0f0f0f0f0full);
+        const uint64_t hi = _pdep_u64(rd_u32(b + 10), 0x0f0f0f0f0f0f0f0full);
         const __m128i n = _mm_set_epi64x((long long)hi, (long long)lo);
         const __m128i mag = _mm_add_epi8(_mm_add_epi8(n, n), _mm_set1_epi8(1));
-        const uint16_t sh = quant::rd_u16(b + 4);
+        const uint16_t sh = rd_u16(b + 4);
         const __m128i sbits = _mm_set_epi64x((long long)_pdep_u64(sh >> 8, 0x0101010101010101ull),
                                              (long long)_pdep_u64(sh & 0xff, 0x0101010101010101ull));
         const __m128i neg = _mm_cmpeq_epi8(sbits, _mm_set1_epi8(1));
@@ -327,25 +326,159 @@ struct SIq3K : KIq3K {
             s.pair(2 * h + 1, _mm256_abs_epi8(v[2]), v[2], sv.get(4 * h + 2), _mm256_abs_epi8(v[3]), v[3],
                    sv.get(4 * h + 3));
         }
-        s.end(hf(b), hf(b), extra_corr(quant::rd_u16(b + 2), sc8, 4));
+        s.end(hf(b), hf(b), extra_corr(rd_u16(b + 2), sc8, 4));
     }
 };
 
-// Any type through its scalar unpacker (KBlock) - for the less used formats.
-template <class K>
-struct SGeneric : K {
+// P2 codes (+ optional HB third bit) of a 256-weight block, unsigned or through a table.
+template <class S>
+inline void p2_pairs(const uint8_t* q64, const uint8_t* hb32, const __m256i* table, const ScaleVec& sv, S& s) {
+    const __m256i three = _mm256_set1_epi8(3);
+    const __m256i hb = hb32 ? ld256(hb32) : _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+        const __m256i q = ld256(q64 + 32 * h);
+        __m256i v[4];
+        for (int j = 0; j < 4; ++j) {
+            v[j] = _mm256_and_si256(_mm256_srli_epi16(q, 2 * j), three);
+            if (hb32) v[j] = _mm256_or_si256(v[j], _mm256_slli_epi16(bit_of(hb, 4 * h + j), 2));
+            if (table) v[j] = _mm256_shuffle_epi8(*table, v[j]);
+        }
+        for (int k = 0; k < 2; ++k) {
+            const __m256i a = v[2 * k], c = v[2 * k + 1];
+            if (table)
+                s.pair(2 * h + k, _mm256_abs_epi8(a), a, sv.get(4 * h + 2 * k), _mm256_abs_epi8(c), c,
+                       sv.get(4 * h + 2 * k + 1));
+            else
+                s.pair(2 * h + k, a, a, sv.get(4 * h + 2 * k), c, c, sv.get(4 * h + 2 * k + 1));
+        }
+    }
+}
+
+struct SQ2K : KQ2K {
+    template <class S>
+    static void unpack(const uint8_t* b, float, S& s) {
+        const __m128i x = ld128(b);
+        const __m128i m15 = _mm_set1_epi8(15);
+        const ScaleVec sv(_mm_and_si128(x, m15));
+        const __m256i corr = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(x, 4), m15));
+        p2_pairs(b + 16, nullptr, nullptr, sv, s);
+        s.end(hf(b + 80), -hf(b + 82), corr);
+    }
+};
+
+struct SQ3K : KQ3K {
+    template <class S>
+    static void unpack(const uint8_t* b, float, S& s) {
+        uint64_t l8;
+        std::memcpy(&l8, b + 96, 8);
+        const uint32_t h = rd_u32(b + 104);
+        const uint64_t lo = (l8 & 0x0f0f0f0f0f0f0f0full) |
+                            ((uint64_t)(h & 0x03030303u) | (uint64_t)((h >> 2) & 0x03030303u) << 32) << 4;
+        const uint64_t hi = ((l8 >> 4) & 0x0f0f0f0f0f0f0f0full) |
+                            ((uint64_t)((h >> 4) & 0x03030303u) | (uint64_t)((h >> 6) & 0x03030303u) << 32) << 4;
+        const __m128i sc8 = _mm_sub_epi8(_mm_set_epi64x((long long)hi, (long long)lo), _mm_set1_epi8(32));
+        const ScaleVec sv(sc8);
+        // codes q + 4 in 0..7 (the third bit is the HB plane); the -4 goes into the correction
+        const __m256i corr = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(sc8), _mm256_set1_epi16(-4));
+        p2_pairs(b + 32, b, nullptr, sv, s);
+        const float d = hf(b + 108);
+        s.end(d, d, corr);
+    }
+};
+
+// Per-32 scales (8 bytes) and value-set bits (8 bits) -> per-16 scale bytes and set correction.
+// Scale bytes are stored with a bias (subtracted per byte here).
+inline __m256i set_corr32(uint64_t biased, int bias, unsigned sets, int shift, __m128i* sc8) {
+    *sc8 = _mm_sub_epi8(dup8(biased), _mm_set1_epi8((char)bias));
+    const __m128i e = _mm_cmpeq_epi8(dup8(_pdep_u64(sets, 0x0101010101010101ull)), _mm_set1_epi8(1));
+    return _mm256_and_si256(_mm256_cvtepi8_epi16(e),
+                            _mm256_mullo_epi16(_mm256_cvtepi8_epi16(*sc8), _mm256_set1_epi16((short)shift)));
+}
+
+struct SIq2Ks : KIq2Ks {
     template <class S>
     static void unpack(const uint8_t* b, float rowd, S& s) {
-        alignas(32) KBlock kb;
-        K::unpack(b, rowd, kb);
-        const __m128i sc8 = _mm_packs_epi16(ld128(kb.sc), ld128(kb.sc + 8));
+        const uint16_t extra = rd_u16(b);
+        const uint64_t ls = _pdep_u64(rd_u32(b + 2), 0x0f0f0f0f0f0f0f0full) |
+                            _pdep_u64(extra >> 8, 0x1010101010101010ull);
+        __m128i sc8;
+        const __m256i corr = set_corr32(ls, 16, extra & 0xff, 5, &sc8);
         const ScaleVec sv(sc8);
+        const __m256i tab = _mm256_broadcastsi128_si256(_mm_cvtsi32_si128((int)rd_u32((const uint8_t*)tabs::kIq2nl)));
+        p2_pairs(b + 6, nullptr, &tab, sv, s);
+        s.end(rowd, rowd, corr);
+    }
+};
+
+struct SIq3Ks : KIq3Ks {
+    template <class S>
+    static void unpack(const uint8_t* b, float rowd, S& s) {
+        const uint16_t extra = rd_u16(b);
+        const uint32_t sl = rd_u32(b + 2);
+        const uint64_t nib = (uint64_t)(sl & 0x0f0f0f0fu) | (uint64_t)((sl >> 4) & 0x0f0f0f0fu) << 32;
+        const uint64_t ls = nib | _pdep_u64(extra & 0xff, 0x1010101010101010ull);
+        __m128i sc8;
+        const __m256i corr = set_corr32(ls, 16, extra >> 8, 4, &sc8);
+        const ScaleVec sv(sc8);
+        const __m256i tab = _mm256_broadcastsi128_si256(_mm_loadl_epi64((const __m128i*)tabs::kIq3nl));
+        p2_pairs(b + 6, b + 70, &tab, sv, s);
+        s.end(rowd, rowd, corr);
+    }
+};
+
+struct SIq4Kss : KIq4Kss {
+    template <class S>
+    static void unpack(const uint8_t* b, float rowd, S& s) {
+        // bit 0 of the 8 words of sub-block j = scale byte j; the rest is a Gray code of the
+        // sub-block's 16 NL4 bytes
+        uint64_t s8 = 0;
+        alignas(32) uint8_t codes[128];
         for (int k = 0; k < 4; ++k) {
-            const __m256i v0 = ld256(kb.v + 64 * k), v1 = ld256(kb.v + 64 * k + 32);
-            if (K::uns) s.pair(k, v0, v0, sv.get(2 * k), v1, v1, sv.get(2 * k + 1));
-            else s.pair(k, _mm256_abs_epi8(v0), v0, sv.get(2 * k), _mm256_abs_epi8(v1), v1, sv.get(2 * k + 1));
+            const __m256i u = ld256(b + 32 * k);
+            const unsigned m = (unsigned)_mm256_movemask_epi8(_mm256_slli_epi16(u, 15));
+            s8 |= (uint64_t)_pext_u32(m, 0xAAAAAAAAu) << (16 * k);
+            const __m256i e = _mm256_and_si256(u, _mm256_set1_epi16((short)0xFFFE));
+            _mm256_store_si256((__m256i*)(codes + 32 * k), _mm256_xor_si256(e, _mm256_srli_epi16(e, 1)));
         }
-        s.end(kb.dw, kb.dc, ld256(kb.corr));
+        __m128i sc8;
+        __m256i corr;
+        alignas(8) uint8_t sb[8];
+        std::memcpy(sb, &s8, 8);
+        ks_scale_vectors(sb, 4, &sc8, &corr);
+        const ScaleVec sv(sc8);
+        p4n_pairs(codes, bcast16(tabs::kIq4k), sv, s);
+        s.end(rowd, rowd, corr);
+    }
+};
+
+struct SIq2Kl : KIq2Kl {
+    template <class S>
+    static void unpack(const uint8_t* b, float rowd, S& s) {
+        const uint32_t sl = rd_u32(b + 2);
+        const uint64_t nib = (uint64_t)(sl & 0x0f0f0f0fu) | (uint64_t)((sl >> 4) & 0x0f0f0f0fu) << 32;
+        const uint64_t ls = nib | _pdep_u64(rd_u16(b), 0x3030303030303030ull);
+        const ScaleVec sv(_mm_sub_epi8(dup8(ls), _mm_set1_epi8(32)));
+        // first / second weight of every codebook pair, split by the code's 5th bit
+        alignas(16) int8_t t1[32], t2[32];
+        for (int k = 0; k < 32; ++k) {
+            t1[k] = (int8_t)(tabs::kIq2kl[k] & 255);
+            t2[k] = (int8_t)(tabs::kIq2kl[k] >> 8);
+        }
+        const __m128i a_lo = ld128(t1), a_hi = ld128(t1 + 16), b_lo = ld128(t2), b_hi = ld128(t2 + 16);
+        const __m128i qh = ld128(b + 70), m15 = _mm_set1_epi8(15), one = _mm_set1_epi8(1);
+        __m256i v[8];
+        for (int k = 0; k < 8; ++k) {
+            const __m128i q = ld128(b + 6 + 16 * (k >> 1));
+            const __m128i c = _mm_and_si128((k & 1) ? _mm_srli_epi16(q, 4) : q, m15);
+            const __m128i hm = _mm_cmpeq_epi8(_mm_and_si128(_mm_srli_epi16(qh, k), one), one);
+            const __m128i f = _mm_blendv_epi8(_mm_shuffle_epi8(a_lo, c), _mm_shuffle_epi8(a_hi, c), hm);
+            const __m128i g = _mm_blendv_epi8(_mm_shuffle_epi8(b_lo, c), _mm_shuffle_epi8(b_hi, c), hm);
+            v[k] = _mm256_set_m128i(_mm_unpackhi_epi8(f, g), _mm_unpacklo_epi8(f, g));
+        }
+        for (int k = 0; k < 4; ++k)
+            s.pair(k, _mm256_abs_epi8(v[2 * k]), v[2 * k], sv.get(2 * k), _mm256_abs_epi8(v[2 * k + 1]), v[2 * k + 1],
+                   sv.get(2 * k + 1));
+        s.end(rowd);
     }
 };
 
@@ -446,6 +579,59 @@ struct Avx512Tile : TileBase {
     float result(int t) const { return hsum256(facc[t]); }
 };
 #endif
+
+// ---------------------------------------------------------------------------------------------
+// Q8_K activation encoder (quant-formats.md §15), byte-identical to quant::encode_q8_k_row:
+// cvtps_epi32 rounds half to even under the default MXCSR mode, as RNE8 requires.
+inline void encode_q8_k_simd(const float* x, uint8_t* out, int64_t ne0) {
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int64_t ib = 0; ib < ne0 / 256; ++ib, x += 256, out += quant::kQ8KBlockBytes) {
+        __m256 mx = _mm256_setzero_ps();
+        for (int i = 0; i < 32; ++i) mx = _mm256_max_ps(mx, _mm256_and_ps(_mm256_loadu_ps(x + 8 * i), absmask));
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float amax = _mm_cvtss_f32(m4);
+        const float d = amax / 127.0f;
+        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        const __m256 vid = _mm256_set1_ps(id);
+        int8_t* q = (int8_t*)(out + quant::kQ8KOffQs);
+        alignas(32) int32_t part[64];
+        const __m256i ones8 = _mm256_set1_epi8(1);
+        const __m256i ones16 = _mm256_set1_epi16(1);
+        for (int g = 0; g < 8; ++g) {
+            const float* xg = x + 32 * g;
+            const __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xg), vid));
+            const __m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xg + 8), vid));
+            const __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xg + 16), vid));
+            const __m256i i3 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xg + 24), vid));
+            const __m256i b = _mm256_permutevar8x32_epi32(
+                _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3)), perm);
+            _mm256_storeu_si256((__m256i*)(q + 32 * g), b);
+            // sums of 4 consecutive codes
+            _mm256_store_si256((__m256i*)(part + 8 * g),
+                               _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, b), ones16));
+        }
+        int16_t bsums[16];
+        int total = 0;
+        for (int s = 0; s < 16; ++s) {
+            const int v = part[4 * s] + part[4 * s + 1] + part[4 * s + 2] + part[4 * s + 3];
+            bsums[s] = (int16_t)v;
+            total += v;
+        }
+        const float sum = d * (float)total;
+        std::memcpy(out + quant::kQ8KOffD, &d, 4);
+        std::memcpy(out + quant::kQ8KOffSum, &sum, 4);
+        std::memcpy(out + quant::kQ8KOffBsums, bsums, 32);
+    }
+}
+
+// This file's Q8_K activation format object (same id and bytes as the reference encoder).
+inline const ActFormat* simd_act_q8_k() {
+    static constexpr ActFormat f{quant::T_Q8_K, quant::q8_k_row_bytes, encode_q8_k_simd};
+    return &f;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Driver: token blocks (kept in L2) x weight rows x tiles of T tokens x 256-weight blocks.

@@ -60,7 +60,7 @@ template <bool Five>
 struct ZQ45K : KQ45K<Five> {
     template <class S>
     static void unpack(const uint8_t* b, float, S& s) {
-        const uint32_t u0 = quant::rd_u32(b + 4), u1 = quant::rd_u32(b + 8), u2 = quant::rd_u32(b + 12);
+        const uint32_t u0 = rd_u32(b + 4), u1 = rd_u32(b + 8), u2 = rd_u32(b + 12);
         const uint64_t sc = (u0 & 0x3f3f3f3fu) | (uint64_t)((u2 & 0x0f0f0f0fu) | ((u0 >> 2) & 0x30303030u)) << 32;
         const uint64_t mn = (u1 & 0x3f3f3f3fu) | (uint64_t)(((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 2) & 0x30303030u)) << 32;
         const __m256i sc16 = _mm256_cvtepi8_epi16(dup8(sc));
@@ -106,8 +106,8 @@ inline void zp4n_blocks(const uint8_t* qs, const int8_t* table16, __m256i sc16, 
 struct ZIq4Xs : KIq4Xs {
     template <class S>
     static void unpack(const uint8_t* b, float, S& s) {
-        const uint64_t sc = _pdep_u64(quant::rd_u32(b + 4), 0x0f0f0f0f0f0f0f0full) |
-                            _pdep_u64(quant::rd_u16(b + 2), 0x3030303030303030ull);
+        const uint64_t sc = _pdep_u64(rd_u32(b + 4), 0x0f0f0f0f0f0f0f0full) |
+                            _pdep_u64(rd_u16(b + 2), 0x3030303030303030ull);
         const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_sub_epi8(dup8(sc), _mm_set1_epi8(32)));
         zp4n_blocks(b + 8, tabs::kIq4nl, sc16, s);
         s.end(hf(b));
@@ -119,7 +119,7 @@ struct ZIq4K : KIq4K {
     static void unpack(const uint8_t* b, float, S& s) {
         const __m128i sc8 = k6_scales(b);
         zp4n_blocks(b + 16, tabs::kIq4k, _mm256_cvtepi8_epi16(sc8), s);
-        s.end(hf(b), hf(b), extra_corr(quant::rd_u16(b + 2), sc8, 4));
+        s.end(hf(b), hf(b), extra_corr(rd_u16(b + 2), sc8, 4));
     }
 };
 
@@ -150,7 +150,7 @@ struct ZIq5K : KIq5K {
     static void unpack(const uint8_t* b, float, S& s) {
         const __m128i sc8 = k6_scales(b);
         zp4k5_blocks(b + 16, b + 144, _mm256_cvtepi8_epi16(sc8), s);
-        s.end(hf(b), hf(b), extra_corr(quant::rd_u16(b + 2), sc8, 2));
+        s.end(hf(b), hf(b), extra_corr(rd_u16(b + 2), sc8, 2));
     }
 };
 
@@ -178,7 +178,7 @@ struct ZIq6K : KIq6K {
             const __m512i idx = _mm512_or_si512(zp4k(b + 20 + 32 * g), _mm512_and_si512(h, zset1(0x30)));
             zemit_signed(s, g, _mm512_permutexvar_epi8(idx, tab), zscale(sc16, g));
         }
-        s.end(hf(b), hf(b), extra_corr(quant::rd_u16(b + 2), sc8, 1));
+        s.end(hf(b), hf(b), extra_corr(rd_u16(b + 2), sc8, 1));
     }
 };
 
@@ -190,25 +190,25 @@ inline __m512i zp2(const uint8_t* q32, int j) {
 struct ZIq2K : KIq2K {
     template <class S>
     static void unpack(const uint8_t* b, float, S& s) {
-        const uint64_t lo = _pdep_u64(quant::rd_u32(b + 4), 0x0f0f0f0f0f0f0f0full);
-        const uint64_t hi = _pdep_u64(quant::rd_u32(b + 8), 0x0f0f0f0f0f0f0f0full);
+        const uint64_t lo = _pdep_u64(rd_u32(b + 4), 0x0f0f0f0f0f0f0f0full);
+        const uint64_t hi = _pdep_u64(rd_u32(b + 8), 0x0f0f0f0f0f0f0f0full);
         const __m128i sc8 = _mm_sub_epi8(_mm_set_epi64x((long long)hi, (long long)lo), _mm_set1_epi8(8));
         const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
-        const __m512i tab = _mm512_broadcast_i32x4(_mm_cvtsi32_si128((int)quant::rd_u32((const uint8_t*)tabs::kIq2nl)));
+        const __m512i tab = _mm512_broadcast_i32x4(_mm_cvtsi32_si128((int)rd_u32((const uint8_t*)tabs::kIq2nl)));
         for (int k = 0; k < 4; ++k)
             zemit_signed(s, k, _mm512_shuffle_epi8(tab, zp2(b + 12 + 32 * (k >> 1), k & 1)), zscale(sc16, k));
-        s.end(hf(b), hf(b), extra_corr(quant::rd_u16(b + 2), sc8, 5));
+        s.end(hf(b), hf(b), extra_corr(rd_u16(b + 2), sc8, 5));
     }
 };
 
 struct ZIq3K : KIq3K {
     template <class S>
     static void unpack(const uint8_t* b, float, S& s) {
-        const uint64_t lo = _pdep_u64(quant::rd_u32(b + 6), 0x0f0f0f0f0f0f0f0full);
-        const uint64_t hi = _pdep_u64(quant::rd_u32(b + 10), 0x0f0f0f0f0f0f0f0full);
+        const uint64_t lo = _pdep_u64(rd_u32(b + 6), 0x0f0f0f0f0f0f0f0full);
+        const uint64_t hi = _pdep_u64(rd_u32(b + 10), 0x0f0f0f0f0f0f0f0full);
         const __m128i n = _mm_set_epi64x((long long)hi, (long long)lo);
         const __m128i mag = _mm_add_epi8(_mm_add_epi8(n, n), _mm_set1_epi8(1));
-        const uint16_t sh = quant::rd_u16(b + 4);
+        const uint16_t sh = rd_u16(b + 4);
         const __m128i sc8 = _mm_mask_sub_epi8(mag, (__mmask16)sh, _mm_setzero_si128(), mag);
         const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
         const __m512i tab = _mm512_broadcast_i32x4(_mm_loadl_epi64((const __m128i*)tabs::kIq3nl));
@@ -218,7 +218,7 @@ struct ZIq3K : KIq3K {
             q = _mm512_mask_add_epi8(q, zhb(hb2, 2 * k), q, zset1(4));
             zemit_signed(s, k, _mm512_shuffle_epi8(tab, q), zscale(sc16, k));
         }
-        s.end(hf(b), hf(b), extra_corr(quant::rd_u16(b + 2), sc8, 4));
+        s.end(hf(b), hf(b), extra_corr(rd_u16(b + 2), sc8, 4));
     }
 };
 

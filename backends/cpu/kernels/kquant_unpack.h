@@ -8,18 +8,20 @@
 // only the first set's levels appear in v. All integer sums are exact; only the final
 // float combination rounds. IQ6_K uses the integer level table iq6nl (as the reference's
 // matmul does), not the polynomial of its to_float.
+// Activations are Q8_K for every type here. (The reference uses Q8_2_X4, one bf16 scale per 32,
+// for Q4_K/Q5_K/Q6_K; one fp32 scale per 256 keeps the kernels uniform and differs from it only
+// by activation rounding, well inside the quantized-model tolerance.)
 //
-// Everything here sits in an anonymous namespace: each kernel file compiles its own copy with
-// its own instruction-set flags (shared inline symbols would let the linker mix ISAs).
+// Everything here sits in an anonymous namespace and calls no shared inline function of other
+// headers: each kernel file compiles its own copy with its own instruction-set flags (an
+// out-of-line copy of a shared inline function could otherwise be taken from an AVX-512 file
+// by the linker and run on a CPU without AVX-512).
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include "core/fp16.h"
 #include "kernels/matmul.h"
 #include "quant/act_q8_k.h"
-#include "quant/kquant_iqk.h"
-#include "quant/kquant_layout.h"
 #include "quant/quant_tables.h"
 #include "quant/type_traits.h"
 
@@ -37,12 +39,85 @@ struct KBlock {
     float dw, dc;
 };
 
-using quant::rd_f32;
-using quant::rd_u16;
-namespace L = quant::layout;
 namespace tabs = quant::tables;
 
-inline float h2f(const uint8_t* p) { return f16_to_f32(rd_u16(p)); }
+inline uint16_t rd_u16(const uint8_t* p) { uint16_t v; std::memcpy(&v, p, 2); return v; }
+inline uint32_t rd_u32(const uint8_t* p) { uint32_t v; std::memcpy(&v, p, 4); return v; }
+inline float rd_f32(const uint8_t* p) { float v; std::memcpy(&v, p, 4); return v; }
+
+// Exact fp16 -> float: shift the 15 magnitude bits into float position and rescale by 2^112
+// (also right for subnormals); exponent 31 becomes 255 (inf / NaN).
+inline float half_to_float(uint16_t h) {
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t mag = (uint32_t)(h & 0x7fffu) << 13;
+    float f;
+    if ((h & 0x7c00u) == 0x7c00u) {
+        mag |= 0x7f800000u;
+        if (h & 0x3ffu) mag |= 0x00400000u;
+        mag |= sign;
+        std::memcpy(&f, &mag, 4);
+        return f;
+    }
+    std::memcpy(&f, &mag, 4);
+    f *= 5.192296858534828e33f;  // 2^112
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    u |= sign;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
+inline float h2f(const uint8_t* p) { return half_to_float(rd_u16(p)); }
+
+// Scale-field decoders (quant-formats.md §6.1).
+inline int nib_get(const uint8_t* b, int s) { return (b[s >> 1] >> (4 * (s & 1))) & 15; }
+inline void kscale_get(const uint8_t* S, int j, int* sc, int* m) {
+    if (j < 4) {
+        *sc = S[j] & 63;
+        *m = S[j + 4] & 63;
+    } else {
+        *sc = (S[j + 4] & 15) | ((S[j - 4] >> 6) << 4);
+        *m = (S[j + 4] >> 4) | ((S[j] >> 6) << 4);
+    }
+}
+inline int q3scale_get(const uint8_t* S, int s) {
+    const int low4 = s < 8 ? (S[s] & 15) : (S[s - 8] >> 4);
+    const int high2 = (S[8 + (s & 3)] >> (2 * (s >> 2))) & 3;
+    return (low4 | high2 << 4) - 32;
+}
+
+// Byte-oriented layout decoders (quant-formats.md §6.1) writing one code per weight.
+inline void p2_codes(const uint8_t* q, uint8_t* c) {
+    for (int h = 0; h < 2; ++h)
+        for (int l = 0; l < 32; ++l) {
+            const int b = q[32 * h + l];
+            c[128 * h + l] = (uint8_t)(b & 3);
+            c[128 * h + 32 + l] = (uint8_t)((b >> 2) & 3);
+            c[128 * h + 64 + l] = (uint8_t)((b >> 4) & 3);
+            c[128 * h + 96 + l] = (uint8_t)(b >> 6);
+        }
+}
+inline void p4k_codes(const uint8_t* q, uint8_t* c) {
+    for (int g = 0; g < 4; ++g)
+        for (int l = 0; l < 32; ++l) {
+            c[64 * g + l] = (uint8_t)(q[32 * g + l] & 15);
+            c[64 * g + 32 + l] = (uint8_t)(q[32 * g + l] >> 4);
+        }
+}
+inline void p4n_codes(const uint8_t* q, uint8_t* c) {
+    for (int ib = 0; ib < 8; ++ib)
+        for (int l = 0; l < 16; ++l) {
+            c[32 * ib + l] = (uint8_t)(q[16 * ib + l] & 15);
+            c[32 * ib + 16 + l] = (uint8_t)(q[16 * ib + l] >> 4);
+        }
+}
+// ORs the HB plane bit of every weight into bit `shift` of its code.
+inline void hb_or(const uint8_t* h, int shift, uint8_t* c) {
+    for (int k = 0; k < 8; ++k)
+        for (int l = 0; l < 32; ++l) c[32 * k + l] |= (uint8_t)(((h[l] >> k) & 1) << shift);
+}
+inline void lookup(const uint8_t* c, const int8_t* table, int8_t* v) {
+    for (int w = 0; w < 256; ++w) v[w] = table[c[w]];
+}
 
 // ---- per-type descriptors: bytes per block, row metadata, signedness of v, unpack ----
 // `rowd` is the row scale of the row-scaled types (read by row_scale), unused otherwise.
@@ -53,7 +128,7 @@ struct KQ2K {
     static constexpr bool uns = true;
     static float row_scale(const uint8_t*) { return 0; }
     static void unpack(const uint8_t* b, float, KBlock& k) {
-        for (int w = 0; w < 256; ++w) k.v[w] = (int8_t)L::p2_get(b + 16, w);
+        p2_codes(b + 16, (uint8_t*)k.v);
         for (int s = 0; s < 16; ++s) {
             k.sc[s] = b[s] & 15;
             k.corr[s] = b[s] >> 4;
@@ -70,9 +145,10 @@ struct KQ3K {
     static float row_scale(const uint8_t*) { return 0; }
     static void unpack(const uint8_t* b, float, KBlock& k) {
         // v = q + 4 in 0..7; the -4 goes into the correction
-        for (int w = 0; w < 256; ++w) k.v[w] = (int8_t)(L::p2_get(b + 32, w) | L::hb_get(b, w) << 2);
+        p2_codes(b + 32, (uint8_t*)k.v);
+        hb_or(b, 2, (uint8_t*)k.v);
         for (int s = 0; s < 16; ++s) {
-            k.sc[s] = (int16_t)L::q3scale_get(b + 96, s);
+            k.sc[s] = (int16_t)q3scale_get(b + 96, s);
             k.corr[s] = (int16_t)(-4 * k.sc[s]);
         }
         k.dw = k.dc = h2f(b + 108);
@@ -87,14 +163,11 @@ struct KQ45K {
     static float row_scale(const uint8_t*) { return 0; }
     static void unpack(const uint8_t* b, float, KBlock& k) {
         const uint8_t* qs = Five ? b + 48 : b + 16;
-        for (int w = 0; w < 256; ++w) {
-            int q = L::p4k_get(qs, w);
-            if (Five) q |= L::hb_get(b + 16, w) << 4;
-            k.v[w] = (int8_t)q;
-        }
+        p4k_codes(qs, (uint8_t*)k.v);
+        if (Five) hb_or(b + 16, 4, (uint8_t*)k.v);
         for (int j = 0; j < 8; ++j) {
             int sc, m;
-            L::kscale_get(b + 4, j, &sc, &m);
+            kscale_get(b + 4, j, &sc, &m);
             k.sc[2 * j] = k.sc[2 * j + 1] = (int16_t)sc;
             k.corr[2 * j] = k.corr[2 * j + 1] = (int16_t)m;
         }
@@ -112,12 +185,15 @@ struct KQ6K {
     static float row_scale(const uint8_t*) { return 0; }
     static void unpack(const uint8_t* b, float, KBlock& k) {
         // v = q + 32 in 0..63; the -32 goes into the correction
-        for (int w = 0; w < 256; ++w) {
-            const int c = w >> 7, r = w & 127, t = r >> 5, l = r & 31;
-            const int low4 = (b[64 * c + 32 * (t & 1) + l] >> (4 * (t >> 1))) & 15;
-            const int high2 = (b[128 + 32 * c + l] >> (2 * t)) & 3;
-            k.v[w] = (int8_t)(low4 | high2 << 4);
-        }
+        for (int c = 0; c < 2; ++c)
+            for (int l = 0; l < 32; ++l) {
+                const int q0 = b[64 * c + l], q1 = b[64 * c + 32 + l], h = b[128 + 32 * c + l];
+                int8_t* v = k.v + 128 * c + l;
+                v[0] = (int8_t)((q0 & 15) | (h & 3) << 4);
+                v[32] = (int8_t)((q1 & 15) | ((h >> 2) & 3) << 4);
+                v[64] = (int8_t)((q0 >> 4) | ((h >> 4) & 3) << 4);
+                v[96] = (int8_t)((q1 >> 4) | ((h >> 6) & 3) << 4);
+            }
         for (int s = 0; s < 16; ++s) {
             k.sc[s] = (int8_t)b[192 + s];
             k.corr[s] = (int16_t)(-32 * k.sc[s]);
@@ -134,10 +210,12 @@ struct KIq4Xs {
     static void unpack(const uint8_t* b, float, KBlock& k) {
         const uint16_t sh = rd_u16(b + 2);
         for (int j = 0; j < 8; ++j) {
-            const int ls = (L::nib_get(b + 4, j) | ((sh >> (2 * j)) & 3) << 4) - 32;
+            const int ls = (nib_get(b + 4, j) | ((sh >> (2 * j)) & 3) << 4) - 32;
             k.sc[2 * j] = k.sc[2 * j + 1] = (int16_t)ls;
         }
-        for (int w = 0; w < 256; ++w) k.v[w] = tabs::kIq4nl[L::p4n_get(b + 8, w)];
+        uint8_t c[256];
+        p4n_codes(b + 8, c);
+        lookup(c, tabs::kIq4nl, k.v);
         for (int s = 0; s < 16; ++s) k.corr[s] = 0;
         k.dw = k.dc = h2f(b);
     }
@@ -151,10 +229,12 @@ struct KIq2K {
     static void unpack(const uint8_t* b, float, KBlock& k) {
         const uint16_t extra = rd_u16(b + 2);
         for (int s = 0; s < 16; ++s) {
-            k.sc[s] = (int16_t)(L::nib_get(b + 4, s) - 8);
+            k.sc[s] = (int16_t)(nib_get(b + 4, s) - 8);
             k.corr[s] = (int16_t)(((extra >> s) & 1) * 5 * k.sc[s]);
         }
-        for (int w = 0; w < 256; ++w) k.v[w] = tabs::kIq2nl[L::p2_get(b + 12, w)];
+        uint8_t c[256];
+        p2_codes(b + 12, c);
+        lookup(c, tabs::kIq2nl, k.v);
         k.dw = k.dc = h2f(b);
     }
 };
@@ -167,17 +247,20 @@ struct KIq3K {
     static void unpack(const uint8_t* b, float, KBlock& k) {
         const uint16_t extra = rd_u16(b + 2), sh = rd_u16(b + 4);
         for (int s = 0; s < 16; ++s) {
-            const int mag = 2 * L::nib_get(b + 6, s) + 1;
+            const int mag = 2 * nib_get(b + 6, s) + 1;
             k.sc[s] = (int16_t)(((sh >> s) & 1) ? -mag : mag);
             k.corr[s] = (int16_t)(((extra >> s) & 1) * 4 * k.sc[s]);
         }
-        for (int w = 0; w < 256; ++w) k.v[w] = tabs::kIq3nl[L::p2_get(b + 14, w) | L::hb_get(b + 78, w) << 2];
+        uint8_t c[256];
+        p2_codes(b + 14, c);
+        hb_or(b + 78, 2, c);
+        lookup(c, tabs::kIq3nl, k.v);
         k.dw = k.dc = h2f(b);
     }
 };
 
 inline int k6_scale(const uint8_t* b, int s) {
-    return (L::nib_get(b + 8, s) | ((b[4 + (s >> 2)] >> (2 * (s & 3))) & 3) << 4) - 32;
+    return (nib_get(b + 8, s) | ((b[4 + (s >> 2)] >> (2 * (s & 3))) & 3) << 4) - 32;
 }
 
 struct KIq4K {
@@ -191,7 +274,9 @@ struct KIq4K {
             k.sc[s] = (int16_t)k6_scale(b, s);
             k.corr[s] = (int16_t)(((extra >> s) & 1) * 4 * k.sc[s]);
         }
-        for (int w = 0; w < 256; ++w) k.v[w] = tabs::kIq4k[L::p4n_get(b + 16, w)];
+        uint8_t c[256];
+        p4n_codes(b + 16, c);
+        lookup(c, tabs::kIq4k, k.v);
         k.dw = k.dc = h2f(b);
     }
 };
@@ -207,7 +292,10 @@ struct KIq5K {
             k.sc[s] = (int16_t)k6_scale(b, s);
             k.corr[s] = (int16_t)(((extra >> s) & 1) * 2 * k.sc[s]);
         }
-        for (int w = 0; w < 256; ++w) k.v[w] = tabs::kIq5nl[L::p4k_get(b + 16, w) | L::hb_get(b + 144, w) << 4];
+        uint8_t c[256];
+        p4k_codes(b + 16, c);
+        hb_or(b + 144, 4, c);
+        lookup(c, tabs::kIq5nl, k.v);
         k.dw = k.dc = h2f(b);
     }
 };
@@ -223,12 +311,15 @@ struct KIq6K {
             k.sc[s] = (int8_t)b[4 + s];
             k.corr[s] = (int16_t)(((extra >> s) & 1) * k.sc[s]);
         }
-        for (int w = 0; w < 256; ++w) {
-            const int c = w >> 6, r = w & 63;
-            const int low4 = (b[20 + 32 * c + (r & 31)] >> (4 * (r >> 5))) & 15;
-            const int high2 = (b[148 + 32 * (c >> 1) + (r & 31)] >> (4 * (c & 1) + 2 * (r >> 5))) & 3;
-            k.v[w] = tabs::kIq6nl[low4 | high2 << 4];
-        }
+        uint8_t c[256];
+        p4k_codes(b + 20, c);
+        for (int g = 0; g < 4; ++g)  // high bits of chunk k: qh[32 (k/4) + l] bits 2 (k%4)
+            for (int l = 0; l < 32; ++l) {
+                const int h = b[148 + 32 * (g >> 1) + l] >> (4 * (g & 1));
+                c[64 * g + l] |= (uint8_t)((h & 3) << 4);
+                c[64 * g + 32 + l] |= (uint8_t)(((h >> 2) & 3) << 4);
+            }
+        lookup(c, tabs::kIq6nl, k.v);
         k.dw = k.dc = h2f(b);
     }
 };
@@ -241,11 +332,13 @@ struct KIq2Ks {
     static void unpack(const uint8_t* b, float rowd, KBlock& k) {
         const uint16_t extra = rd_u16(b);
         for (int j = 0; j < 8; ++j) {
-            const int ls = (L::nib_get(b + 2, j) | ((extra >> (8 + j)) & 1) << 4) - 16;
+            const int ls = (nib_get(b + 2, j) | ((extra >> (8 + j)) & 1) << 4) - 16;
             k.sc[2 * j] = k.sc[2 * j + 1] = (int16_t)ls;
             k.corr[2 * j] = k.corr[2 * j + 1] = (int16_t)(((extra >> j) & 1) * 5 * ls);
         }
-        for (int w = 0; w < 256; ++w) k.v[w] = tabs::kIq2nl[L::p2_get(b + 6, w)];
+        uint8_t c[256];
+        p2_codes(b + 6, c);
+        lookup(c, tabs::kIq2nl, k.v);
         k.dw = k.dc = rowd;
     }
 };
@@ -262,7 +355,10 @@ struct KIq3Ks {
             k.sc[2 * j] = k.sc[2 * j + 1] = (int16_t)ls;
             k.corr[2 * j] = k.corr[2 * j + 1] = (int16_t)(((extra >> (8 + j)) & 1) * 4 * ls);
         }
-        for (int w = 0; w < 256; ++w) k.v[w] = tabs::kIq3nl[L::p2_get(b + 6, w) | L::hb_get(b + 70, w) << 2];
+        uint8_t c[256];
+        p2_codes(b + 6, c);
+        hb_or(b + 70, 2, c);
+        lookup(c, tabs::kIq3nl, k.v);
         k.dw = k.dc = rowd;
     }
 };
@@ -283,7 +379,9 @@ struct KIq4Ks {
     static float row_scale(const uint8_t* row) { return rd_f32(row); }
     static void unpack(const uint8_t* b, float rowd, KBlock& k) {
         ks_scales(b, 4, k);
-        for (int w = 0; w < 256; ++w) k.v[w] = tabs::kIq4k[L::p4n_get(b + 8, w)];
+        uint8_t c[256];
+        p4n_codes(b + 8, c);
+        lookup(c, tabs::kIq4k, k.v);
         k.dw = k.dc = rowd;
     }
 };
@@ -321,7 +419,10 @@ struct KIq5Ks {
     static float row_scale(const uint8_t* row) { return rd_f32(row); }
     static void unpack(const uint8_t* b, float rowd, KBlock& k) {
         ks_scales(b, 2, k);
-        for (int w = 0; w < 256; ++w) k.v[w] = tabs::kIq5nl[L::p4k_get(b + 8, w) | L::hb_get(b + 136, w) << 4];
+        uint8_t c[256];
+        p4k_codes(b + 8, c);
+        hb_or(b + 136, 4, c);
+        lookup(c, tabs::kIq5nl, k.v);
         k.dw = k.dc = rowd;
     }
 };

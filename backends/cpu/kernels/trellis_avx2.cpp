@@ -121,7 +121,7 @@ inline __m256 dot_block(const Block& o, const uint8_t* a, __m256 acc) {
             const __m256i v = _mm256_load_si256((const __m256i*)(o.v + 32 * ib));
             const __m256i av = _mm256_load_si256((const __m256i*)(o.absv + 32 * ib));
             const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(av, _mm256_sign_epi8(q, v)), ones);
-            const float da = bf16_to_f32(rd_u16(G + 2 * k));
+            const float da = rd_bf16(G + 2 * k);
             acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(o.s[ib] * da), acc);
         }
     }
