@@ -25,10 +25,20 @@ public:
     virtual size_t size() const = 0;
 };
 
+// Sees each op just before a backend runs it, with its inputs ready (importance-matrix
+// collection, debugging). Must not modify anything.
+class OpObserver {
+public:
+    virtual ~OpObserver() = default;
+    virtual void before(const Op& op) = 0;
+};
+
 // Per-session execution state of a backend (threads, scratch).
 class Executor {
 public:
     virtual ~Executor() = default;
+    // null: no observer. Backends with device memory hand the observer host copies.
+    virtual void set_observer(OpObserver* observer) = 0;
     // Runs ops [begin, end) of the graph in order. cancel may be null.
     virtual void run(const Graph& graph, size_t begin, size_t end, const volatile int32_t* cancel) = 0;
 };

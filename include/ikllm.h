@@ -121,6 +121,7 @@ typedef struct ikllm_options ikllm_options;
 #define IKLLM_OPTIONS_MODEL 0    /* for ikllm_model_load */
 #define IKLLM_OPTIONS_SESSION 1  /* for ikllm_session_create */
 #define IKLLM_OPTIONS_SAMPLER 2  /* for ikllm_sampler_create */
+#define IKLLM_OPTIONS_QUANTIZE 3 /* for ikllm_quantize */
 
 #define IKLLM_OPTION_INT 0
 #define IKLLM_OPTION_FLOAT 1
@@ -292,6 +293,33 @@ IKLLM_API ikllm_status ikllm_sampler_sample_logits(ikllm_sampler* sampler, const
 IKLLM_API ikllm_status ikllm_sampler_accept(ikllm_sampler* sampler, const ikllm_token* tokens, size_t n_tokens);
 /* Clears history and re-seeds the RNG with the configured seed. */
 IKLLM_API ikllm_status ikllm_sampler_reset(ikllm_sampler* sampler);
+
+/* ---- importance matrix (calibration statistics for low-bit quantization) ---------------- */
+/* Starts collecting, for every weight matrix the session multiplies, the mean square of each
+   input column over all tokens decoded from now on (clears earlier statistics). */
+IKLLM_API ikllm_status ikllm_session_imatrix_start(ikllm_session* session);
+/* Writes the statistics so far (reference ".dat" layout, usable by ikllm_quantize and by the
+   reference quantizer) atomically to path; collection continues. n_chunks: how many calibration
+   chunks were decoded (stored in the file); dataset_name may be NULL. */
+IKLLM_API ikllm_status ikllm_session_imatrix_save(ikllm_session* session, const char* path, int32_t n_chunks,
+                                                  const char* dataset_name);
+/* Stops collecting and frees the statistics. */
+IKLLM_API ikllm_status ikllm_session_imatrix_stop(ikllm_session* session);
+
+/* ---- quantization -------------------------------------------------------------------- */
+/* Called once per tensor, in file order, after it was converted (or planned, in a dry run).
+   note is "" or an explanation (fallback type, rule, re-quantization warning). progress is the
+   fraction of input bytes done. Return non-zero to cancel: the output file is then not created. */
+typedef int32_t (*ikllm_quantize_tensor_fn)(void* user_data, const char* tensor_name, int32_t from_type,
+                                            int32_t to_type, uint64_t bytes_before, uint64_t bytes_after,
+                                            const char* note, float progress);
+/* Quantizes the GGUF model at in_path into out_path (written under a temporary name and renamed
+   when complete; nothing is left behind on error or cancel). options: IKLLM_OPTIONS_QUANTIZE
+   (type, pure, rules, imatrix, repack, dry_run, allow_requantize, ignore_imatrix_rules, n_threads).
+   lib supplies logging and the default thread count. Totals may be NULL. */
+IKLLM_API ikllm_status ikllm_quantize(ikllm_lib* lib, const char* in_path, const char* out_path,
+                                      const ikllm_options* options, ikllm_quantize_tensor_fn on_tensor,
+                                      void* user_data, uint64_t* out_bytes_before, uint64_t* out_bytes_after);
 
 #ifdef __cplusplus
 }

@@ -33,10 +33,12 @@ private:
 class CpuExecutor final : public Executor {
 public:
     explicit CpuExecutor(int n_threads) : pool_(n_threads) {}
+    void set_observer(OpObserver* observer) override { observer_ = observer; }
     void run(const Graph& graph, size_t begin, size_t end, const volatile int32_t* cancel) override {
         for (size_t i = begin; i < end; ++i) {
             if (cancel && *cancel) throw Error(Status::cancelled, "cancelled");
             const Op& op = graph.ops[i];
+            if (observer_) observer_->before(op);
             switch (op.kind) {
                 case OpKind::get_rows: cpu::op_get_rows(op, pool_); break;
                 case OpKind::rms_norm: cpu::op_rms_norm(op, pool_); break;
@@ -54,6 +56,7 @@ public:
 private:
     cpu::ThreadPool pool_;
     cpu::Scratch scratch_;
+    OpObserver* observer_ = nullptr;
 };
 
 class CpuBackend final : public Backend {

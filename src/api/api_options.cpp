@@ -12,6 +12,8 @@ const OptionSpec kSpecs[] = {
     {IKLLM_OPTIONS_MODEL, "use_mmap", IKLLM_OPTION_INT, "1", "0", "1", "Map the model file instead of reading it into memory"},
     {IKLLM_OPTIONS_MODEL, "vocab_only", IKLLM_OPTION_INT, "0", "0", "1", "Load only metadata and the tokenizer (no weights; sessions cannot be created)"},
     {IKLLM_OPTIONS_MODEL, "check_tensors", IKLLM_OPTION_INT, "0", "0", "1", "Decode every tensor at load time to detect NaN/Inf (slow)"},
+    {IKLLM_OPTIONS_MODEL, "repack", IKLLM_OPTION_INT, "0", "0", "1",
+     "Convert CPU weights to the row-interleaved layout at load for faster products (those tensors leave the mmap)"},
 
     {IKLLM_OPTIONS_SESSION, "n_ctx", IKLLM_OPTION_INT, "4096", "1", "16777216", "KV-cache size in tokens (cells), shared by all sequences"},
     {IKLLM_OPTIONS_SESSION, "n_seq_max", IKLLM_OPTION_INT, "1", "1", "256", "Number of sequences the session can hold"},
@@ -31,6 +33,20 @@ const OptionSpec kSpecs[] = {
     {IKLLM_OPTIONS_SAMPLER, "penalty_last_n", IKLLM_OPTION_INT, "64", "-1", "1000000000", "Penalty window in tokens (-1 = whole history, 0 = off)"},
     {IKLLM_OPTIONS_SAMPLER, "chain", IKLLM_OPTION_STRING, "penalties;top_k;typical_p;top_p;min_p;temperature", "", "",
      "Order of sampler steps, ';'-separated"},
+
+    {IKLLM_OPTIONS_QUANTIZE, "type", IKLLM_OPTION_STRING, "Q4_K_M", "", "",
+     "Preset (Q4_K_M, IQ4_K, ...) or type name; _R4/_R8/_R16 forms give row-interleaved files"},
+    {IKLLM_OPTIONS_QUANTIZE, "pure", IKLLM_OPTION_INT, "0", "0", "1", "Use the type for every 2-D weight (no mix)"},
+    {IKLLM_OPTIONS_QUANTIZE, "rules", IKLLM_OPTION_STRING, "", "", "",
+     "Per-tensor overrides, one REGEX=TYPE per line; first match wins; a rule matching nothing is an error"},
+    {IKLLM_OPTIONS_QUANTIZE, "imatrix", IKLLM_OPTION_STRING, "", "", "", "Importance-matrix file (from ikllm imatrix)"},
+    {IKLLM_OPTIONS_QUANTIZE, "repack", IKLLM_OPTION_INT, "0", "0", "1", "Write row-interleaved variants where they exist"},
+    {IKLLM_OPTIONS_QUANTIZE, "dry_run", IKLLM_OPTION_INT, "0", "0", "1", "Report the plan and sizes without writing"},
+    {IKLLM_OPTIONS_QUANTIZE, "allow_requantize", IKLLM_OPTION_INT, "0", "0", "1",
+     "Accept already-quantized input tensors (quality loss; warned)"},
+    {IKLLM_OPTIONS_QUANTIZE, "ignore_imatrix_rules", IKLLM_OPTION_INT, "0", "0", "1",
+     "Quantize low-bit types without an importance matrix"},
+    {IKLLM_OPTIONS_QUANTIZE, "n_threads", IKLLM_OPTION_INT, "0", "0", "1024", "Worker threads (0: library default)"},
 };
 constexpr int32_t kCount = (int32_t)(sizeof(kSpecs) / sizeof(kSpecs[0]));
 
@@ -76,6 +92,7 @@ ModelOptions model_options(const ikllm_options* o) {
     m.use_mmap = opt_int(o, IKLLM_OPTIONS_MODEL, "use_mmap") != 0;
     m.check_tensors = opt_int(o, IKLLM_OPTIONS_MODEL, "check_tensors") != 0;
     m.vocab_only = opt_int(o, IKLLM_OPTIONS_MODEL, "vocab_only") != 0;
+    m.repack = opt_int(o, IKLLM_OPTIONS_MODEL, "repack") != 0;
     return m;
 }
 
@@ -115,7 +132,7 @@ static void store(ikllm_options* o, const char* key, int32_t type, int64_t i, do
     IKLLM_REQUIRE(key, "key is NULL");
     const OptionSpec* spec = find_option(o->kind, key);
     if (!spec) {
-        static const char* kinds[] = {"model", "session", "sampler"};
+        static const char* kinds[] = {"model", "session", "sampler", "quantize"};
         fail(Status::not_found, std::string("unknown ") + kinds[o->kind] + " option '" + key + "'");
     }
     OptionValue v;
@@ -156,7 +173,7 @@ ikllm_status ikllm_options_create(int32_t kind, ikllm_options** out) {
     if (out) *out = nullptr;
     return api::guard([&] {
         IKLLM_REQUIRE(out, "out_options is NULL");
-        IKLLM_REQUIRE(kind >= IKLLM_OPTIONS_MODEL && kind <= IKLLM_OPTIONS_SAMPLER, "unknown options kind");
+        IKLLM_REQUIRE(kind >= IKLLM_OPTIONS_MODEL && kind <= IKLLM_OPTIONS_QUANTIZE, "unknown options kind");
         auto* o = new ikllm_options();
         o->kind = kind;
         *out = o;

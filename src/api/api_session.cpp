@@ -3,12 +3,14 @@
 #include "api/options.h"
 #include "sampling/sampler.h"
 #include "session/session.h"
+#include "quantize/imatrix_collector.h"
 
 using namespace ikllm;
 
 struct ikllm_session {
     const ikllm_model* model = nullptr;
     std::unique_ptr<Session> s;
+    std::unique_ptr<quantize::ImatrixCollector> imatrix;  // while collecting
 };
 
 struct ikllm_sampler {
@@ -138,6 +140,33 @@ ikllm_status ikllm_sampler_reset(ikllm_sampler* smp) {
     return api::guard([&] {
         IKLLM_REQUIRE(smp, "sampler is NULL");
         smp->s->reset();
+    });
+}
+
+ikllm_status ikllm_session_imatrix_start(ikllm_session* s) {
+    return api::guard([&] {
+        IKLLM_REQUIRE(s, "session is NULL");
+        s->s->set_observer(nullptr);
+        s->imatrix = std::make_unique<quantize::ImatrixCollector>();
+        s->s->set_observer(s->imatrix.get());
+    });
+}
+
+ikllm_status ikllm_session_imatrix_save(ikllm_session* s, const char* path, int32_t n_chunks, const char* dataset) {
+    return api::guard([&] {
+        IKLLM_REQUIRE(s && path, "NULL argument");
+        IKLLM_REQUIRE(s->imatrix, "importance-matrix collection was not started on this session");
+        const quantize::Imatrix m = s->imatrix->result(n_chunks, dataset ? dataset : "");
+        IKLLM_REQUIRE(!m.entries.empty(), "no statistics collected yet (decode some tokens first)");
+        quantize::save_imatrix(m, path);
+    });
+}
+
+ikllm_status ikllm_session_imatrix_stop(ikllm_session* s) {
+    return api::guard([&] {
+        IKLLM_REQUIRE(s, "session is NULL");
+        s->s->set_observer(nullptr);
+        s->imatrix.reset();
     });
 }
 

@@ -79,7 +79,7 @@ void Writer::copy_kvs(const File& f) {
 
 void Writer::add_tensor(const std::string& name, uint32_t type, const std::vector<int64_t>& ne, const void* data,
                         uint64_t nbytes) {
-    T t{name, type, ne, std::vector<uint8_t>(nbytes)};
+    T t{name, type, ne, std::vector<uint8_t>(nbytes), nbytes};
     if (nbytes) std::memcpy(t.data.data(), data, nbytes);
     tensors_.push_back(std::move(t));
 }
@@ -127,62 +127,128 @@ void scalar(Out& o, ValueType t, double num, const Value* v) {
 }
 }  // namespace
 
+struct Writer::Stream {
+    std::string path, tmp;
+    FILE* f = nullptr;
+    Out out{nullptr};
+    ~Stream() {
+        if (f) {
+            std::fclose(f);
+            std::remove(tmp.c_str());
+        }
+    }
+};
+
+void Writer::declare_tensor(const std::string& name, uint32_t type, const std::vector<int64_t>& ne, uint64_t nbytes) {
+    tensors_.push_back(T{name, type, ne, {}, nbytes});
+}
+
+void Writer::write_header(Stream& st) const {
+    Out& o = st.out;
+    o.pod<uint32_t>(0x46554747u);
+    o.pod<uint32_t>(3);
+    o.pod<uint64_t>(tensors_.size());
+    const bool custom_align = alignment_ != 32;
+    o.pod<uint64_t>(kvs_.size() + (custom_align ? 1 : 0));
+    if (custom_align) {
+        o.str("general.alignment");
+        o.pod<uint32_t>((uint32_t)ValueType::u32);
+        o.pod<uint32_t>(alignment_);
+    }
+    for (auto& [key, v] : kvs_) {
+        o.str(key);
+        o.pod<uint32_t>((uint32_t)v.type);
+        if (v.type == ValueType::string) {
+            o.str(v.s);
+        } else if (v.type == ValueType::array) {
+            o.pod<uint32_t>((uint32_t)v.elem_type);
+            o.pod<uint64_t>(v.array_size());
+            if (v.elem_type == ValueType::string)
+                for (auto& s : v.strs) o.str(s);
+            else
+                for (double d : v.nums) scalar(o, v.elem_type, d, nullptr);
+        } else {
+            scalar(o, v.type, 0, &v);
+        }
+    }
+    uint64_t offset = 0;
+    for (auto& t : tensors_) {
+        o.str(t.name);
+        o.pod<uint32_t>((uint32_t)t.ne.size());
+        for (int64_t n : t.ne) o.pod<uint64_t>((uint64_t)n);
+        o.pod<uint32_t>(t.type);
+        o.pod<uint64_t>(offset);
+        offset += (t.nbytes + alignment_ - 1) / alignment_ * alignment_;
+    }
+    o.pad(alignment_);
+}
+
+void Writer::begin(const std::string& path) {
+    if (stream_) fail(Status::internal, "gguf writer: begin() called twice");
+    auto st = std::make_unique<Stream>();
+    st->path = path;
+    st->tmp = path + ".tmp." + std::to_string(::getpid());
+    st->f = std::fopen(st->tmp.c_str(), "wb");
+    if (!st->f) fail(Status::io_error, "cannot create '" + st->tmp + "': " + std::strerror(errno));
+    st->out = Out(st->f);
+    write_header(*st);
+    stream_ = std::move(st);
+    next_tensor_ = 0;
+}
+
+void Writer::write_data(const void* data, uint64_t nbytes) {
+    if (!stream_ || next_tensor_ >= tensors_.size()) fail(Status::internal, "gguf writer: unexpected tensor data");
+    const T& t = tensors_[next_tensor_];
+    if (nbytes != t.nbytes)
+        fail(Status::internal, "gguf writer: tensor '" + t.name + "' declared " + std::to_string(t.nbytes) +
+                                   " bytes, got " + std::to_string(nbytes));
+    stream_->out.bytes(data, nbytes);
+    stream_->out.pad(alignment_);
+    ++next_tensor_;
+}
+
+void Writer::commit() {
+    if (!stream_) fail(Status::internal, "gguf writer: commit() without begin()");
+    if (next_tensor_ != tensors_.size()) fail(Status::internal, "gguf writer: not every tensor was written");
+    Stream& st = *stream_;
+    if (std::fflush(st.f) != 0 || ::fsync(fileno(st.f)) != 0)
+        fail(Status::io_error, "cannot flush '" + st.tmp + "': " + std::strerror(errno));
+    const int rc = std::fclose(st.f);
+    st.f = nullptr;
+    if (rc != 0) {
+        std::remove(st.tmp.c_str());
+        fail(Status::io_error, "cannot close '" + st.tmp + "': " + std::strerror(errno));
+    }
+    if (std::rename(st.tmp.c_str(), st.path.c_str()) != 0) {
+        std::remove(st.tmp.c_str());
+        fail(Status::io_error, "cannot rename '" + st.tmp + "' to '" + st.path + "': " + std::strerror(errno));
+    }
+    stream_.reset();
+}
+
+Writer::Writer(uint32_t alignment) : alignment_(alignment) {}
+Writer::~Writer() = default;
+
 void Writer::write(const std::string& path) const {
-    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-    FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (!f) fail(Status::io_error, "cannot create '" + tmp + "': " + std::strerror(errno));
-    try {
-        Out o(f);
-        o.pod<uint32_t>(0x46554747u);
-        o.pod<uint32_t>(3);
-        o.pod<uint64_t>(tensors_.size());
-        const bool custom_align = alignment_ != 32;
-        o.pod<uint64_t>(kvs_.size() + (custom_align ? 1 : 0));
-        if (custom_align) {
-            o.str("general.alignment");
-            o.pod<uint32_t>((uint32_t)ValueType::u32);
-            o.pod<uint32_t>(alignment_);
-        }
-        for (auto& [key, v] : kvs_) {
-            o.str(key);
-            o.pod<uint32_t>((uint32_t)v.type);
-            if (v.type == ValueType::string) {
-                o.str(v.s);
-            } else if (v.type == ValueType::array) {
-                o.pod<uint32_t>((uint32_t)v.elem_type);
-                o.pod<uint64_t>(v.array_size());
-                if (v.elem_type == ValueType::string)
-                    for (auto& s : v.strs) o.str(s);
-                else
-                    for (double d : v.nums) scalar(o, v.elem_type, d, nullptr);
-            } else {
-                scalar(o, v.type, 0, &v);
-            }
-        }
-        uint64_t offset = 0;
-        for (auto& t : tensors_) {
-            o.str(t.name);
-            o.pod<uint32_t>((uint32_t)t.ne.size());
-            for (int64_t n : t.ne) o.pod<uint64_t>((uint64_t)n);
-            o.pod<uint32_t>(t.type);
-            o.pod<uint64_t>(offset);
-            offset += (t.data.size() + alignment_ - 1) / alignment_ * alignment_;
-        }
-        o.pad(alignment_);
-        for (auto& t : tensors_) {
-            o.bytes(t.data.data(), t.data.size());
-            o.pad(alignment_);
-        }
-        if (std::fflush(f) != 0 || ::fsync(fileno(f)) != 0)
-            fail(Status::io_error, "cannot flush '" + tmp + "': " + std::strerror(errno));
-        std::fclose(f);
-        f = nullptr;
-        if (std::rename(tmp.c_str(), path.c_str()) != 0)
-            fail(Status::io_error, "cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
-    } catch (...) {
-        if (f) std::fclose(f);
-        std::remove(tmp.c_str());
-        throw;
+    // One-shot form: the same streaming steps on a scratch copy of the state.
+    Stream st;
+    st.path = path;
+    st.tmp = path + ".tmp." + std::to_string(::getpid());
+    st.f = std::fopen(st.tmp.c_str(), "wb");
+    if (!st.f) fail(Status::io_error, "cannot create '" + st.tmp + "': " + std::strerror(errno));
+    st.out = Out(st.f);
+    write_header(st);
+    for (auto& t : tensors_) {
+        st.out.bytes(t.data.data(), t.data.size());
+        st.out.pad(alignment_);
+    }
+    if (std::fflush(st.f) != 0 || ::fsync(fileno(st.f)) != 0)
+        fail(Status::io_error, "cannot flush '" + st.tmp + "': " + std::strerror(errno));
+    const int rc = std::fclose(st.f);
+    st.f = nullptr;
+    if (rc != 0 || std::rename(st.tmp.c_str(), path.c_str()) != 0) {
+        std::remove(st.tmp.c_str());
+        fail(Status::io_error, "cannot write '" + path + "': " + std::strerror(errno));
     }
 }
 

@@ -34,6 +34,7 @@ struct ModelOptions {
     bool use_mmap = true;
     bool check_tensors = false;  // decode every tensor at load to find NaN/inf (slow)
     bool vocab_only = false;     // metadata + tokenizer only (no weights, no sessions)
+    bool repack = false;         // convert CPU weights to row-interleaved layouts at load (leave the mmap)
 };
 
 // Called between load steps: return false to cancel.

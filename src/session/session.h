@@ -37,6 +37,7 @@ public:
 
     void seq_shift(int32_t seq, int32_t p0, int32_t p1, int32_t delta);
     void set_cancel(const volatile int32_t* flag) { cancel_ = flag; }
+    void set_observer(backend::OpObserver* observer) { exec_->set_observer(observer); }
 
 private:
     void check_seq(int32_t seq) const;

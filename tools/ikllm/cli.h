@@ -49,5 +49,7 @@ int cmd_info(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_logits(int argc, char** argv);
 int cmd_dequant(int argc, char** argv);
+int cmd_quantize(int argc, char** argv);
+int cmd_imatrix(int argc, char** argv);
 
 }  // namespace cli

@@ -32,7 +32,8 @@ Args parse(int argc, char** argv, const std::vector<std::string>& flags) {
     for (int i = 0; i < argc; ++i) {
         std::string s = argv[i];
         if (s.size() > 1 && s[0] == '-' && !(s.size() > 1 && std::isdigit((unsigned char)s[1]))) {
-            bool is_flag = false;
+            // Flags every command understands (model loading, logging) plus the command's own.
+            bool is_flag = s == "--verbose" || s == "--no-mmap" || s == "-rtr" || s == "--run-time-repack";
             for (auto& f : flags) is_flag |= f == s;
             if (is_flag) {
                 a.opts[s];
@@ -79,6 +80,7 @@ void load(const Args& a, Loaded& out, const std::string& model_path, bool vocab_
     check(ikllm_options_create(IKLLM_OPTIONS_MODEL, &mo), "options");
     if (vocab_only) check(ikllm_options_set_int(mo, "vocab_only", 1), "option vocab_only");
     if (a.has("--no-mmap")) check(ikllm_options_set_int(mo, "use_mmap", 0), "option use_mmap");
+    if (a.has("-rtr") || a.has("--run-time-repack")) check(ikllm_options_set_int(mo, "repack", 1), "option repack");
     ikllm_status st = ikllm_model_load(out.lib, path.c_str(), mo, progress_bar, &tty, nullptr, &out.model);
     ikllm_options_free(mo);
     check(st, ("cannot load model '" + path + "'").c_str());

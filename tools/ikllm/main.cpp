@@ -13,6 +13,10 @@ static void usage() {
                  "  tokenize -m MODEL -f TEXT_FILE [--no-bos] [--special]\n"
                  "  logits   -m MODEL --tokens IDS --out OUT.f32 [--then IDS2 --then-out OUT2.f32] [-t N] [-c CTX]\n"
                  "  dequant  -m MODEL --tensor NAME --out OUT.f32\n"
+                 "  quantize IN.gguf OUT.gguf TYPE [--pure] [--rule REGEX=TYPE]... [--imatrix FILE] [--repack]\n"
+                 "           [--dry-run] [--allow-requantize] [--ignore-imatrix-rules] [-t N]\n"
+                 "  imatrix  -m MODEL -f TEXT [-o FILE] [-c CHUNK] [--chunks N] [-t N]   importance matrix\n"
+                 "  (model commands accept -rtr: repack weights to row-interleaved layouts at load)\n"
                  "  version\n");
 }
 
@@ -27,6 +31,8 @@ int main(int argc, char** argv) {
     if (!std::strcmp(cmd, "tokenize")) return cli::cmd_tokenize(argc - 2, argv + 2);
     if (!std::strcmp(cmd, "logits")) return cli::cmd_logits(argc - 2, argv + 2);
     if (!std::strcmp(cmd, "dequant")) return cli::cmd_dequant(argc - 2, argv + 2);
+    if (!std::strcmp(cmd, "quantize")) return cli::cmd_quantize(argc - 2, argv + 2);
+    if (!std::strcmp(cmd, "imatrix")) return cli::cmd_imatrix(argc - 2, argv + 2);
     if (!std::strcmp(cmd, "version")) {
         std::printf("ikllm %s (ABI %d)\n", ikllm_version_string(), ikllm_abi_version());
         return 0;

@@ -8,9 +8,12 @@
 // only the first set's levels appear in v. All integer sums are exact; only the final
 // float combination rounds. IQ6_K uses the integer level table iq6nl (as the reference's
 // matmul does), not the polynomial of its to_float.
-// Activations are Q8_K for every type here. (The reference uses Q8_2_X4, one bf16 scale per 32,
-// for Q4_K/Q5_K/Q6_K; one fp32 scale per 256 keeps the kernels uniform and differs from it only
-// by activation rounding, well inside the quantized-model tolerance.)
+// Activations are Q8_K for every type here except Q4_K, Q5_K and Q6_K, whose kernels take
+// Q8_2_X4 (one bf16 scale and one int16 code sum per 32 weights) as the reference does
+// (quant-formats.md §15): against one 32-weight activation block j (d_j, codes a, sum s_j)
+//     d_j * ( dw * sum_{s in j} sc_s * sum_{i in s} v_i a_i  +  dc * sum_{s in j} corr_s * bsum_s )
+// where bsum_s are the per-16 code sums (scalar kernel; the SIMD kernels of Q4_K/Q5_K use s_j,
+// their corr being constant per 32, and Q6_K kernels use signed levels, no correction).
 //
 // Everything here sits in an anonymous namespace and calls no shared inline function of other
 // headers: each kernel file compiles its own copy with its own instruction-set flags (an
@@ -454,6 +457,19 @@ inline float act_d(const uint8_t* a) { return rd_f32(a + quant::kQ8KOffD); }
 inline const int8_t* act_qs(const uint8_t* a) { return (const int8_t*)(a + quant::kQ8KOffQs); }
 inline const int16_t* act_bsums(const uint8_t* a) { return (const int16_t*)(a + quant::kQ8KOffBsums); }
 
+// Q8_2_X4 activations of one 256-weight block: two groups of four 32-weight blocks, 144 bytes
+// each (4 bf16 d, 4 int16 code sums, 4 x 32 codes). Rows are multiples of 256 here, so there
+// are no leftover 36-byte blocks.
+inline constexpr size_t kQ82BlockBytes = 288;
+inline float q82_d(const uint8_t* a, int j) {
+    const uint32_t u = (uint32_t)rd_u16(a + 144 * (j >> 2) + 2 * (j & 3)) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
+inline int q82_sum(const uint8_t* a, int j) { return (int16_t)rd_u16(a + 144 * (j >> 2) + 8 + 2 * (j & 3)); }
+inline const int8_t* q82_qs(const uint8_t* a, int j) { return (const int8_t*)(a + 144 * (j >> 2) + 16 + 32 * (j & 3)); }
+
 // Token block size: keep the activations of one token block within ~512 KiB (L2) so that they
 // are reused from cache across all weight rows.
 inline int64_t token_block(size_t act_row_bytes) {
@@ -497,6 +513,47 @@ void scalar_matmul(const uint8_t* w, size_t w_row_bytes, int64_t ne0, int64_t r0
                         icorr += kb.corr[s] * bs[s];
                     }
                     acc[t] += act_d(a) * (kb.dw * (float)isum + kb.dc * (float)icorr);
+                }
+            }
+            for (int64_t t = 0; t < tn; ++t) y[(t0 + t) * y_stride + r] = acc[t];
+        }
+    }
+}
+
+// Portable kernel against Q8_2_X4 activations (Q4_K / Q5_K / Q6_K): every 32-weight activation
+// block has its own scale, so the exact integer dot is taken per 32 and scaled right away.
+template <class K>
+void scalar_matmul_q82(const uint8_t* w, size_t w_row_bytes, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
+                       size_t act_row_bytes, int64_t nt, float* y, int64_t y_stride) {
+    const int64_t nb = ne0 / 256;
+    const int64_t tb = token_block(act_row_bytes);
+    KBlock kb;
+    float acc[64];
+    for (int64_t t0 = 0; t0 < nt; t0 += tb) {
+        const int64_t tn = nt - t0 < tb ? nt - t0 : tb;
+        for (int64_t r = r0; r < r1; ++r) {
+            const uint8_t* row = w + (size_t)r * w_row_bytes;
+            const float rowd = K::row_scale(row);
+            for (int64_t t = 0; t < tn; ++t) acc[t] = 0;
+            for (int64_t b = 0; b < nb; ++b) {
+                K::unpack(row + K::meta + (size_t)b * K::bytes, rowd, kb);
+                for (int64_t t = 0; t < tn; ++t) {
+                    const uint8_t* a = act + (size_t)(t0 + t) * act_row_bytes + (size_t)b * kQ82BlockBytes;
+                    for (int j = 0; j < 8; ++j) {
+                        const int8_t* qa = q82_qs(a, j);
+                        int32_t isum = 0, icorr = 0;
+                        for (int h = 0; h < 2; ++h) {
+                            const int s = 2 * j + h;
+                            int32_t dot = 0, bs = 0;
+                            for (int i = 16 * h; i < 16 * h + 16; ++i) {
+                                dot += (int32_t)kb.v[32 * j + i] * qa[i];
+                                bs += qa[i];
+                            }
+                            isum += kb.sc[s] * dot;
+                            icorr += kb.corr[s] * bs;
+                        }
+                        acc[t] += q82_d(a, j) * (kb.dw * (float)isum + kb.dc * (float)icorr);
+                    }
                 }
             }
             for (int64_t t = 0; t < tn; ++t) y[(t0 + t) * y_stride + r] = acc[t];

@@ -225,6 +225,14 @@ const MatmulKernel* find_matmul_exact(uint32_t weight_type, Isa isa) {
 
 const MatmulKernel* find_matmul(uint32_t weight_type, Isa max_isa) {
     const Isa cap = cap_isa(max_isa, detected_isa());  // never hand out a kernel the CPU lacks
+    // Diagnostic: IKLLM_MATMUL=dequant runs every type through the f32 dequantize-tile path, which
+    // separates weight-decoding errors from activation-quantization differences.
+    static const bool force_dequant = [] {
+        const char* e = std::getenv("IKLLM_MATMUL");
+        return e && std::strcmp(e, "dequant") == 0;
+    }();
+    if (force_dequant && weight_type != quant::T_F32)
+        if (const MatmulKernel* k = fallback(weight_type, cap)) return k;
     static constexpr Isa kOrder[] = {Isa::neon, Isa::avx512, Isa::avx2, Isa::scalar};
     for (Isa isa : kOrder)
         if (isa_le(isa, cap))
