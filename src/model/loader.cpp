@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "model/model.h"
+#include "model/repack_weights.h"
 #include "quant/type_traits.h"
 #include "tokenizer/tokenizer.h"
 
@@ -207,6 +208,13 @@ std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& o
         case Arch::deepseek2: fail(Status::unsupported, "architecture deepseek2 is not supported yet");
     }
     binder.check_all_used();
+    check_cancel(0.8f);
+    if (opts.repack) {
+        std::vector<Tensor*> mm{m->output};
+        for (auto& l : m->layers)
+            for (Tensor* t : {l.wq, l.wk, l.wv, l.wo, l.ffn_gate, l.ffn_up, l.ffn_down}) mm.push_back(t);
+        repack_weights(*m, mm, log);
+    }
     check_cancel(0.9f);
     log.log(log_info, "loaded %s: %s, %d layers, %.1f M params, %.1f MiB", path.c_str(), m->hp.arch_str.c_str(),
             m->hp.n_layer, m->n_params / 1e6, m->weight_bytes / 1048576.0);

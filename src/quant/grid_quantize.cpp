@@ -376,6 +376,215 @@ void quantize_iq1_m(const float* x, uint8_t* dst, int64_t ne0, const float* imat
     }
 }
 
+// ---- IQ1_S_R4 / IQ1_M_R4 rows (§12.8): one fp16 scale per row, small scales per 32 / 16 columns ----
+// The search per scale block is the IQ1_S / IQ1_M one (best_ter_scale, fit_ter_groups). Each
+// block's best fit gives the quadratic err(dl) = A - 2 dl B + dl^2 C (indices held fixed), which
+// rates candidate row scales d cheaply: every block takes the level nearest to its optimum B / (C d).
+// The best candidate is then fitted for real (indices re-searched, each block trying the two levels
+// around its optimum) and refined by least squares over the whole row.
+namespace {
+
+constexpr uint16_t kIq1ZeroIdx = 1029;  // all-zero iq1s_grid entry (§12.8)
+
+struct Iq1R4Spec {
+    int cols;     // columns per small scale (32: IQ1_S_R4, 16: IQ1_M_R4)
+    bool shared;  // one delta per scale block (IQ1_S_R4) or per 8 columns (IQ1_M_R4)
+    bool odd;     // level(s) = 2s + 1, s = 0..7 (IQ1_S_R4) or s, s = 0..15 (IQ1_M_R4)
+};
+
+float r4_level(const Iq1R4Spec& sp, int s) { return sp.odd ? (float)(2 * s + 1) : (float)s; }
+int r4_max_s(const Iq1R4Spec& sp) { return sp.odd ? 7 : 15; }
+// Level index whose value is nearest to L (the best one for a convex quadratic in the level).
+int r4_nearest_s(const Iq1R4Spec& sp, double L) {
+    if (!(L > 0)) return 0;
+    L = std::min(L, 64.0);
+    return sp.odd ? round_level((float)((L - 1) * 0.5), 0, 7) : round_level((float)L, 0, 15);
+}
+
+// Per scale block: fixed-index quadratic model of the error, whether it is all zero, its weight sum.
+struct R4Block {
+    bool zero;
+    double A, B, C, wsum;
+};
+
+// Error of a zero block of IQ1_S_R4 (index 1029, s = 0, delta +1/8: decodes to d/8) at row scale d.
+double r4_zero_err(const Iq1R4Spec& sp, const R4Block& b, double d) {
+    return sp.odd ? d * d * 0.015625 * b.wsum : 0.0;
+}
+
+// Sum of w*x*v and w*v*v of a fitted scale block (v = grid value + delta).
+void r4_moments(const Iq1R4Spec& sp, const float* x, const float* w, const TerGroup* g, double* B, double* C) {
+    *B = 0;
+    *C = 0;
+    for (int i = 0; i < sp.cols / 8; ++i) {
+        const int8_t* p = book_iq1s().point(g[i].idx);
+        const float dl = g[i].neg_delta ? -0.125f : 0.125f;
+        for (int j = 0; j < 8; ++j) {
+            const double v = (double)p[j] + dl;
+            *B += (double)w[8 * i + j] * x[8 * i + j] * v;
+            *C += (double)w[8 * i + j] * v * v;
+        }
+    }
+}
+
+struct R4Fit {
+    std::vector<TerGroup> g;  // per 8 columns
+    std::vector<uint8_t> s;   // per scale block
+    double err = INFINITY;
+};
+
+// Real fit of the row at fp16 row scale d: indices searched, each block choosing between the two
+// levels around its modelled optimum (or `fixed_s` if given).
+void r4_fit_row(const Iq1R4Spec& sp, const float* x, const float* w, const std::vector<R4Block>& blk, float d,
+                R4Fit& out) {
+    const int n = sp.cols / 8;
+    const size_t nb = blk.size();
+    out.g.assign(nb * n, TerGroup{kIq1ZeroIdx, false});
+    out.s.assign(nb, 0);
+    out.err = 0;
+    for (size_t b = 0; b < nb; ++b) {
+        const float* xb = x + (size_t)sp.cols * b;
+        const float* wb = w + (size_t)sp.cols * b;
+        if (blk[b].zero) {
+            out.err += r4_zero_err(sp, blk[b], d);
+            continue;
+        }
+        const double Lopt = blk[b].B / (blk[b].C * d);
+        const int s0 = r4_nearest_s(sp, Lopt);
+        int s1 = r4_level(sp, s0) < Lopt ? s0 + 1 : s0 - 1;
+        if (s1 < 0 || s1 > r4_max_s(sp)) s1 = s0;
+        double best = INFINITY;
+        for (int s : {s0, s1}) {
+            if (s == s1 && s1 == s0 && best < INFINITY) break;
+            TerGroup g[4];
+            double e;
+            if (r4_level(sp, s) == 0) {  // IQ1_M_R4 level 0: block decodes to 0
+                for (int i = 0; i < n; ++i) g[i] = TerGroup{kIq1ZeroIdx, false};
+                e = blk[b].A;
+            } else {
+                e = fit_ter_groups(xb, wb, n, d * r4_level(sp, s), sp.shared, g);
+            }
+            if (e < best) {
+                best = e;
+                out.s[b] = (uint8_t)s;
+                std::copy(g, g + n, out.g.begin() + (ptrdiff_t)(b * n));
+            }
+        }
+        out.err += best;
+    }
+}
+
+void quantize_iq1_r4_row(const Iq1R4Spec& sp, const float* x, int64_t ne0, const float* imatrix,
+                         Iq1R4RowCodes* out) {
+    const int n = sp.cols / 8;
+    const size_t nb = (size_t)(ne0 / sp.cols);
+    out->d16 = 0;
+    out->idx.assign((size_t)(ne0 / 8), kIq1ZeroIdx);
+    out->neg_delta.assign((size_t)(ne0 / 8), 0);
+    out->scale.assign(nb, 0);
+    if (nb == 0) return;
+
+    // Importance: imatrix (or 1) times sqrt(sigma^2 + x^2), sigma over the row.
+    std::vector<float> w((size_t)ne0);
+    double s2 = 0;
+    for (int64_t j = 0; j < ne0; ++j) s2 += (double)x[j] * x[j];
+    const float sigma2 = (float)(2 * s2 / (double)ne0);
+    for (int64_t j = 0; j < ne0; ++j) w[j] = (imatrix ? imatrix[j] : 1.0f) * std::sqrt(sigma2 + x[j] * x[j]);
+
+    std::vector<R4Block> blk(nb);
+    float emax = 0;
+    for (size_t b = 0; b < nb; ++b) {
+        const float* xb = x + (size_t)sp.cols * b;
+        const float* wb = w.data() + (size_t)sp.cols * b;
+        R4Block& r = blk[b];
+        r = R4Block{false, 0, 0, 0, 0};
+        for (int j = 0; j < sp.cols; ++j) {
+            r.A += (double)wb[j] * xb[j] * xb[j];
+            r.wsum += wb[j];
+        }
+        const float e = best_ter_scale(xb, wb, n, sp.shared);
+        if (!(e > 0)) {
+            r.zero = true;
+            continue;
+        }
+        TerGroup g[4];
+        fit_ter_groups(xb, wb, n, e, sp.shared, g);
+        r4_moments(sp, xb, wb, g, &r.B, &r.C);
+        if (!(r.B > 0 && r.C > 0)) {  // cannot happen for a real fit; keep the block harmless
+            r.B = 0;
+            r.C = 1;
+        }
+        emax = std::max(emax, e);
+    }
+    if (!(emax > 0)) return;  // all-zero row: d = 0, every block the zero block
+
+    // Model-rated scan of the row scale.
+    const float top = 15.0f;
+    float best_d = 0;
+    double best_model = INFINITY;
+    for (int i = 0; i <= 50; ++i) {
+        const float d = f16_to_f32(f32_to_f16(emax / top * (0.3f + 0.02f * (float)i)));
+        if (!(d > 0) || !std::isfinite(d)) continue;
+        double tot = 0;
+        for (const R4Block& r : blk) {
+            if (r.zero) {
+                tot += r4_zero_err(sp, r, d);
+                continue;
+            }
+            const double L = r4_level(sp, r4_nearest_s(sp, r.B / (r.C * d)));
+            tot += r.A - 2 * L * d * r.B + L * L * (double)d * d * r.C;
+        }
+        if (tot < best_model) {
+            best_model = tot;
+            best_d = d;
+        }
+    }
+    if (!(best_d > 0)) return;
+
+    R4Fit fit, trial;
+    float d = best_d;
+    r4_fit_row(sp, x, w.data(), blk, d, fit);
+    for (int it = 0; it < 2; ++it) {  // least-squares row scale for the chosen codes
+        double num = 0, den = 0;
+        for (size_t b = 0; b < nb; ++b) {
+            const float* xb = x + (size_t)sp.cols * b;
+            const float* wb = w.data() + (size_t)sp.cols * b;
+            const double L = r4_level(sp, fit.s[b]);
+            if (L == 0) continue;
+            double B, C;
+            r4_moments(sp, xb, wb, fit.g.data() + b * n, &B, &C);
+            num += L * B;
+            den += L * L * C;
+        }
+        if (!(den > 0 && num > 0)) break;
+        const float dn = f16_to_f32(f32_to_f16((float)(num / den)));
+        if (dn == d || !std::isfinite(dn)) break;
+        r4_fit_row(sp, x, w.data(), blk, dn, trial);
+        if (!(trial.err < fit.err)) break;
+        std::swap(fit, trial);
+        d = dn;
+    }
+
+    out->d16 = f32_to_f16(d);
+    for (size_t b = 0; b < nb; ++b) {
+        out->scale[b] = fit.s[b];
+        for (int i = 0; i < n; ++i) {
+            const TerGroup& g = fit.g[b * n + i];
+            out->idx[b * n + i] = g.idx;
+            out->neg_delta[b * n + i] = g.neg_delta ? 1 : 0;
+        }
+    }
+}
+
+}  // namespace
+
+void quantize_iq1_s_r4_row(const float* x, int64_t ne0, const float* imatrix, Iq1R4RowCodes* out) {
+    quantize_iq1_r4_row(Iq1R4Spec{32, true, true}, x, ne0, imatrix, out);
+}
+void quantize_iq1_m_r4_row(const float* x, int64_t ne0, const float* imatrix, Iq1R4RowCodes* out) {
+    quantize_iq1_r4_row(Iq1R4Spec{16, false, false}, x, ne0, imatrix, out);
+}
+
 void quantize_iq2_xs(const float* x, uint8_t* dst, int64_t ne0, const float* imatrix) {
     quantize_iq2_xs_s<false>(x, dst, ne0, imatrix);
 }

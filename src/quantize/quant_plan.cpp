@@ -180,14 +180,21 @@ Preset resolve_preset(const std::string& target) {
         return p;
     }
     const quant::TypeTraits* tt = quant::find_type_by_name(target.c_str());
-    if (tt && tt->interleave > 1) {
-        // An interleaved preset: the base preset with its main type repacked.
-        const std::string base_name = p.name.substr(0, p.name.rfind('_'));
-        if (const Mix* m = find_mix(base_name)) {
+    if (tt && !producible(tt->id))
+        fail(Status::unsupported, "ikllm cannot produce type " + std::string(tt->name) + " (it can load and run it)");
+    // An interleaved preset (IQ4_K_R4, IQ2_M_R4 ...): the base preset with its main type repacked.
+    const size_t us = p.name.rfind('_');
+    const std::string suffix = us == std::string::npos ? "" : p.name.substr(us);
+    if (suffix == "_R4" || suffix == "_R8" || suffix == "_R16") {
+        if (const Mix* m = find_mix(p.name.substr(0, us))) {
             const uint32_t base_type = type_id(m->main);
-            const uint32_t rb = quant::repack_base(tt->id);
-            if (rb == base_type || (rb == 0 && iequals(base_name, m->main)) || base_name == "IQ2_M") {
-                p.main_type = tt->id;
+            uint32_t r = tt ? tt->id : quant::repack_target(base_type);
+            const bool fits = r && (quant::repack_base(r) == base_type ||
+                                    (tt && quant::repack_base(r) == 0 && iequals(p.name.substr(0, us), m->main)) ||
+                                    (!tt && quant::find_type(r)->interleave == std::atoi(suffix.c_str() + 2)));
+            if (fits) {
+                if (!producible(r)) fail(Status::unsupported, "ikllm cannot produce type " + type_name(r));
+                p.main_type = r;
                 p.file_type = m->file_type + 200;
                 p.repacked = true;
                 return p;
@@ -256,13 +263,14 @@ std::vector<TensorChoice> plan(const std::vector<TensorDesc>& tensors, int n_lay
         // Interleaved layouts are for matrix products; embeddings are looked up row by row.
         if ((preset.repacked || params.repack) && !is_embd) {
             if (type == plain_main && preset.repacked) type = preset.main_type;
-            else if (uint32_t r = quant::repack_target(type)) type = r;
+            else if (uint32_t r = quant::repack_target(type); r && producible(r)) type = r;
         }
         if (is_embd && quant::find_type(type)->interleave > 1) {
             uint32_t b = quant::repack_base(type);
             type = b ? b : plain_main;
             if (quant::find_type(type)->interleave > 1) type = quant::T_Q8_0;
         }
+        if (!producible(type)) fail(Status::unsupported, "ikllm cannot produce type " + type_name(type));
         for (Rule& r : params.rules)
             if (std::regex_search(n, r.regex)) {
                 r.used = true;

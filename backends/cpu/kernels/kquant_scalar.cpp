@@ -1,6 +1,8 @@
-// Portable matmul kernels for Q2_K..Q6_K against Q8_K activations (see kquant_unpack.h).
+// Portable matmul kernels for Q2_K..Q6_K (see kquant_unpack.h): Q2_K and Q3_K against Q8_K
+// activations, Q4_K, Q5_K and Q6_K against Q8_2_X4 as in the reference (quant-formats.md §15).
 // Every K-quant has a kernel here; the AVX2/AVX-512 files cover all of them as well.
 #include "kernels/kquant_unpack.h"
+#include <cstdlib>
 
 namespace ikllm::cpu {
 
@@ -9,15 +11,113 @@ const ActFormat* act_format_q8_k_kiqk() {
     return &f;
 }
 
+KernelTable exp_kernels();
 KernelTable kquant_kernels_scalar() {
-    static const MatmulKernel entries[] = {
+    if (getenv("IKLLM_EXP_RULE")) {
+        static const MatmulKernel entries3[] = {
+            {KQ2K::id, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul<KQ2K>},
+            {KQ3K::id, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul<KQ3K>},
+            exp_kernels().entries[0], exp_kernels().entries[1],
+            {KQ6K::id, Isa::scalar, act_format_q8_2_x4(), scalar_matmul_q82<KQ6K>},
+        };
+        return {entries3, 5};
+    }
+    static const bool exp_q8k = getenv("IKLLM_EXP_Q45K_Q8K") != nullptr;  // EXPERIMENT
+    if (exp_q8k) {
+    static const MatmulKernel entries2[] = {
         {KQ2K::id, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul<KQ2K>},
         {KQ3K::id, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul<KQ3K>},
         {KQ4K::id, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul<KQ4K>},
         {KQ5K::id, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul<KQ5K>},
-        {KQ6K::id, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul<KQ6K>},
+        {KQ6K::id, Isa::scalar, act_format_q8_2_x4(), scalar_matmul_q82<KQ6K>},
+    };
+    return {entries2, 5};
+    }
+    static const MatmulKernel entries[] = {
+        {KQ2K::id, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul<KQ2K>},
+        {KQ3K::id, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul<KQ3K>},
+        {KQ4K::id, Isa::scalar, act_format_q8_2_x4(), scalar_matmul_q82<KQ4K>},
+        {KQ5K::id, Isa::scalar, act_format_q8_2_x4(), scalar_matmul_q82<KQ5K>},
+        {KQ6K::id, Isa::scalar, act_format_q8_2_x4(), scalar_matmul_q82<KQ6K>},
     };
     return {entries, sizeof(entries) / sizeof(entries[0])};
 }
 
+}  // namespace ikllm::cpu
+
+// ---------------- EXPERIMENT (temporary) ----------------
+#include <cmath>
+#include <vector>
+#include "core/fp16.h"
+namespace ikllm::cpu {
+namespace {
+int exp_rule() {
+    static const int r = [] {
+        const char* e = getenv("IKLLM_EXP_RULE");
+        if (!e) return 0;
+        if (!strcmp(e, "q82")) return 1;
+        if (!strcmp(e, "q81")) return 2;
+        if (!strcmp(e, "q80")) return 3;
+        if (!strcmp(e, "q8k")) return 4;
+        return 0;
+    }();
+    return r;
+}
+float rne(float v) { return std::nearbyint(v); }
+void exp_quant_row(const float* x, float* xa, int64_t ne0, int rule) {
+    const int bs = rule == 4 ? 256 : 32;
+    for (int64_t b = 0; b < ne0 / bs; ++b) {
+        const float* xb = x + b * bs;
+        float amax = 0;
+        for (int i = 0; i < bs; ++i) amax = std::fmax(amax, std::fabs(xb[i]));
+        float d, id;
+        if (rule == 1) { d = bf16_to_f32(f32_to_bf16(amax / 127.0f)); id = d > 0 ? 1.0f / d : 0; }
+        else if (rule == 2) { float d0 = amax / 127.0f; id = d0 > 0 ? 1.0f / d0 : 0; d = f16_to_f32(f32_to_f16(d0)); }
+        else if (rule == 3) { d = f16_to_f32(f32_to_f16(amax / 127.0f)); id = amax != 0 ? 127.0f / amax : 0; }
+        else if (rule == 4) { d = amax / 127.0f; id = amax != 0 ? 127.0f / amax : 0; }
+        else { for (int i = 0; i < bs; ++i) xa[b * bs + i] = xb[i]; continue; }
+        for (int i = 0; i < bs; ++i) xa[b * bs + i] = d * rne(xb[i] * id);
+    }
+}
+template <uint32_t TID>
+void exp_kernel(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
+                int64_t nt, float* y, int64_t ys) {
+    const quant::TypeTraits* tt = quant::find_type(TID);
+    std::vector<float> wf(ne0), xa(ne0 * nt);
+    for (int64_t t = 0; t < nt; ++t) exp_quant_row((const float*)(act + t * arb), xa.data() + t * ne0, ne0, exp_rule());
+    for (int64_t r = r0; r < r1; ++r) {
+        tt->dequant(w + r * wrb, wf.data(), ne0);
+        static const int wr = getenv("IKLLM_EXP_WRULE") ? atoi(getenv("IKLLM_EXP_WRULE")) : 0;
+        if (wr == 1 || wr == 2 || wr == 4) {
+            const int bs = wr == 2 ? 256 : 32;
+            for (int64_t b = 0; b < ne0 / bs; ++b) {
+                float amax = 0;
+                for (int i = 0; i < bs; ++i) amax = std::fmax(amax, std::fabs(wf[b * bs + i]));
+                float d = amax / 127.0f; if (wr != 4) d = f16_to_f32(f32_to_f16(d));
+                const float id = d > 0 ? 1.0f / d : 0;
+                for (int i = 0; i < bs; ++i) wf[b * bs + i] = d * rne(wf[b * bs + i] * id);
+            }
+        } else if (wr == 3) {
+            for (int64_t b = 0; b < ne0 / 32; ++b) {
+                float mn = wf[b * 32], mx = wf[b * 32];
+                for (int i = 0; i < 32; ++i) { mn = std::fmin(mn, wf[b * 32 + i]); mx = std::fmax(mx, wf[b * 32 + i]); }
+                const float d = (mx - mn) / 255.0f, id = d > 0 ? 1.0f / d : 0;
+                for (int i = 0; i < 32; ++i) wf[b * 32 + i] = mn + d * rne((wf[b * 32 + i] - mn) * id);
+            }
+        }
+        for (int64_t t = 0; t < nt; ++t) {
+            double s = 0;
+            for (int64_t j = 0; j < ne0; ++j) s += (double)wf[j] * xa[t * ne0 + j];
+            y[t * ys + r] = (float)s;
+        }
+    }
+}
+}  // namespace
+KernelTable exp_kernels() {
+    static const MatmulKernel e[] = {
+        {quant::T_Q4_K, Isa::scalar, act_format_f32(), exp_kernel<quant::T_Q4_K>},
+        {quant::T_Q5_K, Isa::scalar, act_format_f32(), exp_kernel<quant::T_Q5_K>},
+    };
+    return {e, 2};
+}
 }  // namespace ikllm::cpu
