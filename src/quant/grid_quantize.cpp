@@ -434,7 +434,7 @@ struct R4Fit {
 };
 
 // Real fit of the row at fp16 row scale d: indices searched, each block choosing between the two
-// levels around its modelled optimum (or `fixed_s` if given).
+// levels around its modelled optimum.
 void r4_fit_row(const Iq1R4Spec& sp, const float* x, const float* w, const std::vector<R4Block>& blk, float d,
                 R4Fit& out) {
     const int n = sp.cols / 8;
@@ -453,9 +453,10 @@ void r4_fit_row(const Iq1R4Spec& sp, const float* x, const float* w, const std::
         const int s0 = r4_nearest_s(sp, Lopt);
         int s1 = r4_level(sp, s0) < Lopt ? s0 + 1 : s0 - 1;
         if (s1 < 0 || s1 > r4_max_s(sp)) s1 = s0;
+        const int cand[2] = {s0, s1};
         double best = INFINITY;
-        for (int s : {s0, s1}) {
-            if (s == s1 && s1 == s0 && best < INFINITY) break;
+        for (int c = 0; c < (s1 == s0 ? 1 : 2); ++c) {
+            const int s = cand[c];
             TerGroup g[4];
             double e;
             if (r4_level(sp, s) == 0) {  // IQ1_M_R4 level 0: block decodes to 0

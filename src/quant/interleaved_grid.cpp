@@ -2,6 +2,7 @@
 // 4-row formats IQ1_S_R4 / IQ1_M_R4, and IQ2_BN_R4 (docs: quant-formats.md §12.7, §12.8).
 #include <cstring>
 
+#include "quant/grid_quantize.h"
 #include "quant/grid_tables.h"
 #include "quant/interleaved_impl.h"
 #include "quant/interleaved_layouts.h"
@@ -213,6 +214,26 @@ void deq_iq1_s_r4(const uint8_t* src, float* y, int64_t ne0) {
         }
 }
 
+// Quantizer: each row is encoded on its own (grid_quantize.cpp), then the 4 rows are interleaved.
+void q_iq1_s_r4(const float* x, uint8_t* dst, int64_t ne0, const float* imatrix) {
+    Iq1R4RowCodes r[4];
+    for (int k = 0; k < 4; ++k) {
+        quantize_iq1_s_r4_row(x + k * ne0, ne0, imatrix, &r[k]);
+        wr_u16(dst + 2 * k, r[k].d16);
+    }
+    dst += 8;
+    for (int64_t ib = 0; ib < ne0 / 32; ++ib, dst += 24)
+        for (int k = 0; k < 4; ++k) {
+            uint16_t h = (uint16_t)(r[k].scale[ib] << 12 | (r[k].neg_delta[4 * ib] ? 0x8000 : 0));
+            for (int i = 0; i < 4; ++i) {
+                const uint16_t idx = r[k].idx[4 * ib + i];
+                dst[4 * i + k] = (uint8_t)(idx & 255);
+                h |= (uint16_t)((idx >> 8) << (3 * i));
+            }
+            wr_u16(dst + 16 + 2 * k, h);
+        }
+}
+
 // ---- IQ1_M_R4 (own format): 4 fp16 d_k, then 28 bytes per 32 columns --------------------------
 void deq_iq1_m_r4(const uint8_t* src, float* y, int64_t ne0) {
     float d[4];
@@ -228,6 +249,28 @@ void deq_iq1_m_r4(const uint8_t* src, float* y, int64_t ne0) {
                 put8_iq1(yy, dl, kIq1sGrid[src[8 * i + k] | bits(hq, 0, 3) << 8], bit(hq, 3) ? -0.125f : 0.125f);
                 put8_iq1(yy + 8, dl, kIq1sGrid[src[8 * i + 4 + k] | bits(hq, 4, 3) << 8],
                          bit(hq, 7) ? -0.125f : 0.125f);
+            }
+        }
+}
+
+void q_iq1_m_r4(const float* x, uint8_t* dst, int64_t ne0, const float* imatrix) {
+    Iq1R4RowCodes r[4];
+    for (int k = 0; k < 4; ++k) {
+        quantize_iq1_m_r4_row(x + k * ne0, ne0, imatrix, &r[k]);
+        wr_u16(dst + 2 * k, r[k].d16);
+    }
+    dst += 8;
+    for (int64_t ib = 0; ib < ne0 / 32; ++ib, dst += 28)
+        for (int k = 0; k < 4; ++k) {
+            dst[24 + k] = (uint8_t)(r[k].scale[2 * ib] | r[k].scale[2 * ib + 1] << 4);
+            for (int i = 0; i < 2; ++i) {
+                uint8_t hq = 0;
+                for (int q = 0; q < 2; ++q) {
+                    const size_t g = (size_t)(4 * ib + 2 * i + q);
+                    dst[8 * i + 4 * q + k] = (uint8_t)(r[k].idx[g] & 255);
+                    hq |= (uint8_t)(((r[k].idx[g] >> 8) | (r[k].neg_delta[g] ? 8 : 0)) << (4 * q));
+                }
+                dst[16 + 4 * i + k] = hq;
             }
         }
 }
@@ -265,8 +308,8 @@ const InterleavedCodec kCodecs[] = {
     {T_IQ2_S_R4, T_IQ2_S, 4, deq_iq2_s_r4, rep_iq2_s_r4, nullptr},
     {T_IQ3_XXS_R4, T_IQ3_XXS, 4, deq_iq3_xxs_r4, rep_iq3_xxs_r4, nullptr},
     {T_IQ3_S_R4, T_IQ3_S, 4, deq_iq3_s_r4, rep_iq3_s_r4, nullptr},
-    {T_IQ1_S_R4, T_F32, 4, deq_iq1_s_r4, nullptr, nullptr},
-    {T_IQ1_M_R4, T_F32, 4, deq_iq1_m_r4, nullptr, nullptr},
+    {T_IQ1_S_R4, T_F32, 4, deq_iq1_s_r4, nullptr, q_iq1_s_r4},
+    {T_IQ1_M_R4, T_F32, 4, deq_iq1_m_r4, nullptr, q_iq1_m_r4},
     {T_IQ2_BN_R4, T_IQ2_BN, 4, deq_iq2_bn_r4, rep_iq2_bn_r4, nullptr},
 };
 

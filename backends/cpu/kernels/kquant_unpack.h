@@ -23,6 +23,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <cstdlib>
+#include <cmath>
+#include "core/fp16.h"
 #include "kernels/matmul.h"
 #include "quant/act_q8_k.h"
 #include "quant/quant_tables.h"
@@ -470,6 +473,8 @@ inline float q82_d(const uint8_t* a, int j) {
 inline int q82_sum(const uint8_t* a, int j) { return (int16_t)rd_u16(a + 144 * (j >> 2) + 8 + 2 * (j & 3)); }
 inline const int8_t* q82_qs(const uint8_t* a, int j) { return (const int8_t*)(a + 144 * (j >> 2) + 16 + 32 * (j & 3)); }
 
+inline float exp_f16r(float f) { return f16_to_f32(f32_to_f16(f)); }  // EXPERIMENT
+
 // Token block size: keep the activations of one token block within ~512 KiB (L2) so that they
 // are reused from cache across all weight rows.
 inline int64_t token_block(size_t act_row_bytes) {
@@ -500,6 +505,25 @@ void scalar_matmul(const uint8_t* w, size_t w_row_bytes, int64_t ne0, int64_t r0
             for (int64_t t = 0; t < tn; ++t) acc[t] = 0;
             for (int64_t b = 0; b < nb; ++b) {
                 K::unpack(row + K::meta + (size_t)b * K::bytes, rowd, kb);
+                static const int exp_conv = getenv("IKLLM_EXP_CONV") ? atoi(getenv("IKLLM_EXP_CONV")) : 0;  // EXPERIMENT
+                static const int exp_h = getenv("IKLLM_EXP_H") ? atoi(getenv("IKLLM_EXP_H")) : 0;  // EXPERIMENT
+                if (exp_h && nt < 32) {
+                    if (exp_h == 1) for (int s = 0; s < 16; ++s) kb.corr[s] = 0;
+                }
+                if (exp_conv && nt >= exp_conv && kb.dw == kb.dc) {
+                    int P[256], mx = 0;
+                    for (int i = 0; i < 256; ++i) {
+                        P[i] = kb.sc[i / 16] * kb.v[i] + kb.corr[i / 16];
+                        mx = P[i] > mx ? P[i] : (-P[i] > mx ? -P[i] : mx);
+                    }
+                    float dnew = (float)mx * (1.0f / 127);
+                    bool scale = true;
+                    if (dnew < 1.0f) { dnew = 1.0f; scale = false; }
+                    const float inv = dnew > 1e-9f ? 1.0f / dnew : 0.0f;
+                    for (int i = 0; i < 256; ++i) kb.v[i] = (int8_t)(scale ? (int)std::nearbyint((float)P[i] * inv) : P[i]);
+                    for (int s = 0; s < 16; ++s) { kb.sc[s] = 1; kb.corr[s] = 0; }
+                    kb.dw = kb.dc = exp_f16r(kb.dw * dnew);
+                }
                 for (int64_t t = 0; t < tn; ++t) {
                     const uint8_t* a = act + (size_t)(t0 + t) * act_row_bytes + (size_t)b * quant::kQ8KBlockBytes;
                     const int8_t* qa = act_qs(a);

@@ -1,0 +1,152 @@
+// Per-type matrix-product throughput through the engine's CPU op (activation encoding + kernel +
+// thread split), for 1 and 2 threads: a 4096 x 4096 weight matrix of each type times nt = 1
+// (generation) and nt = 64 (prompt) activation rows. Prints weight GB/s (bytes of W per second)
+// and GFLOP/s (2 * rows * ne0 * nt per second), medians of 5 wall-clock repetitions. Several
+// copies of the matrix are cycled so W does not sit in the last-level cache.
+// Usage: quant_matmul_bench [--threads 1,2] [--nt 1,64] [type ...]   (IKLLM_ISA caps the ISA)
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cpu_ops.h"
+#include "kernels/matmul.h"
+#include "quant/type_traits.h"
+
+using namespace ikllm;
+using namespace ikllm::quant;
+
+namespace {
+
+constexpr int64_t kNe0 = 4096, kRows = 4096;
+
+std::vector<int> int_list(const std::string& s) {
+    std::vector<int> v;
+    std::stringstream ss(s);
+    for (std::string x; std::getline(ss, x, ',');) v.push_back(std::stoi(x));
+    return v;
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+// Seconds per matmul (median of 5 reps, each at least ~50 ms of back-to-back products).
+double time_matmul(const TypeTraits& tt, std::vector<std::vector<uint8_t>>& copies, int64_t nt,
+                   std::vector<float>& x, cpu::ThreadPool& pool, cpu::Scratch& scratch) {
+    Tensor w, a, y;
+    w.type = tt.id;
+    w.ne[0] = kNe0;
+    w.ne[1] = kRows;
+    w.nb[1] = row_bytes(tt, kNe0);
+    w.name = "bench";
+    a.type = T_F32;
+    a.ne[0] = kNe0;
+    a.ne[1] = nt;
+    a.nb[0] = 4;
+    a.nb[1] = 4 * kNe0;
+    a.data = x.data();
+    std::vector<float> out((size_t)(kRows * nt));
+    y.type = T_F32;
+    y.ne[0] = kRows;
+    y.ne[1] = nt;
+    y.nb[0] = 4;
+    y.nb[1] = 4 * kRows;
+    y.data = out.data();
+    Op op;
+    op.kind = OpKind::mul_mat;
+    op.src[0] = &w;
+    op.src[1] = &a;
+    op.dst = &y;
+    size_t c = 0;
+    auto once = [&] {
+        w.data = copies[c++ % copies.size()].data();
+        cpu::op_mul_mat(op, pool, scratch);
+    };
+    using clock = std::chrono::steady_clock;
+    once();  // warm-up
+    const auto t0 = clock::now();
+    once();
+    const double one = std::chrono::duration<double>(clock::now() - t0).count();
+    const int iters = std::max(1, (int)(0.05 / std::max(one, 1e-6)));
+    std::vector<double> reps;
+    for (int r = 0; r < 5; ++r) {
+        const auto s = clock::now();
+        for (int i = 0; i < iters; ++i) once();
+        reps.push_back(std::chrono::duration<double>(clock::now() - s).count() / iters);
+    }
+    return median(reps);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::vector<int> threads{1, 2}, nts{1, 64};
+    std::vector<std::string> names;
+    for (int i = 1; i < argc; ++i) {
+        const std::string s = argv[i];
+        if (s == "--threads" && i + 1 < argc) threads = int_list(argv[++i]);
+        else if (s == "--nt" && i + 1 < argc) nts = int_list(argv[++i]);
+        else names.push_back(s);
+    }
+    if (names.empty()) {
+        size_t n = 0;
+        const TypeTraits* all = all_types(&n);
+        for (size_t i = 0; i < n; ++i)
+            if (all[i].quantize && !all[i].is_activation_only && cpu::find_matmul(all[i].id, cpu::best_isa()))
+                names.push_back(all[i].name);
+    }
+    std::mt19937 rng(1);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> src(64 * kNe0);
+    for (auto& v : src) v = nd(rng) * 0.02f;
+    int64_t max_nt = 1;
+    for (int nt : nts) max_nt = std::max<int64_t>(max_nt, nt);
+    std::vector<float> x((size_t)(max_nt * kNe0));
+    for (auto& v : x) v = nd(rng);
+
+    std::printf("matmul %lld x %lld via the CPU op (activation encoding included), isa %s, median of 5\n\n",
+                (long long)kRows, (long long)kNe0, cpu::isa_name(cpu::best_isa()));
+    std::printf("| type | bpw | kernel |");
+    for (int nt : nts)
+        for (int t : threads) std::printf(" nt=%d t=%d GB/s | GFLOP/s |", nt, t);
+    std::printf("\n|---|---:|---|");
+    for (size_t i = 0; i < nts.size() * threads.size(); ++i) std::printf("---:|---:|");
+    std::printf("\n");
+    std::vector<cpu::ThreadPool*> pools;
+    for (int t : threads) pools.push_back(new cpu::ThreadPool(t));
+    cpu::Scratch scratch;
+    for (const std::string& name : names) {
+        const TypeTraits* tt = find_type_by_name(name.c_str());
+        const cpu::MatmulKernel* k = tt ? cpu::find_matmul(tt->id, cpu::best_isa()) : nullptr;
+        if (!tt || !tt->quantize || !k) {
+            std::printf("| %s | (no quantizer or kernel) |\n", name.c_str());
+            continue;
+        }
+        const size_t wrb = row_bytes(*tt, kNe0);
+        std::vector<uint8_t> tile(wrb * 64);
+        for (int r = 0; r < 64; r += tt->interleave)
+            tt->quantize(src.data() + r * kNe0, tile.data() + r * wrb, kNe0, nullptr);
+        const size_t bytes = wrb * kRows;
+        const size_t ncopies = std::max<size_t>(2, (size_t)(256u << 20) / bytes);
+        std::vector<std::vector<uint8_t>> copies(ncopies, std::vector<uint8_t>(bytes));
+        for (auto& c : copies)
+            for (int64_t r = 0; r < kRows; r += 64) std::memcpy(c.data() + r * wrb, tile.data(), tile.size());
+        std::printf("| %s | %.3g | %s |", tt->name, 8.0 * (double)wrb / (double)kNe0,
+                    k->act->id == T_F32 && tt->id != T_F32 ? "dequant" : cpu::isa_name(k->isa));
+        for (int nt : nts)
+            for (size_t ti = 0; ti < threads.size(); ++ti) {
+                const double s = time_matmul(*tt, copies, nt, x, *pools[ti], scratch);
+                std::printf(" %.2f | %.1f |", (double)bytes / s / 1e9, 2.0 * kRows * kNe0 * nt / s / 1e9);
+                std::fflush(stdout);
+            }
+        std::printf("\n");
+    }
+    for (auto* p : pools) delete p;
+    return 0;
+}
