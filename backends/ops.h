@@ -60,6 +60,23 @@ enum class OpKind : int32_t {
     kv_store,     // copy src0 [d*heads, tokens] into cache dst rows i32[t] (converting to cache type)
     attention,    // dst [d_v*n_head, tokens] = softmax(q k^T * scale + mask) v
     gather_rows,  // dst[:, j] = src0[:, i32[j]]
+    mul_mat_swiglu, // dst = silu(src0 . src1) * (src2 . src1): fused gate/up of a dense FFN
+    moe_route,    // src0 router logits [n_expert, T] (+ src1 selection bias) -> dst weights [k, T], aux ids [k, T]
+    moe_ffn,      // dst [E, T] = sum_j weight[j,t] * FFN_{ids[j,t]}(src0[:, t]); experts in ex[], ids src1, weights src2
+    copy,         // dst = src0 (same shape, strided f32 views)
+    mul_mat_heads,// per head h: dst[:, h, t] = src0[:, :, h] . src1[:, h, t]  (3-D weights, one matrix per head)
+};
+
+// Routing of a mixture-of-experts layer (docs: architectures.md §7).
+enum class MoeGating : int32_t { softmax = 1, sigmoid = 2 };
+struct MoeParams {
+    int32_t n_used = 0;            // experts per token (k)
+    MoeGating gating = MoeGating::softmax;
+    bool norm = false;             // renormalise the k weights to sum 1
+    float scale = 1.0f;            // multiply the weights (applied when |scale - 1| > 1e-5)
+    int32_t ser_max = 0;           // smart expert reduction: keep at most this many (0 = off)
+    float ser_frac = 0.0f;         //   and drop experts whose weight < ser_frac * the top weight
+    bool round_f16 = false;        // expert weights are F16: round expert inputs to f16 (reference numerics)
 };
 
 struct Op {
@@ -74,6 +91,11 @@ struct Op {
     // src2 = V cache [d_v, n_head_kv, cells]; i32 = positions[T]; seq_ids below.
     const int32_t* seq_ids = nullptr;
     KvView kv;
+    // moe_route / moe_ffn: routing parameters; expert weights (gate, up, down; gate may be a
+    // merged gate_up tensor with up == null); aux = the second output of moe_route (ids).
+    MoeParams moe;
+    Tensor* ex[3] = {nullptr, nullptr, nullptr};
+    Tensor* aux = nullptr;
 };
 
 // An op list for one batch shape. Tensors are owned by the list (stable addresses).

@@ -49,6 +49,11 @@ public:
                 case OpKind::kv_store: cpu::op_kv_store(op, pool_); break;
                 case OpKind::attention: cpu::op_attention(op, pool_, scratch_); break;
                 case OpKind::gather_rows: cpu::op_gather_rows(op, pool_); break;
+                case OpKind::mul_mat_swiglu: cpu::op_mul_mat_swiglu(op, pool_, scratch_); break;
+                case OpKind::mul_mat_heads: cpu::op_mul_mat_heads(op, pool_, scratch_); break;
+                case OpKind::moe_route: cpu::op_moe_route(op, pool_); break;
+                case OpKind::moe_ffn: cpu::op_moe_ffn(op, pool_, scratch_); break;
+                case OpKind::copy: cpu::op_copy(op, pool_); break;
             }
         }
     }
@@ -77,7 +82,12 @@ public:
         return tt && tt->dequant && cpu::find_matmul(type, cpu::best_isa()) != nullptr;
     }
     bool supports(const Op& op) const override {
-        if (op.kind == OpKind::mul_mat) return supports_weight_type(op.src[0]->type);
+        if (op.kind == OpKind::mul_mat || op.kind == OpKind::mul_mat_heads) return supports_weight_type(op.src[0]->type);
+        if (op.kind == OpKind::mul_mat_swiglu)
+            return supports_weight_type(op.src[0]->type) && supports_weight_type(op.src[2]->type);
+        if (op.kind == OpKind::moe_ffn)
+            for (const Tensor* w : op.ex)
+                if (w && !supports_weight_type(w->type)) return false;
         if (op.kind == OpKind::get_rows) {
             const quant::TypeTraits* tt = quant::find_type(op.src[0]->type);
             return tt && tt->dequant;

@@ -12,6 +12,8 @@ namespace ikllm::cpu {
 
 struct Scratch {
     std::vector<uint8_t> act;                   // encoded activations for mul_mat
+    std::vector<uint8_t> act2;                  // second activation buffer (experts' down input)
+    std::vector<float> floats;                  // shared float work space (experts' hidden/outputs)
     std::vector<std::vector<float>> per_thread; // per-thread float work space
     float* thread_floats(int thread, size_t n) {
         if (per_thread.size() <= (size_t)thread) per_thread.resize(thread + 1);
@@ -30,6 +32,11 @@ void op_kv_store(const Op& op, ThreadPool& pool);
 void op_gather_rows(const Op& op, ThreadPool& pool);
 void op_mul_mat(const Op& op, ThreadPool& pool, Scratch& scratch);
 void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch);
+void op_mul_mat_swiglu(const Op& op, ThreadPool& pool, Scratch& scratch);
+void op_mul_mat_heads(const Op& op, ThreadPool& pool, Scratch& scratch);
+void op_moe_route(const Op& op, ThreadPool& pool);
+void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch);
+void op_copy(const Op& op, ThreadPool& pool);
 
 // RoPE of one head vector in place (used by op_rope and by KV shifts).
 // `apply_magnitude` = false rotates only (for shifting already-scaled cached keys).

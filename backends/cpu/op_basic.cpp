@@ -191,4 +191,14 @@ void op_gather_rows(const Op& op, ThreadPool& pool) {
     (void)pool;
 }
 
+void op_copy(const Op& op, ThreadPool& pool) {
+    const Tensor& src = *op.src[0];
+    const Tensor& dst = *op.dst;
+    const int64_t ne0 = src.ne[0];
+    for_rows(pool, src.n_rows(), [&](int64_t r) {
+        const int64_t i1 = r % src.ne[1], i2 = (r / src.ne[1]) % src.ne[2], i3 = r / (src.ne[1] * src.ne[2]);
+        std::memcpy(dst.row<float>(i1, i2, i3), src.row<float>(i1, i2, i3), ne0 * sizeof(float));
+    });
+}
+
 }  // namespace ikllm::cpu

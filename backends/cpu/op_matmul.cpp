@@ -1,14 +1,107 @@
 // Matrix product driver: encode the activations once (in parallel over tokens), then split
 // the weight rows over threads; each thread runs the type's kernel on its row range.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/error.h"
+#include "core/fp16.h"
 #include "cpu_ops.h"
+#include "matmul_rows.h"
 #include "kernels/matmul.h"
 #include "quant/type_traits.h"
 
 namespace ikllm::cpu {
+
+const MatmulKernel& kernel_for(const Tensor& w) {
+    const MatmulKernel* k = find_matmul(w.type, best_isa());
+    if (!k) fail(Status::unsupported, std::string("no CPU matmul kernel for the type of ") + w.name);
+    return *k;
+}
+
+void run_rows(const MatmulKernel& k, const uint8_t* w, size_t row_bytes, int64_t ne0, int64_t r0, int64_t r1,
+              const uint8_t* act, size_t act_row_bytes, int64_t nt, float* y, int64_t y_stride) {
+    k.run(w + (size_t)r0 * row_bytes, row_bytes, ne0, 0, r1 - r0, act, act_row_bytes, nt, y, y_stride);
+}
+
+int64_t chunk_rows(int64_t rows, int64_t unit, int n_threads) {
+    const int64_t target = std::max<int64_t>(1, (int64_t)n_threads * 4);
+    int64_t c = (rows + target - 1) / target;
+    c = (c + unit - 1) / unit * unit;
+    return std::max(c, unit);
+}
+
+void round_to_f16(float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) x[i] = f16_to_f32(f32_to_f16(x[i]));
+}
+
+void op_mul_mat_swiglu(const Op& op, ThreadPool& pool, Scratch& scratch) {
+    const Tensor& wg = *op.src[0];  // [K, N]
+    const Tensor& x = *op.src[1];   // [K, T] f32
+    const Tensor& wu = *op.src[2];  // [K, N]
+    const Tensor& y = *op.dst;      // [N, T]
+    const int64_t K = wg.ne[0], N = wg.ne[1], T = x.ne[1];
+    const MatmulKernel& kg = kernel_for(wg);
+    const MatmulKernel& ku = kernel_for(wu);
+    const bool same_act = kg.act->id == ku.act->id;
+    const size_t arg = kg.act->row_bytes(K), aru = ku.act->row_bytes(K);
+    const size_t need = arg * T + (same_act ? 0 : aru * T);
+    if (scratch.act.size() < need) scratch.act.resize(need);
+    uint8_t* act_g = scratch.act.data();
+    uint8_t* act_u = same_act ? act_g : act_g + arg * T;
+    pool.parallel_for(T, [&](int64_t t, int) {
+        kg.act->encode_row(x.row<float>(t), act_g + arg * t, K);
+        if (!same_act) ku.act->encode_row(x.row<float>(t), act_u + aru * t, K);
+    });
+    const quant::TypeTraits* tg = quant::find_type(wg.type);
+    const quant::TypeTraits* tu = quant::find_type(wu.type);
+    const int64_t unit = std::max(tg->interleave, tu->interleave);
+    const int64_t chunk = chunk_rows(N, unit, pool.n_threads());
+    const int64_t n_chunks = (N + chunk - 1) / chunk;
+    for (int t = 0; t < pool.n_threads(); ++t) scratch.thread_floats(t, (size_t)(2 * chunk * T));
+    const int64_t y_stride = (int64_t)(y.nb[1] / sizeof(float));
+    float* yd = static_cast<float*>(y.data);
+    pool.parallel_for(n_chunks, [&](int64_t c, int thread) {
+        const int64_t r0 = c * chunk, r1 = std::min(N, r0 + chunk), n = r1 - r0;
+        float* g = scratch.per_thread[thread].data();
+        float* u = g + n * T;
+        run_rows(kg, static_cast<const uint8_t*>(wg.data), wg.nb[1], K, r0, r1, act_g, arg, T, g, n);
+        run_rows(ku, static_cast<const uint8_t*>(wu.data), wu.nb[1], K, r0, r1, act_u, aru, T, u, n);
+        for (int64_t t = 0; t < T; ++t)
+            for (int64_t r = 0; r < n; ++r) {
+                const float gv = g[t * n + r];
+                yd[t * y_stride + r0 + r] = gv / (1.0f + std::exp(-gv)) * u[t * n + r];
+            }
+    });
+}
+
+void op_mul_mat_heads(const Op& op, ThreadPool& pool, Scratch& scratch) {
+    const Tensor& w = *op.src[0];  // [K, N, H]
+    const Tensor& x = *op.src[1];  // [K, H, T] (strided view)
+    const Tensor& y = *op.dst;     // [N, H, T] (strided view)
+    const int64_t K = w.ne[0], N = w.ne[1], H = w.ne[2], T = x.ne[2];
+    const MatmulKernel& k = kernel_for(w);
+    const size_t ar = k.act->row_bytes(K);
+    // Encoded activations grouped by head: [H][T] rows, so each head's tokens are contiguous.
+    if (scratch.act.size() < ar * T * H) scratch.act.resize(ar * T * H);
+    uint8_t* act = scratch.act.data();
+    pool.parallel_for(T * H, [&](int64_t i, int) {
+        const int64_t h = i % H, t = i / H;
+        k.act->encode_row(x.row<float>(h, t), act + ar * (h * T + t), K);
+    });
+    const int64_t unit = quant::find_type(w.type)->interleave;
+    const int64_t chunk = chunk_rows(N, unit, std::max(1, pool.n_threads() / (int)std::max<int64_t>(1, H)));
+    const int64_t per_head = (N + chunk - 1) / chunk;
+    for (int t = 0; t < pool.n_threads(); ++t) scratch.thread_floats(t, (size_t)(chunk * T));
+    pool.parallel_for(H * per_head, [&](int64_t task, int thread) {
+        const int64_t h = task / per_head, c = task % per_head;
+        const int64_t r0 = c * chunk, r1 = std::min(N, r0 + chunk), n = r1 - r0;
+        float* tmp = scratch.per_thread[thread].data();
+        run_rows(k, static_cast<const uint8_t*>(w.data) + h * w.nb[2], w.nb[1], K, r0, r1, act + ar * h * T, ar, T,
+                 tmp, n);
+        for (int64_t t = 0; t < T; ++t) std::memcpy(y.row<float>(h, t) + r0, tmp + t * n, sizeof(float) * n);
+    });
+}
 
 void op_mul_mat(const Op& op, ThreadPool& pool, Scratch& scratch) {
     const Tensor& w = *op.src[0];  // [K, N] weights

@@ -48,12 +48,12 @@ Tensor* GraphBuilder::get_rows(Tensor* table, const int32_t* ids, int32_t n) {
     return op.dst;
 }
 
-Tensor* GraphBuilder::rms_norm(Tensor* x, Tensor* gain, float eps) {
+Tensor* GraphBuilder::rms_norm(Tensor* x, Tensor* gain, float eps, Tensor* dst) {
     Op& op = g_.add(OpKind::rms_norm);
     op.src[0] = x;
     op.src[1] = gain;
     op.f[0] = eps;
-    op.dst = f32(x->ne[0], x->ne[1], x->ne[2]);
+    op.dst = dst ? dst : f32(x->ne[0], x->ne[1], x->ne[2]);
     return op.dst;
 }
 
@@ -126,6 +126,70 @@ Tensor* GraphBuilder::gather_rows(Tensor* x, const int32_t* rows, int32_t n) {
     op.i32 = rows;
     op.n_i32 = n;
     op.dst = f32(x->ne[0], n);
+    return op.dst;
+}
+
+Tensor* GraphBuilder::mul_mat_swiglu(Tensor* w_gate, Tensor* w_up, Tensor* x) {
+    Op& op = g_.add(OpKind::mul_mat_swiglu);
+    op.src[0] = w_gate;
+    op.src[1] = x;
+    op.src[2] = w_up;
+    op.dst = f32(w_gate->ne[1], x->ne[1]);
+    return op.dst;
+}
+
+Tensor* GraphBuilder::moe_route(Tensor* logits, Tensor* sel_bias, const MoeParams& p, Tensor** ids) {
+    Op& op = g_.add(OpKind::moe_route);
+    op.src[0] = logits;
+    op.src[1] = sel_bias;
+    op.moe = p;
+    op.dst = f32(p.n_used, logits->ne[1]);
+    Tensor* id = f32(p.n_used, logits->ne[1]);  // same size; reinterpreted as int32
+    id->type = quant::T_I32;
+    op.aux = id;
+    *ids = id;
+    return op.dst;
+}
+
+Tensor* GraphBuilder::moe_ffn(Tensor* x, Tensor* ids, Tensor* weights, Tensor* gate, Tensor* up, Tensor* down,
+                              const MoeParams& p) {
+    Op& op = g_.add(OpKind::moe_ffn);
+    op.src[0] = x;
+    op.src[1] = ids;
+    op.src[2] = weights;
+    op.ex[0] = gate;
+    op.ex[1] = up;
+    op.ex[2] = down;
+    op.moe = p;
+    op.dst = f32(x->ne[0], x->ne[1]);
+    return op.dst;
+}
+
+Tensor* GraphBuilder::view(Tensor* t, int64_t ne0, int64_t ne1, int64_t ne2, size_t nb1, size_t nb2, size_t offset) {
+    Tensor* v = g_.new_tensor();
+    *v = *t;
+    v->ne[0] = ne0;
+    v->ne[1] = ne1;
+    v->ne[2] = ne2;
+    v->ne[3] = 1;
+    v->nb[1] = nb1;
+    v->nb[2] = nb2;
+    v->nb[3] = nb2 * ne2;
+    v->data = static_cast<uint8_t*>(t->data) + offset;
+    return v;
+}
+
+void GraphBuilder::copy(Tensor* src, Tensor* dst) {
+    Op& op = g_.add(OpKind::copy);
+    op.src[0] = src;
+    op.dst = dst;
+}
+
+Tensor* GraphBuilder::mul_mat_heads(Tensor* w, Tensor* x, Tensor* dst) {
+    Op& op = g_.add(OpKind::mul_mat_heads);
+    op.src[0] = w;
+    op.src[1] = x;
+    op.dst = dst ? dst : f32(w->ne[1], x->ne[1], x->ne[2]);
     return op.dst;
 }
 

@@ -20,6 +20,8 @@ struct BatchView {
     int32_t n_out = 0;
     const int32_t* out_rows = nullptr;  // token indices whose logits are wanted
     float* logits = nullptr;            // [n_out, n_vocab] destination
+    int32_t ser_max = 0;                // smart expert reduction (session option; 0 = off)
+    float ser_frac = 0.0f;
 };
 
 // Helpers to make activation tensors in the arena.
@@ -32,7 +34,7 @@ public:
     Tensor* wrap(float* data, int64_t ne0, int64_t ne1);
 
     Tensor* get_rows(Tensor* table, const int32_t* ids, int32_t n);
-    Tensor* rms_norm(Tensor* x, Tensor* gain, float eps);
+    Tensor* rms_norm(Tensor* x, Tensor* gain, float eps, Tensor* dst = nullptr);
     Tensor* mul_mat(Tensor* w, Tensor* x, Tensor* bias = nullptr, Tensor* dst = nullptr);
     Tensor* add(Tensor* a, Tensor* b);
     Tensor* swiglu(Tensor* gate, Tensor* up);
@@ -40,6 +42,18 @@ public:
     void kv_store(Tensor* src, Tensor* cache, const int32_t* cells, int32_t n);
     Tensor* attention(Tensor* q, Tensor* k_cache, Tensor* v_cache, const BatchView& b, const KvView& kv, float scale);
     Tensor* gather_rows(Tensor* x, const int32_t* rows, int32_t n);
+    // silu(w_gate . x) * (w_up . x) in one pass.
+    Tensor* mul_mat_swiglu(Tensor* w_gate, Tensor* w_up, Tensor* x);
+    // Routing: returns weights [k, T]; *ids receives the expert ids [k, T].
+    Tensor* moe_route(Tensor* router_logits, Tensor* sel_bias, const MoeParams& p, Tensor** ids);
+    // Routed experts; up == null when gate is a merged gate_up tensor.
+    Tensor* moe_ffn(Tensor* x, Tensor* ids, Tensor* weights, Tensor* gate, Tensor* up, Tensor* down,
+                    const MoeParams& p);
+    // A strided view into t: shape ne, byte strides nb, starting `offset` bytes in.
+    Tensor* view(Tensor* t, int64_t ne0, int64_t ne1, int64_t ne2, size_t nb1, size_t nb2, size_t offset);
+    void copy(Tensor* src, Tensor* dst);
+    // Per-head products with 3-D weights [K, N, H]: x [K, H, T] -> dst [N, H, T] (dst may be a view).
+    Tensor* mul_mat_heads(Tensor* w, Tensor* x, Tensor* dst = nullptr);
 
     Graph& graph() { return g_; }
 
@@ -49,5 +63,12 @@ private:
 };
 
 void build_llama_family(Graph& g, Arena& a, const Model& m, const BatchView& b, KvCache& kv);
+void build_deepseek2(Graph& g, Arena& a, const Model& m, const BatchView& b, KvCache& kv);
+
+// Shared blocks (graph/ffn_blocks.cpp).
+// Dense SwiGLU FFN (fused gate/up when there are no biases).
+Tensor* dense_ffn(GraphBuilder& gb, const LayerWeights& l, Tensor* cur);
+// Routed experts of a MoE layer (+ shared experts when the layer has them).
+Tensor* moe_ffn_block(GraphBuilder& gb, const Model& m, const LayerWeights& l, Tensor* cur, const BatchView& b);
 
 }  // namespace ikllm

@@ -27,12 +27,6 @@ Tensor* attention_block(GraphBuilder& gb, const Model& m, const LayerWeights& l,
     Tensor* o = gb.attention(q, kv.k(layer), kv.v(layer), b, kv.view(), 1.0f / std::sqrt((float)hp.d_k));
     return gb.mul_mat(l.wo, o, l.bo);                              // [n_embd, T]
 }
-
-Tensor* dense_ffn(GraphBuilder& gb, const LayerWeights& l, Tensor* cur) {
-    Tensor* g = gb.mul_mat(l.ffn_gate, cur, l.ffn_gate_b);         // [n_ff, T]
-    Tensor* u = gb.mul_mat(l.ffn_up, cur, l.ffn_up_b);             // [n_ff, T]
-    return gb.mul_mat(l.ffn_down, gb.swiglu(g, u), l.ffn_down_b);  // [n_embd, T]
-}
 }  // namespace
 
 void build_llama_family(Graph& g, Arena& a, const Model& m, const BatchView& b, KvCache& kv) {
@@ -42,7 +36,8 @@ void build_llama_family(Graph& g, Arena& a, const Model& m, const BatchView& b, 
     for (int il = 0; il < hp.n_layer; ++il) {
         const LayerWeights& l = m.layers[il];
         Tensor* h = gb.add(x, attention_block(gb, m, l, gb.rms_norm(x, l.attn_norm, hp.eps), b, kv, il));
-        x = gb.add(h, dense_ffn(gb, l, gb.rms_norm(h, l.ffn_norm, hp.eps)));
+        Tensor* w = gb.rms_norm(h, l.ffn_norm, hp.eps);
+        x = gb.add(h, l.is_moe() ? moe_ffn_block(gb, m, l, w, b) : dense_ffn(gb, l, w));
     }
     if (b.n_out == 0) return;
     Tensor* out = gb.gather_rows(x, b.out_rows, b.n_out);         // [n_embd, n_out]

@@ -39,6 +39,35 @@ void check_range(const std::string& key, int64_t v, int64_t lo, int64_t hi) {
         fail(Status::invalid_file, "metadata key '" + key + "' = " + std::to_string(v) + " is out of range [" +
              std::to_string(lo) + ", " + std::to_string(hi) + "]");
 }
+void read_deepseek2(const gguf::File& f, const std::string& p, HParams& hp) {
+    hp.n_dense_lead = (int32_t)f.get_u32(p + "leading_dense_block_count");
+    check_range(p + "leading_dense_block_count", hp.n_dense_lead, 0, hp.n_layer);
+    hp.q_lora_rank = (int32_t)f.get_u32_or(p + "attention.q_lora_rank", 0);
+    hp.kv_lora_rank = (int32_t)f.get_u32(p + "attention.kv_lora_rank");
+    check_range(p + "attention.kv_lora_rank", hp.kv_lora_rank, 1, 1 << 16);
+    hp.n_ff_exp = (int32_t)f.get_u32_or(p + "expert_feed_forward_length", 0);
+    hp.n_expert_shared = (int32_t)f.get_u32_or(p + "expert_shared_count", 0);
+    hp.moe.scale = f.get_f32_or(p + "expert_weights_scale", 1.0f);
+    hp.moe.norm = f.get_bool_or(p + "expert_weights_norm", false);
+    uint32_t gating = f.get_u32_or(p + "expert_gating_func", 0);
+    if (gating == 0) gating = (hp.n_layer == 47 || hp.n_layer == 48) ? 2 : 1;  // §7.3 default
+    if (gating != 1 && gating != 2)
+        fail(Status::unsupported, "expert_gating_func " + std::to_string(gating) + " is not supported for deepseek2");
+    hp.moe.gating = (MoeGating)gating;
+    if (hp.n_head_kv == 1 && hp.n_head > 1) {
+        // Mainline layout (§8.7): the per-head sizes are in the *_mla keys.
+        hp.mla_split_layout = true;
+        hp.n_head_kv = hp.n_head;
+        hp.d_k = (int32_t)f.get_u32(p + "attention.key_length_mla");
+        hp.d_v = (int32_t)f.get_u32(p + "attention.value_length_mla");
+    }
+    if (hp.n_head_kv != hp.n_head) fail(Status::invalid_file, "deepseek2 needs head_count_kv == head_count");
+    if (hp.n_rot <= 0 || hp.n_rot >= hp.d_k) fail(Status::invalid_file, "deepseek2: rope.dimension_count must be below key_length");
+    hp.d_nope = hp.d_k - hp.n_rot;
+    if (hp.n_expert > 0 && hp.n_ff_exp <= 0)
+        fail(Status::invalid_file, "deepseek2: expert_feed_forward_length is required with experts");
+}
+
 }  // namespace
 
 HParams read_hparams(const gguf::File& f) {
@@ -80,6 +109,14 @@ HParams read_hparams(const gguf::File& f) {
     if ((hp.n_expert > 0) != (hp.n_expert_used > 0))
         fail(Status::invalid_file, "expert_count and expert_used_count must both be zero or both be positive");
 
+    if (hp.arch == Arch::qwen3moe) {
+        hp.n_ff_exp = (int32_t)f.get_u32_or(p + "expert_feed_forward_length", 0);
+        if (hp.n_ff_exp == 0 && hp.n_expert_used > 0) hp.n_ff_exp = hp.n_ff / hp.n_expert_used;
+        hp.moe.gating = MoeGating::softmax;
+        hp.moe.norm = true;  // the reference hard-codes the renormalisation for qwen3moe (§7.2)
+        hp.moe.scale = 1.0f;
+    }
+    if (hp.arch == Arch::deepseek2) read_deepseek2(f, p, hp);
     if (hp.arch != Arch::deepseek2) {
         if (hp.d_k != hp.d_v || hp.n_rot != hp.d_k)
             fail(Status::unsupported, "architecture " + a + " requires key_length == value_length == rope.dimension_count");
@@ -107,6 +144,14 @@ HParams read_hparams(const gguf::File& f) {
     r.beta_fast = 32.0f;
     r.beta_slow = 1.0f;
     r.n_ctx_orig = (int32_t)f.get_u32_or(p + "rope.scaling.original_context_length", (uint32_t)hp.n_ctx_train);
+    hp.kq_scale = 1.0f / std::sqrt((float)hp.d_k);
+    if (hp.arch == Arch::deepseek2) {
+        // §8.4: the YaRN temperature goes into kq_scale; RoPE's own magnitude cancels to 1.
+        const float yarn_log_mul = f.get_f32_or(p + "rope.scaling.yarn_log_multiplier", 0.0f);
+        const float mscale = r.attn_factor * (1.0f + yarn_log_mul * std::log(1.0f / r.freq_scale));
+        hp.kq_scale = mscale * mscale / std::sqrt((float)hp.d_k);
+        r.attn_factor = 1.0f / (1.0f + 0.1f * std::log(1.0f / r.freq_scale));
+    }
     return hp;
 }
 

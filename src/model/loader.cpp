@@ -41,6 +41,9 @@ public:
 
     Tensor* require(const std::string& name, std::initializer_list<int64_t> shape) { return bind(name, shape, true); }
     Tensor* optional(const std::string& name, std::initializer_list<int64_t> shape) { return bind(name, shape, false); }
+    const gguf::TensorInfo* info(const std::string& name) const { return m_.file->find_tensor(name); }
+    // Marks a tensor as used without binding it (read only to derive others).
+    void consume(const std::string& name) { used_.insert(name); }
 
     // Every tensor in the file must belong to the architecture (as the reference requires).
     void check_all_used() const {
@@ -108,6 +111,25 @@ void check_matmul_type(const Model& m, const Tensor* t) {
     }
 }
 
+// Router and routed experts of a MoE layer (qwen3moe, deepseek2): separate gate/up or merged.
+void bind_experts(Model& m, Binder& b, LayerWeights& l, const std::string& p) {
+    const HParams& hp = m.hp;
+    const int64_t E = hp.n_embd, F = hp.n_ff_exp, X = hp.n_expert;
+    if (F <= 0) fail(Status::invalid_file, "expert feed-forward length is 0");
+    l.ffn_gate_inp = b.require(p + "ffn_gate_inp.weight", {E, X});
+    if (b.info(p + "ffn_gate_up_exps.weight")) {
+        l.ffn_gate_exps = b.require(p + "ffn_gate_up_exps.weight", {E, 2 * F, X});
+    } else {
+        l.ffn_gate_exps = b.require(p + "ffn_gate_exps.weight", {E, F, X});
+        l.ffn_up_exps = b.require(p + "ffn_up_exps.weight", {E, F, X});
+    }
+    l.ffn_down_exps = b.require(p + "ffn_down_exps.weight", {F, E, X});
+    for (Tensor* t : {l.ffn_gate_inp, l.ffn_gate_exps, l.ffn_up_exps, l.ffn_down_exps}) check_matmul_type(m, t);
+    if (l.ffn_up_exps && l.ffn_up_exps->type != l.ffn_gate_exps->type)
+        fail(Status::unsupported, "tensors '" + p + "ffn_gate_exps.weight' and ffn_up_exps have different types "
+                                  "(unsupported)");
+}
+
 void bind_llama_family(Model& m, Binder& b) {
     const HParams& hp = m.hp;
     const int64_t E = hp.n_embd, V = hp.n_vocab, q_dim = (int64_t)hp.n_head * hp.d_k,
@@ -153,7 +175,7 @@ void bind_llama_family(Model& m, Binder& b) {
                 l.ffn_down_b = b.optional(p + "ffn_down.bias", {E});
             }
         } else {
-            fail(Status::unsupported, "mixture-of-experts layers are not supported yet for " + hp.arch_str);
+            bind_experts(m, b, l, p);
         }
         for (Tensor* t : {l.wq, l.wk, l.wv, l.wo, l.ffn_gate, l.ffn_up, l.ffn_down}) check_matmul_type(m, t);
     }
@@ -165,6 +187,140 @@ void bind_llama_family(Model& m, Binder& b) {
                           l.ffn_up_b, l.ffn_down_b})
             if (t && t->type != quant::T_F32)
                 fail(Status::unsupported, std::string("tensor '") + t->name + "' must be F32");
+}
+
+// An owned weight tensor made at load time (derived MLA products).
+Tensor* owned_tensor(Model& m, const std::string& name, uint32_t type, int64_t ne0, int64_t ne1, int64_t ne2) {
+    const quant::TypeTraits& tt = *quant::find_type(type);
+    auto t = std::make_unique<Tensor>();
+    t->type = type;
+    t->ne[0] = ne0;
+    t->ne[1] = ne1;
+    t->ne[2] = ne2;
+    t->nb[0] = (size_t)tt.block_bytes;
+    t->nb[1] = quant::row_bytes(tt, ne0);
+    t->nb[2] = t->nb[1] * ne1;
+    t->nb[3] = t->nb[2] * ne2;
+    auto buf = m.cpu->alloc(t->nb[3]);
+    t->data = buf->data();
+    m.buffers.push_back(std::move(buf));
+    m.derived_names.push_back(name);
+    t->name = m.derived_names.back().c_str();
+    Tensor* raw = t.get();
+    m.weights.push_back(std::move(t));
+    return raw;
+}
+
+// A 3-D view [ne0, ne1, ne2] of a bound tensor stored 2-D as [ne0, ne1 * ne2] (same bytes).
+Tensor* as_3d(Model& m, Tensor* t, int64_t ne1, int64_t ne2) {
+    auto v = std::make_unique<Tensor>(*t);
+    v->ne[1] = ne1;
+    v->ne[2] = ne2;
+    v->ne[3] = 1;
+    v->nb[2] = v->nb[1] * ne1;
+    v->nb[3] = v->nb[2] * ne2;
+    Tensor* raw = v.get();
+    m.weights.push_back(std::move(v));
+    return raw;
+}
+
+// wk_b / wv_b from attn_kv_b (architectures.md §8.6): wk_b[h][c][i] = W_kvb[h*(dn+dv) + i][c]
+// in the kv_b type if that is a float type, else Q8_0; wv_b = exact copies of the v rows.
+void derive_mla_products(Model& m, LayerWeights& l, const Tensor& kvb, const std::string& p) {
+    const HParams& hp = m.hp;
+    const int64_t H = hp.n_head, dn = hp.d_nope, dv = hp.d_v, rkv = hp.kv_lora_rank;
+    const quant::TypeTraits& st = *quant::find_type(kvb.type);
+    const bool is_float = kvb.type == quant::T_F32 || kvb.type == quant::T_F16 || kvb.type == quant::T_BF16;
+    const uint32_t kt = is_float ? kvb.type : quant::T_Q8_0;
+    if (rkv % st.block_elems != 0 || (!is_float && dn % 32 != 0))
+        fail(Status::unsupported, "tensor '" + p + "attn_kv_b.weight': cannot derive attn_k_b for these sizes");
+    const quant::TypeTraits& ktt = *quant::find_type(kt);
+    l.wk_b = owned_tensor(m, p + "attn_k_b.weight(derived)", kt, dn, rkv, H);
+    l.wv_b = owned_tensor(m, p + "attn_v_b.weight(derived)", kvb.type, rkv, dv, H);
+    const uint8_t* src = static_cast<const uint8_t*>(kvb.data);
+    std::vector<float> rows((size_t)(dn * rkv)), tr((size_t)(dn * rkv));
+    std::vector<float> group((size_t)st.interleave * rkv);
+    for (int64_t h = 0; h < H; ++h) {
+        const int64_t base = h * (dn + dv);
+        for (int64_t i = 0; i < dn; ++i) {  // decode the k rows of head h
+            const int64_t r = base + i, g = r / st.interleave;
+            st.dequant(src + (size_t)g * st.interleave * kvb.nb[1], group.data(), rkv);
+            std::memcpy(rows.data() + i * rkv, group.data() + (r % st.interleave) * rkv, sizeof(float) * rkv);
+        }
+        for (int64_t c = 0; c < rkv; ++c)
+            for (int64_t i = 0; i < dn; ++i) tr[(size_t)(c * dn + i)] = rows[(size_t)(i * rkv + c)];
+        uint8_t* dst = static_cast<uint8_t*>(l.wk_b->data) + (size_t)h * l.wk_b->nb[2];
+        for (int64_t c = 0; c < rkv; ++c)
+            ktt.quantize(tr.data() + c * dn, dst + (size_t)c * l.wk_b->nb[1], dn, nullptr);
+        if (st.interleave != 1)
+            fail(Status::unsupported, "tensor '" + p + "attn_kv_b.weight': row-interleaved type cannot be split");
+        for (int64_t j = 0; j < dv; ++j)
+            std::memcpy(static_cast<uint8_t*>(l.wv_b->data) + (size_t)h * l.wv_b->nb[2] + (size_t)j * l.wv_b->nb[1],
+                        src + (size_t)(base + dn + j) * kvb.nb[1], kvb.nb[1]);
+    }
+}
+
+void bind_deepseek2(Model& m, Binder& b) {
+    const HParams& hp = m.hp;
+    const int64_t E = hp.n_embd, V = hp.n_vocab, H = hp.n_head, dk = hp.d_k, dn = hp.d_nope, dv = hp.d_v,
+                  dr = hp.n_rot, rkv = hp.kv_lora_rank, rq = hp.q_lora_rank;
+    m.tok_embd = b.require("token_embd.weight", {E, V});
+    m.output_norm = b.require("output_norm.weight", {E});
+    m.output = b.require("output.weight", {E, V});
+    check_matmul_type(m, m.output);
+    m.layers.resize(hp.n_layer);
+    for (int i = 0; i < hp.n_layer; ++i) {
+        const std::string p = "blk." + std::to_string(i) + ".";
+        LayerWeights& l = m.layers[i];
+        l.attn_norm = b.require(p + "attn_norm.weight", {E});
+        // "lite" is decided from the file itself: no q-LoRA rank and a plain attn_q (§8.1).
+        if (rq > 0 && b.info(p + "attn_q_a.weight")) {
+            l.wq_a = b.require(p + "attn_q_a.weight", {E, rq});
+            l.q_a_norm = b.require(p + "attn_q_a_norm.weight", {rq});
+            l.wq_b = b.require(p + "attn_q_b.weight", {rq, H * dk});
+        } else if (b.info(p + "attn_q.weight")) {
+            l.wq = b.require(p + "attn_q.weight", {E, H * dk});
+        } else {
+            fail(Status::invalid_file, "layer " + std::to_string(i) + " has neither attn_q nor attn_q_a");
+        }
+        l.wkv_a_mqa = b.require(p + "attn_kv_a_mqa.weight", {E, rkv + dr});
+        l.kv_a_norm = b.require(p + "attn_kv_a_norm.weight", {rkv});
+        const gguf::TensorInfo* kb = b.info(p + "attn_k_b.weight");
+        if (kb && kb->n_dims == 3) {
+            l.wk_b = b.require(p + "attn_k_b.weight", {dn, rkv, H});
+            l.wv_b = b.require(p + "attn_v_b.weight", {rkv, dv, H});
+        } else if (kb) {
+            l.wk_b = as_3d(m, b.require(p + "attn_k_b.weight", {dn, H * rkv}), rkv, H);
+            l.wv_b = as_3d(m, b.require(p + "attn_v_b.weight", {rkv, H * dv}), dv, H);
+        }
+        if (Tensor* kvb = b.optional(p + "attn_kv_b.weight", {rkv, H * (dn + dv)})) {
+            if (!l.wk_b) derive_mla_products(m, l, *kvb, p);
+        } else if (!l.wk_b) {
+            fail(Status::invalid_file, "layer " + std::to_string(i) + " has neither attn_kv_b nor attn_k_b/attn_v_b");
+        }
+        l.wo = b.require(p + "attn_output.weight", {H * dv, E});
+        l.ffn_norm = b.require(p + "ffn_norm.weight", {E});
+        if (i < hp.n_dense_lead || hp.n_expert == 0) {
+            l.ffn_gate = b.require(p + "ffn_gate.weight", {E, hp.n_ff});
+            l.ffn_up = b.require(p + "ffn_up.weight", {E, hp.n_ff});
+            l.ffn_down = b.require(p + "ffn_down.weight", {hp.n_ff, E});
+        } else {
+            bind_experts(m, b, l, p);
+            l.exp_probs_b = b.optional(p + "exp_probs_b.bias", {hp.n_expert});
+            if (hp.n_expert_shared > 0) {
+                const int64_t S = (int64_t)hp.n_ff_exp * hp.n_expert_shared;
+                l.ffn_gate_shexp = b.require(p + "ffn_gate_shexp.weight", {E, S});
+                l.ffn_up_shexp = b.require(p + "ffn_up_shexp.weight", {E, S});
+                l.ffn_down_shexp = b.require(p + "ffn_down_shexp.weight", {S, E});
+            }
+        }
+        for (Tensor* t : {l.wq, l.wq_a, l.wq_b, l.wkv_a_mqa, l.wk_b, l.wv_b, l.wo, l.ffn_gate, l.ffn_up, l.ffn_down,
+                          l.ffn_gate_shexp, l.ffn_up_shexp, l.ffn_down_shexp})
+            check_matmul_type(m, t);
+        for (Tensor* t : {l.attn_norm, l.q_a_norm, l.kv_a_norm, l.ffn_norm, l.exp_probs_b})
+            if (t && t->type != quant::T_F32) fail(Status::unsupported, std::string("tensor '") + t->name + "' must be F32");
+    }
+    if (m.output_norm->type != quant::T_F32) fail(Status::unsupported, "tensor 'output_norm.weight' must be F32");
 }
 
 }  // namespace
@@ -205,14 +361,17 @@ std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& o
         case Arch::qwen2:
         case Arch::qwen3:
         case Arch::qwen3moe: bind_llama_family(*m, binder); break;
-        case Arch::deepseek2: fail(Status::unsupported, "architecture deepseek2 is not supported yet");
+        case Arch::deepseek2: bind_deepseek2(*m, binder); break;
     }
     binder.check_all_used();
     check_cancel(0.8f);
     if (opts.repack) {
         std::vector<Tensor*> mm{m->output};
         for (auto& l : m->layers)
-            for (Tensor* t : {l.wq, l.wk, l.wv, l.wo, l.ffn_gate, l.ffn_up, l.ffn_down}) mm.push_back(t);
+            for (Tensor* t : {l.wq, l.wk, l.wv, l.wo, l.ffn_gate, l.ffn_up, l.ffn_down, l.wq_a, l.wq_b, l.wkv_a_mqa,
+                              l.ffn_gate_exps, l.ffn_up_exps, l.ffn_down_exps, l.ffn_gate_shexp, l.ffn_up_shexp,
+                              l.ffn_down_shexp})
+                mm.push_back(t);
         repack_weights(*m, mm, log);
     }
     check_cancel(0.9f);

@@ -1,6 +1,7 @@
 // A loaded model: immutable after load, shareable across threads and sessions.
 #pragma once
 #include <functional>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -25,9 +26,18 @@ struct LayerWeights {
     Tensor* ffn_norm = nullptr;
     Tensor *ffn_gate = nullptr, *ffn_up = nullptr, *ffn_down = nullptr;
     Tensor *ffn_gate_b = nullptr, *ffn_up_b = nullptr, *ffn_down_b = nullptr;
-    // MoE
+    // MoE: router, routed experts (gate may be a merged gate_up tensor with up == null),
+    // selection bias (deepseek V3), shared experts
     Tensor* ffn_gate_inp = nullptr;
     Tensor *ffn_gate_exps = nullptr, *ffn_up_exps = nullptr, *ffn_down_exps = nullptr;
+    Tensor* exp_probs_b = nullptr;
+    Tensor *ffn_gate_shexp = nullptr, *ffn_up_shexp = nullptr, *ffn_down_shexp = nullptr;
+    // MLA (deepseek2): q low-rank (or plain wq for lite), kv latent, derived per-head k/v products
+    Tensor *wq_a = nullptr, *q_a_norm = nullptr, *wq_b = nullptr;
+    Tensor *wkv_a_mqa = nullptr, *kv_a_norm = nullptr;
+    Tensor* wk_b = nullptr;  // [d_nope, r_kv, H]
+    Tensor* wv_b = nullptr;  // [r_kv, d_v, H]
+    bool is_moe() const { return ffn_gate_inp != nullptr; }
 };
 
 struct ModelOptions {
@@ -62,6 +72,7 @@ public:
     // Storage for weight views (stable addresses).
     std::vector<std::unique_ptr<Tensor>> weights;
     std::map<std::string, Tensor*, std::less<>> by_name;
+    std::deque<std::string> derived_names;  // names of tensors made at load (stable storage)
     std::vector<std::unique_ptr<backend::Buffer>> buffers;  // converted/copied weights
 };
 

@@ -12,14 +12,19 @@ KvCache::KvCache(const HParams& hp, int32_t n_ctx, int32_t n_seq_max, uint32_t t
     : n_ctx_(n_ctx), n_seq_max_(n_seq_max), words_((n_seq_max + 63) / 64), type_(type) {
     if (type != quant::T_F16 && type != quant::T_F32) fail(Status::unsupported, "KV cache type must be f16 or f32");
     const size_t es = type == quant::T_F16 ? 2 : 4;
+    // MLA (deepseek2, architectures.md §8.5): one row per token of [latent c (r_kv) | k_rope
+    // (n_rot)], shared by all heads; the values are the latent part of the same row.
+    mla_ = hp.kv_lora_rank > 0;
+    const int64_t heads = mla_ ? 1 : hp.n_head_kv;
+    rope_offset_ = mla_ ? hp.kv_lora_rank : 0;
     auto make = [&](Tensor& t, int64_t d, const char* name) {
         t.type = type;
         t.ne[0] = d;
-        t.ne[1] = hp.n_head_kv;
+        t.ne[1] = heads;
         t.ne[2] = n_ctx;
         t.nb[0] = es;
         t.nb[1] = es * d;
-        t.nb[2] = es * d * hp.n_head_kv;
+        t.nb[2] = es * d * heads;
         t.nb[3] = t.nb[2] * n_ctx;
         const size_t bytes = t.nb[3];
         buffers_.push_back(be.alloc(bytes));
@@ -30,8 +35,15 @@ KvCache::KvCache(const HParams& hp, int32_t n_ctx, int32_t n_seq_max, uint32_t t
     k_.resize(hp.n_layer);
     v_.resize(hp.n_layer);
     for (int l = 0; l < hp.n_layer; ++l) {
-        make(k_[l], hp.d_k, "cache_k");
-        make(v_[l], hp.d_v, "cache_v");
+        if (mla_) {
+            make(k_[l], (int64_t)hp.kv_lora_rank + hp.n_rot, "cache_mla");
+            v_[l] = k_[l];
+            v_[l].ne[0] = hp.kv_lora_rank;
+            v_[l].name = "cache_mla_latent";
+        } else {
+            make(k_[l], hp.d_k, "cache_k");
+            make(v_[l], hp.d_v, "cache_v");
+        }
     }
     pos_.assign(n_ctx, -1);
     seqs_.assign((size_t)n_ctx * words_, 0);

@@ -19,7 +19,11 @@ public:
     int32_t n_seq_max() const { return n_seq_max_; }
     uint32_t type() const { return type_; }
     Tensor* k(int layer) { return &k_[layer]; }
+    // For MLA caches this is the latent view of k (no separate V memory).
     Tensor* v(int layer) { return &v_[layer]; }
+    // Where the RoPE-rotated part of a cached key row sits (for position shifts).
+    int32_t rope_offset() const { return rope_offset_; }
+    bool is_mla() const { return mla_; }
 
     // Cell metadata.
     bool has_seq(int32_t cell, int32_t seq) const { return (seqs_[cell * words_ + seq / 64] >> (seq % 64)) & 1u; }
@@ -50,6 +54,8 @@ private:
     void drop_if_empty(int32_t cell);
     int32_t n_ctx_, n_seq_max_, words_;
     uint32_t type_;
+    bool mla_ = false;
+    int32_t rope_offset_ = 0;
     std::vector<std::unique_ptr<backend::Buffer>> buffers_;
     std::vector<Tensor> k_, v_;
     std::vector<int32_t> pos_;    // -1: free

@@ -103,7 +103,8 @@ void Session::decode(const int32_t* tokens, const int32_t* positions, const int3
             graph_.ops.clear();
             graph_ = Graph();
             arena_.reset();
-            build_llama_family(graph_, arena_, model_, b, *kv_);
+            if (model_.hp.arch == Arch::deepseek2) build_deepseek2(graph_, arena_, model_, b, *kv_);
+            else build_llama_family(graph_, arena_, model_, b, *kv_);
             exec_->run(graph_, 0, graph_.ops.size(), cancel_);
         }
     } catch (...) {
@@ -132,19 +133,22 @@ void Session::seq_shift(int32_t seq, int32_t p0, int32_t p1, int32_t delta) {
     const HParams& hp = model_.hp;
     RopeParams rp = hp.rope;
     if (model_.rope_freqs) rp.freq_factors = static_cast<const float*>(model_.rope_freqs->data);
-    std::vector<float> row(hp.d_k);
+    // Only the rotated part of each row moves: all of it for standard heads, the k_rope tail
+    // of the latent row for MLA caches.
+    const int64_t off = kv_->rope_offset(), n = hp.n_rot;
+    std::vector<float> row((size_t)n);
     for (int l = 0; l < hp.n_layer; ++l) {
         Tensor* k = kv_->k(l);
         for (int32_t c : moved)
             for (int64_t h = 0; h < k->ne[1]; ++h) {
                 uint8_t* p = static_cast<uint8_t*>(k->data) + h * k->nb[1] + (size_t)c * k->nb[2];
                 if (k->type == quant::T_F16) {
-                    uint16_t* hp16 = reinterpret_cast<uint16_t*>(p);
-                    for (int i = 0; i < hp.d_k; ++i) row[i] = f16_to_f32(hp16[i]);
+                    uint16_t* hp16 = reinterpret_cast<uint16_t*>(p) + off;
+                    for (int64_t i = 0; i < n; ++i) row[i] = f16_to_f32(hp16[i]);
                     cpu::rope_vector(row.data(), delta, rp, false);
-                    for (int i = 0; i < hp.d_k; ++i) hp16[i] = f32_to_f16(row[i]);
+                    for (int64_t i = 0; i < n; ++i) hp16[i] = f32_to_f16(row[i]);
                 } else {
-                    cpu::rope_vector(reinterpret_cast<float*>(p), delta, rp, false);
+                    cpu::rope_vector(reinterpret_cast<float*>(p) + off, delta, rp, false);
                 }
             }
     }

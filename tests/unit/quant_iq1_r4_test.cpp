@@ -1,6 +1,7 @@
 // Quantizers of the own 4-row formats IQ1_S_R4 / IQ1_M_R4 (docs: quant-formats.md §12.8): round
 // trips through the registered decoders, quality against plain IQ1_S / IQ1_M on the same data,
-// determinism, importance-matrix use and the documented all-zero block encoding.
+// determinism, importance-matrix use, the documented all-zero block encoding, and (with the
+// reference data) quality against the reference quantizer's IQ1_S_R4 file.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include "core/fp16.h"
 #include "quant/grid_tables.h"
 #include "quant/type_traits.h"
+#include "quant_gti_support.h"
 
 using namespace ikllm;
 using namespace ikllm::quant;
@@ -191,4 +193,37 @@ TEST(QuantIq1R4, ZeroBlocksAndRows) {
             }
         EXPECT_LT(std::sqrt(e / s), 0.75) << find_type(type)->name;
     }
+}
+
+// On the reference matrix, our error (no importance matrix) must be close to that of the
+// reference quantizer's IQ1_S_R4 file (made with one). No IQ1_M_R4 reference file exists.
+TEST(QuantIq1R4, QualityComparableToReferenceFile) {
+    IKLLM_REQUIRE_REFDATA();
+    auto src = gguf::File::open(test::refdata_dir() + "/models/llama-q-f32.gguf", test::gti_geometry);
+    auto ref = test::gti_open_quant("llama-q-IQ1_S_R4");
+    int compared = 0;
+    double se_ref = 0, se_ours = 0, se_plain = 0;
+    for (const gguf::TensorInfo& r : ref->tensors()) {
+        if (r.type != T_IQ1_S_R4) continue;
+        const gguf::TensorInfo* f = src->find_tensor(r.name);
+        ASSERT_TRUE(f && f->type == T_F32) << r.name;
+        const float* xs = reinterpret_cast<const float*>(f->data);
+        const std::vector<float> x(xs, xs + f->n_elements());
+        const int64_t ne0 = f->ne[0];
+        const std::vector<float> yr = test::gti_decode(r, r.n_rows());
+        const std::vector<float> yo = round_trip(T_IQ1_S_R4, x, ne0, nullptr);
+        const double er = rmse(x, yr), eo = rmse(x, yo);
+        se_ref += er * er * (double)x.size();
+        se_ours += eo * eo * (double)x.size();
+        if (ne0 % 256 == 0) {
+            const double ep = rmse(x, round_trip(T_IQ1_S, x, ne0, nullptr));
+            se_plain += ep * ep * (double)x.size();
+        }
+        std::printf("[iq1_r4] %-24s ne0=%-5lld reference %.5e  ours %.5e  ratio %.4f\n", r.name.c_str(), (long long)ne0,
+                    er, eo, eo / er);
+        EXPECT_LT(eo, 1.15 * er) << r.name;
+        ++compared;
+    }
+    std::printf("[iq1_r4] total squared error: reference %.5e ours %.5e (plain iq1_s %.5e)\n", se_ref, se_ours, se_plain);
+    EXPECT_GT(compared, 0);
 }

@@ -524,6 +524,50 @@ void scalar_matmul(const uint8_t* w, size_t w_row_bytes, int64_t ne0, int64_t r0
                     for (int s = 0; s < 16; ++s) { kb.sc[s] = 1; kb.corr[s] = 0; }
                     kb.dw = kb.dc = exp_f16r(kb.dw * dnew);
                 }
+                if (exp_h == 4 && nt < 32 && kb.dw == kb.dc) {
+                    for (int64_t t = 0; t < tn; ++t) {
+                        const uint8_t* a = act + (size_t)(t0 + t) * act_row_bytes + (size_t)b * quant::kQ8KBlockBytes;
+                        const int8_t* qa = act_qs(a);
+                        int16_t bs[16];
+                        std::memcpy(bs, a + quant::kQ8KOffBsums, sizeof(bs));
+                        int32_t isum = 0, icorr = 0;
+                        for (int s = 0; s < 16; ++s) {
+                            int32_t dot = 0;
+                            for (int j = 16 * s; j < 16 * s + 16; j += 2) {
+                                int p = (kb.v[j] + 128) * qa[j] + (kb.v[j + 1] + 128) * qa[j + 1];
+                                p = p > 32767 ? 32767 : (p < -32768 ? -32768 : p);
+                                dot += p;
+                            }
+                            isum += kb.sc[s] * dot;
+                            icorr += (kb.corr[s] - 128 * kb.sc[s]) * bs[s];
+                        }
+                        acc[t] += act_d(a) * (kb.dw * (float)isum + kb.dc * (float)icorr);
+                    }
+                    continue;
+                }
+                if ((exp_h == 2 || exp_h == 3) && nt < 32 && kb.dw == kb.dc) {
+                    for (int64_t t = 0; t < tn; ++t) {
+                        const uint8_t* a = act + (size_t)(t0 + t) * act_row_bytes + (size_t)b * quant::kQ8KBlockBytes;
+                        const int8_t* qa = act_qs(a);
+                        int32_t isum = 0;
+                        for (int s = 0; s < 16; ++s) {
+                            const int sh = kb.sc[s] ? kb.corr[s] / kb.sc[s] : 0;
+                            int32_t dot = 0;
+                            for (int j = 16 * s; j < 16 * s + 16; j += 2) {
+                                const int l0 = kb.v[j] + sh, l1 = kb.v[j + 1] + sh;
+                                int p;
+                                if (exp_h == 2) { p = (l0 + 128) * qa[j] + (l1 + 128) * qa[j + 1]; p -= 0; }
+                                else p = (qa[j] + 128) * l0 + (qa[j + 1] + 128) * l1;
+                                p = p > 32767 ? 32767 : (p < -32768 ? -32768 : p);
+                                dot += p;
+                                dot -= exp_h == 2 ? 128 * (qa[j] + qa[j + 1]) : 128 * (l0 + l1);
+                            }
+                            isum += kb.sc[s] * dot;
+                        }
+                        acc[t] += act_d(a) * (kb.dw * (float)isum);
+                    }
+                    continue;
+                }
                 for (int64_t t = 0; t < tn; ++t) {
                     const uint8_t* a = act + (size_t)(t0 + t) * act_row_bytes + (size_t)b * quant::kQ8KBlockBytes;
                     const int8_t* qa = act_qs(a);

@@ -1,0 +1,219 @@
+// Mixture-of-experts ops on CPU (docs: architectures.md §7).
+// moe_route: per token, gating (softmax / sigmoid), top-k selection (optionally on biased
+//   scores), weight normalisation and scaling, smart expert reduction.
+// moe_ffn: tokens are grouped by expert so each selected expert's weights are streamed once per
+//   batch; gate and up run in one pass with the SwiGLU applied per row chunk; the expert outputs
+//   are combined with the routing weights in selection order.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "core/error.h"
+#include "cpu_ops.h"
+#include "matmul_rows.h"
+#include "quant/type_traits.h"
+
+namespace ikllm::cpu {
+
+void op_moe_route(const Op& op, ThreadPool& pool) {
+    const Tensor& logits = *op.src[0];  // [n_expert, T]
+    const Tensor* bias = op.src[1];     // [n_expert] or null: added for selection only
+    const Tensor& wout = *op.dst;       // [k, T] f32
+    const Tensor& ids = *op.aux;        // [k, T] i32
+    const MoeParams& p = op.moe;
+    const int64_t n_exp = logits.ne[0], T = logits.ne[1], k = p.n_used;
+    pool.parallel_for(T, [&](int64_t t, int) {
+        const float* z = logits.row<float>(t);
+        std::vector<float> prob((size_t)n_exp), sel((size_t)n_exp);
+        if (p.gating == MoeGating::softmax) {
+            float mx = z[0];
+            for (int64_t e = 1; e < n_exp; ++e) mx = std::max(mx, z[e]);
+            double sum = 0;
+            for (int64_t e = 0; e < n_exp; ++e) sum += prob[e] = std::exp(z[e] - mx);
+            const float inv = (float)(1.0 / sum);
+            for (int64_t e = 0; e < n_exp; ++e) prob[e] *= inv;
+        } else {
+            for (int64_t e = 0; e < n_exp; ++e) prob[e] = 1.0f / (1.0f + std::exp(-z[e]));
+        }
+        const float* b = bias ? static_cast<const float*>(bias->data) : nullptr;
+        for (int64_t e = 0; e < n_exp; ++e) sel[e] = b ? prob[e] + b[e] : prob[e];
+        // top-k by selection score, ties to the lower index (stable)
+        std::vector<int32_t> order((size_t)n_exp);
+        std::iota(order.begin(), order.end(), 0);
+        std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t c) {
+            return sel[a] > sel[c] || (sel[a] == sel[c] && a < c);
+        });
+        float* w = wout.row<float>(t);
+        int32_t* id = ids.row<int32_t>(t);
+        float total = 0;
+        for (int64_t j = 0; j < k; ++j) {
+            id[j] = order[j];
+            w[j] = prob[order[j]];
+            total += w[j];
+        }
+        if (p.norm)
+            for (int64_t j = 0; j < k; ++j) w[j] /= total;
+        if (std::fabs(p.scale - 1.0f) > 1e-5f)
+            for (int64_t j = 0; j < k; ++j) w[j] *= p.scale;
+        if (p.ser_max > 0) {
+            // Smart expert reduction: keep the top expert, then at most ser_max in weight order,
+            // each only if its weight is at least ser_frac of the top one; the kept weights are
+            // rescaled to the sum of all k so the layer's output scale is preserved.
+            std::vector<int64_t> by_w((size_t)k);
+            std::iota(by_w.begin(), by_w.end(), 0);
+            std::stable_sort(by_w.begin(), by_w.end(), [&](int64_t a, int64_t c) { return w[a] > w[c]; });
+            const float top = w[by_w[0]];
+            float all = 0, kept = 0;
+            for (int64_t j = 0; j < k; ++j) all += w[j];
+            for (int64_t r = 0; r < k; ++r) {
+                const int64_t j = by_w[r];
+                if (r > 0 && (r >= p.ser_max || w[j] < p.ser_frac * top)) id[j] = -1;
+                else kept += w[j];
+            }
+            const float f = kept > 0 ? all / kept : 1.0f;
+            for (int64_t j = 0; j < k; ++j) w[j] = id[j] < 0 ? 0.0f : w[j] * f;
+        }
+    });
+}
+
+namespace {
+struct ExpertWork {
+    int32_t expert;
+    int64_t first;  // offset of its tokens in the grouped lists
+    int64_t n;
+};
+}  // namespace
+
+void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch) {
+    const Tensor& x = *op.src[0];      // [E, T]
+    const Tensor& ids = *op.src[1];    // [k, T] i32
+    const Tensor& wts = *op.src[2];    // [k, T] f32
+    const Tensor& y = *op.dst;         // [E, T]
+    const Tensor& wg = *op.ex[0];      // [E, n_ff, n_expert] or merged [E, 2*n_ff, n_expert]
+    const Tensor* wu = op.ex[1];       // [E, n_ff, n_expert] or null when merged
+    const Tensor& wd = *op.ex[2];      // [n_ff, E, n_expert]
+    const bool merged = wu == nullptr;
+    const int64_t E = x.ne[0], T = x.ne[1], k = ids.ne[0];
+    const int64_t n_ff = wd.ne[0], n_exp = wd.ne[2];
+    const bool round16 = op.moe.round_f16;
+
+    // 1. Group (token, slot) pairs by expert.
+    std::vector<int64_t> count((size_t)n_exp, 0);
+    for (int64_t t = 0; t < T; ++t)
+        for (int64_t j = 0; j < k; ++j) {
+            const int32_t e = ids.row<int32_t>(t)[j];
+            if (e >= n_exp) fail(Status::internal, "moe_ffn: expert id out of range");
+            if (e >= 0) ++count[(size_t)e];
+        }
+    std::vector<ExpertWork> work;
+    std::vector<int64_t> start((size_t)n_exp, 0);
+    int64_t total = 0;
+    for (int64_t e = 0; e < n_exp; ++e) {
+        start[(size_t)e] = total;
+        if (count[(size_t)e]) work.push_back({(int32_t)e, total, count[(size_t)e]});
+        total += count[(size_t)e];
+    }
+    std::vector<int64_t> tok((size_t)total), slot_of((size_t)(T * k), -1);
+    {
+        std::vector<int64_t> fill = start;
+        for (int64_t t = 0; t < T; ++t)
+            for (int64_t j = 0; j < k; ++j) {
+                const int32_t e = ids.row<int32_t>(t)[j];
+                if (e < 0) continue;
+                const int64_t s = fill[(size_t)e]++;
+                tok[(size_t)s] = t;
+                slot_of[(size_t)(t * k + j)] = s;
+            }
+    }
+
+    // 2. Encode each pair's input row for the gate/up kernel, grouped by expert.
+    const MatmulKernel& kg = kernel_for(wg);
+    const MatmulKernel& ku = merged ? kg : kernel_for(*wu);
+    const MatmulKernel& kd = kernel_for(wd);
+    if (kg.act->id != ku.act->id) fail(Status::unsupported, "moe_ffn: gate and up experts need one activation format");
+    const size_t ar = kg.act->row_bytes(E), dr = kd.act->row_bytes(n_ff);
+    if (scratch.act.size() < ar * (size_t)total) scratch.act.resize(ar * (size_t)total);
+    if (scratch.act2.size() < dr * (size_t)total) scratch.act2.resize(dr * (size_t)total);
+    uint8_t* act = scratch.act.data();
+    uint8_t* act_d = scratch.act2.data();
+    // hidden [total][n_ff] then expert outputs [total][E]
+    const size_t need = (size_t)total * (size_t)(n_ff + E);
+    if (scratch.floats.size() < need) scratch.floats.resize(need);
+    float* hidden = scratch.floats.data();
+    float* eout = hidden + (size_t)total * n_ff;
+    for (int t = 0; t < pool.n_threads(); ++t) scratch.thread_floats(t, (size_t)std::max<int64_t>(E, n_ff));
+    pool.parallel_for(total, [&](int64_t s, int thread) {
+        const float* in = x.row<float>(tok[(size_t)s]);
+        if (round16) {
+            float* tmp = scratch.per_thread[thread].data();
+            std::memcpy(tmp, in, sizeof(float) * E);
+            round_to_f16(tmp, E);
+            in = tmp;
+        }
+        kg.act->encode_row(in, act + ar * s, E);
+    });
+
+    // 3. Gate and up (+ SwiGLU) for every expert, row chunks as tasks.
+    const int64_t unit_gu = std::max(quant::find_type(wg.type)->interleave,
+                                     merged ? 1 : quant::find_type(wu->type)->interleave);
+    const int64_t chunk = chunk_rows(n_ff, unit_gu, std::max<int>(1, pool.n_threads() / (int)std::max<size_t>(1, work.size())));
+    const int64_t per_exp = (n_ff + chunk - 1) / chunk;
+    int64_t max_n = 0;
+    for (auto& w : work) max_n = std::max(max_n, w.n);
+    for (int t = 0; t < pool.n_threads(); ++t)
+        scratch.thread_floats(t, (size_t)std::max<int64_t>(std::max<int64_t>(E, n_ff), 2 * chunk * max_n));
+    pool.parallel_for((int64_t)work.size() * per_exp, [&](int64_t task, int thread) {
+        const ExpertWork& w = work[(size_t)(task / per_exp)];
+        const int64_t r0 = (task % per_exp) * chunk, r1 = std::min(n_ff, r0 + chunk), n = r1 - r0;
+        float* g = scratch.per_thread[thread].data();
+        float* u = g + n * w.n;
+        const uint8_t* a = act + ar * w.first;
+        const uint8_t* gbase = static_cast<const uint8_t*>(wg.data) + (size_t)w.expert * wg.nb[2];
+        run_rows(kg, gbase, wg.nb[1], E, r0, r1, a, ar, w.n, g, n);
+        if (merged) run_rows(kg, gbase, wg.nb[1], E, n_ff + r0, n_ff + r1, a, ar, w.n, u, n);
+        else
+            run_rows(ku, static_cast<const uint8_t*>(wu->data) + (size_t)w.expert * wu->nb[2], wu->nb[1], E, r0, r1, a,
+                     ar, w.n, u, n);
+        for (int64_t t = 0; t < w.n; ++t) {
+            float* h = hidden + (size_t)(w.first + t) * n_ff + r0;
+            for (int64_t r = 0; r < n; ++r) {
+                const float gv = g[t * n + r];
+                h[r] = gv / (1.0f + std::exp(-gv)) * u[t * n + r];
+            }
+        }
+    });
+
+    // 4. Encode the hidden rows for the down kernel.
+    pool.parallel_for(total, [&](int64_t s, int) {
+        float* h = hidden + (size_t)s * n_ff;
+        if (round16) round_to_f16(h, n_ff);
+        kd.act->encode_row(h, act_d + dr * s, n_ff);
+    });
+
+    // 5. Down projection per expert.
+    const int64_t unit_d = quant::find_type(wd.type)->interleave;
+    const int64_t chunk_d = chunk_rows(E, unit_d, std::max<int>(1, pool.n_threads() / (int)std::max<size_t>(1, work.size())));
+    const int64_t per_exp_d = (E + chunk_d - 1) / chunk_d;
+    pool.parallel_for((int64_t)work.size() * per_exp_d, [&](int64_t task, int thread) {
+        const ExpertWork& w = work[(size_t)(task / per_exp_d)];
+        const int64_t r0 = (task % per_exp_d) * chunk_d, r1 = std::min(E, r0 + chunk_d);
+        run_rows(kd, static_cast<const uint8_t*>(wd.data) + (size_t)w.expert * wd.nb[2], wd.nb[1], n_ff, r0, r1,
+                 act_d + dr * w.first, dr, w.n, eout + (size_t)w.first * E + r0, E);
+    });
+
+    // 6. Weighted sum per token, in selection order.
+    pool.parallel_for(T, [&](int64_t t, int) {
+        float* out = y.row<float>(t);
+        std::memset(out, 0, sizeof(float) * E);
+        const float* wt = wts.row<float>(t);
+        for (int64_t j = 0; j < k; ++j) {
+            const int64_t s = slot_of[(size_t)(t * k + j)];
+            if (s < 0) continue;
+            const float* o = eout + (size_t)s * E;
+            for (int64_t i = 0; i < E; ++i) out[i] += wt[j] * o[i];
+        }
+    });
+}
+
+}  // namespace ikllm::cpu
