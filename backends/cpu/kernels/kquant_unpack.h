@@ -620,6 +620,15 @@ void scalar_matmul_q82(const uint8_t* w, size_t w_row_bytes, int64_t ne0, int64_
                             isum += kb.sc[s] * dot;
                             icorr += kb.corr[s] * bs;
                         }
+                        static const int ek = getenv("IKLLM_EXP_K45") ? atoi(getenv("IKLLM_EXP_K45")) : 0;  // EXPERIMENT
+                        static const int ekt = getenv("IKLLM_EXP_K45T") ? atoi(getenv("IKLLM_EXP_K45T")) : 32;
+                        if (ek == 1 && nt >= ekt && kb.sc[2 * j] == kb.sc[2 * j + 1]) {
+                            const float D = exp_f16r(kb.dw * (float)kb.sc[2 * j]), M = exp_f16r(kb.dc * (float)kb.corr[2 * j]);
+                            int32_t dot = 0, bs = 0;
+                            for (int i = 0; i < 32; ++i) { dot += kb.v[32 * j + i] * qa[i]; bs += qa[i]; }
+                            acc[t] += q82_d(a, j) * (D * (float)dot + M * (float)bs);
+                            continue;
+                        }
                         acc[t] += q82_d(a, j) * (kb.dw * (float)isum + kb.dc * (float)icorr);
                     }
                 }
