@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/fp16.h"
 #include "cpu_ops.h"
+#include "quant/kv_codec.h"
 #include "quant/type_traits.h"
 
 namespace ikllm::cpu {
@@ -19,7 +20,7 @@ inline void load_row(const Tensor& cache, int64_t head, int64_t cell, int64_t n,
         const uint16_t* h = reinterpret_cast<const uint16_t*>(p);
         for (int64_t i = 0; i < n; ++i) out[i] = f16_to_f32(h[i]);
     } else {
-        std::memcpy(out, p, n * sizeof(float));
+        quant::kv_decode_row(cache.type, p, out, n);
     }
 }
 

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/fp16.h"
 #include "cpu_ops.h"
+#include "quant/kv_codec.h"
 #include "quant/type_traits.h"
 
 namespace ikllm::cpu {
@@ -172,14 +173,7 @@ void op_kv_store(const Op& op, ThreadPool& pool) {
     for_rows(pool, op.n_i32, [&](int64_t t) {
         const float* in = src.row<float>(t);
         uint8_t* out = static_cast<uint8_t*>(cache.data) + (size_t)op.i32[t] * cache.nb[1];
-        if (cache.type == quant::T_F16) {
-            uint16_t* o = reinterpret_cast<uint16_t*>(out);
-            for (int64_t i = 0; i < width; ++i) o[i] = f32_to_f16(in[i]);
-        } else if (cache.type == quant::T_F32) {
-            std::memcpy(out, in, width * sizeof(float));
-        } else {
-            fail(Status::unsupported, "kv_store: unsupported cache type");
-        }
+        quant::kv_encode_row(cache.type, in, out, width);
     });
 }
 

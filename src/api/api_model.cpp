@@ -1,5 +1,6 @@
 // C boundary for models: load/free, metadata and tensor queries.
 #include "api/api_internal.h"
+#include "quant/kv_codec.h"
 #include "api/options.h"
 #include "quant/type_traits.h"
 #include "session/kv_cache.h"
@@ -48,11 +49,14 @@ int32_t ikllm_model_n_layer(const ikllm_model* m) { return m ? m->m->hp.n_layer 
 ikllm_status ikllm_model_kv_bytes_per_token(const ikllm_model* m, const char* kv_type, uint64_t* out) {
     return api::guard([&] {
         IKLLM_REQUIRE(m && kv_type && out, "NULL argument");
-        const std::string t = kv_type;
-        IKLLM_REQUIRE(t == "f16" || t == "f32", "kv_type must be f16 or f32");
+        bool ok = false;
+        const uint32_t t = quant::kv_type_from_name(kv_type, &ok);
+        IKLLM_REQUIRE(ok, "kv_type must be f16, bf16, q8_0 or f32");
         const HParams& hp = m->m->hp;
-        const uint64_t es = t == "f16" ? 2 : 4;
-        *out = (uint64_t)hp.n_layer * hp.n_head_kv * (uint64_t)(hp.d_k + hp.d_v) * es;
+        if (hp.kv_lora_rank > 0)  // MLA: one latent + rope row per token and layer
+            *out = (uint64_t)hp.n_layer * quant::kv_row_bytes(t, (int64_t)hp.kv_lora_rank + hp.n_rot);
+        else
+            *out = (uint64_t)hp.n_layer * hp.n_head_kv * (quant::kv_row_bytes(t, hp.d_k) + quant::kv_row_bytes(t, hp.d_v));
     });
 }
 

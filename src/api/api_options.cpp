@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "api/options.h"
+#include "quant/kv_codec.h"
 #include "quant/type_traits.h"
 
 namespace ikllm::api {
@@ -19,7 +20,9 @@ const OptionSpec kSpecs[] = {
     {IKLLM_OPTIONS_SESSION, "n_seq_max", IKLLM_OPTION_INT, "1", "1", "256", "Number of sequences the session can hold"},
     {IKLLM_OPTIONS_SESSION, "n_batch", IKLLM_OPTION_INT, "512", "1", "65536", "Largest micro-batch computed at once (bigger batches are split)"},
     {IKLLM_OPTIONS_SESSION, "n_threads", IKLLM_OPTION_INT, "0", "0", "1024", "Worker threads (0: library default, else number of cores)"},
-    {IKLLM_OPTIONS_SESSION, "kv_type", IKLLM_OPTION_STRING, "f16", "", "", "KV-cache element type: f16 or f32"},
+    {IKLLM_OPTIONS_SESSION, "kv_type", IKLLM_OPTION_STRING, "f16", "", "", "KV-cache element type: f16, bf16, q8_0 or f32 (standard and MLA caches)"},
+    {IKLLM_OPTIONS_SESSION, "ser", IKLLM_OPTION_STRING, "", "", "",
+     "Smart expert reduction 'K,f': use at most K routed experts per token, dropping those whose weight is below f x the top one (kept weights rescaled to the original sum); empty = off"},
 
     {IKLLM_OPTIONS_SAMPLER, "seed", IKLLM_OPTION_INT, "24301", "0", "9223372036854775807", "Random seed"},
     {IKLLM_OPTIONS_SAMPLER, "temperature", IKLLM_OPTION_FLOAT, "0.8", "0", "100", "Softmax temperature; 0 = greedy"},
@@ -49,6 +52,25 @@ const OptionSpec kSpecs[] = {
     {IKLLM_OPTIONS_QUANTIZE, "n_threads", IKLLM_OPTION_INT, "0", "0", "1024", "Worker threads (0: library default)"},
 };
 constexpr int32_t kCount = (int32_t)(sizeof(kSpecs) / sizeof(kSpecs[0]));
+
+// "K,f" (K >= 1, 0 <= f <= 1) or "" (off).
+void parse_ser(const std::string& s, int32_t* k, float* f) {
+    *k = 0;
+    *f = 0;
+    if (s.empty()) return;
+    char* end = nullptr;
+    const long kk = std::strtol(s.c_str(), &end, 10);
+    double ff = 0;
+    if (*end == ',') {
+        const char* fs = end + 1;
+        ff = std::strtod(fs, &end);
+        if (end == fs) end = const_cast<char*>("x");
+    }
+    if (*end || kk < 1 || kk > 1024 || ff < 0 || ff > 1)
+        fail(Status::invalid_argument, "option 'ser' must be 'K,f' with K >= 1 and 0 <= f <= 1, got '" + s + "'");
+    *k = (int32_t)kk;
+    *f = (float)ff;
+}
 
 const OptionValue* find_value(const ikllm_options* o, const char* name) {
     if (!o) return nullptr;
@@ -104,8 +126,9 @@ SessionOptions session_options(const ikllm_options* o, int32_t lib_default_threa
     s.n_batch = (int32_t)opt_int(o, K, "n_batch");
     s.n_threads = (int32_t)opt_int(o, K, "n_threads");
     if (s.n_threads == 0) s.n_threads = lib_default_threads;
-    const std::string kv = opt_string(o, K, "kv_type");
-    s.kv_type = kv == "f32" ? quant::T_F32 : quant::T_F16;
+    bool ok = false;
+    s.kv_type = quant::kv_type_from_name(opt_string(o, K, "kv_type"), &ok);
+    parse_ser(opt_string(o, K, "ser"), &s.ser_max, &s.ser_frac);
     return s;
 }
 
@@ -141,8 +164,14 @@ static void store(ikllm_options* o, const char* key, int32_t type, int64_t i, do
         if (type != IKLLM_OPTION_STRING) fail(Status::invalid_argument, std::string("option '") + key + "' takes a string");
         IKLLM_REQUIRE(s, "value is NULL");
         v.s = s;
-        if (std::strcmp(key, "kv_type") == 0 && v.s != "f16" && v.s != "f32")
-            fail(Status::invalid_argument, "option 'kv_type' must be f16 or f32, got '" + v.s + "'");
+        bool kv_ok = false;
+        if (std::strcmp(key, "kv_type") == 0 && (quant::kv_type_from_name(v.s, &kv_ok), !kv_ok))
+            fail(Status::invalid_argument, "option 'kv_type' must be f16, bf16, q8_0 or f32, got '" + v.s + "'");
+        if (std::strcmp(key, "ser") == 0) {
+            int32_t k;
+            float f;
+            parse_ser(v.s, &k, &f);  // throws on a bad form
+        }
         if (std::strcmp(key, "chain") == 0) {
             SamplerOptions so;
             so.chain = v.s;

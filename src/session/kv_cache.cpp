@@ -4,14 +4,15 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "quant/kv_codec.h"
 #include "quant/type_traits.h"
 
 namespace ikllm {
 
 KvCache::KvCache(const HParams& hp, int32_t n_ctx, int32_t n_seq_max, uint32_t type, backend::Backend& be)
     : n_ctx_(n_ctx), n_seq_max_(n_seq_max), words_((n_seq_max + 63) / 64), type_(type) {
-    if (type != quant::T_F16 && type != quant::T_F32) fail(Status::unsupported, "KV cache type must be f16 or f32");
-    const size_t es = type == quant::T_F16 ? 2 : 4;
+    if (type != quant::T_F16 && type != quant::T_F32 && type != quant::T_BF16 && type != quant::T_Q8_0)
+        fail(Status::unsupported, "KV cache type must be f32, f16, bf16 or q8_0");
     // MLA (deepseek2, architectures.md §8.5): one row per token of [latent c (r_kv) | k_rope
     // (n_rot)], shared by all heads; the values are the latent part of the same row.
     mla_ = hp.kv_lora_rank > 0;
@@ -22,9 +23,12 @@ KvCache::KvCache(const HParams& hp, int32_t n_ctx, int32_t n_seq_max, uint32_t t
         t.ne[0] = d;
         t.ne[1] = heads;
         t.ne[2] = n_ctx;
-        t.nb[0] = es;
-        t.nb[1] = es * d;
-        t.nb[2] = es * d * heads;
+        if (!quant::kv_row_ok(type, d))
+            fail(Status::unsupported, std::string("KV cache type ") + quant::kv_type_name(type) + " needs head sizes that are "
+                 "multiples of 32 (this model has " + std::to_string(d) + ")");
+        t.nb[0] = type == quant::T_F32 ? 4 : 2;
+        t.nb[1] = quant::kv_row_bytes(type, d);
+        t.nb[2] = t.nb[1] * heads;
         t.nb[3] = t.nb[2] * n_ctx;
         const size_t bytes = t.nb[3];
         buffers_.push_back(be.alloc(bytes));

@@ -1,4 +1,5 @@
 #include "session/session.h"
+#include "quant/kv_codec.h"
 
 #include <algorithm>
 #include <set>
@@ -100,6 +101,8 @@ void Session::decode(const int32_t* tokens, const int32_t* positions, const int3
             b.n_out = (int32_t)ub_out.size();
             b.out_rows = ub_out.data();
             b.logits = b.n_out ? logits.data() + (size_t)first_out * n_vocab : nullptr;
+            b.ser_max = opts_.ser_max;
+            b.ser_frac = opts_.ser_frac;
             graph_.ops.clear();
             graph_ = Graph();
             arena_.reset();
@@ -135,21 +138,16 @@ void Session::seq_shift(int32_t seq, int32_t p0, int32_t p1, int32_t delta) {
     if (model_.rope_freqs) rp.freq_factors = static_cast<const float*>(model_.rope_freqs->data);
     // Only the rotated part of each row moves: all of it for standard heads, the k_rope tail
     // of the latent row for MLA caches.
-    const int64_t off = kv_->rope_offset(), n = hp.n_rot;
-    std::vector<float> row((size_t)n);
+    const int64_t off = kv_->rope_offset();
     for (int l = 0; l < hp.n_layer; ++l) {
         Tensor* k = kv_->k(l);
+        std::vector<float> row((size_t)k->ne[0]);
         for (int32_t c : moved)
             for (int64_t h = 0; h < k->ne[1]; ++h) {
                 uint8_t* p = static_cast<uint8_t*>(k->data) + h * k->nb[1] + (size_t)c * k->nb[2];
-                if (k->type == quant::T_F16) {
-                    uint16_t* hp16 = reinterpret_cast<uint16_t*>(p) + off;
-                    for (int64_t i = 0; i < n; ++i) row[i] = f16_to_f32(hp16[i]);
-                    cpu::rope_vector(row.data(), delta, rp, false);
-                    for (int64_t i = 0; i < n; ++i) hp16[i] = f32_to_f16(row[i]);
-                } else {
-                    cpu::rope_vector(reinterpret_cast<float*>(p) + off, delta, rp, false);
-                }
+                quant::kv_decode_row(k->type, p, row.data(), k->ne[0]);
+                cpu::rope_vector(row.data() + off, delta, rp, false);
+                quant::kv_encode_row(k->type, row.data(), p, k->ne[0]);
             }
     }
 }

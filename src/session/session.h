@@ -17,7 +17,9 @@ struct SessionOptions {
     int32_t n_seq_max = 1;
     int32_t n_batch = 512;   // tokens per micro-batch
     int32_t n_threads = 0;   // 0: hardware concurrency
-    uint32_t kv_type = 1;    // quant::T_F16
+    uint32_t kv_type = 1;    // quant::T_F16 (also T_F32, T_BF16, T_Q8_0)
+    int32_t ser_max = 0;     // smart expert reduction (0 = off)
+    float ser_frac = 0.0f;
 };
 
 class Session {

@@ -19,7 +19,7 @@ int cmd_info(int argc, char** argv) {
     std::printf("n_ctx_train  : %d\n", ikllm_model_n_ctx_train(m));
     std::printf("n_embd       : %d\n", ikllm_model_n_embd(m));
     std::printf("n_layer      : %d\n", ikllm_model_n_layer(m));
-    for (const char* kv : {"f16", "f32"}) {
+    for (const char* kv : {"f16", "bf16", "q8_0", "f32"}) {
         uint64_t b = 0;
         if (ikllm_model_kv_bytes_per_token(m, kv, &b) == IKLLM_OK)
             std::printf("KV cache %s : %" PRIu64 " bytes/token\n", kv, b);

@@ -12,7 +12,17 @@ const ActFormat* act_format_q8_k_kiqk() {
 }
 
 KernelTable exp_kernels();
+KernelTable exp2_kernels();
 KernelTable kquant_kernels_scalar() {
+    if (getenv("IKLLM_E2")) {
+        static const MatmulKernel entries4[] = {
+            {KQ2K::id, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul<KQ2K>},
+            {KQ3K::id, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul<KQ3K>},
+            exp2_kernels().entries[0], exp2_kernels().entries[1],
+            {KQ6K::id, Isa::scalar, act_format_q8_2_x4(), scalar_matmul_q82<KQ6K>},
+        };
+        return {entries4, 5};
+    }
     if (getenv("IKLLM_EXP_RULE")) {
         static const MatmulKernel entries3[] = {
             {KQ2K::id, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul<KQ2K>},
@@ -117,6 +127,62 @@ KernelTable exp_kernels() {
     static const MatmulKernel e[] = {
         {quant::T_Q4_K, Isa::scalar, act_format_f32(), exp_kernel<quant::T_Q4_K>},
         {quant::T_Q5_K, Isa::scalar, act_format_f32(), exp_kernel<quant::T_Q5_K>},
+    };
+    return {e, 2};
+}
+}  // namespace ikllm::cpu
+// EXPERIMENT 2: Q4_K/Q5_K with float activations quantized inside by a selectable rule.
+namespace ikllm::cpu {
+namespace {
+struct ActBlk { float d; int s; float sfp; int8_t q[32]; };
+void act_rule(const float* x, ActBlk& b, int rule) {
+    float amax = 0;
+    for (int i = 0; i < 32; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+    float d0 = amax / 127.0f, id;
+    if (rule == 1) { const float d = bf16_to_f32(f32_to_bf16(d0)); id = d > 0 ? 1.0f / d : 0; b.d = d; }
+    else { id = d0 > 0 ? 1.0f / d0 : 0; b.d = f16_to_f32(f32_to_f16(d0)); }
+    b.s = 0;
+    for (int i = 0; i < 32; ++i) { b.q[i] = (int8_t)std::nearbyint(x[i] * id); b.s += b.q[i]; }
+    b.sfp = rule == 1 ? (float)b.s * b.d : f16_to_f32(f32_to_f16(d0 * (float)b.s));
+}
+template <class K>
+void exp2_kernel(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
+                 int64_t nt, float* y, int64_t ys) {
+    static const int big_act = getenv("IKLLM_E2_BIGACT") ? atoi(getenv("IKLLM_E2_BIGACT")) : 1;
+    static const int big_w = getenv("IKLLM_E2_BIGW") ? atoi(getenv("IKLLM_E2_BIGW")) : 1;
+    const bool big = nt >= 32;
+    const int rule = big ? big_act : 1;
+    const int64_t nb32 = ne0 / 32;
+    std::vector<ActBlk> ab(nb32 * nt);
+    for (int64_t t = 0; t < nt; ++t)
+        for (int64_t j = 0; j < nb32; ++j) act_rule((const float*)(act + t * arb) + 32 * j, ab[t * nb32 + j], rule);
+    KBlock kb;
+    for (int64_t r = r0; r < r1; ++r) {
+        for (int64_t t = 0; t < nt; ++t) y[t * ys + r] = 0;
+        for (int64_t b = 0; b < ne0 / 256; ++b) {
+            K::unpack(w + r * wrb + b * K::bytes, 0, kb);
+            for (int j = 0; j < 8; ++j) {
+                float D = kb.dw * (float)kb.sc[2 * j], M = kb.dc * (float)kb.corr[2 * j];
+                if (big && big_w >= 1) { D = f16_to_f32(f32_to_f16(D)); M = f16_to_f32(f32_to_f16(M)); }
+                for (int64_t t = 0; t < nt; ++t) {
+                    const ActBlk& a = ab[t * nb32 + 8 * b + j];
+                    int dot = 0;
+                    for (int i = 0; i < 32; ++i) dot += kb.v[32 * j + i] * a.q[i];
+                    float v;
+                    if (big && big_w == 2) v = D * a.d * (float)dot + M * a.sfp;
+                    else if (big && big_w == 3) v = f16_to_f32(f32_to_f16(D * a.d)) * (float)dot + M * a.sfp;
+                    else v = a.d * (D * (float)dot + M * (float)a.s);
+                    y[t * ys + r] += v;
+                }
+            }
+        }
+    }
+}
+}  // namespace
+KernelTable exp2_kernels() {
+    static const MatmulKernel e[] = {
+        {quant::T_Q4_K, Isa::scalar, act_format_f32(), exp2_kernel<KQ4K>},
+        {quant::T_Q5_K, Isa::scalar, act_format_f32(), exp2_kernel<KQ5K>},
     };
     return {e, 2};
 }

@@ -524,7 +524,9 @@ void scalar_matmul(const uint8_t* w, size_t w_row_bytes, int64_t ne0, int64_t r0
                     for (int s = 0; s < 16; ++s) { kb.sc[s] = 1; kb.corr[s] = 0; }
                     kb.dw = kb.dc = exp_f16r(kb.dw * dnew);
                 }
-                if (exp_h == 4 && nt < 32 && kb.dw == kb.dc) {
+                constexpr bool sat_type = K::id == quant::T_IQ4_XS || K::id == quant::T_IQ4_K || K::id == quant::T_IQ4_KS ||
+                    K::id == quant::T_IQ4_KSS || K::id == quant::T_IQ5_K || K::id == quant::T_IQ5_KS || K::id == quant::T_IQ6_K;
+                if (exp_h == 4 && nt < 32 && sat_type) {
                     for (int64_t t = 0; t < tn; ++t) {
                         const uint8_t* a = act + (size_t)(t0 + t) * act_row_bytes + (size_t)b * quant::kQ8KBlockBytes;
                         const int8_t* qa = act_qs(a);
