@@ -89,14 +89,7 @@ void kv_decode_row(uint32_t t, const void* src, float* y, int64_t n) {
                 uint16_t dh;
                 std::memcpy(&dh, p, 2);
                 const float d = f16_to_f32(dh);
-                for (int i = 0; i < 32 && 32 * b + i < n; ++i) y[32 * b + i] = d * (float)(int8_t)p[2 + i];
-            }
-            // a trailing partial block (only for the MLA value view of a full row)
-            if (n % 32) {
-                uint16_t dh;
-                std::memcpy(&dh, p, 2);
-                const float d = f16_to_f32(dh);
-                for (int64_t i = 0; i < n % 32; ++i) y[(n / 32) * 32 + i] = d * (float)(int8_t)p[2 + i];
+                for (int i = 0; i < 32; ++i) y[32 * b + i] = d * (float)(int8_t)p[2 + i];
             }
             break;
         }

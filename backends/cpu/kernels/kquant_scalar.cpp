@@ -13,7 +13,18 @@ const ActFormat* act_format_q8_k_kiqk() {
 
 KernelTable exp_kernels();
 KernelTable exp2_kernels();
+KernelTable exp3_kernels();
 KernelTable kquant_kernels_scalar() {
+    if (getenv("IKLLM_E3")) {
+        static const MatmulKernel entries5[] = {
+            {KQ2K::id, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul<KQ2K>},
+            {KQ3K::id, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul<KQ3K>},
+            exp2_kernels().entries[0], exp2_kernels().entries[1],
+            {KQ6K::id, Isa::scalar, act_format_q8_2_x4(), scalar_matmul_q82<KQ6K>},
+            exp3_kernels().entries[0], exp3_kernels().entries[1], exp3_kernels().entries[2], exp3_kernels().entries[3],
+        };
+        return {entries5, 9};
+    }
     if (getenv("IKLLM_E2")) {
         static const MatmulKernel entries4[] = {
             {KQ2K::id, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul<KQ2K>},
@@ -185,5 +196,35 @@ KernelTable exp2_kernels() {
         {quant::T_Q5_K, Isa::scalar, act_format_f32(), exp2_kernel<KQ5K>},
     };
     return {e, 2};
+}
+}  // namespace ikllm::cpu
+// EXPERIMENT 3: KT types via dequant * factor, activations quantized q82 inside.
+namespace ikllm::cpu {
+namespace {
+template <uint32_t TID>
+void exp3_kernel(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
+                 int64_t nt, float* y, int64_t ys) {
+    static const float F = getenv("IKLLM_E3_F") ? (float)atof(getenv("IKLLM_E3_F")) : 1.0f;
+    const quant::TypeTraits* tt = quant::find_type(TID);
+    std::vector<float> wf(ne0), xa(ne0 * nt);
+    for (int64_t t = 0; t < nt; ++t) exp_quant_row((const float*)(act + t * arb), xa.data() + t * ne0, ne0, 1);
+    for (int64_t r = r0; r < r1; ++r) {
+        tt->dequant(w + r * wrb, wf.data(), ne0);
+        for (int64_t t = 0; t < nt; ++t) {
+            double s = 0;
+            for (int64_t j = 0; j < ne0; ++j) s += (double)wf[j] * xa[t * ne0 + j];
+            y[t * ys + r] = (float)(s * F);
+        }
+    }
+}
+}  // namespace
+KernelTable exp3_kernels() {
+    static const MatmulKernel e[] = {
+        {quant::T_IQ2_KT, Isa::scalar, act_format_f32(), exp3_kernel<quant::T_IQ2_KT>},
+        {quant::T_IQ3_KT, Isa::scalar, act_format_f32(), exp3_kernel<quant::T_IQ3_KT>},
+        {quant::T_IQ4_KT, Isa::scalar, act_format_f32(), exp3_kernel<quant::T_IQ4_KT>},
+        {quant::T_IQ1_KT, Isa::scalar, act_format_f32(), exp3_kernel<quant::T_IQ1_KT>},
+    };
+    return {e, 4};
 }
 }  // namespace ikllm::cpu

@@ -1,0 +1,137 @@
+// Sessions on the MoE / MLA reference models: every KV-cache type stays close to an f32 cache,
+// a position shift of the latent cache (only its RoPE part rotates) equals decoding at the
+// shifted positions, long YaRN positions give the same logits in a batch and token by token,
+// and smart expert reduction with K = all experts, f = 0 changes nothing.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "ikllm.h"
+#include "test_support.h"
+
+namespace {
+
+struct M {
+    ikllm_lib* lib = nullptr;
+    ikllm_model* model = nullptr;
+    explicit M(const std::string& stem) {
+        ikllm_lib_create(0, &lib);
+        const std::string p = ikllm::test::refdata_dir() + "/models/" + stem + ".gguf";
+        EXPECT_EQ(ikllm_model_load(lib, p.c_str(), nullptr, nullptr, nullptr, nullptr, &model), IKLLM_OK)
+            << ikllm_last_error();
+    }
+    ~M() {
+        ikllm_model_free(model);
+        ikllm_lib_free(lib);
+    }
+};
+
+ikllm_session* session(ikllm_model* m, const char* kv = "f16", const char* ser = "") {
+    ikllm_options* o = nullptr;
+    ikllm_options_create(IKLLM_OPTIONS_SESSION, &o);
+    ikllm_options_set_int(o, "n_ctx", 64);
+    ikllm_options_set_int(o, "n_threads", 2);
+    EXPECT_EQ(ikllm_options_set_string(o, "kv_type", kv), IKLLM_OK);
+    EXPECT_EQ(ikllm_options_set_string(o, "ser", ser), IKLLM_OK) << ikllm_last_error();
+    ikllm_session* s = nullptr;
+    EXPECT_EQ(ikllm_session_create(m, o, &s), IKLLM_OK) << ikllm_last_error();
+    ikllm_options_free(o);
+    return s;
+}
+
+std::vector<float> decode(ikllm_session* s, const std::vector<int32_t>& toks, int32_t pos0) {
+    std::vector<int32_t> pos(toks.size());
+    for (size_t i = 0; i < toks.size(); ++i) pos[i] = pos0 + (int32_t)i;
+    EXPECT_EQ(ikllm_session_decode(s, toks.data(), pos.data(), nullptr, nullptr, (int32_t)toks.size(), 0), IKLLM_OK)
+        << ikllm_last_error();
+    const float* l = nullptr;
+    int32_t n = 0;
+    EXPECT_EQ(ikllm_session_logits(s, -1, &l, &n), IKLLM_OK);
+    return std::vector<float>(l, l + n);
+}
+
+double rms_rel(const std::vector<float>& a, const std::vector<float>& b) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < b.size(); ++i) {
+        num += (a[i] - b[i]) * (a[i] - b[i]);
+        den += b[i] * b[i];
+    }
+    return std::sqrt(num / den);
+}
+
+const std::vector<int32_t> kToks{1, 450, 1496, 1354, 1701, 432, 1204, 975, 278, 1366, 1203, 1889};  // vocab is 2000
+
+TEST(MoeMlaSession, KvCacheTypesStayCloseToF32) {
+    IKLLM_REQUIRE_REFDATA();
+    for (const char* stem : {"deepseek2-tiny-f16", "qwen3moe-tiny-f16"}) {
+        M m(stem);
+        ikllm_session* s32 = session(m.model, "f32");
+        const std::vector<float> ref = decode(s32, kToks, 0);
+        ikllm_session_free(s32);
+        const std::pair<const char*, double> kinds[] = {{"f16", 2e-3}, {"bf16", 1e-2}, {"q8_0", 3e-2}};
+        for (auto [kv, tol] : kinds) {
+            ikllm_session* s = session(m.model, kv);
+            EXPECT_LT(rms_rel(decode(s, kToks, 0), ref), tol) << stem << " " << kv;
+            ikllm_session_free(s);
+        }
+    }
+}
+
+TEST(MoeMlaSession, ShiftingTheLatentCacheEqualsDecodingThere) {
+    IKLLM_REQUIRE_REFDATA();
+    M m("deepseek2-tiny-f16");
+    for (const char* kv : {"f32", "q8_0"}) {
+        const std::vector<int32_t> head(kToks.begin(), kToks.end() - 1), last{kToks.back()};
+        ikllm_session* a = session(m.model, kv);
+        decode(a, head, 0);
+        ASSERT_EQ(ikllm_session_seq_shift(a, 0, 0, -1, 100), IKLLM_OK) << ikllm_last_error();
+        const std::vector<float> shifted = decode(a, last, 100 + (int32_t)head.size());
+        ikllm_session* b = session(m.model, kv);
+        decode(b, head, 100);
+        const std::vector<float> direct = decode(b, last, 100 + (int32_t)head.size());
+        EXPECT_LT(rms_rel(shifted, direct), std::string(kv) == "f32" ? 1e-4 : 2e-2) << kv;
+        ikllm_session_free(a);
+        ikllm_session_free(b);
+    }
+}
+
+TEST(MoeMlaSession, LongYarnPositionsBatchEqualsStepwise) {
+    IKLLM_REQUIRE_REFDATA();
+    M m("deepseek2-tiny-f16");
+    const int32_t p0 = 160000;  // near the 163840 training context, far beyond the original 4096
+    ikllm_session* a = session(m.model, "f32");
+    const std::vector<float> batch = decode(a, kToks, p0);
+    ikllm_session* b = session(m.model, "f32");
+    std::vector<float> step;
+    for (size_t i = 0; i < kToks.size(); ++i) step = decode(b, {kToks[i]}, p0 + (int32_t)i);
+    for (float v : batch) ASSERT_TRUE(std::isfinite(v));
+    EXPECT_LT(rms_rel(step, batch), 1e-4);
+    ikllm_session_free(a);
+    ikllm_session_free(b);
+}
+
+TEST(MoeMlaSession, ExpertReductionOptions) {
+    IKLLM_REQUIRE_REFDATA();
+    M m("qwen3moe-tiny-f16");  // 8 experts, 2 used
+    ikllm_session* plain = session(m.model);
+    const std::vector<float> ref = decode(plain, kToks, 0);
+    ikllm_session* same = session(m.model, "f16", "2,0");
+    EXPECT_LT(rms_rel(decode(same, kToks, 0), ref), 1e-6);  // keeps both experts: identical
+    ikllm_session* one = session(m.model, "f16", "1,0");
+    const double d = rms_rel(decode(one, kToks, 0), ref);
+    EXPECT_GT(d, 1e-4);  // one expert per token: a real change, but still the same model
+    EXPECT_LT(d, 0.5);
+    ikllm_options* o = nullptr;
+    ikllm_options_create(IKLLM_OPTIONS_SESSION, &o);
+    EXPECT_EQ(ikllm_options_set_string(o, "ser", "0,0.5"), IKLLM_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(ikllm_options_set_string(o, "ser", "4,2"), IKLLM_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(ikllm_options_set_string(o, "kv_type", "q4_0"), IKLLM_ERR_INVALID_ARGUMENT);
+    ikllm_options_free(o);
+    ikllm_session_free(plain);
+    ikllm_session_free(same);
+    ikllm_session_free(one);
+}
+
+}  // namespace
