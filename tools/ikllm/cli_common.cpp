@@ -116,6 +116,9 @@ ikllm_options* session_options(const Args& a, int n_seq, int default_ctx) {
     if (a.has("-t")) check(ikllm_options_set_int(so, "n_threads", a.get_int("-t", 0)), "option -t");
     if (a.has("-b")) check(ikllm_options_set_int(so, "n_batch", a.get_int("-b", 512)), "option -b");
     if (a.has("--kv-type")) check(ikllm_options_set_string(so, "kv_type", a.get("--kv-type").c_str()), "option --kv-type");
+    if (a.has("-ctk")) check(ikllm_options_set_string(so, "kv_type", a.get("-ctk").c_str()), "option -ctk");
+    if (a.has("--ser")) check(ikllm_options_set_string(so, "ser", a.get("--ser").c_str()), "option --ser");
+    if (a.has("-ser")) check(ikllm_options_set_string(so, "ser", a.get("-ser").c_str()), "option -ser");
     return so;
 }
 

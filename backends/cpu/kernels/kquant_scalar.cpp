@@ -14,7 +14,19 @@ const ActFormat* act_format_q8_k_kiqk() {
 KernelTable exp_kernels();
 KernelTable exp2_kernels();
 KernelTable exp3_kernels();
+KernelTable exp4_kernels();
 KernelTable kquant_kernels_scalar() {
+    if (getenv("IKLLM_E4")) {
+        static const MatmulKernel entries6[] = {
+            {KQ2K::id, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul<KQ2K>},
+            {KQ3K::id, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul<KQ3K>},
+            exp2_kernels().entries[0], exp2_kernels().entries[1],
+            {KQ6K::id, Isa::scalar, act_format_q8_2_x4(), scalar_matmul_q82<KQ6K>},
+            exp3_kernels().entries[0], exp3_kernels().entries[1], exp3_kernels().entries[2], exp3_kernels().entries[3],
+            exp4_kernels().entries[0], exp4_kernels().entries[1], exp4_kernels().entries[2],
+        };
+        return {entries6, 12};
+    }
     if (getenv("IKLLM_E3")) {
         static const MatmulKernel entries5[] = {
             {KQ2K::id, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul<KQ2K>},
@@ -226,5 +238,63 @@ KernelTable exp3_kernels() {
         {quant::T_IQ1_KT, Isa::scalar, act_format_f32(), exp3_kernel<quant::T_IQ1_KT>},
     };
     return {e, 4};
+}
+}  // namespace ikllm::cpu
+// EXPERIMENT 4: Q8_K types: nt>=32 -> per-32 requant ("Q8_0_R8") with q82 activations.
+namespace ikllm::cpu {
+namespace {
+template <class K>
+void exp4_kernel(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
+                 int64_t nt, float* y, int64_t ys) {
+    static const int mode = getenv("IKLLM_E4_MODE") ? atoi(getenv("IKLLM_E4_MODE")) : 0;
+    if (nt < 32) {
+        std::vector<uint8_t> q(quant::q8_k_row_bytes(ne0) * nt);
+        const size_t qrb = quant::q8_k_row_bytes(ne0);
+        for (int64_t t = 0; t < nt; ++t) quant::encode_q8_k_row((const float*)(act + t * arb), q.data() + t * qrb, ne0);
+        scalar_matmul<K>(w, wrb, ne0, r0, r1, q.data(), qrb, nt, y, ys);
+        return;
+    }
+    const int64_t nb32 = ne0 / 32;
+    std::vector<ActBlk> ab(nb32 * nt);
+    for (int64_t t = 0; t < nt; ++t)
+        for (int64_t j = 0; j < nb32; ++j) act_rule((const float*)(act + t * arb) + 32 * j, ab[t * nb32 + j], 1);
+    KBlock kb;
+    for (int64_t r = r0; r < r1; ++r) {
+        for (int64_t t = 0; t < nt; ++t) y[t * ys + r] = 0;
+        const float rowd = K::row_scale(w + r * wrb);
+        for (int64_t b = 0; b < ne0 / 256; ++b) {
+            K::unpack(w + r * wrb + K::meta + b * K::bytes, rowd, kb);
+            for (int j = 0; j < 8; ++j) {
+                int P[32], mx = 0;
+                for (int i = 0; i < 32; ++i) {
+                    const int s = (32 * j + i) / 16;
+                    P[i] = kb.sc[s] * kb.v[32 * j + i] + kb.corr[s];
+                    mx = std::max(mx, std::abs(P[i]));
+                }
+                float dnew = (float)mx / 127.0f;
+                bool scale = true;
+                if (mode == 0 && dnew < 1.0f) { dnew = 1.0f; scale = false; }
+                const float inv = dnew > 0 ? 1.0f / dnew : 0.0f;
+                int q[32];
+                for (int i = 0; i < 32; ++i) q[i] = scale ? (int)std::nearbyint((float)P[i] * inv) : P[i];
+                const float D = f16_to_f32(f32_to_f16(kb.dw * dnew));
+                for (int64_t t = 0; t < nt; ++t) {
+                    const ActBlk& a = ab[t * nb32 + 8 * b + j];
+                    int dot = 0;
+                    for (int i = 0; i < 32; ++i) dot += q[i] * a.q[i];
+                    y[t * ys + r] += D * a.d * (float)dot;
+                }
+            }
+        }
+    }
+}
+}  // namespace
+KernelTable exp4_kernels() {
+    static const MatmulKernel e[] = {
+        {quant::T_IQ2_K, Isa::scalar, act_format_f32(), exp4_kernel<KIq2K>},
+        {quant::T_IQ2_KS, Isa::scalar, act_format_f32(), exp4_kernel<KIq2Ks>},
+        {quant::T_IQ2_KL, Isa::scalar, act_format_f32(), exp4_kernel<KIq2Kl>},
+    };
+    return {e, 3};
 }
 }  // namespace ikllm::cpu

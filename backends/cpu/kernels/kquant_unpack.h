@@ -510,13 +510,15 @@ void scalar_matmul(const uint8_t* w, size_t w_row_bytes, int64_t ne0, int64_t r0
                 if (exp_h && nt < 32) {
                     if (exp_h == 1) for (int s = 0; s < 16; ++s) kb.corr[s] = 0;
                 }
-                if (exp_conv && nt >= exp_conv && kb.dw == kb.dc) {
+                static const int exp_skip = getenv("IKLLM_EXP_CONV_SKIP") ? atoi(getenv("IKLLM_EXP_CONV_SKIP")) : -1;
+                if (exp_conv && nt >= exp_conv && kb.dw == kb.dc && (int)K::id != exp_skip) {
                     int P[256], mx = 0;
                     for (int i = 0; i < 256; ++i) {
                         P[i] = kb.sc[i / 16] * kb.v[i] + kb.corr[i / 16];
                         mx = P[i] > mx ? P[i] : (-P[i] > mx ? -P[i] : mx);
                     }
-                    float dnew = (float)mx * (1.0f / 127);
+                    static const float d0 = getenv("IKLLM_EXP_D0") ? 1.0f / (float)atof(getenv("IKLLM_EXP_D0")) : 1.0f / 127;
+                    float dnew = (float)mx * d0;
                     bool scale = true;
                     if (dnew < 1.0f) { dnew = 1.0f; scale = false; }
                     const float inv = dnew > 1e-9f ? 1.0f / dnew : 0.0f;
@@ -526,6 +528,34 @@ void scalar_matmul(const uint8_t* w, size_t w_row_bytes, int64_t ne0, int64_t r0
                 }
                 constexpr bool sat_type = K::id == quant::T_IQ4_XS || K::id == quant::T_IQ4_K || K::id == quant::T_IQ4_KS ||
                     K::id == quant::T_IQ4_KSS || K::id == quant::T_IQ5_K || K::id == quant::T_IQ5_KS || K::id == quant::T_IQ6_K;
+                static int sat_off = [] {  // EXPERIMENT: IKLLM_EXP_SATOFF="id:off,id:off"
+                    const char* e = getenv("IKLLM_EXP_SATOFF");
+                    int off = -1;
+                    while (e && *e) { int id = atoi(e); const char* c = strchr(e, ':'); if (!c) break; int o = atoi(c + 1);
+                        if (id == (int)K::id) off = o; e = strchr(c, ','); if (e) ++e; }
+                    return off;
+                }();
+                if (sat_off >= 0 && nt < 32) {
+                    for (int64_t t = 0; t < tn; ++t) {
+                        const uint8_t* a = act + (size_t)(t0 + t) * act_row_bytes + (size_t)b * quant::kQ8KBlockBytes;
+                        const int8_t* qa = act_qs(a);
+                        int16_t bs[16];
+                        std::memcpy(bs, a + quant::kQ8KOffBsums, sizeof(bs));
+                        int32_t isum = 0, icorr = 0;
+                        for (int s = 0; s < 16; ++s) {
+                            int32_t dot = 0;
+                            for (int j = 16 * s; j < 16 * s + 16; j += 2) {
+                                int p = (kb.v[j] + sat_off) * qa[j] + (kb.v[j + 1] + sat_off) * qa[j + 1];
+                                p = p > 32767 ? 32767 : (p < -32768 ? -32768 : p);
+                                dot += p;
+                            }
+                            isum += kb.sc[s] * dot;
+                            icorr += (kb.corr[s] - sat_off * kb.sc[s]) * bs[s];
+                        }
+                        acc[t] += act_d(a) * (kb.dw * (float)isum + kb.dc * (float)icorr);
+                    }
+                    continue;
+                }
                 if (exp_h == 4 && nt < 32 && sat_type) {
                     for (int64_t t = 0; t < tn; ++t) {
                         const uint8_t* a = act + (size_t)(t0 + t) * act_row_bytes + (size_t)b * quant::kQ8KBlockBytes;
