@@ -51,5 +51,6 @@ int cmd_logits(int argc, char** argv);
 int cmd_dequant(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
 int cmd_imatrix(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
 
 }  // namespace cli

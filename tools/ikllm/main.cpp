@@ -16,6 +16,8 @@ static void usage() {
                  "  quantize IN.gguf OUT.gguf TYPE [--pure] [--rule REGEX=TYPE]... [--imatrix FILE] [--repack]\n"
                  "           [--dry-run] [--allow-requantize] [--ignore-imatrix-rules] [-t N]\n"
                  "  imatrix  -m MODEL -f TEXT [-o FILE] [-c CHUNK] [--chunks N] [-t N]   importance matrix\n"
+                 "  bench    -m MODEL [-p 512] [-n 128] [-t N] [-r REPS] [--format md|jsonl] [session options]\n"
+                 "  bench    -m MODEL --sweep -c CTX [-ub U] [-t N] [--format md|jsonl]   speed vs context depth\n"
                  "  (model commands accept -rtr: repack weights to row-interleaved layouts at load)\n"
                  "  version\n");
 }
@@ -33,6 +35,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(cmd, "dequant")) return cli::cmd_dequant(argc - 2, argv + 2);
     if (!std::strcmp(cmd, "quantize")) return cli::cmd_quantize(argc - 2, argv + 2);
     if (!std::strcmp(cmd, "imatrix")) return cli::cmd_imatrix(argc - 2, argv + 2);
+    if (!std::strcmp(cmd, "bench")) return cli::cmd_bench(argc - 2, argv + 2);
     if (!std::strcmp(cmd, "version")) {
         std::printf("ikllm %s (ABI %d)\n", ikllm_version_string(), ikllm_abi_version());
         return 0;

@@ -1,0 +1,230 @@
+// ikllm bench: llama-bench style pp/tg timing and sweep-bench style speed-vs-depth curves,
+// plus the memory-bandwidth view of token generation (bytes of weights read per token).
+#include <sys/resource.h>
+
+#include <thread>
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+
+namespace cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string meta(ikllm_model* m, const std::string& key) {
+    size_t need = 0;
+    if (ikllm_model_meta_value(m, key.c_str(), 0, nullptr, 0, &need) != IKLLM_ERR_BUFFER_TOO_SMALL) return "";
+    std::string s(need, '\0');
+    if (ikllm_model_meta_value(m, key.c_str(), 0, s.data(), s.size(), &need) != IKLLM_OK) return "";
+    s.resize(std::strlen(s.c_str()));
+    return s;
+}
+
+// Weight bytes one generated token reads: every matrix once, embeddings one row, routed experts
+// only the used fraction.
+uint64_t bytes_per_token(ikllm_model* m) {
+    const std::string arch = ikllm_model_architecture(m);
+    const double n_exp = std::atof(meta(m, arch + ".expert_count").c_str());
+    const double n_used = std::atof(meta(m, arch + ".expert_used_count").c_str());
+    double total = 0;
+    for (int32_t i = 0; i < ikllm_model_tensor_count(m); ++i) {
+        const char* name = nullptr;
+        int64_t ne[4];
+        uint64_t bytes = 0;
+        if (ikllm_model_tensor_info(m, i, &name, nullptr, ne, &bytes) != IKLLM_OK) continue;
+        const std::string n = name;
+        if (n == "token_embd.weight") {
+            bool tied = true;
+            for (int32_t j = 0; j < ikllm_model_tensor_count(m); ++j) {
+                const char* o = nullptr;
+                ikllm_model_tensor_info(m, j, &o, nullptr, nullptr, nullptr);
+                if (o && std::strcmp(o, "output.weight") == 0) tied = false;
+            }
+            total += tied ? (double)bytes : (double)bytes / (double)std::max<int64_t>(1, ne[1]);
+        } else if (n.find("_exps.") != std::string::npos && n_exp > 0) {
+            total += (double)bytes * n_used / n_exp;
+        } else {
+            total += (double)bytes;
+        }
+    }
+    return (uint64_t)total;
+}
+
+// Read bandwidth of this machine: sum a 512 MiB buffer (2 threads' worth of work is what the
+// engine gets; one pass per thread count is enough for a bound).
+double read_bandwidth_gbs(int threads) {
+    const size_t n = (size_t)512 << 20;
+    std::vector<uint64_t> buf(n / 8, 1);
+    double best = 0;
+    for (int rep = 0; rep < 3; ++rep) {
+        const auto t0 = Clock::now();
+        std::vector<uint64_t> part((size_t)threads, 0);
+        std::vector<std::thread> ts;
+        for (int t = 0; t < threads; ++t)
+            ts.emplace_back([&, t] {
+                const size_t b = buf.size() * t / threads, e = buf.size() * (t + 1) / threads;
+                uint64_t s = 0;
+                for (size_t i = b; i < e; ++i) s += buf[i];
+                part[(size_t)t] = s;
+            });
+        for (auto& th : ts) th.join();
+        const double s = seconds_since(t0);
+        if (part[0] == 42) std::fprintf(stderr, " ");  // keep the sums alive
+        best = std::max(best, (double)n / s / 1e9);
+    }
+    return best;
+}
+
+struct Stat {
+    double mean = 0, sd = 0;
+};
+Stat stats(const std::vector<double>& v) {
+    Stat s;
+    for (double x : v) s.mean += x;
+    s.mean /= (double)v.size();
+    for (double x : v) s.sd += (x - s.mean) * (x - s.mean);
+    s.sd = v.size() > 1 ? std::sqrt(s.sd / (double)(v.size() - 1)) : 0;
+    return s;
+}
+
+std::vector<int32_t> random_tokens(ikllm_model* m, size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int32_t> d(3, std::max(4, ikllm_model_n_vocab(m) - 1));
+    std::vector<int32_t> t(n);
+    for (auto& x : t) x = d(rng);
+    return t;
+}
+
+void decode_or_die(ikllm_session* s, const int32_t* toks, int32_t n) {
+    std::vector<int32_t> want(n, 0);
+    want[n - 1] = 1;
+    check(ikllm_session_decode(s, toks, nullptr, nullptr, want.data(), n, 0), "decode");
+}
+
+double peak_rss_mib() {
+    rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss / 1024.0;
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+    Args a = parse(argc, argv, {"--sweep"});
+    const int pp = (int)a.get_int("-p", 512), tg = (int)a.get_int("-n", 128), reps = (int)a.get_int("-r", 5);
+    const std::string fmt = a.get("--format", "md");
+    if (fmt != "md" && fmt != "jsonl") die("bench: --format must be md or jsonl");
+    if (pp < 0 || tg < 0 || reps < 1) die("bench: -p/-n must be >= 0 and -r >= 1");
+    Loaded L;
+    load(a, L);
+    const bool sweep = a.has("--sweep");
+    const int ub = (int)a.get_int("-ub", 512);
+    const int ctx = sweep ? (int)a.get_int("-c", 4096) : pp + tg + 16;
+    ikllm_options* so = session_options(a, 1, ctx);
+    check(ikllm_options_set_int(so, "n_ctx", sweep ? ctx + ub + 128 : ctx), "n_ctx");
+    check(ikllm_options_set_int(so, "n_batch", std::max(1, sweep ? ub : pp)), "n_batch");
+    ikllm_session* s = nullptr;
+    ikllm_status st = ikllm_session_create(L.model, so, &s);
+    ikllm_options_free(so);
+    check(st, "session");
+    const int threads = (int)a.get_int("-t", 0);
+    const std::string name = a.get("-m").substr(a.get("-m").find_last_of('/') + 1);
+    const double size_mib = (double)ikllm_model_size_bytes(L.model) / 1048576.0;
+    const uint64_t bpt = bytes_per_token(L.model);
+
+    if (sweep) {
+        const std::vector<int32_t> toks = random_tokens(L.model, (size_t)ub, 1);
+        const std::vector<int32_t> gen = random_tokens(L.model, 128, 2);
+        if (fmt == "md") {
+            std::printf("| %6s | %6s | %6s | %8s | %8s | %8s | %8s |\n", "PP", "TG", "N_KV", "T_PP s", "S_PP t/s",
+                        "T_TG s", "S_TG t/s");
+            std::printf("|--------|--------|--------|----------|----------|----------|----------|\n");
+        }
+        check(ikllm_session_clear(s), "clear");
+        decode_or_die(s, toks.data(), std::min(ub, 16));  // warm-up
+        check(ikllm_session_clear(s), "clear");
+        for (int depth = 0; depth + ub <= ctx; depth += ub) {
+            auto t0 = Clock::now();
+            decode_or_die(s, toks.data(), ub);
+            const double t_pp = seconds_since(t0);
+            t0 = Clock::now();
+            for (int i = 0; i < 128; ++i) decode_or_die(s, &gen[(size_t)i], 1);
+            const double t_tg = seconds_since(t0);
+            check(ikllm_session_seq_remove(s, 0, depth + ub, -1), "seq_remove");
+            if (fmt == "md")
+                std::printf("| %6d | %6d | %6d | %8.3f | %8.2f | %8.3f | %8.2f |\n", ub, 128, depth, t_pp, ub / t_pp,
+                            t_tg, 128 / t_tg);
+            else
+                std::printf("{\"pp\": %d, \"tg\": 128, \"n_kv\": %d, \"t_pp\": %.6f, \"s_pp\": %.3f, \"t_tg\": %.6f, "
+                            "\"s_tg\": %.3f}\n", ub, depth, t_pp, ub / t_pp, t_tg, 128 / t_tg);
+            std::fflush(stdout);
+        }
+        ikllm_session_free(s);
+        return 0;
+    }
+
+    struct Row {
+        std::string test;
+        Stat tps;
+    };
+    std::vector<Row> rows;
+    // warm-up: a short prompt and a few generated tokens
+    const std::vector<int32_t> warm = random_tokens(L.model, (size_t)std::max(1, std::min(pp, 32)), 7);
+    check(ikllm_session_clear(s), "clear");
+    decode_or_die(s, warm.data(), (int32_t)warm.size());
+    if (pp > 0) {
+        const std::vector<int32_t> toks = random_tokens(L.model, (size_t)pp, 1);
+        std::vector<double> v;
+        for (int r = 0; r < reps; ++r) {
+            check(ikllm_session_clear(s), "clear");
+            const auto t0 = Clock::now();
+            decode_or_die(s, toks.data(), pp);
+            v.push_back(pp / seconds_since(t0));
+        }
+        rows.push_back({"pp" + std::to_string(pp), stats(v)});
+    }
+    if (tg > 0) {
+        const std::vector<int32_t> toks = random_tokens(L.model, (size_t)tg, 3);
+        std::vector<double> v;
+        for (int r = 0; r < reps; ++r) {
+            check(ikllm_session_clear(s), "clear");
+            const auto t0 = Clock::now();
+            for (int i = 0; i < tg; ++i) decode_or_die(s, &toks[(size_t)i], 1);
+            v.push_back(tg / seconds_since(t0));
+        }
+        rows.push_back({"tg" + std::to_string(tg), stats(v)});
+    }
+    ikllm_session_free(s);
+    const double rss = peak_rss_mib();  // before the bandwidth probe's buffer
+    const double bw = read_bandwidth_gbs(threads > 0 ? threads : 2);
+    const double bound = bw * 1e9 / (double)std::max<uint64_t>(1, bpt);
+    if (fmt == "md") {
+        std::printf("| model | size | threads | test | t/s |\n|---|---:|---:|---|---:|\n");
+        for (auto& r : rows)
+            std::printf("| %s | %.2f MiB | %d | %s | %.2f ± %.2f |\n", name.c_str(), size_mib, threads, r.test.c_str(),
+                        r.tps.mean, r.tps.sd);
+        std::printf("\nweights read per generated token: %.2f MiB; read bandwidth %.1f GB/s -> bandwidth-bound tg "
+                    "%.1f t/s; peak RSS %.1f MiB\n", (double)bpt / 1048576.0, bw, bound, rss);
+    } else {
+        for (auto& r : rows)
+            std::printf("{\"model\": \"%s\", \"test\": \"%s\", \"threads\": %d, \"tokens_per_s\": %.4f, \"stddev\": %.4f, "
+                        "\"reps\": %d, \"size_bytes\": %" PRIu64 ", \"bytes_per_token\": %" PRIu64
+                        ", \"read_bandwidth_gbs\": %.3f, \"bandwidth_bound_tg\": %.3f, \"peak_rss_mib\": %.1f}\n",
+                        name.c_str(), r.test.c_str(), threads, r.tps.mean, r.tps.sd, reps,
+                        ikllm_model_size_bytes(L.model), bpt, bw, bound, rss);
+    }
+    return 0;
+}
+
+}  // namespace cli
