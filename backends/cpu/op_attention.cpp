@@ -1,33 +1,28 @@
-// Flash-style attention on CPU: for each (token, KV head) the query heads sharing that KV head
-// walk the visible cache cells once with an online softmax, so K/V rows are read once per KV
-// head and no n_q x n_kv score matrix is ever stored.
+// Flash-style attention on CPU. A task is (a block of query tokens, one KV head, a subgroup of
+// the query heads sharing it): the visible cache cells are walked in tiles; each K/V row of a
+// tile is decoded once per task and used by every query of the task (GQA: once per KV head, not
+// per query head; MLA: the one latent row serves all heads). Scores exist only for one tile,
+// softmax is online (running max and sum per query, rescaled once per tile), so no
+// n_q x n_kv matrix is ever stored and scratch memory is independent of the context length.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "core/error.h"
-#include "core/fp16.h"
 #include "cpu_ops.h"
-#include "quant/kv_codec.h"
+#include "kernels/attn_kernels.h"
 #include "quant/type_traits.h"
 
 namespace ikllm::cpu {
 
 namespace {
-inline void load_row(const Tensor& cache, int64_t head, int64_t cell, int64_t n, float* out) {
-    const uint8_t* p = static_cast<const uint8_t*>(cache.data) + head * cache.nb[1] + cell * cache.nb[2];
-    if (cache.type == quant::T_F16) {
-        const uint16_t* h = reinterpret_cast<const uint16_t*>(p);
-        for (int64_t i = 0; i < n; ++i) out[i] = f16_to_f32(h[i]);
-    } else {
-        quant::kv_decode_row(cache.type, p, out, n);
-    }
-}
-
 inline bool cell_visible(const KvView& kv, int64_t c, int32_t seq, int32_t pos) {
     if (kv.cell_pos[c] < 0 || kv.cell_pos[c] > pos) return false;
     return (kv.cell_seqs[c * kv.seq_words + seq / 64] >> (seq % 64)) & 1u;
 }
+constexpr int64_t kTile = 32;      // cache cells per tile
+constexpr int64_t kTokBlock = 4;   // query tokens per task
 }  // namespace
 
 void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch) {
@@ -40,54 +35,94 @@ void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch) {
     const int64_t group = n_head / n_head_kv;
     const float scale = op.f[0];
     const KvView& kv = op.kv;
+    const AttnKernels& K = attn_kernels(best_isa());
 
-    const size_t per_thread = (size_t)(d_k + d_v + group * (d_v + 3));
+    // Work split: token blocks x KV heads x head subgroups, enough tasks for every thread.
+    const int64_t tb = std::min<int64_t>(kTokBlock, T);
+    const int64_t n_tb = (T + tb - 1) / tb;
+    int64_t n_sub = 1;
+    while (n_tb * n_head_kv * n_sub < 2 * pool.n_threads() && n_sub < group) n_sub *= 2;
+    n_sub = std::min(n_sub, group);
+    const int64_t hs = (group + n_sub - 1) / n_sub;  // query heads per task
+    const int64_t nq = tb * hs;                      // queries per task
+    const size_t per_thread = (size_t)(kTile * (d_k + d_v) + kTile * nq + nq * (d_v + 2) + kTile);
     for (int t = 0; t < pool.n_threads(); ++t) scratch.thread_floats(t, per_thread);
 
-    pool.parallel_for(T * n_head_kv, [&](int64_t task, int thread) {
-        const int64_t t = task / n_head_kv, g = task % n_head_kv;
-        const int32_t pos = op.i32[t];
-        const int32_t seq = op.seq_ids[t];
+    pool.parallel_for(n_tb * n_head_kv * n_sub, [&](int64_t task, int thread) {
+        const int64_t sub = task % n_sub, g = (task / n_sub) % n_head_kv, blk = task / (n_sub * n_head_kv);
+        const int64_t t0 = blk * tb, t1 = std::min(T, t0 + tb);
+        const int64_t h0 = sub * hs, h1 = std::min(group, h0 + hs);
+        const int64_t nh = h1 - h0;
         float* ws = scratch.per_thread[thread].data();
-        float* krow = ws;
-        float* vrow = krow + d_k;
-        float* acc = vrow + d_v;          // [group][d_v]
-        float* mx = acc + group * d_v;    // running max per head
-        float* sum = mx + group;          // running denominator per head
-        float* sc = sum + group;          // scores of this cell per head
-        for (int64_t h = 0; h < group; ++h) {
-            mx[h] = -std::numeric_limits<float>::infinity();
-            sum[h] = 0;
+        float* kb = ws;                        // [kTile][d_k]
+        float* vb = kb + kTile * d_k;          // [kTile][d_v]
+        float* sc = vb + kTile * d_v;          // [kTile][nq]
+        float* acc = sc + kTile * nq;          // [nq][d_v]
+        float* mx = acc + nq * d_v;            // [nq]
+        float* sum = mx + nq;                  // [nq]
+        float* vis = sum + nq;                 // [kTile] 1 if any query of the task sees the cell
+        for (int64_t i = 0; i < nq; ++i) {
+            mx[i] = -std::numeric_limits<float>::infinity();
+            sum[i] = 0;
         }
-        std::memset(acc, 0, sizeof(float) * group * d_v);
-        for (int64_t c = 0; c < kv.n_cells; ++c) {
-            if (!cell_visible(kv, c, seq, pos)) continue;
-            load_row(kc, g, c, d_k, krow);
-            load_row(vc, g, c, d_v, vrow);
-            for (int64_t hh = 0; hh < group; ++hh) {
-                const float* qh = q.row<float>(g * group + hh, t);
-                float s = 0;
-                for (int64_t i = 0; i < d_k; ++i) s += qh[i] * krow[i];
-                s *= scale;
-                sc[0] = s;
-                float* a = acc + hh * d_v;
-                if (s > mx[hh]) {
-                    const float r = std::exp(mx[hh] - s);  // rescale the old accumulator
-                    for (int64_t i = 0; i < d_v; ++i) a[i] = a[i] * r + vrow[i];
-                    sum[hh] = sum[hh] * r + 1.0f;
-                    mx[hh] = s;
-                } else {
-                    const float w = std::exp(s - mx[hh]);
-                    for (int64_t i = 0; i < d_v; ++i) a[i] += w * vrow[i];
-                    sum[hh] += w;
+        std::memset(acc, 0, sizeof(float) * nq * d_v);
+        int32_t max_pos = 0;
+        for (int64_t t = t0; t < t1; ++t) max_pos = std::max(max_pos, op.i32[t]);
+        for (int64_t c0 = 0; c0 < kv.n_cells; c0 += kTile) {
+            const int64_t nc = std::min(kTile, kv.n_cells - c0);
+            bool any = false;
+            for (int64_t j = 0; j < nc; ++j) {
+                bool v = false;
+                const int64_t c = c0 + j;
+                if (kv.cell_pos[c] >= 0 && kv.cell_pos[c] <= max_pos)
+                    for (int64_t t = t0; t < t1 && !v; ++t) v = cell_visible(kv, c, op.seq_ids[t], op.i32[t]);
+                vis[j] = v ? 1.f : 0.f;
+                if (!v) continue;
+                any = true;
+                const uint8_t* kp = static_cast<const uint8_t*>(kc.data) + g * kc.nb[1] + c * kc.nb[2];
+                const uint8_t* vp = static_cast<const uint8_t*>(vc.data) + g * vc.nb[1] + c * vc.nb[2];
+                K.load_row(kc.type, kp, kb + j * d_k, d_k);
+                K.load_row(vc.type, vp, vb + j * d_v, d_v);
+            }
+            if (!any) continue;
+            for (int64_t t = t0; t < t1; ++t) {
+                const int32_t pos = op.i32[t], seq = op.seq_ids[t];
+                for (int64_t hh = h0; hh < h1; ++hh) {
+                    const int64_t qi = (t - t0) * nh + (hh - h0);
+                    const float* qh = q.row<float>(g * group + hh, t);
+                    float* s = sc + qi * kTile;
+                    float tmax = -std::numeric_limits<float>::infinity();
+                    for (int64_t j = 0; j < nc; ++j) {
+                        if (vis[j] == 0.f || !cell_visible(kv, c0 + j, seq, pos)) {
+                            s[j] = -std::numeric_limits<float>::infinity();
+                            continue;
+                        }
+                        s[j] = K.dot(qh, kb + j * d_k, d_k) * scale;
+                        tmax = std::max(tmax, s[j]);
+                    }
+                    if (tmax == -std::numeric_limits<float>::infinity()) continue;
+                    float* a = acc + qi * d_v;
+                    const float m_new = std::max(mx[qi], tmax);
+                    float rescale = std::exp(mx[qi] - m_new);  // 0 on the first visible tile
+                    sum[qi] *= rescale;
+                    mx[qi] = m_new;
+                    for (int64_t j = 0; j < nc; ++j) {
+                        if (s[j] == -std::numeric_limits<float>::infinity()) continue;
+                        const float p = std::exp(s[j] - m_new);
+                        sum[qi] += p;
+                        K.scale_axpy(a, rescale, p, vb + j * d_v, d_v);
+                        rescale = 1.0f;
+                    }
                 }
             }
         }
-        for (int64_t hh = 0; hh < group; ++hh) {
-            float* o = out.row<float>(t) + (g * group + hh) * d_v;
-            const float inv = sum[hh] > 0 ? 1.0f / sum[hh] : 0.0f;
-            for (int64_t i = 0; i < d_v; ++i) o[i] = acc[hh * d_v + i] * inv;
-        }
+        for (int64_t t = t0; t < t1; ++t)
+            for (int64_t hh = h0; hh < h1; ++hh) {
+                const int64_t qi = (t - t0) * nh + (hh - h0);
+                float* o = out.row<float>(t) + (g * group + hh) * d_v;
+                const float inv = sum[qi] > 0 ? 1.0f / sum[qi] : 0.0f;
+                for (int64_t i = 0; i < d_v; ++i) o[i] = acc[qi * d_v + i] * inv;
+            }
     });
 }
 

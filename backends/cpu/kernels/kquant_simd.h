@@ -94,6 +94,13 @@ inline __m256i nib_hi(__m256i q) { return _mm256_and_si256(_mm256_srli_epi16(q, 
 // Bit c of every byte, as 0/1.
 inline __m256i bit_of(__m256i h, int c) { return _mm256_and_si256(_mm256_srli_epi16(h, c), _mm256_set1_epi8(1)); }
 
+// Sat types (kquant_unpack.h): signed levels -> unsigned bytes level + 128, and the matching
+// correction corr - 128 * sc (sc8: the 16 per-16 scales).
+inline __m256i sat_bytes(__m256i v) { return _mm256_xor_si256(v, _mm256_set1_epi8((char)0x80)); }
+inline __m256i sat_corr(__m256i corr, __m128i sc8) {
+    return _mm256_sub_epi16(corr, _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc8), 7));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Unpackers: U::unpack(block, rowd, sink) calls sink.pair(k, ...) for k = 0..3 (chunks 2k, 2k+1)
 // and then sink.end(dw, dc, corr) or sink.end(dw).
@@ -145,14 +152,16 @@ struct SQ6K : KQ6K {
     }
 };
 
-// P4N codes (NL4 per 32 weights) through a 16-entry table: chunks 2k, 2k+1 from 32 bytes.
+// P4N codes (NL4 per 32 weights) through a 16-entry table: chunks 2k, 2k+1 from 32 bytes, as
+// sat bytes (every user is a sat type).
 template <class S>
 inline void p4n_pairs(const uint8_t* qs, __m256i table, const ScaleVec& sv, S& s) {
     for (int k = 0; k < 4; ++k) {
         const __m256i q = ld256(qs + 32 * k);
         const __m256i lo = _mm256_shuffle_epi8(table, nib_lo(q)), hi = _mm256_shuffle_epi8(table, nib_hi(q));
-        const __m256i v0 = _mm256_permute2x128_si256(lo, hi, 0x20), v1 = _mm256_permute2x128_si256(lo, hi, 0x31);
-        s.pair(k, _mm256_abs_epi8(v0), v0, sv.get(2 * k), _mm256_abs_epi8(v1), v1, sv.get(2 * k + 1));
+        const __m256i v0 = sat_bytes(_mm256_permute2x128_si256(lo, hi, 0x20));
+        const __m256i v1 = sat_bytes(_mm256_permute2x128_si256(lo, hi, 0x31));
+        s.pair(k, v0, v0, sv.get(2 * k), v1, v1, sv.get(2 * k + 1));
     }
 }
 
@@ -161,9 +170,10 @@ struct SIq4Xs : KIq4Xs {
     static void unpack(const uint8_t* b, float, S& s) {
         const uint64_t sc = _pdep_u64(rd_u32(b + 4), 0x0f0f0f0f0f0f0f0full) |
                             _pdep_u64(rd_u16(b + 2), 0x3030303030303030ull);
-        const ScaleVec sv(_mm_sub_epi8(dup8(sc), _mm_set1_epi8(32)));
+        const __m128i sc8 = _mm_sub_epi8(dup8(sc), _mm_set1_epi8(32));
+        const ScaleVec sv(sc8);
         p4n_pairs(b + 8, bcast16(tabs::kIq4nl), sv, s);
-        s.end(hf(b));
+        s.end(hf(b), hf(b), sat_corr(_mm256_setzero_si256(), sc8));
     }
 };
 
@@ -182,7 +192,7 @@ struct SIq4K : KIq4K {
         const __m128i sc8 = k6_scales(b);
         const ScaleVec sv(sc8);
         p4n_pairs(b + 16, bcast16(tabs::kIq4k), sv, s);
-        s.end(hf(b), hf(b), extra_corr(rd_u16(b + 2), sc8, 4));
+        s.end(hf(b), hf(b), sat_corr(extra_corr(rd_u16(b + 2), sc8, 4), sc8));
     }
 };
 
@@ -194,11 +204,11 @@ struct SIq4Ks : KIq4Ks {
         ks_scale_vectors(b, 4, &sc8, &corr);
         const ScaleVec sv(sc8);
         p4n_pairs(b + 8, bcast16(tabs::kIq4k), sv, s);
-        s.end(rowd, rowd, corr);
+        s.end(rowd, rowd, sat_corr(corr, sc8));
     }
 };
 
-// 5-bit codes (P4K low nibbles + HB 5th bit) through a 32-entry table.
+// 5-bit codes (P4K low nibbles + HB 5th bit) through a 32-entry table, as sat bytes.
 template <class S>
 inline void p4k5_pairs(const uint8_t* qs, const uint8_t* qh, const int8_t* table32, const ScaleVec& sv, S& s) {
     const __m256i hb = ld256(qh);
@@ -216,8 +226,8 @@ inline void p4k5_pairs(const uint8_t* qs, const uint8_t* qh, const int8_t* table
 #endif
     for (int g = 0; g < 4; ++g) {
         const __m256i q = ld256(qs + 32 * g);
-        const __m256i v0 = look(nib_lo(q), 2 * g), v1 = look(nib_hi(q), 2 * g + 1);
-        s.pair(g, _mm256_abs_epi8(v0), v0, sv.get(2 * g), _mm256_abs_epi8(v1), v1, sv.get(2 * g + 1));
+        const __m256i v0 = sat_bytes(look(nib_lo(q), 2 * g)), v1 = sat_bytes(look(nib_hi(q), 2 * g + 1));
+        s.pair(g, v0, v0, sv.get(2 * g), v1, v1, sv.get(2 * g + 1));
     }
 }
 
@@ -227,7 +237,7 @@ struct SIq5K : KIq5K {
         const __m128i sc8 = k6_scales(b);
         const ScaleVec sv(sc8);
         p4k5_pairs(b + 16, b + 144, tabs::kIq5nl, sv, s);
-        s.end(hf(b), hf(b), extra_corr(rd_u16(b + 2), sc8, 2));
+        s.end(hf(b), hf(b), sat_corr(extra_corr(rd_u16(b + 2), sc8, 2), sc8));
     }
 };
 
@@ -239,7 +249,7 @@ struct SIq5Ks : KIq5Ks {
         ks_scale_vectors(b, 2, &sc8, &corr);
         const ScaleVec sv(sc8);
         p4k5_pairs(b + 8, b + 136, tabs::kIq5nl, sv, s);
-        s.end(rowd, rowd, corr);
+        s.end(rowd, rowd, sat_corr(corr, sc8));
     }
 };
 
@@ -268,11 +278,11 @@ struct SIq6K : KIq6K {
             const int sh = 4 * (g & 1);
             const __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(qh, sh), three);
             const __m256i h1 = _mm256_and_si256(_mm256_srli_epi16(qh, sh + 2), three);
-            const __m256i v0 = look(_mm256_or_si256(nib_lo(q), _mm256_slli_epi16(h0, 4)));
-            const __m256i v1 = look(_mm256_or_si256(nib_hi(q), _mm256_slli_epi16(h1, 4)));
-            s.pair(g, _mm256_abs_epi8(v0), v0, sv.get(2 * g), _mm256_abs_epi8(v1), v1, sv.get(2 * g + 1));
+            const __m256i v0 = sat_bytes(look(_mm256_or_si256(nib_lo(q), _mm256_slli_epi16(h0, 4))));
+            const __m256i v1 = sat_bytes(look(_mm256_or_si256(nib_hi(q), _mm256_slli_epi16(h1, 4))));
+            s.pair(g, v0, v0, sv.get(2 * g), v1, v1, sv.get(2 * g + 1));
         }
-        s.end(hf(b), hf(b), extra_corr(rd_u16(b + 2), sc8, 1));
+        s.end(hf(b), hf(b), sat_corr(extra_corr(rd_u16(b + 2), sc8, 1), sc8));
     }
 };
 
@@ -447,7 +457,7 @@ struct SIq4Kss : KIq4Kss {
         ks_scale_vectors(sb, 4, &sc8, &corr);
         const ScaleVec sv(sc8);
         p4n_pairs(codes, bcast16(tabs::kIq4k), sv, s);
-        s.end(rowd, rowd, corr);
+        s.end(rowd, rowd, sat_corr(corr, sc8));
     }
 };
 
@@ -634,6 +644,183 @@ inline const ActFormat* simd_act_q8_k() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Conv path (kquant_unpack.h): for batches of kConvMinTokens tokens or more, each weight row is
+// first re-encoded to 8-bit codes with one fp16-rounded scale per 256 weights (the reference's
+// Q8_K_R8 repacking), then multiplied exactly against the Q8_K activations.
+
+// Receives an unpacker's chunks and forms P = sc * v (+ corr) as int16 per weight.
+template <bool Uns>
+struct ConvSink {
+    alignas(32) int16_t P[256];
+    float dw = 0;
+    static __m256i widen(__m128i b) { return Uns ? _mm256_cvtepu8_epi16(b) : _mm256_cvtepi8_epi16(b); }
+    inline void one(int c, __m256i u, __m256i s, __m256i sc) {
+        const __m256i v = Uns ? u : s;
+        // bytes 0..15: sub-block 2c (scale in sc's low lane), bytes 16..31: sub-block 2c+1
+        const __m256i s0 = _mm256_permute2x128_si256(sc, sc, 0x00), s1 = _mm256_permute2x128_si256(sc, sc, 0x11);
+        _mm256_store_si256((__m256i*)(P + 32 * c), _mm256_mullo_epi16(widen(_mm256_castsi256_si128(v)), s0));
+        _mm256_store_si256((__m256i*)(P + 32 * c + 16), _mm256_mullo_epi16(widen(_mm256_extracti128_si256(v, 1)), s1));
+    }
+    inline void pair(int k, __m256i u0, __m256i s0, __m256i sc0, __m256i u1, __m256i s1, __m256i sc1) {
+        one(2 * k, u0, s0, sc0);
+        one(2 * k + 1, u1, s1, sc1);
+    }
+#ifdef IKLLM_KIQK_AVX512
+    // 64 weights (chunks 2k, 2k+1): u unsigned operand, neg = lanes where v < 0; sc 128-bit lane L
+    // holds the scale of sub-block 4k+L.
+    inline void pair512(int k, __m512i u, __mmask64 neg, __m512i sc) {
+        const __m512i v = Uns ? u : _mm512_mask_sub_epi8(u, neg, _mm512_setzero_si512(), u);
+        const __m512i lo = Uns ? _mm512_cvtepu8_epi16(_mm512_castsi512_si256(v)) : _mm512_cvtepi8_epi16(_mm512_castsi512_si256(v));
+        const __m512i hi = Uns ? _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(v, 1))
+                               : _mm512_cvtepi8_epi16(_mm512_extracti64x4_epi64(v, 1));
+        _mm512_store_si512((void*)(P + 64 * k), _mm512_mullo_epi16(lo, _mm512_shuffle_i64x2(sc, sc, 0x50)));
+        _mm512_store_si512((void*)(P + 64 * k + 32), _mm512_mullo_epi16(hi, _mm512_shuffle_i64x2(sc, sc, 0xFA)));
+    }
+#endif
+    inline void end(float d, float, __m256i corr) {
+        dw = d;
+        alignas(32) int16_t cr[16];
+        _mm256_store_si256((__m256i*)cr, corr);
+        for (int s = 0; s < 16; ++s) {
+            __m256i* p = (__m256i*)(P + 16 * s);
+            _mm256_store_si256(p, _mm256_add_epi16(_mm256_load_si256(p), _mm256_set1_epi16(cr[s])));
+        }
+    }
+    inline void end(float d) { dw = d; }
+};
+
+// P (int16) -> 8-bit codes q[256], |q| and the block scale (fp16-rounded dw * dnew).
+inline float conv_requant(const int16_t* P, float dw, int8_t* q, uint8_t* aq) {
+    __m256i mx = _mm256_setzero_si256();
+    for (int i = 0; i < 16; ++i) mx = _mm256_max_epi16(mx, _mm256_abs_epi16(_mm256_load_si256((const __m256i*)(P + 16 * i))));
+    __m128i m = _mm_max_epi16(_mm256_castsi256_si128(mx), _mm256_extracti128_si256(mx, 1));
+    m = _mm_max_epi16(m, _mm_srli_si128(m, 8));
+    m = _mm_max_epi16(m, _mm_srli_si128(m, 4));
+    m = _mm_max_epi16(m, _mm_srli_si128(m, 2));
+    const int imax = (uint16_t)_mm_extract_epi16(m, 0);  // |P| <= 32640
+    float dnew = (float)imax * (1.0f / 127.0f);
+    if (dnew < 1.0f) {
+        dnew = 1.0f;
+        for (int i = 0; i < 8; ++i) {
+            const __m256i a = _mm256_load_si256((const __m256i*)(P + 32 * i)), b = _mm256_load_si256((const __m256i*)(P + 32 * i + 16));
+            const __m256i v = _mm256_permute4x64_epi64(_mm256_packs_epi16(a, b), 0xD8);
+            _mm256_storeu_si256((__m256i*)(q + 32 * i), v);
+            _mm256_storeu_si256((__m256i*)(aq + 32 * i), _mm256_abs_epi8(v));
+        }
+    } else {
+        const __m256 inv = _mm256_set1_ps(1.0f / dnew);
+        auto cv = [&](const int16_t* p) {  // 8 values -> RNE(P * inv) as int32 (|.| <= 127)
+            return _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm_load_si128((const __m128i*)p))), inv));
+        };
+        for (int i = 0; i < 8; ++i) {
+            const int16_t* p = P + 32 * i;
+            const __m256i ab = _mm256_packs_epi32(cv(p), cv(p + 8)), cd = _mm256_packs_epi32(cv(p + 16), cv(p + 24));
+            const __m256i v = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(ab, cd), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            _mm256_storeu_si256((__m256i*)(q + 32 * i), v);
+            _mm256_storeu_si256((__m256i*)(aq + 32 * i), _mm256_abs_epi8(v));
+        }
+    }
+    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(dw * dnew), _MM_FROUND_TO_NEAREST_INT)));
+}
+
+// Buffer of one re-encoded row (a local type: no std::vector, see interleaved_common.h).
+struct ConvRow {
+    uint8_t* mem;
+    int8_t* q;    // codes
+    uint8_t* aq;  // |codes|
+    float* d;     // block scales
+    explicit ConvRow(int64_t ne0) : mem(new uint8_t[(size_t)(2 * ne0 + (ne0 / 256) * 4 + 64)]) {
+        uint8_t* p = (uint8_t*)(((uintptr_t)mem + 31) & ~(uintptr_t)31);
+        q = (int8_t*)p;
+        aq = p + ne0;
+        d = (float*)(p + 2 * ne0);
+    }
+    ~ConvRow() { delete[] mem; }
+    ConvRow(const ConvRow&) = delete;
+    ConvRow& operator=(const ConvRow&) = delete;
+};
+
+template <class U>
+inline void conv_row(const uint8_t* row, int64_t nb, ConvRow& cr) {
+    const float rowd = U::row_scale(row);
+    ConvSink<U::uns> sink;
+    for (int64_t b = 0; b < nb; ++b) {
+        U::unpack(row + U::meta + (size_t)b * U::bytes, rowd, sink);
+        cr.d[b] = conv_requant(sink.P, sink.dw, cr.q + 256 * b, cr.aq + 256 * b);
+    }
+}
+
+// T tokens against a re-encoded row: exact int dots (|q|, |a| <= 127), one scale per block.
+template <int T>
+inline void conv_tile(const ConvRow& cr, int64_t nb, const uint8_t* act, size_t arb, float* y, int64_t ys) {
+#ifdef IKLLM_KIQK_AVX512
+    __m512 facc[T];
+    for (int t = 0; t < T; ++t) facc[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        __m512i sumi[T];
+        for (int t = 0; t < T; ++t) sumi[t] = _mm512_setzero_si512();
+        for (int k = 0; k < 4; ++k) {
+            const __m512i q = _mm512_loadu_si512((const void*)(cr.q + 256 * b + 64 * k));
+            const __m512i aq = _mm512_loadu_si512((const void*)(cr.aq + 256 * b + 64 * k));
+            const __mmask64 neg = _mm512_movepi8_mask(q);
+            for (int t = 0; t < T; ++t) {
+                const uint8_t* a = act + (size_t)t * arb + (size_t)b * quant::kQ8KBlockBytes;
+                __m512i x = _mm512_loadu_si512((const void*)(act_qs(a) + 64 * k));
+                x = _mm512_mask_sub_epi8(x, neg, _mm512_setzero_si512(), x);
+                sumi[t] = _mm512_dpbusd_epi32(sumi[t], aq, x);
+            }
+        }
+        for (int t = 0; t < T; ++t) {
+            const uint8_t* a = act + (size_t)t * arb + (size_t)b * quant::kQ8KBlockBytes;
+            facc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[t]), _mm512_set1_ps(cr.d[b] * act_d(a)), facc[t]);
+        }
+    }
+    for (int t = 0; t < T; ++t) y[t * ys] = _mm512_reduce_add_ps(facc[t]);
+#else
+    __m256 facc[T];
+    for (int t = 0; t < T; ++t) facc[t] = _mm256_setzero_ps();
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < nb; ++b) {
+        __m256i sumi[T];
+        for (int t = 0; t < T; ++t) sumi[t] = _mm256_setzero_si256();
+        for (int c = 0; c < 8; ++c) {
+            const __m256i q = _mm256_loadu_si256((const __m256i*)(cr.q + 256 * b + 32 * c));
+            const __m256i aq = _mm256_loadu_si256((const __m256i*)(cr.aq + 256 * b + 32 * c));
+            for (int t = 0; t < T; ++t) {
+                const uint8_t* a = act + (size_t)t * arb + (size_t)b * quant::kQ8KBlockBytes;
+                const __m256i x = _mm256_sign_epi8(ld256(act_qs(a) + 32 * c), q);
+                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(aq, x), ones));
+            }
+        }
+        for (int t = 0; t < T; ++t) {
+            const uint8_t* a = act + (size_t)t * arb + (size_t)b * quant::kQ8KBlockBytes;
+            facc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[t]), _mm256_set1_ps(cr.d[b] * act_d(a)), facc[t]);
+        }
+    }
+    for (int t = 0; t < T; ++t) y[t * ys] = hsum256(facc[t]);
+#endif
+}
+
+template <class U>
+void conv_matmul(const uint8_t* w, size_t w_row_bytes, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
+                 size_t act_row_bytes, int64_t nt, float* y, int64_t y_stride) {
+    const int64_t nb = ne0 / 256;
+    const int64_t tb = token_block(act_row_bytes);
+    ConvRow cr(ne0);
+    for (int64_t t0 = 0; t0 < nt; t0 += tb) {
+        const int64_t tn = nt - t0 < tb ? nt - t0 : tb;
+        for (int64_t r = r0; r < r1; ++r) {
+            conv_row<U>(w + (size_t)r * w_row_bytes, nb, cr);
+            int64_t t = 0;
+            for (; t + 4 <= tn; t += 4)
+                conv_tile<4>(cr, nb, act + (size_t)(t0 + t) * act_row_bytes, act_row_bytes, y + (t0 + t) * y_stride + r, y_stride);
+            for (; t < tn; ++t)
+                conv_tile<1>(cr, nb, act + (size_t)(t0 + t) * act_row_bytes, act_row_bytes, y + (t0 + t) * y_stride + r, y_stride);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Driver: token blocks (kept in L2) x weight rows x tiles of T tokens x 256-weight blocks.
 
 template <class U, template <int, bool> class Tile, int T>
@@ -652,6 +839,9 @@ inline void run_tile(const uint8_t* row, int64_t nb, const uint8_t* act, size_t 
 template <class U, template <int, bool> class Tile, int TMax>
 void simd_matmul(const uint8_t* w, size_t w_row_bytes, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
                  size_t act_row_bytes, int64_t nt, float* y, int64_t y_stride) {
+    if constexpr (U::conv) {
+        if (nt >= kConvMinTokens) return conv_matmul<U>(w, w_row_bytes, ne0, r0, r1, act, act_row_bytes, nt, y, y_stride);
+    }
     const int64_t nb = ne0 / 256;
     const int64_t tb = token_block(act_row_bytes);
     for (int64_t t0 = 0; t0 < nt; t0 += tb) {

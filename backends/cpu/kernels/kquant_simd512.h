@@ -37,6 +37,11 @@ template <class S>
 inline void zemit_signed(S& s, int k, __m512i v, __m512i sc) {
     s.pair512(k, _mm512_abs_epi8(v), _mm512_movepi8_mask(v), sc);
 }
+// Signed levels of a sat type -> unsigned bytes v + 128 (kquant_unpack.h).
+template <class S>
+inline void zemit_sat(S& s, int k, __m512i v, __m512i sc) {
+    s.pair512(k, _mm512_xor_si512(v, _mm512_set1_epi8((char)0x80)), 0, sc);
+}
 
 // P4K: 32 bytes hold chunk 2g (low nibbles) and 2g+1 (high nibbles).
 inline __m512i zp4k(const uint8_t* q32) {
@@ -100,7 +105,7 @@ struct ZQ6K : KQ6K {
 template <class S>
 inline void zp4n_blocks(const uint8_t* qs, const int8_t* table16, __m256i sc16, S& s) {
     const __m512i tab = _mm512_broadcast_i32x4(ld128(table16));
-    for (int k = 0; k < 4; ++k) zemit_signed(s, k, _mm512_shuffle_epi8(tab, zp4n(qs + 32 * k)), zscale(sc16, k));
+    for (int k = 0; k < 4; ++k) zemit_sat(s, k, _mm512_shuffle_epi8(tab, zp4n(qs + 32 * k)), zscale(sc16, k));
 }
 
 struct ZIq4Xs : KIq4Xs {
@@ -108,9 +113,9 @@ struct ZIq4Xs : KIq4Xs {
     static void unpack(const uint8_t* b, float, S& s) {
         const uint64_t sc = _pdep_u64(rd_u32(b + 4), 0x0f0f0f0f0f0f0f0full) |
                             _pdep_u64(rd_u16(b + 2), 0x3030303030303030ull);
-        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_sub_epi8(dup8(sc), _mm_set1_epi8(32)));
-        zp4n_blocks(b + 8, tabs::kIq4nl, sc16, s);
-        s.end(hf(b));
+        const __m128i sc8 = _mm_sub_epi8(dup8(sc), _mm_set1_epi8(32));
+        zp4n_blocks(b + 8, tabs::kIq4nl, _mm256_cvtepi8_epi16(sc8), s);
+        s.end(hf(b), hf(b), sat_corr(_mm256_setzero_si256(), sc8));
     }
 };
 
@@ -119,7 +124,7 @@ struct ZIq4K : KIq4K {
     static void unpack(const uint8_t* b, float, S& s) {
         const __m128i sc8 = k6_scales(b);
         zp4n_blocks(b + 16, tabs::kIq4k, _mm256_cvtepi8_epi16(sc8), s);
-        s.end(hf(b), hf(b), extra_corr(rd_u16(b + 2), sc8, 4));
+        s.end(hf(b), hf(b), sat_corr(extra_corr(rd_u16(b + 2), sc8, 4), sc8));
     }
 };
 
@@ -130,7 +135,7 @@ struct ZIq4Ks : KIq4Ks {
         __m256i corr;
         ks_scale_vectors(b, 4, &sc8, &corr);
         zp4n_blocks(b + 8, tabs::kIq4k, _mm256_cvtepi8_epi16(sc8), s);
-        s.end(rowd, rowd, corr);
+        s.end(rowd, rowd, sat_corr(corr, sc8));
     }
 };
 
@@ -141,7 +146,7 @@ inline void zp4k5_blocks(const uint8_t* qs, const uint8_t* qh, __m256i sc16, S& 
     for (int g = 0; g < 4; ++g) {
         __m512i q = zp4k(qs + 32 * g);
         q = _mm512_mask_add_epi8(q, zhb(hb2, 2 * g), q, zset1(16));
-        zemit_signed(s, g, _mm512_permutexvar_epi8(q, tab), zscale(sc16, g));
+        zemit_sat(s, g, _mm512_permutexvar_epi8(q, tab), zscale(sc16, g));
     }
 }
 
@@ -150,7 +155,7 @@ struct ZIq5K : KIq5K {
     static void unpack(const uint8_t* b, float, S& s) {
         const __m128i sc8 = k6_scales(b);
         zp4k5_blocks(b + 16, b + 144, _mm256_cvtepi8_epi16(sc8), s);
-        s.end(hf(b), hf(b), extra_corr(rd_u16(b + 2), sc8, 2));
+        s.end(hf(b), hf(b), sat_corr(extra_corr(rd_u16(b + 2), sc8, 2), sc8));
     }
 };
 
@@ -161,7 +166,7 @@ struct ZIq5Ks : KIq5Ks {
         __m256i corr;
         ks_scale_vectors(b, 2, &sc8, &corr);
         zp4k5_blocks(b + 8, b + 136, _mm256_cvtepi8_epi16(sc8), s);
-        s.end(rowd, rowd, corr);
+        s.end(rowd, rowd, sat_corr(corr, sc8));
     }
 };
 
@@ -176,9 +181,9 @@ struct ZIq6K : KIq6K {
             const __m512i qh = zbcast256(b + 148 + 32 * (g >> 1));
             const __m512i h = (g & 1) ? _mm512_srlv_epi16(qh, zshift2(0, 2)) : _mm512_sllv_epi16(qh, zshift2(4, 2));
             const __m512i idx = _mm512_or_si512(zp4k(b + 20 + 32 * g), _mm512_and_si512(h, zset1(0x30)));
-            zemit_signed(s, g, _mm512_permutexvar_epi8(idx, tab), zscale(sc16, g));
+            zemit_sat(s, g, _mm512_permutexvar_epi8(idx, tab), zscale(sc16, g));
         }
-        s.end(hf(b), hf(b), extra_corr(rd_u16(b + 2), sc8, 1));
+        s.end(hf(b), hf(b), sat_corr(extra_corr(rd_u16(b + 2), sc8, 1), sc8));
     }
 };
 

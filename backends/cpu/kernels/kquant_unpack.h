@@ -4,16 +4,33 @@
 // (d_a, codes a, bsums) the dot product is
 //     d_a * ( dw * sum_s sc_s * sum_{j in s} v_j a_j  +  dc * sum_s corr_s * bsums_s ).
 // The correction term absorbs mins (Q2_K/Q4_K/Q5_K), code offsets that make v unsigned (Q3_K,
-// Q6_K) and the shifted second value set of the ik types (that set = first set + constant), so
-// only the first set's levels appear in v. All integer sums are exact; only the final
-// float combination rounds. IQ6_K uses the integer level table iq6nl (as the reference's
-// matmul does), not the polynomial of its to_float.
-// Activations are Q8_K for every type here except Q4_K, Q5_K and Q6_K, whose kernels take
-// Q8_2_X4 (one bf16 scale and one int16 code sum per 32 weights) as the reference does
-// (quant-formats.md §15): against one 32-weight activation block j (d_j, codes a, sum s_j)
-//     d_j * ( dw * sum_{s in j} sc_s * sum_{i in s} v_i a_i  +  dc * sum_{s in j} corr_s * bsum_s )
-// where bsum_s are the per-16 code sums (scalar kernel; the SIMD kernels of Q4_K/Q5_K use s_j,
-// their corr being constant per 32, and Q6_K kernels use signed levels, no correction).
+// Q6_K, and the +128 of the "sat" types below) and the shifted second value set of the ik types
+// (that set = first set + constant), so only the first set's levels appear in v. IQ6_K uses the
+// integer level table iq6nl (as the reference's matmul does), not the polynomial of its to_float.
+//
+// The kernels reproduce the reference's CPU numerics (measured against the reference logits of
+// refdata/quant), which are not those of an exact dot product in three places:
+//  * Activations: Q8_K for every type here except Q4_K, Q5_K and Q6_K, whose kernels take
+//    Q8_2_X4 (quant-formats.md §15: one bf16 scale and one int16 code sum per 32 weights).
+//    Against one 32-weight activation block j (d_j, codes a) a weight block contributes
+//        d_j * ( dw * sum_{s in j} sc_s * sum_{i in s} v_i a_i  +  dc * sum_{s in j} corr_s * bsum_s )
+//    with bsum_s the per-16 code sums (Q4_K/Q5_K: corr is constant per 32, so the SIMD kernels
+//    use the stored per-32 sum; the Q6_K SIMD kernels use signed levels and no correction).
+//  * "sat" types (IQ4_XS, IQ4_K, IQ5_K, IQ6_K, IQ4_KS, IQ4_KSS, IQ5_KS), batches below
+//    kConvMinTokens: the reference multiplies the levels as unsigned bytes level + 128 with
+//    x86 maddubs, whose int16 pair sums saturate: per 16 weights
+//        sum over pairs (2i, 2i+1) of sat16((l0+128) a0 + (l1+128) a1)  -  128 * bsum.
+//    Here v holds level + 128 (unsigned) and corr includes the -128 * sc. Saturation is common
+//    (large levels times large codes) and moves logits by several percent; reproducing it is
+//    what makes single-token decoding match the reference.
+//  * "conv" types, batches of kConvMinTokens tokens or more: the reference first re-encodes the
+//    weights. Q8_K types (Q3_K, IQ3_K, IQ4_K, IQ5_K, IQ6_K, IQ3_KS, IQ4_KS, IQ4_KSS, IQ5_KS,
+//    IQ4_XS) become 8-bit rows with one fp16 scale per 256 (Q8_K_R8): with exact integers
+//    P = sc * level, dnew = max|P| * (1/127) (float); P is kept when dnew < 1 (then dnew = 1),
+//    else q = RNE(P * (1/dnew)); the block scale is fp16(dw * dnew) and the dot q . a is exact.
+//    Q4_K / Q5_K keep their codes but round the per-32 scales dw*sc and dc*m to fp16.
+//    (IQ2_K, IQ2_KS, IQ2_KL and Q2_K are left direct: no re-encoding tried so far matched.)
+// All integer sums are exact (after the emulated saturation); only float combinations round.
 //
 // Everything here sits in an anonymous namespace and calls no shared inline function of other
 // headers: each kernel file compiles its own copy with its own instruction-set flags (an
@@ -23,9 +40,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <cstdlib>
-#include <cmath>
-#include "core/fp16.h"
 #include "kernels/matmul.h"
 #include "quant/act_q8_k.h"
 #include "quant/quant_tables.h"
@@ -37,6 +51,9 @@ namespace ikllm::cpu {
 const ActFormat* act_format_q8_k_kiqk();
 
 namespace {
+
+// Batches with at least this many tokens take the re-encoded ("conv") path (see above).
+inline constexpr int64_t kConvMinTokens = 32;
 
 struct KBlock {
     int8_t v[256];
@@ -127,8 +144,19 @@ inline void lookup(const uint8_t* c, const int8_t* table, int8_t* v) {
 
 // ---- per-type descriptors: bytes per block, row metadata, signedness of v, unpack ----
 // `rowd` is the row scale of the row-scaled types (read by row_scale), unused otherwise.
+// uns: v holds unsigned bytes; sat / conv: see the header comment.
 
-struct KQ2K {
+struct KDefaults {
+    static constexpr bool sat = false, conv = false;
+};
+
+// +128 on the levels of a sat type (bytes become unsigned) and -128 * sc into the correction.
+inline void to_sat(KBlock& k) {
+    for (int w = 0; w < 256; ++w) k.v[w] = (int8_t)((uint8_t)k.v[w] ^ 0x80u);
+    for (int s = 0; s < 16; ++s) k.corr[s] = (int16_t)(k.corr[s] - 128 * k.sc[s]);
+}
+
+struct KQ2K : KDefaults {
     static constexpr uint32_t id = quant::T_Q2_K;
     static constexpr int bytes = 84, meta = 0;
     static constexpr bool uns = true;
@@ -144,10 +172,10 @@ struct KQ2K {
     }
 };
 
-struct KQ3K {
+struct KQ3K : KDefaults {
     static constexpr uint32_t id = quant::T_Q3_K;
     static constexpr int bytes = 110, meta = 0;
-    static constexpr bool uns = true;
+    static constexpr bool uns = true, conv = true;
     static float row_scale(const uint8_t*) { return 0; }
     static void unpack(const uint8_t* b, float, KBlock& k) {
         // v = q + 4 in 0..7; the -4 goes into the correction
@@ -162,10 +190,10 @@ struct KQ3K {
 };
 
 template <bool Five>
-struct KQ45K {
+struct KQ45K : KDefaults {
     static constexpr uint32_t id = Five ? quant::T_Q5_K : quant::T_Q4_K;
     static constexpr int bytes = Five ? 176 : 144, meta = 0;
-    static constexpr bool uns = true;
+    static constexpr bool uns = true, conv = true;  // conv: fp16 per-32 scales
     static float row_scale(const uint8_t*) { return 0; }
     static void unpack(const uint8_t* b, float, KBlock& k) {
         const uint8_t* qs = Five ? b + 48 : b + 16;
@@ -184,7 +212,7 @@ struct KQ45K {
 using KQ4K = KQ45K<false>;
 using KQ5K = KQ45K<true>;
 
-struct KQ6K {
+struct KQ6K : KDefaults {
     static constexpr uint32_t id = quant::T_Q6_K;
     static constexpr int bytes = 210, meta = 0;
     static constexpr bool uns = true;
@@ -208,10 +236,10 @@ struct KQ6K {
     }
 };
 
-struct KIq4Xs {
+struct KIq4Xs : KDefaults {
     static constexpr uint32_t id = quant::T_IQ4_XS;
     static constexpr int bytes = 136, meta = 0;
-    static constexpr bool uns = false;
+    static constexpr bool uns = true, sat = true, conv = true;
     static float row_scale(const uint8_t*) { return 0; }
     static void unpack(const uint8_t* b, float, KBlock& k) {
         const uint16_t sh = rd_u16(b + 2);
@@ -224,10 +252,11 @@ struct KIq4Xs {
         lookup(c, tabs::kIq4nl, k.v);
         for (int s = 0; s < 16; ++s) k.corr[s] = 0;
         k.dw = k.dc = h2f(b);
+        to_sat(k);
     }
 };
 
-struct KIq2K {
+struct KIq2K : KDefaults {
     static constexpr uint32_t id = quant::T_IQ2_K;
     static constexpr int bytes = 76, meta = 0;
     static constexpr bool uns = false;
@@ -245,10 +274,10 @@ struct KIq2K {
     }
 };
 
-struct KIq3K {
+struct KIq3K : KDefaults {
     static constexpr uint32_t id = quant::T_IQ3_K;
     static constexpr int bytes = 110, meta = 0;
-    static constexpr bool uns = false;
+    static constexpr bool uns = false, conv = true;
     static float row_scale(const uint8_t*) { return 0; }
     static void unpack(const uint8_t* b, float, KBlock& k) {
         const uint16_t extra = rd_u16(b + 2), sh = rd_u16(b + 4);
@@ -269,10 +298,10 @@ inline int k6_scale(const uint8_t* b, int s) {
     return (nib_get(b + 8, s) | ((b[4 + (s >> 2)] >> (2 * (s & 3))) & 3) << 4) - 32;
 }
 
-struct KIq4K {
+struct KIq4K : KDefaults {
     static constexpr uint32_t id = quant::T_IQ4_K;
     static constexpr int bytes = 144, meta = 0;
-    static constexpr bool uns = false;
+    static constexpr bool uns = true, sat = true, conv = true;
     static float row_scale(const uint8_t*) { return 0; }
     static void unpack(const uint8_t* b, float, KBlock& k) {
         const uint16_t extra = rd_u16(b + 2);
@@ -284,13 +313,14 @@ struct KIq4K {
         p4n_codes(b + 16, c);
         lookup(c, tabs::kIq4k, k.v);
         k.dw = k.dc = h2f(b);
+        to_sat(k);
     }
 };
 
-struct KIq5K {
+struct KIq5K : KDefaults {
     static constexpr uint32_t id = quant::T_IQ5_K;
     static constexpr int bytes = 176, meta = 0;
-    static constexpr bool uns = false;
+    static constexpr bool uns = true, sat = true, conv = true;
     static float row_scale(const uint8_t*) { return 0; }
     static void unpack(const uint8_t* b, float, KBlock& k) {
         const uint16_t extra = rd_u16(b + 2);
@@ -303,13 +333,14 @@ struct KIq5K {
         hb_or(b + 144, 4, c);
         lookup(c, tabs::kIq5nl, k.v);
         k.dw = k.dc = h2f(b);
+        to_sat(k);
     }
 };
 
-struct KIq6K {
+struct KIq6K : KDefaults {
     static constexpr uint32_t id = quant::T_IQ6_K;
     static constexpr int bytes = 212, meta = 0;
-    static constexpr bool uns = false;
+    static constexpr bool uns = true, sat = true, conv = true;
     static float row_scale(const uint8_t*) { return 0; }
     static void unpack(const uint8_t* b, float, KBlock& k) {
         const uint16_t extra = rd_u16(b + 2);
@@ -327,10 +358,11 @@ struct KIq6K {
             }
         lookup(c, tabs::kIq6nl, k.v);
         k.dw = k.dc = h2f(b);
+        to_sat(k);
     }
 };
 
-struct KIq2Ks {
+struct KIq2Ks : KDefaults {
     static constexpr uint32_t id = quant::T_IQ2_KS;
     static constexpr int bytes = 70, meta = 2;
     static constexpr bool uns = false;
@@ -349,10 +381,10 @@ struct KIq2Ks {
     }
 };
 
-struct KIq3Ks {
+struct KIq3Ks : KDefaults {
     static constexpr uint32_t id = quant::T_IQ3_KS;
     static constexpr int bytes = 102, meta = 2;
-    static constexpr bool uns = false;
+    static constexpr bool uns = false, conv = true;
     static float row_scale(const uint8_t* row) { return h2f(row); }
     static void unpack(const uint8_t* b, float rowd, KBlock& k) {
         const uint16_t extra = rd_u16(b);
@@ -378,10 +410,10 @@ inline void ks_scales(const uint8_t* s8, int shift, KBlock& k) {
     }
 }
 
-struct KIq4Ks {
+struct KIq4Ks : KDefaults {
     static constexpr uint32_t id = quant::T_IQ4_KS;
     static constexpr int bytes = 136, meta = 4;
-    static constexpr bool uns = false;
+    static constexpr bool uns = true, sat = true, conv = true;
     static float row_scale(const uint8_t* row) { return rd_f32(row); }
     static void unpack(const uint8_t* b, float rowd, KBlock& k) {
         ks_scales(b, 4, k);
@@ -389,13 +421,14 @@ struct KIq4Ks {
         p4n_codes(b + 8, c);
         lookup(c, tabs::kIq4k, k.v);
         k.dw = k.dc = rowd;
+        to_sat(k);
     }
 };
 
-struct KIq4Kss {
+struct KIq4Kss : KDefaults {
     static constexpr uint32_t id = quant::T_IQ4_KSS;
     static constexpr int bytes = 128, meta = 4;
-    static constexpr bool uns = false;
+    static constexpr bool uns = true, sat = true, conv = true;
     static float row_scale(const uint8_t* row) { return rd_f32(row); }
     static void unpack(const uint8_t* b, float rowd, KBlock& k) {
         uint8_t s8[8];
@@ -415,13 +448,14 @@ struct KIq4Kss {
         }
         ks_scales(s8, 4, k);
         k.dw = k.dc = rowd;
+        to_sat(k);
     }
 };
 
-struct KIq5Ks {
+struct KIq5Ks : KDefaults {
     static constexpr uint32_t id = quant::T_IQ5_KS;
     static constexpr int bytes = 168, meta = 4;
-    static constexpr bool uns = false;
+    static constexpr bool uns = true, sat = true, conv = true;
     static float row_scale(const uint8_t* row) { return rd_f32(row); }
     static void unpack(const uint8_t* b, float rowd, KBlock& k) {
         ks_scales(b, 2, k);
@@ -430,10 +464,11 @@ struct KIq5Ks {
         hb_or(b + 136, 4, c);
         lookup(c, tabs::kIq5nl, k.v);
         k.dw = k.dc = rowd;
+        to_sat(k);
     }
 };
 
-struct KIq2Kl {
+struct KIq2Kl : KDefaults {
     static constexpr uint32_t id = quant::T_IQ2_KL;
     static constexpr int bytes = 86, meta = 2;
     static constexpr bool uns = false;
@@ -473,8 +508,6 @@ inline float q82_d(const uint8_t* a, int j) {
 inline int q82_sum(const uint8_t* a, int j) { return (int16_t)rd_u16(a + 144 * (j >> 2) + 8 + 2 * (j & 3)); }
 inline const int8_t* q82_qs(const uint8_t* a, int j) { return (const int8_t*)(a + 144 * (j >> 2) + 16 + 32 * (j & 3)); }
 
-inline float exp_f16r(float f) { return f16_to_f32(f32_to_f16(f)); }  // EXPERIMENT
-
 // Token block size: keep the activations of one token block within ~512 KiB (L2) so that they
 // are reused from cache across all weight rows.
 inline int64_t token_block(size_t act_row_bytes) {
@@ -485,17 +518,100 @@ inline int64_t token_block(size_t act_row_bytes) {
 }  // namespace
 }  // namespace ikllm::cpu
 
+
 namespace ikllm::cpu {
 namespace {
 
-// Portable kernel: the numerical reference for the SIMD kernels. Weight blocks are unpacked
-// once per token block and reused for every token of it.
+// Value j of an unpacked block (unsigned bytes for the uns types).
+template <class K>
+inline int kval(const KBlock& kb, int j) {
+    return K::uns ? (int)(uint8_t)kb.v[j] : (int)kb.v[j];
+}
+
+// Sum of v_j a_j over the 16 weights j0..j0+15 (qa: their 16 codes); the sat types saturate
+// every pair sum to int16 like maddubs.
+template <class K>
+inline int32_t dot16(const KBlock& kb, int j0, const int8_t* qa) {
+    int32_t dot = 0;
+    for (int i = 0; i < 16; i += 2) {
+        int32_t p = kval<K>(kb, j0 + i) * qa[i] + kval<K>(kb, j0 + i + 1) * qa[i + 1];
+        if (K::sat) p = p > 32767 ? 32767 : (p < -32768 ? -32768 : p);
+        dot += p;
+    }
+    return dot;
+}
+
+// float -> nearest fp16 value (round half to even, overflow to infinity), as a float; the
+// scalar twin of the F16C conversion the SIMD kernels use.
+inline float round_to_half(float f) {
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
+    const uint32_t sign = x & 0x80000000u, ax = x & 0x7fffffffu;
+    uint32_t h;  // fp16 magnitude bits
+    if (ax >= 0x7f800000u) h = ax > 0x7f800000u ? 0x7e00u : 0x7c00u;
+    else if (ax >= 0x477ff000u) h = 0x7c00u;  // rounds to >= 65520: infinity
+    else if (ax < 0x38800000u) {              // fp16 subnormal range (or zero)
+        if (ax < 0x33000000u) h = 0;          // below half the smallest subnormal
+        else {
+            const uint32_t m = (ax & 0x7fffffu) | 0x800000u;
+            const int sh = 126 - (int)(ax >> 23);  // 14..24
+            const uint32_t q = m >> sh, rem = m & ((1u << sh) - 1), half = 1u << (sh - 1);
+            h = q + ((rem > half || (rem == half && (q & 1))) ? 1 : 0);
+        }
+    } else {
+        const uint32_t r = ax + 0xfffu + ((ax >> 13) & 1u);
+        h = (r - 0x38000000u) >> 13;
+    }
+    // back to float (exact)
+    uint32_t out;
+    if ((h & 0x7c00u) == 0x7c00u) out = sign | 0x7f800000u | ((h & 0x3ffu) << 13);
+    else if ((h & 0x7c00u) == 0) {
+        float v = (float)(h & 0x3ffu) * 5.9604644775390625e-08f;  // 2^-24
+        std::memcpy(&out, &v, 4);
+        out |= sign;
+    } else out = sign | (((h >> 10) + 112u) << 23) | ((h & 0x3ffu) << 13);
+    float r;
+    std::memcpy(&r, &out, 4);
+    return r;
+}
+
+// Re-encoding of one unpacked block for the conv path (header comment): q[256] and the block
+// scale. Needs dw == dc (true for every conv type of the Q8_K family).
+template <class K>
+inline float conv_block(const KBlock& kb, int8_t* q) {
+    int16_t P[256];
+    int mx = 0;
+    for (int j = 0; j < 256; ++j) {
+        const int p = kb.sc[j >> 4] * kval<K>(kb, j) + kb.corr[j >> 4];
+        P[j] = (int16_t)p;
+        const int a = p < 0 ? -p : p;
+        mx = a > mx ? a : mx;
+    }
+    float dnew = (float)mx * (1.0f / 127.0f);
+    if (dnew < 1.0f) {
+        for (int j = 0; j < 256; ++j) q[j] = (int8_t)P[j];
+        dnew = 1.0f;
+    } else {
+        const float inv = 1.0f / dnew;
+        for (int j = 0; j < 256; ++j) {
+            // round half to even of a float with |value| <= 127.5 (the 1.5*2^23 adder trick)
+            const float v = (float)P[j] * inv;
+            q[j] = (int8_t)(int)((v + 12582912.0f) - 12582912.0f);
+        }
+    }
+    return round_to_half(kb.dw * dnew);
+}
+
+// Portable kernel against Q8_K activations: the numerical reference for the SIMD kernels.
+// Weight blocks are unpacked once per token block and reused for every token of it.
 template <class K>
 void scalar_matmul(const uint8_t* w, size_t w_row_bytes, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
                    size_t act_row_bytes, int64_t nt, float* y, int64_t y_stride) {
     const int64_t nb = ne0 / 256;
     const int64_t tb = token_block(act_row_bytes);
+    const bool conv = K::conv && nt >= kConvMinTokens;
     KBlock kb;
+    alignas(32) int8_t q[256];
     float acc[64];
     for (int64_t t0 = 0; t0 < nt; t0 += tb) {
         const int64_t tn = nt - t0 < tb ? nt - t0 : tb;
@@ -505,98 +621,14 @@ void scalar_matmul(const uint8_t* w, size_t w_row_bytes, int64_t ne0, int64_t r0
             for (int64_t t = 0; t < tn; ++t) acc[t] = 0;
             for (int64_t b = 0; b < nb; ++b) {
                 K::unpack(row + K::meta + (size_t)b * K::bytes, rowd, kb);
-                static const int exp_conv = getenv("IKLLM_EXP_CONV") ? atoi(getenv("IKLLM_EXP_CONV")) : 0;  // EXPERIMENT
-                static const int exp_h = getenv("IKLLM_EXP_H") ? atoi(getenv("IKLLM_EXP_H")) : 0;  // EXPERIMENT
-                if (exp_h && nt < 32) {
-                    if (exp_h == 1) for (int s = 0; s < 16; ++s) kb.corr[s] = 0;
-                }
-                static const int exp_skip = getenv("IKLLM_EXP_CONV_SKIP") ? atoi(getenv("IKLLM_EXP_CONV_SKIP")) : -1;
-                if (exp_conv && nt >= exp_conv && kb.dw == kb.dc && (int)K::id != exp_skip) {
-                    int P[256], mx = 0;
-                    for (int i = 0; i < 256; ++i) {
-                        P[i] = kb.sc[i / 16] * kb.v[i] + kb.corr[i / 16];
-                        mx = P[i] > mx ? P[i] : (-P[i] > mx ? -P[i] : mx);
-                    }
-                    static const float d0 = getenv("IKLLM_EXP_D0") ? 1.0f / (float)atof(getenv("IKLLM_EXP_D0")) : 1.0f / 127;
-                    float dnew = (float)mx * d0;
-                    bool scale = true;
-                    if (dnew < 1.0f) { dnew = 1.0f; scale = false; }
-                    const float inv = dnew > 1e-9f ? 1.0f / dnew : 0.0f;
-                    for (int i = 0; i < 256; ++i) kb.v[i] = (int8_t)(scale ? (int)std::nearbyint((float)P[i] * inv) : P[i]);
-                    for (int s = 0; s < 16; ++s) { kb.sc[s] = 1; kb.corr[s] = 0; }
-                    kb.dw = kb.dc = exp_f16r(kb.dw * dnew);
-                }
-                constexpr bool sat_type = K::id == quant::T_IQ4_XS || K::id == quant::T_IQ4_K || K::id == quant::T_IQ4_KS ||
-                    K::id == quant::T_IQ4_KSS || K::id == quant::T_IQ5_K || K::id == quant::T_IQ5_KS || K::id == quant::T_IQ6_K;
-                static int sat_off = [] {  // EXPERIMENT: IKLLM_EXP_SATOFF="id:off,id:off"
-                    const char* e = getenv("IKLLM_EXP_SATOFF");
-                    int off = -1;
-                    while (e && *e) { int id = atoi(e); const char* c = strchr(e, ':'); if (!c) break; int o = atoi(c + 1);
-                        if (id == (int)K::id) off = o; e = strchr(c, ','); if (e) ++e; }
-                    return off;
-                }();
-                if (sat_off >= 0 && nt < 32) {
-                    for (int64_t t = 0; t < tn; ++t) {
-                        const uint8_t* a = act + (size_t)(t0 + t) * act_row_bytes + (size_t)b * quant::kQ8KBlockBytes;
-                        const int8_t* qa = act_qs(a);
-                        int16_t bs[16];
-                        std::memcpy(bs, a + quant::kQ8KOffBsums, sizeof(bs));
-                        int32_t isum = 0, icorr = 0;
-                        for (int s = 0; s < 16; ++s) {
-                            int32_t dot = 0;
-                            for (int j = 16 * s; j < 16 * s + 16; j += 2) {
-                                int p = (kb.v[j] + sat_off) * qa[j] + (kb.v[j + 1] + sat_off) * qa[j + 1];
-                                p = p > 32767 ? 32767 : (p < -32768 ? -32768 : p);
-                                dot += p;
-                            }
-                            isum += kb.sc[s] * dot;
-                            icorr += (kb.corr[s] - sat_off * kb.sc[s]) * bs[s];
-                        }
-                        acc[t] += act_d(a) * (kb.dw * (float)isum + kb.dc * (float)icorr);
-                    }
-                    continue;
-                }
-                if (exp_h == 4 && nt < 32 && sat_type) {
-                    for (int64_t t = 0; t < tn; ++t) {
-                        const uint8_t* a = act + (size_t)(t0 + t) * act_row_bytes + (size_t)b * quant::kQ8KBlockBytes;
-                        const int8_t* qa = act_qs(a);
-                        int16_t bs[16];
-                        std::memcpy(bs, a + quant::kQ8KOffBsums, sizeof(bs));
-                        int32_t isum = 0, icorr = 0;
-                        for (int s = 0; s < 16; ++s) {
-                            int32_t dot = 0;
-                            for (int j = 16 * s; j < 16 * s + 16; j += 2) {
-                                int p = (kb.v[j] + 128) * qa[j] + (kb.v[j + 1] + 128) * qa[j + 1];
-                                p = p > 32767 ? 32767 : (p < -32768 ? -32768 : p);
-                                dot += p;
-                            }
-                            isum += kb.sc[s] * dot;
-                            icorr += (kb.corr[s] - 128 * kb.sc[s]) * bs[s];
-                        }
-                        acc[t] += act_d(a) * (kb.dw * (float)isum + kb.dc * (float)icorr);
-                    }
-                    continue;
-                }
-                if ((exp_h == 2 || exp_h == 3) && nt < 32 && kb.dw == kb.dc) {
+                if (conv) {
+                    const float d8 = conv_block<K>(kb, q);
                     for (int64_t t = 0; t < tn; ++t) {
                         const uint8_t* a = act + (size_t)(t0 + t) * act_row_bytes + (size_t)b * quant::kQ8KBlockBytes;
                         const int8_t* qa = act_qs(a);
                         int32_t isum = 0;
-                        for (int s = 0; s < 16; ++s) {
-                            const int sh = kb.sc[s] ? kb.corr[s] / kb.sc[s] : 0;
-                            int32_t dot = 0;
-                            for (int j = 16 * s; j < 16 * s + 16; j += 2) {
-                                const int l0 = kb.v[j] + sh, l1 = kb.v[j + 1] + sh;
-                                int p;
-                                if (exp_h == 2) { p = (l0 + 128) * qa[j] + (l1 + 128) * qa[j + 1]; p -= 0; }
-                                else p = (qa[j] + 128) * l0 + (qa[j + 1] + 128) * l1;
-                                p = p > 32767 ? 32767 : (p < -32768 ? -32768 : p);
-                                dot += p;
-                                dot -= exp_h == 2 ? 128 * (qa[j] + qa[j + 1]) : 128 * (l0 + l1);
-                            }
-                            isum += kb.sc[s] * dot;
-                        }
-                        acc[t] += act_d(a) * (kb.dw * (float)isum);
+                        for (int j = 0; j < 256; ++j) isum += q[j] * qa[j];
+                        acc[t] += (d8 * act_d(a)) * (float)isum;
                     }
                     continue;
                 }
@@ -607,9 +639,7 @@ void scalar_matmul(const uint8_t* w, size_t w_row_bytes, int64_t ne0, int64_t r0
                     std::memcpy(bs, a + quant::kQ8KOffBsums, sizeof(bs));
                     int32_t isum = 0, icorr = 0;
                     for (int s = 0; s < 16; ++s) {
-                        int32_t dot = 0;
-                        for (int j = 16 * s; j < 16 * s + 16; ++j) dot += (int32_t)kb.v[j] * qa[j];
-                        isum += kb.sc[s] * dot;
+                        isum += kb.sc[s] * dot16<K>(kb, 16 * s, qa + 16 * s);
                         icorr += kb.corr[s] * bs[s];
                     }
                     acc[t] += act_d(a) * (kb.dw * (float)isum + kb.dc * (float)icorr);
@@ -622,11 +652,13 @@ void scalar_matmul(const uint8_t* w, size_t w_row_bytes, int64_t ne0, int64_t r0
 
 // Portable kernel against Q8_2_X4 activations (Q4_K / Q5_K / Q6_K): every 32-weight activation
 // block has its own scale, so the exact integer dot is taken per 32 and scaled right away.
+// Q4_K / Q5_K in conv mode use fp16-rounded per-32 scales (header comment).
 template <class K>
 void scalar_matmul_q82(const uint8_t* w, size_t w_row_bytes, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
                        size_t act_row_bytes, int64_t nt, float* y, int64_t y_stride) {
     const int64_t nb = ne0 / 256;
     const int64_t tb = token_block(act_row_bytes);
+    const bool conv = K::conv && nt >= kConvMinTokens;
     KBlock kb;
     float acc[64];
     for (int64_t t0 = 0; t0 < nt; t0 += tb) {
@@ -641,25 +673,24 @@ void scalar_matmul_q82(const uint8_t* w, size_t w_row_bytes, int64_t ne0, int64_
                     const uint8_t* a = act + (size_t)(t0 + t) * act_row_bytes + (size_t)b * kQ82BlockBytes;
                     for (int j = 0; j < 8; ++j) {
                         const int8_t* qa = q82_qs(a, j);
+                        if (conv) {  // per-32 scale and min (sc, corr equal within the 32)
+                            int32_t dot = 0, bs = 0;
+                            for (int i = 0; i < 32; ++i) {
+                                dot += kval<K>(kb, 32 * j + i) * qa[i];
+                                bs += qa[i];
+                            }
+                            const float D = round_to_half(kb.dw * (float)kb.sc[2 * j]);
+                            const float M = round_to_half(kb.dc * (float)kb.corr[2 * j]);
+                            acc[t] += q82_d(a, j) * (D * (float)dot + M * (float)bs);
+                            continue;
+                        }
                         int32_t isum = 0, icorr = 0;
                         for (int h = 0; h < 2; ++h) {
                             const int s = 2 * j + h;
-                            int32_t dot = 0, bs = 0;
-                            for (int i = 16 * h; i < 16 * h + 16; ++i) {
-                                dot += (int32_t)kb.v[32 * j + i] * qa[i];
-                                bs += qa[i];
-                            }
-                            isum += kb.sc[s] * dot;
+                            int32_t bs = 0;
+                            for (int i = 16 * h; i < 16 * h + 16; ++i) bs += qa[i];
+                            isum += kb.sc[s] * dot16<K>(kb, 32 * j + 16 * h, qa + 16 * h);
                             icorr += kb.corr[s] * bs;
-                        }
-                        static const int ek = getenv("IKLLM_EXP_K45") ? atoi(getenv("IKLLM_EXP_K45")) : 0;  // EXPERIMENT
-                        static const int ekt = getenv("IKLLM_EXP_K45T") ? atoi(getenv("IKLLM_EXP_K45T")) : 32;
-                        if (ek == 1 && nt >= ekt && kb.sc[2 * j] == kb.sc[2 * j + 1]) {
-                            const float D = exp_f16r(kb.dw * (float)kb.sc[2 * j]), M = exp_f16r(kb.dc * (float)kb.corr[2 * j]);
-                            int32_t dot = 0, bs = 0;
-                            for (int i = 0; i < 32; ++i) { dot += kb.v[32 * j + i] * qa[i]; bs += qa[i]; }
-                            acc[t] += q82_d(a, j) * (D * (float)dot + M * (float)bs);
-                            continue;
                         }
                         acc[t] += q82_d(a, j) * (kb.dw * (float)isum + kb.dc * (float)icorr);
                     }
