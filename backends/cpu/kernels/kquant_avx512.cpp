@@ -1,12 +1,17 @@
-// AVX-512 (VNNI, VBMI) matmul kernels for Q2_K..Q6_K against Q8_K activations (kquant_simd.h).
-#include "kernels/kquant_simd512.h"
+// AVX-512 (VNNI, VBMI) matmul kernels for Q2_K..Q6_K: Q2_K / Q3_K against Q8_K activations
+// (kquant_simd.h), Q4_K / Q5_K / Q6_K against Q8_2_X4 (kquant_q82.h).
+#include "kernels/kquant_q82.h"
 
 namespace ikllm::cpu {
 
 KernelTable kquant_kernels_avx512() {
 #define K_ENTRY(U) {U::id, Isa::avx512, simd_act_q8_k(), simd_matmul<U, Avx512Tile, 8>}
     static const MatmulKernel entries[] = {
-        K_ENTRY(SQ2K), K_ENTRY(SQ3K), K_ENTRY(ZQ45K<false>), K_ENTRY(ZQ45K<true>), K_ENTRY(ZQ6K),
+        K_ENTRY(SQ2K),
+        K_ENTRY(SQ3K),
+        {quant::T_Q4_K, Isa::avx512, simd_act_q8_2_x4(), q82_matmul<Q45KAvx512<false>, 8>},
+        {quant::T_Q5_K, Isa::avx512, simd_act_q8_2_x4(), q82_matmul<Q45KAvx512<true>, 8>},
+        {quant::T_Q6_K, Isa::avx512, simd_act_q8_2_x4(), q82_matmul<Q6KAvx512, 8>},
     };
 #undef K_ENTRY
     return {entries, sizeof(entries) / sizeof(entries[0])};
