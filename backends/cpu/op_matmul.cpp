@@ -13,6 +13,10 @@
 
 namespace ikllm::cpu {
 
+namespace {
+constexpr int64_t kTokenBlock = 64;
+}
+
 const MatmulKernel& kernel_for(const Tensor& w) {
     const MatmulKernel* k = find_matmul(w.type, best_isa());
     if (!k) fail(Status::unsupported, std::string("no CPU matmul kernel for the type of ") + w.name);
@@ -65,8 +69,11 @@ void op_mul_mat_swiglu(const Op& op, ThreadPool& pool, Scratch& scratch) {
         const int64_t r0 = c * chunk, r1 = std::min(N, r0 + chunk), n = r1 - r0;
         float* g = scratch.per_thread[thread].data();
         float* u = g + n * T;
-        run_rows(kg, static_cast<const uint8_t*>(wg.data), wg.nb[1], K, r0, r1, act_g, arg, T, g, n);
-        run_rows(ku, static_cast<const uint8_t*>(wu.data), wu.nb[1], K, r0, r1, act_u, aru, T, u, n);
+        for (int64_t t0 = 0; t0 < T; t0 += kTokenBlock) {
+            const int64_t nt = std::min(kTokenBlock, T - t0);
+            run_rows(kg, static_cast<const uint8_t*>(wg.data), wg.nb[1], K, r0, r1, act_g + arg * t0, arg, nt, g + t0 * n, n);
+            run_rows(ku, static_cast<const uint8_t*>(wu.data), wu.nb[1], K, r0, r1, act_u + aru * t0, aru, nt, u + t0 * n, n);
+        }
         for (int64_t t = 0; t < T; ++t)
             for (int64_t r = 0; r < n; ++r) {
                 const float gv = g[t * n + r];
@@ -131,7 +138,11 @@ void op_mul_mat(const Op& op, ThreadPool& pool, Scratch& scratch) {
     pool.parallel_for(n_chunks, [&](int64_t c, int) {
         const int64_t r0 = c * groups_per_chunk * group;
         const int64_t r1 = std::min(N, r0 + groups_per_chunk * group);
-        k->run(wd, w_row, K, r0, r1, act, act_row, T, yd, y_stride);
+        // Token blocks keep the activations being reused within the cache while the chunk's
+        // weight rows stay resident (a 512-token prompt's activations do not fit in L2).
+        for (int64_t t0 = 0; t0 < T; t0 += kTokenBlock)
+            k->run(wd, w_row, K, r0, r1, act + act_row * t0, act_row, std::min(kTokenBlock, T - t0), yd + t0 * y_stride,
+                   y_stride);
         if (bias) {
             const float* b = static_cast<const float*>(bias->data);
             for (int64_t t = 0; t < T; ++t)

@@ -75,7 +75,7 @@ TEST(CpuMatmulThreads, EveryTypeAnyThreadCountMatchesScalar) {
         if (!tt.quantize || tt.is_activation_only || !cpu::find_matmul(tt.id, cpu::best_isa())) continue;
         const int64_t il = tt.interleave;
         // 2 blocks per row (or 512 columns for 256-blocks); rows: 13 groups (odd, uneven over threads)
-        const Case c{std::max<int64_t>(512, 2 * tt.block_elems), 13 * il, 5};
+        const Case c{std::max<int64_t>(512, 2 * tt.block_elems), 13 * il, 67};  // 67 tokens: two token blocks
         std::vector<float> wf((size_t)(c.ne0 * c.rows)), x((size_t)(c.ne0 * c.nt));
         for (auto& v : wf) v = nd(rng) * 0.1f;
         for (auto& v : x) v = nd(rng);
