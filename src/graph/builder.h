@@ -65,10 +65,12 @@ private:
 void build_llama_family(Graph& g, Arena& a, const Model& m, const BatchView& b, KvCache& kv);
 void build_deepseek2(Graph& g, Arena& a, const Model& m, const BatchView& b, KvCache& kv);
 
-// Shared blocks (graph/ffn_blocks.cpp).
+// Shared blocks (graph/shared_blocks.cpp).
 // Dense SwiGLU FFN (fused gate/up when there are no biases).
 Tensor* dense_ffn(GraphBuilder& gb, const LayerWeights& l, Tensor* cur);
 // Routed experts of a MoE layer (+ shared experts when the layer has them).
 Tensor* moe_ffn_block(GraphBuilder& gb, const Model& m, const LayerWeights& l, Tensor* cur, const BatchView& b);
+// Final norm and LM head for the tokens whose logits are wanted, into b.logits.
+void output_head(GraphBuilder& gb, const Model& m, const BatchView& b, Tensor* x);
 
 }  // namespace ikllm

@@ -39,10 +39,7 @@ void build_llama_family(Graph& g, Arena& a, const Model& m, const BatchView& b, 
         Tensor* w = gb.rms_norm(h, l.ffn_norm, hp.eps);
         x = gb.add(h, l.is_moe() ? moe_ffn_block(gb, m, l, w, b) : dense_ffn(gb, l, w));
     }
-    if (b.n_out == 0) return;
-    Tensor* out = gb.gather_rows(x, b.out_rows, b.n_out);         // [n_embd, n_out]
-    out = gb.rms_norm(out, m.output_norm, hp.eps);
-    gb.mul_mat(m.output, out, nullptr, gb.wrap(b.logits, hp.n_vocab, b.n_out));  // [n_vocab, n_out]
+    output_head(gb, m, b, x);
 }
 
 }  // namespace ikllm

@@ -1,5 +1,5 @@
-// Feed-forward blocks shared by the architectures: dense SwiGLU (architectures.md §5) and the
-// mixture of experts with optional shared experts (§7).
+// Blocks shared by the architectures: dense SwiGLU (architectures.md §5), the mixture of experts
+// with optional shared experts (§7) and the output head.
 #include "graph/builder.h"
 #include "quant/type_traits.h"
 
@@ -31,6 +31,13 @@ Tensor* moe_ffn_block(GraphBuilder& gb, const Model& m, const LayerWeights& l, T
         out = gb.add(out, sh);
     }
     return out;
+}
+
+void output_head(GraphBuilder& gb, const Model& m, const BatchView& b, Tensor* x) {
+    if (b.n_out == 0) return;
+    Tensor* out = gb.gather_rows(x, b.out_rows, b.n_out);  // [n_embd, n_out]
+    out = gb.rms_norm(out, m.output_norm, m.hp.eps);
+    gb.mul_mat(m.output, out, nullptr, gb.wrap(b.logits, m.hp.n_vocab, b.n_out));  // [n_vocab, n_out]
 }
 
 }  // namespace ikllm
