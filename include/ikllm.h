@@ -122,6 +122,7 @@ typedef struct ikllm_options ikllm_options;
 #define IKLLM_OPTIONS_SESSION 1  /* for ikllm_session_create */
 #define IKLLM_OPTIONS_SAMPLER 2  /* for ikllm_sampler_create */
 #define IKLLM_OPTIONS_QUANTIZE 3 /* for ikllm_quantize */
+#define IKLLM_OPTIONS_CHAT 4     /* for ikllm_chat_render */
 
 #define IKLLM_OPTION_INT 0
 #define IKLLM_OPTION_FLOAT 1
@@ -173,6 +174,8 @@ IKLLM_API int32_t ikllm_model_n_vocab(const ikllm_model* model);
 IKLLM_API int32_t ikllm_model_n_ctx_train(const ikllm_model* model);
 IKLLM_API int32_t ikllm_model_n_embd(const ikllm_model* model);
 IKLLM_API int32_t ikllm_model_n_layer(const ikllm_model* model);
+/* How the weights were placed in memory (mmap, huge pages, NUMA policy): one line, model-owned. */
+IKLLM_API const char* ikllm_model_placement(const ikllm_model* model);
 /* KV-cache bytes per token for the given cache type name ("f16", "f32", ...). */
 IKLLM_API ikllm_status ikllm_model_kv_bytes_per_token(const ikllm_model* model, const char* kv_type,
                                                       uint64_t* out_bytes);
@@ -320,6 +323,43 @@ typedef int32_t (*ikllm_quantize_tensor_fn)(void* user_data, const char* tensor_
 IKLLM_API ikllm_status ikllm_quantize(ikllm_lib* lib, const char* in_path, const char* out_path,
                                       const ikllm_options* options, ikllm_quantize_tensor_fn on_tensor,
                                       void* user_data, uint64_t* out_bytes_before, uint64_t* out_bytes_after);
+
+/* ---- chat templates ------------------------------------------------------------------- */
+/* A chat template is the Jinja2 text a model ships in the GGUF metadata `tokenizer.chat_template`
+   (named variants in `tokenizer.chat_template.NAME`). ikllm_chat_render renders it byte for byte as
+   Hugging Face transformers' apply_chat_template(..., tokenize=False) does (jinja2 sandbox with
+   trim_blocks, lstrip_blocks and loop controls; `tojson` = Python json.dumps; `raise_exception(msg)`;
+   `strftime_now(fmt)`).
+
+   Template variables, later ones winning: tools = none, documents = none, add_generation_prompt = false;
+   bos_token / eos_token = the text of the model's BOS / EOS token (when model is not NULL and has one);
+   every key of extra_vars_json (a JSON object, e.g. {"enable_thinking": false, "documents": [...]});
+   messages = messages_json (a JSON array of message objects: {"role": ..., "content": ...}, tool calls
+   etc. as the template expects; NULL leaves `messages` undefined); tools = tools_json (a JSON array of tool schemas; NULL keeps none);
+   add_generation_prompt.
+
+   template_text: the template source; NULL renders the model's default template (IKLLM_ERR_NOT_FOUND
+   when it has none). model may be NULL when template_text is given. options: NULL or of kind
+   IKLLM_OPTIONS_CHAT: "now" ("YYYY-MM-DD" or "YYYY-MM-DD HH:MM:SS": the time strftime_now formats;
+   default "" = the current local time), "max_output_bytes".
+   Output: the rendered text in (buf, buf_size) with the caller-buffer convention (*needed - 1 is the
+   text's length in bytes). Errors: IKLLM_ERR_INVALID_ARGUMENT for NULL/malformed JSON input;
+   IKLLM_ERR_TEMPLATE when the template fails to parse or raises while rendering (raise_exception,
+   a type error, misuse of an undefined value, limits): the message is
+   "<PythonExceptionType>: <message> (template line N)", e.g. "TemplateError: Conversation roles must
+   alternate user/assistant/user/assistant/... (template line 3)". Thread-safe; stateless. */
+IKLLM_API ikllm_status ikllm_chat_render(const ikllm_model* model, const char* template_text, const char* messages_json,
+                                         const char* tools_json, const char* extra_vars_json,
+                                         int32_t add_generation_prompt, const ikllm_options* options, char* buf,
+                                         size_t buf_size, size_t* needed);
+/* Named templates of the model (`tokenizer.chat_template.NAME`, e.g. "tool_use", "rag"): count and
+   NAME by index (model-owned; NULL when out of range). The default template is not counted. */
+IKLLM_API int32_t ikllm_model_chat_template_count(const ikllm_model* model);
+IKLLM_API const char* ikllm_model_chat_template_name(const ikllm_model* model, int32_t index);
+/* Source of a template: name NULL or "" for the default one, else a name from the list above.
+   Model-owned, valid until ikllm_model_free. IKLLM_ERR_NOT_FOUND when the model has no such template. */
+IKLLM_API ikllm_status ikllm_model_chat_template(const ikllm_model* model, const char* name,
+                                                 const char** out_template);
 
 #ifdef __cplusplus
 }

@@ -45,6 +45,7 @@ int32_t ikllm_model_n_vocab(const ikllm_model* m) { return m ? m->m->hp.n_vocab 
 int32_t ikllm_model_n_ctx_train(const ikllm_model* m) { return m ? m->m->hp.n_ctx_train : 0; }
 int32_t ikllm_model_n_embd(const ikllm_model* m) { return m ? m->m->hp.n_embd : 0; }
 int32_t ikllm_model_n_layer(const ikllm_model* m) { return m ? m->m->hp.n_layer : 0; }
+const char* ikllm_model_placement(const ikllm_model* m) { return m ? m->m->placement.c_str() : ""; }
 
 ikllm_status ikllm_model_kv_bytes_per_token(const ikllm_model* m, const char* kv_type, uint64_t* out) {
     return api::guard([&] {

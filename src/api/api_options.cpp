@@ -13,6 +13,8 @@ const OptionSpec kSpecs[] = {
     {IKLLM_OPTIONS_MODEL, "use_mmap", IKLLM_OPTION_INT, "1", "0", "1", "Map the model file instead of reading it into memory"},
     {IKLLM_OPTIONS_MODEL, "vocab_only", IKLLM_OPTION_INT, "0", "0", "1", "Load only metadata and the tokenizer (no weights; sessions cannot be created)"},
     {IKLLM_OPTIONS_MODEL, "check_tensors", IKLLM_OPTION_INT, "0", "0", "1", "Decode every tensor at load time to detect NaN/Inf (slow)"},
+    {IKLLM_OPTIONS_MODEL, "huge_pages", IKLLM_OPTION_INT, "0", "0", "1", "Ask for transparent huge pages on the mapped weights (madvise)"},
+    {IKLLM_OPTIONS_MODEL, "numa", IKLLM_OPTION_STRING, "", "", "", "NUMA policy for the mapped weights: '' (default), 'interleave' or 'bind:N'"},
     {IKLLM_OPTIONS_MODEL, "repack", IKLLM_OPTION_INT, "0", "0", "1",
      "Convert CPU weights to the row-interleaved layout at load for faster products (those tensors leave the mmap)"},
 
@@ -50,6 +52,11 @@ const OptionSpec kSpecs[] = {
     {IKLLM_OPTIONS_QUANTIZE, "ignore_imatrix_rules", IKLLM_OPTION_INT, "0", "0", "1",
      "Quantize low-bit types without an importance matrix"},
     {IKLLM_OPTIONS_QUANTIZE, "n_threads", IKLLM_OPTION_INT, "0", "0", "1024", "Worker threads (0: library default)"},
+
+    {IKLLM_OPTIONS_CHAT, "now", IKLLM_OPTION_STRING, "", "", "",
+     "Date/time strftime_now() formats: 'YYYY-MM-DD' or 'YYYY-MM-DD HH:MM:SS'; empty = current local time"},
+    {IKLLM_OPTIONS_CHAT, "max_output_bytes", IKLLM_OPTION_INT, "67108864", "1", "4294967296",
+     "Largest render (including macro/block captures); beyond it rendering fails with IKLLM_ERR_TEMPLATE"},
 };
 constexpr int32_t kCount = (int32_t)(sizeof(kSpecs) / sizeof(kSpecs[0]));
 
@@ -115,6 +122,8 @@ ModelOptions model_options(const ikllm_options* o) {
     m.check_tensors = opt_int(o, IKLLM_OPTIONS_MODEL, "check_tensors") != 0;
     m.vocab_only = opt_int(o, IKLLM_OPTIONS_MODEL, "vocab_only") != 0;
     m.repack = opt_int(o, IKLLM_OPTIONS_MODEL, "repack") != 0;
+    m.huge_pages = opt_int(o, IKLLM_OPTIONS_MODEL, "huge_pages") != 0;
+    m.numa = opt_string(o, IKLLM_OPTIONS_MODEL, "numa");
     return m;
 }
 
@@ -155,7 +164,7 @@ static void store(ikllm_options* o, const char* key, int32_t type, int64_t i, do
     IKLLM_REQUIRE(key, "key is NULL");
     const OptionSpec* spec = find_option(o->kind, key);
     if (!spec) {
-        static const char* kinds[] = {"model", "session", "sampler", "quantize"};
+        static const char* kinds[] = {"model", "session", "sampler", "quantize", "chat"};
         fail(Status::not_found, std::string("unknown ") + kinds[o->kind] + " option '" + key + "'");
     }
     OptionValue v;
@@ -172,6 +181,7 @@ static void store(ikllm_options* o, const char* key, int32_t type, int64_t i, do
             float f;
             parse_ser(v.s, &k, &f);  // throws on a bad form
         }
+        if (o->kind == IKLLM_OPTIONS_CHAT && std::strcmp(key, "now") == 0 && !v.s.empty()) check_chat_now(v.s);
         if (std::strcmp(key, "chain") == 0) {
             SamplerOptions so;
             so.chain = v.s;
@@ -202,7 +212,7 @@ ikllm_status ikllm_options_create(int32_t kind, ikllm_options** out) {
     if (out) *out = nullptr;
     return api::guard([&] {
         IKLLM_REQUIRE(out, "out_options is NULL");
-        IKLLM_REQUIRE(kind >= IKLLM_OPTIONS_MODEL && kind <= IKLLM_OPTIONS_QUANTIZE, "unknown options kind");
+        IKLLM_REQUIRE(kind >= IKLLM_OPTIONS_MODEL && kind <= IKLLM_OPTIONS_CHAT, "unknown options kind");
         auto* o = new ikllm_options();
         o->kind = kind;
         *out = o;

@@ -31,5 +31,7 @@ std::string opt_string(const ikllm_options* o, int32_t kind, const char* name);
 ModelOptions model_options(const ikllm_options* o);
 SessionOptions session_options(const ikllm_options* o, int32_t lib_default_threads);
 SamplerOptions sampler_options(const ikllm_options* o);
+// Validates the chat option 'now' (api_chat.cpp); throws invalid_argument.
+void check_chat_now(const std::string& s);
 
 }  // namespace ikllm::api

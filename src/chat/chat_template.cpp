@@ -67,7 +67,7 @@ std::string ChatTemplate::render(const RenderRequest& r) const {
         if (!extra.is_dict()) fail(Status::invalid_argument, "chat template variables must be a JSON object");
         for (const auto& kv : extra.dict_data().items) root->vars[kv.first.str()] = kv.second;
     }
-    root->vars["messages"] = parse_input(r.messages_json, "messages");
+    if (!r.messages_json.empty()) root->vars["messages"] = parse_input(r.messages_json, "messages");
     if (!r.tools_json.empty()) root->vars["tools"] = parse_input(r.tools_json, "tools");
     root->vars["add_generation_prompt"] = Value::boolean(r.add_generation_prompt);
     try {

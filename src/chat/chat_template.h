@@ -19,7 +19,7 @@ namespace ikllm::chat {
 //   tools=None, documents=None, add_generation_prompt=False; bos_token/eos_token (when given);
 //   every key of extra_vars_json; messages; tools (when tools_json is not empty); add_generation_prompt.
 struct RenderRequest {
-    std::string messages_json = "[]";   // JSON array of message objects
+    std::string messages_json = "[]";   // JSON array of message objects; empty: `messages` stays undefined
     std::string tools_json;             // JSON array, or empty for tools=None
     bool add_generation_prompt = false;
     std::string extra_vars_json;        // JSON object of further variables (enable_thinking, ...), or empty

@@ -172,8 +172,10 @@ double round_float(double x, int64_t nd) {
 Value f_abs(Interp&, const Value& v, CallArgs& a) {
     ArgReader r("do_abs", a, {});
     if (v.is_float()) return Value::number(std::fabs(v.as_float()));
+    if (v.is_big()) return v.big_digits()[0] == '-' ? Value::big_integer(v.big_digits().substr(1), -v.as_float()) : v;
     if (v.is_number()) {
         int64_t i = v.as_int();
+        if (i == INT64_MIN) return Value::big_integer("9223372036854775808", 9223372036854775808.0);
         return Value::integer(i < 0 ? -i : i);
     }
     type_error("bad operand type for abs(): '" + type_name(v) + "'");
@@ -385,6 +387,7 @@ Value f_int(Interp&, const Value& v, CallArgs& a) {
     Value deflt = r.get_or(0, Value::integer(0));
     int64_t base = r.has(1) ? int_param(r.get(1), "base") : 10;
     if (v.is_undefined()) raise_undefined(v);
+    if (v.is_big()) return v;
     if (v.is_int() || v.is_bool()) return Value::integer(v.as_int());
     if (v.is_float()) {
         double d = v.as_float();
@@ -571,6 +574,10 @@ Value f_round(Interp&, const Value& v, CallArgs& a) {
     if (!v.is_number()) type_error("type " + type_name(v) + " doesn't define __round__ method");
     if (method == "common") {
         if (v.is_float()) return Value::number(round_float(v.as_float(), prec));
+        if (v.is_big()) {
+            if (prec >= 0) return v;
+            raise_error("OverflowError", "arithmetic on integers beyond 64 bits is not supported");
+        }
         int64_t i = v.as_int();
         if (prec >= 0) return Value::integer(i);
         int64_t p = 1;

@@ -409,17 +409,26 @@ private:
             if (e != std::string::npos) {
                 uint64_t v = 0;
                 size_t k = pos + (base == 10 ? 0 : 2);
+                bool big = false;
                 for (; k < e; ++k) {
                     if (s_[k] == '_') continue;
                     int d = digit_value(s_[k]);
                     if (v > (UINT64_MAX - static_cast<uint64_t>(d)) / static_cast<uint64_t>(base) ||
-                        v * base + d > static_cast<uint64_t>(INT64_MAX))
-                        syntax_error("integer literal too large", line_at(pos));
+                        v * base + d > static_cast<uint64_t>(INT64_MAX)) {
+                        if (base != 10) syntax_error("integer literal too large", line_at(pos));
+                        big = true;
+                        break;
+                    }
                     v = v * base + static_cast<uint64_t>(d);
                 }
                 Token t;
                 t.type = Tok::Integer;
                 t.ival = static_cast<int64_t>(v);
+                if (big) {  // beyond 64 bits: kept as decimal text (Value::big_integer)
+                    for (size_t q = pos; q < e; ++q)
+                        if (s_[q] != '_') t.text.push_back(s_[q]);
+                    t.fval = std::strtod(t.text.c_str(), nullptr);
+                }
                 t.line = line_at(pos);
                 out_.push_back(t);
                 pos = e;

@@ -594,7 +594,9 @@ private:
         }
         if (tok.type == Tok::Integer || tok.type == Tok::Float) {
             auto e = make(ExprType::Const, line);
-            e->value = tok.type == Tok::Integer ? Value::integer(tok.ival) : Value::number(tok.fval);
+            e->value = tok.type == Tok::Float      ? Value::number(tok.fval)
+                       : !tok.text.empty() ? Value::big_integer(tok.text, tok.fval)
+                                           : Value::integer(tok.ival);
             next();
             return e;
         }

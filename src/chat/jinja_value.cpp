@@ -25,6 +25,14 @@ Value Value::integer(int64_t i) {
     return v;
 }
 
+Value Value::big_integer(std::string digits, double approx) {
+    Value v;
+    v.kind_ = Kind::Int;
+    v.i_ = approx < 0 ? INT64_MIN : INT64_MAX;
+    v.p_ = std::make_shared<BigInt>(BigInt{std::move(digits), approx});
+    return v;
+}
+
 Value Value::number(double f) {
     Value v;
     v.kind_ = Kind::Float;

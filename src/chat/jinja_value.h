@@ -60,12 +60,20 @@ public:
     virtual bool get_attr(Interp& in, const std::string& name, Value& out);
 };
 
+struct BigInt {
+    std::string digits;
+    double approx = 0;
+};
+
 class Value {
 public:
     Value() = default;  // a plain Undefined
     static Value none();
     static Value boolean(bool b);
     static Value integer(int64_t i);
+    // An integer beyond 64 bits (from JSON input): prints exactly, compares approximately, and Python
+    // arithmetic on it raises OverflowError here. `digits` is its decimal text.
+    static Value big_integer(std::string digits, double approx);
     static Value number(double f);
     static Value string(std::string s, bool markup = false);
     static Value list(std::vector<Value> items, SeqType type = SeqType::List);
@@ -95,7 +103,11 @@ public:
 
     bool as_bool() const { return b_; }
     int64_t as_int() const { return kind_ == Kind::Bool ? (b_ ? 1 : 0) : i_; }
-    double as_float() const { return kind_ == Kind::Float ? f_ : static_cast<double>(as_int()); }
+    double as_float() const {
+        return kind_ == Kind::Float ? f_ : is_big() ? static_cast<const BigInt*>(p_.get())->approx : static_cast<double>(as_int());
+    }
+    bool is_big() const { return kind_ == Kind::Int && p_ != nullptr; }
+    const std::string& big_digits() const { return static_cast<const BigInt*>(p_.get())->digits; }
     const std::string& str() const { return *static_cast<const std::string*>(p_.get()); }
     bool markup() const { return markup_; }
     ListData& list() const { return *static_cast<ListData*>(p_.get()); }

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <nlohmann/json.hpp>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 
 #include "chat/jinja_error.h"
 #include "chat/py_ops.h"
@@ -73,7 +75,7 @@ std::string float_json(double f) {
 std::string key_string(const Value& k) {
     switch (k.kind()) {
         case Kind::String: return k.str();
-        case Kind::Int: return std::to_string(k.as_int());
+        case Kind::Int: return k.is_big() ? k.big_digits() : std::to_string(k.as_int());
         case Kind::Float: return float_json(k.as_float());
         case Kind::Bool: return k.as_bool() ? "true" : "false";
         case Kind::None: return "null";
@@ -90,7 +92,7 @@ void dump(const Value& v, const JsonDumpOptions& opt, int level, std::string& ou
     switch (v.kind()) {
         case Kind::None: out += "null"; return;
         case Kind::Bool: out += v.as_bool() ? "true" : "false"; return;
-        case Kind::Int: out += std::to_string(v.as_int()); return;
+        case Kind::Int: out += v.is_big() ? v.big_digits() : std::to_string(v.as_int()); return;
         case Kind::Float: out += float_json(v.as_float()); return;
         case Kind::String: dump_string(v.str(), opt.ensure_ascii, out); return;
         case Kind::List: {
@@ -140,34 +142,247 @@ void dump(const Value& v, const JsonDumpOptions& opt, int level, std::string& ou
     type_error("Object of type " + type_name(v) + " is not JSON serializable");
 }
 
-Value from_json(const nlohmann::ordered_json& j, int depth) {
-    if (depth > kMaxNesting) raise_error("RecursionError", "JSON input nested too deeply");
-    switch (j.type()) {
-        case nlohmann::ordered_json::value_t::null: return Value::none();
-        case nlohmann::ordered_json::value_t::boolean: return Value::boolean(j.get<bool>());
-        case nlohmann::ordered_json::value_t::number_integer: return Value::integer(j.get<int64_t>());
-        case nlohmann::ordered_json::value_t::number_unsigned: {
-            uint64_t u = j.get<uint64_t>();
-            if (u <= static_cast<uint64_t>(INT64_MAX)) return Value::integer(static_cast<int64_t>(u));
-            return Value::number(static_cast<double>(u));
+// Python's json.loads: RFC 8259 plus NaN/Infinity/-Infinity; integers of any size (beyond 64 bits they
+// keep their exact digits); duplicate keys keep the first position and the last value. Strings must be
+// valid UTF-8 without raw control characters; a lone UTF-16 surrogate escape is refused (it cannot be
+// represented in UTF-8).
+class JsonParser {
+public:
+    explicit JsonParser(std::string_view t) : t_(t) {}
+
+    Value parse_document() {
+        skip_ws();
+        if (i_ >= t_.size()) fail("Expecting value");
+        Value v = value(0);
+        skip_ws();
+        if (i_ != t_.size()) fail("Extra data");
+        return v;
+    }
+
+private:
+    std::string_view t_;
+    size_t i_ = 0;
+
+    [[noreturn]] void fail(const std::string& what) const {
+        size_t line = 1, col = 1;
+        for (size_t k = 0; k < i_ && k < t_.size(); ++k) {
+            if (t_[k] == '\n') {
+                ++line;
+                col = 1;
+            } else {
+                ++col;
+            }
         }
-        case nlohmann::ordered_json::value_t::number_float: return Value::number(j.get<double>());
-        case nlohmann::ordered_json::value_t::string: return Value::string(j.get<std::string>());
-        case nlohmann::ordered_json::value_t::array: {
-            std::vector<Value> items;
-            items.reserve(j.size());
-            for (const auto& x : j) items.push_back(from_json(x, depth + 1));
+        raise_error("JSONDecodeError", what + ": line " + std::to_string(line) + " column " + std::to_string(col) +
+                                           " (char " + std::to_string(i_) + ")");
+    }
+    void skip_ws() {
+        while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t' || t_[i_] == '\n' || t_[i_] == '\r')) ++i_;
+    }
+    bool consume(std::string_view word) {
+        if (t_.substr(i_, word.size()) != word) return false;
+        i_ += word.size();
+        return true;
+    }
+
+    Value value(int depth) {
+        if (depth > kMaxNesting) raise_error("RecursionError", "JSON input nested too deeply");
+        if (i_ >= t_.size()) fail("Expecting value");
+        const char c = t_[i_];
+        if (c == '{') return object(depth);
+        if (c == '[') return array(depth);
+        if (c == '"') return Value::string(string());
+        if (consume("null")) return Value::none();
+        if (consume("true")) return Value::boolean(true);
+        if (consume("false")) return Value::boolean(false);
+        if (consume("NaN")) return Value::number(std::nan(""));
+        if (consume("Infinity")) return Value::number(HUGE_VAL);
+        if (consume("-Infinity")) return Value::number(-HUGE_VAL);
+        if (c == '-' || (c >= '0' && c <= '9')) return number();
+        fail("Expecting value");
+    }
+
+    Value number() {
+        const size_t start = i_;
+        auto digits = [&] {
+            size_t n = 0;
+            while (i_ < t_.size() && t_[i_] >= '0' && t_[i_] <= '9') ++i_, ++n;
+            return n;
+        };
+        if (t_[i_] == '-') ++i_;
+        if (i_ < t_.size() && t_[i_] == '0') {
+            ++i_;
+        } else if (digits() == 0) {
+            i_ = start;
+            fail("Expecting value");
+        }
+        bool is_float = false;
+        if (i_ + 1 < t_.size() && t_[i_] == '.' && t_[i_ + 1] >= '0' && t_[i_ + 1] <= '9') {
+            ++i_;
+            digits();
+            is_float = true;
+        }
+        if (i_ < t_.size() && (t_[i_] == 'e' || t_[i_] == 'E')) {
+            size_t save = i_++;
+            if (i_ < t_.size() && (t_[i_] == '+' || t_[i_] == '-')) ++i_;
+            if (digits() == 0) {
+                i_ = save;  // Python: the number ends before the 'e' (then "Extra data")
+            } else {
+                is_float = true;
+            }
+        }
+        const std::string text(t_.substr(start, i_ - start));
+        if (is_float) return Value::number(std::strtod(text.c_str(), nullptr));
+        errno = 0;
+        const long long v = std::strtoll(text.c_str(), nullptr, 10);
+        if (errno == ERANGE) {
+            std::string digits_only = text;
+            // Python prints int("-0...") without the sign for zero; a big integer is never zero.
+            return Value::big_integer(std::move(digits_only), std::strtod(text.c_str(), nullptr));
+        }
+        return Value::integer(v);
+    }
+
+    unsigned hex4() {
+        if (i_ + 4 > t_.size()) fail("Invalid \\uXXXX escape");
+        unsigned v = 0;
+        for (int k = 0; k < 4; ++k) {
+            const char h = t_[i_ + k];
+            v <<= 4;
+            if (h >= '0' && h <= '9') v |= unsigned(h - '0');
+            else if (h >= 'a' && h <= 'f') v |= unsigned(h - 'a' + 10);
+            else if (h >= 'A' && h <= 'F') v |= unsigned(h - 'A' + 10);
+            else fail("Invalid \\uXXXX escape");
+        }
+        i_ += 4;
+        return v;
+    }
+
+    static void put_utf8(char32_t c, std::string& out) {
+        if (c < 0x80) {
+            out.push_back(static_cast<char>(c));
+        } else if (c < 0x800) {
+            out.push_back(static_cast<char>(0xC0 | (c >> 6)));
+            out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+        } else if (c < 0x10000) {
+            out.push_back(static_cast<char>(0xE0 | (c >> 12)));
+            out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+            out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+        } else {
+            out.push_back(static_cast<char>(0xF0 | (c >> 18)));
+            out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
+            out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+            out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+        }
+    }
+
+    std::string string() {
+        ++i_;  // opening quote
+        std::string out;
+        size_t run = i_;  // start of the pending run of plain bytes
+        for (;;) {
+            if (i_ >= t_.size()) fail("Unterminated string starting at");
+            const unsigned char c = static_cast<unsigned char>(t_[i_]);
+            if (c == '"' || c == '\\') {
+                out.append(t_.substr(run, i_ - run));
+                if (c == '"') {
+                    ++i_;
+                    break;
+                }
+                if (++i_ >= t_.size()) fail("Unterminated string starting at");
+                const char e = t_[i_++];
+                switch (e) {
+                    case '"': out.push_back('"'); break;
+                    case '\\': out.push_back('\\'); break;
+                    case '/': out.push_back('/'); break;
+                    case 'b': out.push_back('\b'); break;
+                    case 'f': out.push_back('\f'); break;
+                    case 'n': out.push_back('\n'); break;
+                    case 'r': out.push_back('\r'); break;
+                    case 't': out.push_back('\t'); break;
+                    case 'u': {
+                        char32_t cp = hex4();
+                        if (cp >= 0xD800 && cp < 0xDC00 && t_.substr(i_, 2) == "\\u") {
+                            const size_t save = i_;
+                            i_ += 2;
+                            const unsigned lo = hex4();
+                            if (lo >= 0xDC00 && lo < 0xE000) {
+                                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                            } else {
+                                i_ = save;
+                            }
+                        }
+                        if (cp >= 0xD800 && cp < 0xE000) fail("Unpaired UTF-16 surrogate escape");
+                        put_utf8(cp, out);
+                        break;
+                    }
+                    default: --i_; fail("Invalid \\escape");
+                }
+                run = i_;
+            } else if (c < 0x20) {
+                fail("Invalid control character at");
+            } else {
+                ++i_;
+            }
+        }
+        if (!py::valid_utf8(out)) fail("Invalid UTF-8 in string");
+        return out;
+    }
+
+    Value array(int depth) {
+        ++i_;
+        std::vector<Value> items;
+        skip_ws();
+        if (i_ < t_.size() && t_[i_] == ']') {
+            ++i_;
             return Value::list(std::move(items));
         }
-        case nlohmann::ordered_json::value_t::object: {
-            auto d = std::make_shared<DictData>();
-            d->items.reserve(j.size());
-            for (auto it = j.begin(); it != j.end(); ++it) d->set(Value::string(it.key()), from_json(it.value(), depth + 1));
+        for (;;) {
+            skip_ws();
+            items.push_back(value(depth + 1));
+            skip_ws();
+            if (i_ < t_.size() && t_[i_] == ',') {
+                ++i_;
+                continue;
+            }
+            if (i_ < t_.size() && t_[i_] == ']') {
+                ++i_;
+                return Value::list(std::move(items));
+            }
+            fail("Expecting ',' delimiter");
+        }
+    }
+
+    Value object(int depth) {
+        ++i_;
+        auto d = std::make_shared<DictData>();
+        skip_ws();
+        if (i_ < t_.size() && t_[i_] == '}') {
+            ++i_;
             return Value::dict(d);
         }
-        default: raise_error("JSONDecodeError", "unsupported JSON value");
+        for (;;) {
+            skip_ws();
+            if (i_ >= t_.size() || t_[i_] != '"') fail("Expecting property name enclosed in double quotes");
+            Value key = Value::string(string());
+            skip_ws();
+            if (i_ >= t_.size() || t_[i_] != ':') fail("Expecting ':' delimiter");
+            ++i_;
+            skip_ws();
+            d->set(key, value(depth + 1));
+            skip_ws();
+            if (i_ < t_.size() && t_[i_] == ',') {
+                ++i_;
+                continue;
+            }
+            if (i_ < t_.size() && t_[i_] == '}') {
+                ++i_;
+                return Value::dict(d);
+            }
+            fail("Expecting ',' delimiter");
+        }
     }
-}
+};
 
 }  // namespace
 
@@ -177,14 +392,6 @@ std::string json_dumps(const Value& v, const JsonDumpOptions& opt) {
     return out;
 }
 
-Value json_parse(std::string_view text) {
-    nlohmann::ordered_json j;
-    try {
-        j = nlohmann::ordered_json::parse(text.begin(), text.end());
-    } catch (const nlohmann::json::exception& e) {
-        raise_error("JSONDecodeError", e.what());
-    }
-    return from_json(j, 0);
-}
+Value json_parse(std::string_view text) { return JsonParser(text).parse_document(); }
 
 }  // namespace ikllm::chat

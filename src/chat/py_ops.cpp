@@ -57,7 +57,7 @@ void repr_into(const Value& v, std::string& out, int depth) {
         case Kind::Undefined: out += "Undefined"; return;
         case Kind::None: out += "None"; return;
         case Kind::Bool: out += v.as_bool() ? "True" : "False"; return;
-        case Kind::Int: out += int_str(v.as_int()); return;
+        case Kind::Int: out += v.is_big() ? v.big_digits() : int_str(v.as_int()); return;
         case Kind::Float: out += py::float_repr(v.as_float()); return;
         case Kind::String:
             if (v.markup()) {
@@ -129,7 +129,33 @@ int cmp_int_float(int64_t i, double f) {
     return fl == f ? 0 : -1;
 }
 
+// Integers beyond 64 bits: exact between two of them (decimal text), by magnitude against int64 values,
+// approximately against floats.
+int cmp_big(const Value& a, const Value& b) {
+    if (a.is_big() && b.is_big()) {
+        const std::string &x = a.big_digits(), &y = b.big_digits();
+        const bool nx = x[0] == '-', ny = y[0] == '-';
+        if (nx != ny) return nx ? -1 : 1;
+        int c = x.size() != y.size() ? (x.size() < y.size() ? -1 : 1) : (x < y ? -1 : (x > y ? 1 : 0));
+        return nx ? -c : c;
+    }
+    if (a.is_float() || b.is_float()) {
+        double x = a.as_float(), y = b.as_float();
+        if (std::isnan(x) || std::isnan(y)) return 2;
+        return x < y ? -1 : (x > y ? 1 : 0);
+    }
+    if (a.is_big()) return a.big_digits()[0] == '-' ? -1 : 1;
+    return b.big_digits()[0] == '-' ? 1 : -1;
+}
+
+// Python arithmetic on integers beyond 64 bits is not reproduced: fail instead of computing wrong digits.
+void check_not_big(const Value& a, const Value& b) {
+    if (a.is_big() || b.is_big())
+        raise_error("OverflowError", "arithmetic on integers beyond 64 bits is not supported");
+}
+
 int cmp_numbers(const Value& a, const Value& b) {
+    if (a.is_big() || b.is_big()) return cmp_big(a, b);
     if (!a.is_float() && !b.is_float()) {
         int64_t x = a.as_int(), y = b.as_int();
         return x < y ? -1 : (x > y ? 1 : 0);
@@ -318,6 +344,7 @@ Value op_add(const Value& a, const Value& b) {
     check_undefined(a, b);
     if (a.is_number() && b.is_number()) {
         if (a.is_float() || b.is_float()) return Value::number(a.as_float() + b.as_float());
+        check_not_big(a, b);
         int64_t r;
         if (__builtin_add_overflow(a.as_int(), b.as_int(), &r)) raise_error("OverflowError", "integer overflow");
         return Value::integer(r);
@@ -352,6 +379,7 @@ Value op_sub(const Value& a, const Value& b) {
     check_undefined(a, b);
     if (!a.is_number() || !b.is_number()) unsupported_operand("-", a, b);
     if (a.is_float() || b.is_float()) return Value::number(a.as_float() - b.as_float());
+    check_not_big(a, b);
     int64_t r;
     if (__builtin_sub_overflow(a.as_int(), b.as_int(), &r)) raise_error("OverflowError", "integer overflow");
     return Value::integer(r);
@@ -361,10 +389,12 @@ Value op_mul(const Value& a, const Value& b) {
     check_undefined(a, b);
     if (a.is_number() && b.is_number()) {
         if (a.is_float() || b.is_float()) return Value::number(a.as_float() * b.as_float());
+        check_not_big(a, b);
         int64_t r;
         if (__builtin_mul_overflow(a.as_int(), b.as_int(), &r)) raise_error("OverflowError", "integer overflow");
         return Value::integer(r);
     }
+    check_not_big(a, b);
     if ((a.is_string() || is_list_or_tuple(a)) && (b.is_int() || b.is_bool())) return repeat_seq(a, b.as_int());
     if ((b.is_string() || is_list_or_tuple(b)) && (a.is_int() || a.is_bool())) return repeat_seq(b, a.as_int());
     if (a.is_string() || is_list_or_tuple(a))
@@ -393,6 +423,7 @@ Value op_floordiv(const Value& a, const Value& b) {
         if (d - fl > 0.5) fl += 1.0;
         return Value::number(d == 0.0 ? std::copysign(0.0, x / y) : fl);
     }
+    check_not_big(a, b);
     int64_t x = a.as_int(), y = b.as_int();
     if (y == 0) raise_error("ZeroDivisionError", "integer division or modulo by zero");
     if (x == std::numeric_limits<int64_t>::min() && y == -1) raise_error("OverflowError", "integer overflow");
@@ -416,6 +447,7 @@ Value op_mod(const Value& a, const Value& b) {
         }
         return Value::number(m);
     }
+    check_not_big(a, b);
     int64_t x = a.as_int(), y = b.as_int();
     if (y == 0) raise_error("ZeroDivisionError", "integer modulo by zero");
     if (y == -1) return Value::integer(0);
@@ -427,6 +459,7 @@ Value op_mod(const Value& a, const Value& b) {
 Value op_pow(const Value& a, const Value& b) {
     check_undefined(a, b);
     if (!a.is_number() || !b.is_number()) unsupported_operand("** or pow()", a, b);
+    check_not_big(a, b);
     if (!a.is_float() && !b.is_float() && b.as_int() >= 0) {
         int64_t base = a.as_int(), e = b.as_int(), r = 1;
         while (e > 0) {
@@ -445,6 +478,10 @@ Value op_pow(const Value& a, const Value& b) {
 Value op_neg(const Value& a) {
     if (a.is_undefined()) raise_undefined(a);
     if (a.is_float()) return Value::number(-a.as_float());
+    if (a.is_big()) {
+        const std::string& d = a.big_digits();
+        return Value::big_integer(d[0] == '-' ? d.substr(1) : "-" + d, -a.as_float());
+    }
     if (a.is_number()) {
         if (a.as_int() == std::numeric_limits<int64_t>::min()) raise_error("OverflowError", "integer overflow");
         return Value::integer(-a.as_int());
@@ -454,7 +491,7 @@ Value op_neg(const Value& a) {
 
 Value op_pos(const Value& a) {
     if (a.is_undefined()) raise_undefined(a);
-    if (a.is_float()) return a;
+    if (a.is_float() || a.is_big()) return a;
     if (a.is_number()) return Value::integer(a.as_int());
     type_error("bad operand type for unary +: '" + type_name(a) + "'");
 }

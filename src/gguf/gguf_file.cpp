@@ -72,6 +72,11 @@ public:
     void advise_willneed() const {
         if (base_) ::madvise(const_cast<uint8_t*>(base_), size_, MADV_WILLNEED);
     }
+    // Transparent huge pages for the mapping (effective where the kernel supports file THP).
+    bool advise_huge_pages() const {
+        return base_ && ::madvise(const_cast<uint8_t*>(base_), size_, MADV_HUGEPAGE) == 0;
+    }
+    std::pair<void*, uint64_t> range() const { return {const_cast<uint8_t*>(base_), size_}; }
 
 private:
     std::string path_;
@@ -293,6 +298,18 @@ std::vector<double> File::get_num_array(std::string_view key) const {
 
 void File::advise_willneed() const {
     for (auto& p : parts_) p->advise_willneed();
+}
+
+bool File::advise_huge_pages() const {
+    bool ok = true;
+    for (auto& p : parts_) ok = p->advise_huge_pages() && ok;
+    return ok;
+}
+
+std::vector<std::pair<void*, uint64_t>> File::mapped_ranges() const {
+    std::vector<std::pair<void*, uint64_t>> r;
+    for (auto& p : parts_) r.push_back(p->range());
+    return r;
 }
 
 void File::parse_part(size_t part_index, GeometryFn geometry) {

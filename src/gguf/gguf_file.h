@@ -94,6 +94,10 @@ public:
 
     // Advise the kernel about the mapping (populate / huge pages); best effort.
     void advise_willneed() const;
+    // madvise(MADV_HUGEPAGE) on every part; false if the kernel refused.
+    bool advise_huge_pages() const;
+    // The mapped byte ranges of all parts (for memory placement policies).
+    std::vector<std::pair<void*, uint64_t>> mapped_ranges() const;
 
 private:
     File() = default;

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "model/model.h"
+#include "model/memory_placement.h"
 #include "model/repack_weights.h"
 #include "quant/type_traits.h"
 #include "tokenizer/tokenizer.h"
@@ -344,6 +345,7 @@ std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& o
         return m;
     }
     m->hp = read_hparams(*m->file);
+    m->placement = apply_placement(*m->file, opts.use_mmap, PlacementOptions{opts.huge_pages, opts.numa});
     const gguf::TensorInfo* emb = m->file->find_tensor("token_embd.weight");
     if (!emb) fail(Status::invalid_file, "missing tensor 'token_embd.weight'");
     if (emb->ne[1] > INT32_MAX) fail(Status::invalid_file, "vocabulary too large");

@@ -45,6 +45,8 @@ struct ModelOptions {
     bool check_tensors = false;  // decode every tensor at load to find NaN/inf (slow)
     bool vocab_only = false;     // metadata + tokenizer only (no weights, no sessions)
     bool repack = false;         // convert CPU weights to row-interleaved layouts at load (leave the mmap)
+    bool huge_pages = false;     // madvise(MADV_HUGEPAGE) on the mapped weights
+    std::string numa;            // "", "interleave", "bind:N"
 };
 
 // Called between load steps: return false to cancel.
@@ -65,6 +67,7 @@ public:
     std::vector<LayerWeights> layers;
 
     bool vocab_only = false;
+    std::string placement;       // how the weights are placed in memory (for info / bench)
     uint64_t n_params = 0;
     uint64_t weight_bytes = 0;
     const Tensor* find_weight(const std::string& name) const;

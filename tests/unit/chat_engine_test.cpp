@@ -70,6 +70,68 @@ TEST(ChatEngine, InvalidJsonIsInvalidArgument) {
     EXPECT_EQ(expect_error([&] { t.render(r); }).status, Status::invalid_argument);
 }
 
+// Render variables are read as Python's json.loads reads them (expected values from Python 3.11 + jinja2 3.1.2).
+TEST(ChatEngine, JsonInputFollowsPython) {
+    const char* show = "{{ x|tojson }}|{{ x }}";
+    EXPECT_EQ(render_vars(show, R"({"x": [1.0, -0, -0.0, 1E2, 2.50, 1e-7, 1e16, 123.456e3]})"),
+              "[1.0, 0, -0.0, 100.0, 2.5, 1e-07, 1e+16, 123456.0]|[1.0, 0, -0.0, 100.0, 2.5, 1e-07, 1e+16, 123456.0]");
+    EXPECT_EQ(render_vars(show, R"({"x": [NaN, Infinity, -Infinity]})"), "[NaN, Infinity, -Infinity]|[nan, inf, -inf]");
+    EXPECT_EQ(render_vars(show, R"({"x": {"a": 1, "b": 2, "a": 3}})"), R"({"a": 3, "b": 2}|{'a': 3, 'b': 2})");
+    EXPECT_EQ(render_vars(show, R"({"x": "\ud83d\ude00 \u00e9\n\"\\\/"})"), "\"😀 é\\n\\\"\\\\/\"|😀 é\n\"\\/");
+    EXPECT_EQ(render_vars(show, R"( { "x" : "\u0001" } )"), "\"\\u0001\"|\x01");
+    for (const char* bad : {R"({"x": [1,]})", R"({"x" 1})", R"({"x": 01})", "{\"x\": \"\x01\"}", R"({"x": "\ud800"})",
+                            R"({"x": "\x"})", R"({"x": 'a'})", R"({"x": .5})", R"({"x": 1.})", R"({"x": +1})", R"({} {})",
+                            " ", "{\"x\": \"\xff\"}"})
+        EXPECT_EQ(expect_error([&] { render_vars(show, bad); }).status, Status::invalid_argument) << bad;
+}
+
+// Integers beyond 64 bits (e.g. a JSON-schema "maximum") print exactly, compare correctly and fail
+// cleanly in arithmetic instead of printing wrong digits.
+TEST(ChatEngine, BigIntegers) {
+    const char* vars = R"({"u": 18446744073709551615, "n": -99999999999999999999999})";
+    EXPECT_EQ(render_vars("{{ u }} {{ u|tojson }} {{ {'m': u}|tojson }} {{ [n] }} {{ u|string|length }}", vars),
+              R"(18446744073709551615 18446744073709551615 {"m": 18446744073709551615} [-99999999999999999999999] 20)");
+    EXPECT_EQ(render_vars("{{ u is integer }} {{ u > 5 }} {{ n < -5 }} {{ u == 18446744073709551615 }} {{ u > n }} "
+                          "{{ u|int }} {{ n|abs }} {{ -u }} {{ 99999999999999999999 }}",
+                          vars),
+              "True True True True True 18446744073709551615 99999999999999999999999 -18446744073709551615 "
+              "99999999999999999999");
+    Error e = expect_error([&] { render_vars("{{ u + 1 }}", vars); });
+    EXPECT_EQ(e.status, Status::template_error);
+    EXPECT_EQ(std::string(e.what()).rfind("OverflowError:", 0), 0u) << e.what();
+}
+
+// Random corruptions of valid JSON input either parse or fail with invalid_argument (never crash or hang).
+TEST(ChatEngine, CorruptedJsonFailsCleanly) {
+    const std::string base =
+        R"({"x": [1, -2.5e3, "a\u00e9\ud83d\ude00\n", {"k": [true, false, null, NaN]}, 18446744073709551616, {}], "y": ""})";
+    const char alphabet[] = "{}[]\",:\\u0123456789eE+-.tnfaNI \x01\xc3\xa9\xff";
+    uint32_t seed = 12345;
+    auto rnd = [&](uint32_t n) {
+        seed = seed * 1664525u + 1013904223u;
+        return (seed >> 8) % n;
+    };
+    int ok = 0;
+    for (int i = 0; i < 3000; ++i) {
+        std::string s = base;
+        for (int k = 0, n = 1 + rnd(3); k < n; ++k) {
+            size_t at = rnd(static_cast<uint32_t>(s.size()));
+            switch (rnd(3)) {
+                case 0: s.erase(at, 1 + rnd(4)); break;
+                case 1: s.insert(at, 1, alphabet[rnd(sizeof alphabet - 1)]); break;
+                default: s[at] = alphabet[rnd(sizeof alphabet - 1)];
+            }
+        }
+        try {
+            render_vars("{{ x|tojson }}{{ x }}{{ y }}", s);
+            ++ok;
+        } catch (const Error& e) {
+            EXPECT_TRUE(e.status == Status::invalid_argument || e.status == Status::template_error) << s << ": " << e.what();
+        }
+    }
+    EXPECT_GT(ok, 0);
+}
+
 TEST(ChatEngine, InvalidUtf8TemplateRejected) {
     EXPECT_EQ(expect_error([] { ChatTemplate t("abc\xff\xfe"); }).status, Status::template_error);
 }

@@ -52,5 +52,6 @@ int cmd_dequant(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
 int cmd_imatrix(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
+int cmd_template(int argc, char** argv);
 
 }  // namespace cli

@@ -210,6 +210,7 @@ int cmd_bench(int argc, char** argv) {
     const double bw = read_bandwidth_gbs(threads > 0 ? threads : 2);
     const double bound = bw * 1e9 / (double)std::max<uint64_t>(1, bpt);
     if (fmt == "md") {
+        std::printf("%s\n\n", ikllm_model_placement(L.model));
         std::printf("| model | size | threads | test | t/s |\n|---|---:|---:|---|---:|\n");
         for (auto& r : rows)
             std::printf("| %s | %.2f MiB | %d | %s | %.2f ± %.2f |\n", name.c_str(), size_mib, threads, r.test.c_str(),

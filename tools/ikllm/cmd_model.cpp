@@ -15,6 +15,7 @@ int cmd_info(int argc, char** argv) {
     std::printf("name         : %s\n", ikllm_model_name(m));
     std::printf("parameters   : %" PRIu64 " (%.2f M)\n", ikllm_model_n_params(m), ikllm_model_n_params(m) / 1e6);
     std::printf("weights      : %.2f MiB\n", ikllm_model_size_bytes(m) / 1048576.0);
+    std::printf("placement    : %s\n", ikllm_model_placement(m));
     std::printf("vocab        : %d\n", ikllm_model_n_vocab(m));
     std::printf("n_ctx_train  : %d\n", ikllm_model_n_ctx_train(m));
     std::printf("n_embd       : %d\n", ikllm_model_n_embd(m));

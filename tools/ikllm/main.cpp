@@ -18,6 +18,8 @@ static void usage() {
                  "  imatrix  -m MODEL -f TEXT [-o FILE] [-c CHUNK] [--chunks N] [-t N]   importance matrix\n"
                  "  bench    -m MODEL [-p 512] [-n 128] [-t N] [-r REPS] [--format md|jsonl] [session options]\n"
                  "  bench    -m MODEL --sweep -c CTX [-ub U] [-t N] [--format md|jsonl]   speed vs context depth\n"
+                 "  template --template T.jinja | -m MODEL [--name NAME] [--vars V.json] [--case C.json]\n"
+                 "           [--date YYYY-MM-DD]   render a chat template (exit 2 on a template error)\n"
                  "  (model commands accept -rtr: repack weights to row-interleaved layouts at load)\n"
                  "  version\n");
 }
@@ -36,6 +38,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(cmd, "quantize")) return cli::cmd_quantize(argc - 2, argv + 2);
     if (!std::strcmp(cmd, "imatrix")) return cli::cmd_imatrix(argc - 2, argv + 2);
     if (!std::strcmp(cmd, "bench")) return cli::cmd_bench(argc - 2, argv + 2);
+    if (!std::strcmp(cmd, "template")) return cli::cmd_template(argc - 2, argv + 2);
     if (!std::strcmp(cmd, "version")) {
         std::printf("ikllm %s (ABI %d)\n", ikllm_version_string(), ikllm_abi_version());
         return 0;

@@ -1,0 +1,20 @@
+// Where the weights live in memory: transparent huge pages and a NUMA policy for the file
+// mapping (model options "huge_pages" and "numa"). Returns a one-line description for
+// `ikllm info` and the bench header.
+#pragma once
+#include <string>
+
+#include "gguf/gguf_file.h"
+
+namespace ikllm {
+
+struct PlacementOptions {
+    bool huge_pages = false;
+    std::string numa;  // "" (system default), "interleave", "bind:N"
+};
+
+// Throws invalid_argument for a malformed numa value. Never fails on a machine without NUMA
+// or THP: the description says what was applied.
+std::string apply_placement(const gguf::File& file, bool mmapped, const PlacementOptions& opts);
+
+}  // namespace ikllm
