@@ -14,7 +14,16 @@
 namespace ikllm::cpu {
 
 namespace {
-constexpr int64_t kTokenBlock = 64;
+// Token blocks of about 64: each block keeps its activations cached while a chunk of weight rows
+// is reused. Blocks are balanced so that a batch of >= 32 tokens never leaves a small block:
+// some kernels (like the reference) switch numerics at 32 tokens per call.
+struct TokenBlocks {
+    int64_t size;
+    explicit TokenBlocks(int64_t T) {
+        const int64_t n = std::max<int64_t>(1, (T + 63) / 64);
+        size = (T + n - 1) / n;
+    }
+};
 }
 
 const MatmulKernel& kernel_for(const Tensor& w) {
@@ -69,8 +78,9 @@ void op_mul_mat_swiglu(const Op& op, ThreadPool& pool, Scratch& scratch) {
         const int64_t r0 = c * chunk, r1 = std::min(N, r0 + chunk), n = r1 - r0;
         float* g = scratch.per_thread[thread].data();
         float* u = g + n * T;
-        for (int64_t t0 = 0; t0 < T; t0 += kTokenBlock) {
-            const int64_t nt = std::min(kTokenBlock, T - t0);
+        const int64_t tb = TokenBlocks(T).size;
+        for (int64_t t0 = 0; t0 < T; t0 += tb) {
+            const int64_t nt = std::min(tb, T - t0);
             run_rows(kg, static_cast<const uint8_t*>(wg.data), wg.nb[1], K, r0, r1, act_g + arg * t0, arg, nt, g + t0 * n, n);
             run_rows(ku, static_cast<const uint8_t*>(wu.data), wu.nb[1], K, r0, r1, act_u + aru * t0, aru, nt, u + t0 * n, n);
         }
@@ -140,9 +150,9 @@ void op_mul_mat(const Op& op, ThreadPool& pool, Scratch& scratch) {
         const int64_t r1 = std::min(N, r0 + groups_per_chunk * group);
         // Token blocks keep the activations being reused within the cache while the chunk's
         // weight rows stay resident (a 512-token prompt's activations do not fit in L2).
-        for (int64_t t0 = 0; t0 < T; t0 += kTokenBlock)
-            k->run(wd, w_row, K, r0, r1, act + act_row * t0, act_row, std::min(kTokenBlock, T - t0), yd + t0 * y_stride,
-                   y_stride);
+        const int64_t tb = TokenBlocks(T).size;
+        for (int64_t t0 = 0; t0 < T; t0 += tb)
+            k->run(wd, w_row, K, r0, r1, act + act_row * t0, act_row, std::min(tb, T - t0), yd + t0 * y_stride, y_stride);
         if (bias) {
             const float* b = static_cast<const float*>(bias->data);
             for (int64_t t = 0; t < T; ++t)

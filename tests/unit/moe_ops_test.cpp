@@ -242,7 +242,10 @@ TEST(MoeFfn, GroupedMatchesNaivePerToken) {
     check_moe_ffn(quant::T_F16, 2e-3, false);   // inputs rounded to f16 only when round_f16 is set (it is not here)
     check_moe_ffn(quant::T_Q8_0, 2e-2, false);  // 8-bit activations
     check_moe_ffn(quant::T_Q4_K, 3e-2, true);
-    check_moe_ffn(quant::T_IQ4_XS, 3e-2, false);
+    check_moe_ffn(quant::T_IQ4_NL, 3e-2, false);
+    // IQ4_XS reproduces the reference's saturating int16 pair sums for small batches, so it is
+    // further from exact maths (that kernel is checked against its own model in the kernel tests).
+    check_moe_ffn(quant::T_IQ4_XS, 1e-1, false);
 }
 
 }  // namespace

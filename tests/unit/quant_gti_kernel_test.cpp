@@ -1,10 +1,15 @@
 // Matrix-product kernels of the grid / trellis / ternary / interleaved types: every ISA's kernel
 // against a double-precision product of the dequantized weights with the decoded activations
 // (the activation format of quant-formats.md §15), on random data with odd row-group counts,
-// row sub-ranges, strided outputs and several token counts and row lengths.
+// row sub-ranges, strided outputs and several token counts and row lengths. The trellis types
+// follow the reference's matmul (kernels/trellis_kt.h): IQ2_KT / IQ3_KT products carry an extra
+// factor 1.05 / 1.01 over the dequantized weights, and batches of 32+ tokens use fp16-rounded
+// sub-block scales (checked loosely against the model, tightly across ISAs).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "core/fp16.h"
@@ -104,6 +109,9 @@ std::vector<int64_t> row_lengths(const TypeTraits& t, uint32_t act) {
     return out;
 }
 
+// Factor of the reference's trellis matmuls over the dequantized weights (trellis_kt.h).
+double matmul_factor(uint32_t type) { return type == T_IQ2_KT ? 1.05 : type == T_IQ3_KT ? 1.01 : 1.0; }
+
 class QuantGtiKernel : public ::testing::TestWithParam<uint32_t> {};
 
 }  // namespace
@@ -163,6 +171,8 @@ TEST_P(QuantGtiKernel, EveryIsaMatchesDequantizedProduct) {
                                 ASSERT_TRUE(std::isnan(got)) << "row " << r << " token " << i;
                                 continue;
                             }
+                            ref *= matmul_factor(type);
+                            mag *= matmul_factor(type);
                             ASSERT_NEAR(got, ref, 2e-5 * mag + 1e-30) << "row " << r << " token " << i;
                         }
                     ++runs;
@@ -177,3 +187,153 @@ INSTANTIATE_TEST_SUITE_P(All, QuantGtiKernel, ::testing::ValuesIn(kTypes),
                          [](const ::testing::TestParamInfo<uint32_t>& info) {
                              return std::string(find_type(info.param)->name);
                          });
+
+// Trellis types in large batches (>= 32 tokens): sub-block scales rounded to fp16 (relative
+// change <= 2^-11 per scale for these row scales): every ISA agrees with scalar to rounding, and
+// all stay within the fp16 bound of the (factor-scaled) dequantized product.
+TEST(QuantGtiKernelKt, LargeBatchesRoundScalesToFp16) {
+    for (uint32_t type : {(uint32_t)T_IQ1_KT, (uint32_t)T_IQ2_KT, (uint32_t)T_IQ3_KT, (uint32_t)T_IQ4_KT}) {
+        const TypeTraits* t = find_type(type);
+        std::mt19937 rng(99 + type);
+        std::normal_distribution<float> nd(0.0f, 1.0f);
+        const int64_t ne0 = 512, nrows = 5, nt = 40;
+        const std::vector<uint8_t> w = random_weights(*t, ne0, nrows, rng);
+        const cpu::MatmulKernel* ks = cpu::find_matmul_exact(type, Isa::scalar);
+        ASSERT_NE(ks, nullptr);
+        const size_t wrb = row_bytes(*t, ne0), arb = ks->act->row_bytes(ne0);
+        std::vector<float> x((size_t)(nt * ne0)), wf((size_t)(nrows * ne0)), xf((size_t)(nt * ne0));
+        for (auto& v : x) v = nd(rng);
+        std::vector<uint8_t> act(arb * (size_t)nt);
+        for (int64_t i = 0; i < nt; ++i) ks->act->encode_row(x.data() + i * ne0, act.data() + arb * i, ne0);
+        for (int64_t r = 0; r < nrows; ++r) t->dequant(w.data() + wrb * r, wf.data() + r * ne0, ne0);
+        for (int64_t i = 0; i < nt; ++i) act_q8_2_x4_decode_row(act.data() + arb * i, xf.data() + i * ne0, ne0);
+        std::vector<float> ys((size_t)(nt * nrows));
+        ks->run(w.data(), wrb, ne0, 0, nrows, act.data(), arb, nt, ys.data(), nrows);
+        bool rounded = false;  // fp16 rounding must actually change something
+        for (int64_t i = 0; i < nt; ++i)
+            for (int64_t r = 0; r < nrows; ++r) {
+                double ref = 0, mag = 0;
+                for (int64_t c = 0; c < ne0; ++c) {
+                    const double p = (double)wf[r * ne0 + c] * xf[i * ne0 + c];
+                    ref += p;
+                    mag += std::fabs(p);
+                }
+                ref *= matmul_factor(type);
+                mag *= matmul_factor(type);
+                const double got = ys[i * nrows + r];
+                EXPECT_NEAR(got, ref, std::ldexp(1.0, -11) * mag + 1e-30) << t->name << " r=" << r << " t=" << i;
+                rounded = rounded || std::fabs(got - ref) > 1e-6 * mag;
+            }
+        EXPECT_TRUE(rounded) << t->name;
+        for (Isa isa : {Isa::avx2, Isa::avx512}) {
+            if (!(cpu::detected_isa() == isa || (isa == Isa::avx2 && cpu::detected_isa() == Isa::avx512))) continue;
+            const cpu::MatmulKernel* k = cpu::find_matmul_exact(type, isa);
+            if (!k) continue;
+            std::vector<float> yv((size_t)(nt * nrows));
+            k->run(w.data(), wrb, ne0, 0, nrows, act.data(), arb, nt, yv.data(), nrows);
+            for (int64_t i = 0; i < nt; ++i)
+                for (int64_t r = 0; r < nrows; ++r) {
+                    double mag = 0;
+                    for (int64_t c = 0; c < ne0; ++c) mag += std::fabs((double)wf[r * ne0 + c] * xf[i * ne0 + c]);
+                    ASSERT_NEAR(yv[i * nrows + r], ys[i * nrows + r], 1e-5 * mag + 1e-30)
+                        << t->name << " " << cpu::isa_name(isa) << " r=" << r << " t=" << i;
+                }
+        }
+    }
+}
+
+// Grid i-quants in large batches (>= 32 tokens) are re-encoded like the reference's Q8_K_R8
+// repack (interleaved_common.h grid_conv_row): modelled here from the dequantized weights, which
+// are exact multiples of the block unit u = d * unit.
+TEST(QuantGtiKernelGrid, LargeBatchesReencodeTo8Bits) {
+    struct G { uint32_t type; float d0, unit; int bytes; };
+    const G grids[] = {{T_IQ2_XXS, 1.0f / 124, 0.125f, 66}, {T_IQ2_XS, 1.0f / 124, 0.125f, 74},
+                       {T_IQ2_S, 1.0f / 124, 0.125f, 82},   {T_IQ3_XXS, 1.0f / 124, 0.25f, 98},
+                       {T_IQ3_S, 1.0f / 127, 1.0f, 110},    {T_IQ1_S, 1.0f / 126, 0.125f, 50},
+                       {T_IQ1_M, 1.0f / 126, 0.125f, 56}};
+    for (const G& gd : grids) {
+        const TypeTraits* t = find_type(gd.type);
+        std::mt19937 rng(7 + gd.type);
+        std::normal_distribution<float> nd(0.0f, 1.0f);
+        const int64_t ne0 = 512, nrows = 3, nt = 36;
+        std::vector<uint8_t> w = random_weights(*t, ne0, nrows, rng);
+        const size_t wrb = row_bytes(*t, ne0);
+        // sane block scales (random bytes could be huge, inf or NaN)
+        std::uniform_real_distribution<float> ud(1e-3f, 1e-2f);
+        for (int64_t r = 0; r < nrows; ++r)
+            for (int64_t b = 0; b < ne0 / 256; ++b) {
+                uint8_t* blk = w.data() + wrb * r + gd.bytes * b;
+                const uint16_t h = f32_to_f16(ud(rng));
+                if (gd.type == T_IQ1_M) {  // fp16 bits in the top nibbles of the four scale words
+                    for (int i = 0; i < 4; ++i) {
+                        uint16_t sc;
+                        std::memcpy(&sc, blk + 48 + 2 * i, 2);
+                        sc = (uint16_t)((sc & 0x0FFF) | (((h >> (4 * i)) & 15) << 12));
+                        std::memcpy(blk + 48 + 2 * i, &sc, 2);
+                    }
+                } else {
+                    std::memcpy(blk, &h, 2);
+                }
+            }
+        std::vector<float> x((size_t)(nt * ne0)), wf((size_t)(nrows * ne0));
+        for (auto& v : x) v = nd(rng);
+        for (int64_t r = 0; r < nrows; ++r) t->dequant(w.data() + wrb * r, wf.data() + r * ne0, ne0);
+        // model: re-encoded weights, per 256-block
+        std::vector<double> wq((size_t)(nrows * ne0));
+        for (int64_t r = 0; r < nrows; ++r)
+            for (int64_t b = 0; b < ne0 / 256; ++b) {
+                const uint8_t* blk = w.data() + wrb * r + gd.bytes * b;
+                uint16_t h;
+                if (gd.type == T_IQ1_M) {
+                    uint16_t sc[4];
+                    std::memcpy(sc, blk + 48, 8);
+                    h = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000));
+                } else {
+                    std::memcpy(&h, blk, 2);
+                }
+                const float u = f16_to_f32(h) * gd.unit;
+                const float* y = wf.data() + r * ne0 + 256 * b;
+                int P[256], mx = 0;
+                for (int j = 0; j < 256; ++j) {
+                    P[j] = u == 0.0f ? 0 : (int)std::lround((double)y[j] / u);
+                    ASSERT_EQ((double)P[j] * u, (double)y[j]) << t->name << ": weight not a multiple of the unit";
+                    mx = std::max(mx, std::abs(P[j]));
+                }
+                float dnew = (float)mx * gd.d0;
+                const bool keep = dnew < 1.0f;
+                if (keep) dnew = 1.0f;
+                const float inv = 1.0f / dnew, scale = f16_to_f32(f32_to_f16(u * dnew));
+                for (int j = 0; j < 256; ++j)
+                    wq[(size_t)(r * ne0 + 256 * b + j)] = (double)scale * (keep ? P[j] : std::nearbyint((float)P[j] * inv));
+            }
+        std::vector<float> ys;
+        for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+            if (isa == Isa::avx2 && !(cpu::detected_isa() == Isa::avx2 || cpu::detected_isa() == Isa::avx512)) continue;
+            if (isa == Isa::avx512 && cpu::detected_isa() != Isa::avx512) continue;
+            const cpu::MatmulKernel* k = cpu::find_matmul_exact(gd.type, isa);
+            ASSERT_NE(k, nullptr);
+            const size_t arb = k->act->row_bytes(ne0);
+            std::vector<uint8_t> act(arb * (size_t)nt);
+            std::vector<float> xf((size_t)(nt * ne0));
+            for (int64_t i = 0; i < nt; ++i) {
+                k->act->encode_row(x.data() + i * ne0, act.data() + arb * i, ne0);
+                act_decoder(k->act->id)(act.data() + arb * i, xf.data() + i * ne0, ne0);
+            }
+            std::vector<float> y((size_t)(nt * nrows));
+            k->run(w.data(), wrb, ne0, 0, nrows, act.data(), arb, nt, y.data(), nrows);
+            bool differs = false;  // the re-encoding must matter somewhere
+            for (int64_t i = 0; i < nt; ++i)
+                for (int64_t r = 0; r < nrows; ++r) {
+                    double ref = 0, direct = 0, mag = 0;
+                    for (int64_t c = 0; c < ne0; ++c) {
+                        ref += wq[(size_t)(r * ne0 + c)] * xf[i * ne0 + c];
+                        direct += (double)wf[r * ne0 + c] * xf[i * ne0 + c];
+                        mag += std::fabs((double)wf[r * ne0 + c] * xf[i * ne0 + c]);
+                    }
+                    ASSERT_NEAR(y[i * nrows + r], ref, 2e-5 * mag + 1e-30) << t->name << " " << cpu::isa_name(isa);
+                    differs = differs || std::fabs(ref - direct) > 1e-4 * mag;
+                }
+            EXPECT_TRUE(differs) << t->name;
+        }
+    }
+}

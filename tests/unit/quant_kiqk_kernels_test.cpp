@@ -1,7 +1,16 @@
-// Matmul kernels of the K-quant and ik K/KS types: the scalar kernel against a float dot product
-// of the decoded weights and decoded Q8_K activations, and every SIMD kernel against scalar,
-// on odd row counts, row sub-ranges, several row lengths and token counts.
+// Matmul kernels of the K-quant and ik K/KS types (kernels/kquant_unpack.h): the scalar kernel
+// against an independent double-precision model of the reference's numerics, and every SIMD
+// kernel against scalar, on odd row counts, row sub-ranges, several row lengths and token
+// counts. The model covers the three deviations from an exact dot product:
+//  * activation format: Q8_2_X4 (one bf16 scale per 32) for Q4_K/Q5_K/Q6_K, Q8_K otherwise;
+//  * "sat" types below 32 tokens: int16-saturating pair sums of (level + 128) * code. The float
+//    model is checked on activations that cannot saturate; a constructed block checks the
+//    saturated arithmetic itself; SIMD vs scalar runs on ordinary (saturating) data;
+//  * 32 tokens or more: Q8_K types re-encoded to 8-bit codes with one fp16 scale per 256
+//    (modelled from the dequantized weights: integer levels, or Q2_K's float values),
+//    Q4_K / Q5_K with fp16-rounded per-32 scales.
 #include <gtest/gtest.h>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -9,6 +18,7 @@
 #include <vector>
 #include "core/fp16.h"
 #include "kernels/matmul.h"
+#include "quant/act_q8_0.h"
 #include "quant/act_q8_k.h"
 #include "quant/families.h"
 #include "quant/quant_tables.h"
@@ -37,6 +47,20 @@ const std::vector<TypeCase>& cases() {
     };
     return c;
 }
+
+constexpr int64_t kConvTokens = 32;  // batches this large take the re-encoded path
+
+bool is_q82(uint32_t id) { return id == T_Q4_K || id == T_Q5_K || id == T_Q6_K; }
+bool is_sat(uint32_t id) {
+    return id == T_IQ4_XS || id == T_IQ4_K || id == T_IQ5_K || id == T_IQ6_K || id == T_IQ4_KS || id == T_IQ4_KSS ||
+           id == T_IQ5_KS;
+}
+bool is_conv8(uint32_t id) {  // Q8_K types re-encoded to 8 bits for large batches
+    return !is_q82(id);
+}
+// dnew = max * d0 of the re-encoding (reference constants).
+float conv_d0(uint32_t id) { return id == T_IQ2_K ? 1.0f / 120.0f : (id == T_IQ2_KS || id == T_IQ2_KL) ? 1.0f / 125.0f : 1.0f / 127.0f; }
+bool is_conv45(uint32_t id) { return id == T_Q4_K || id == T_Q5_K; }
 
 const FamilyEntry* family_entry(uint32_t id) {
     for (FamilyTable t : {kquant_family(), iqk_family()})
@@ -115,6 +139,124 @@ void dequant_iq6_k_integer(const uint8_t* src, float* dst, int64_t ne0) {
     }
 }
 
+void dequant_row(const TypeCase& tc, const uint8_t* row, float* out, int64_t ne0) {
+    if (tc.id == T_IQ6_K) dequant_iq6_k_integer(row, out, ne0);
+    else family_entry(tc.id)->dequant(row, out, ne0);
+}
+
+float rd_f16(const uint8_t* p) { uint16_t h; std::memcpy(&h, p, 2); return f16_to_f32(h); }
+float f16_round(float f) { return f16_to_f32(f32_to_f16(f)); }
+
+// Decoded activations of one token: codes and the scale of every code.
+struct Act {
+    std::vector<int> q;
+    std::vector<float> d;
+    std::vector<int> sum32;  // Q8_2_X4 only: stored sum of every 32 codes
+};
+Act decode_act(uint32_t fmt, const uint8_t* a, int64_t ne0) {
+    Act r;
+    r.q.resize(ne0);
+    r.d.resize(ne0);
+    if (fmt == T_Q8_K) {
+        for (int64_t b = 0; b < ne0 / 256; ++b) {
+            float d;
+            std::memcpy(&d, a + b * kQ8KBlockBytes, 4);
+            for (int j = 0; j < 256; ++j) {
+                r.q[b * 256 + j] = (int8_t)a[b * kQ8KBlockBytes + kQ8KOffQs + j];
+                r.d[b * 256 + j] = d;
+            }
+        }
+    } else {
+        for (int64_t ib = 0; ib < ne0 / 32; ++ib) {
+            const Q8x4BlockRef blk = q8_2_x4_block(a, ne0, ib);
+            r.sum32.push_back(blk.sum);
+            for (int j = 0; j < 32; ++j) {
+                r.q[ib * 32 + j] = blk.qs[j];
+                r.d[ib * 32 + j] = bf16_to_f32(blk.d_bf16);
+            }
+        }
+    }
+    return r;
+}
+
+// Scale of 256-block b of a row: the block's fp16 d, or the row scale.
+float block_d(const TypeCase& tc, const uint8_t* row, int64_t b) {
+    if (tc.meta == 4) { float f; std::memcpy(&f, row, 4); return f; }
+    if (tc.meta == 2) return rd_f16(row);
+    return rd_f16(row + b * tc.bytes + tc.f16_fields[0]);
+}
+
+struct Ref {
+    double value, mag;
+};
+
+// Exact-arithmetic model (direct path, no saturation): dequantized weights x decoded activations.
+Ref ref_direct(const std::vector<float>& w, const Act& a) {
+    Ref r{0, 0};
+    for (size_t j = 0; j < w.size(); ++j) {
+        const double p = (double)w[j] * ((double)a.d[j] * a.q[j]);
+        r.value += p;
+        r.mag += std::fabs(p);
+    }
+    return r;
+}
+
+// Q8_K types, >= 32 tokens: integers P = w / d (Q2_K: the float values w), re-encoded as the
+// reference's Q8_K_R8 repack.
+Ref ref_conv8(const TypeCase& tc, const uint8_t* row, const std::vector<float>& w, const Act& a) {
+    Ref r{0, 0};
+    const float d0 = conv_d0(tc.id);
+    for (size_t b = 0; b < w.size() / 256; ++b) {
+        float d = block_d(tc, row, (int64_t)b);
+        float P[256], mx = 0;
+        for (int j = 0; j < 256; ++j) {
+            if (tc.id == T_Q2_K) P[j] = w[256 * b + j];
+            else P[j] = d == 0.0f ? 0 : (float)std::lround((double)w[256 * b + j] / d);
+            mx = std::max(mx, std::fabs(P[j]));
+        }
+        float dnew = mx * d0;
+        bool scale = true;
+        if (tc.id == T_Q2_K) d = 1.0f;  // the scale is dnew itself
+        else if (dnew < 1.0f) { dnew = 1.0f; scale = false; }
+        const float inv = dnew > 0.0f ? 1.0f / dnew : 0.0f;
+        const double d8 = f16_round(d * dnew);
+        int64_t isum = 0;
+        for (int j = 0; j < 256; ++j) {
+            const int q = scale ? (int)std::nearbyint(P[j] * inv) : (int)P[j];
+            isum += (int64_t)q * a.q[256 * b + j];
+            r.mag += std::fabs((double)w[256 * b + j] * a.d[256 * b + j] * a.q[256 * b + j]);
+        }
+        r.value += d8 * a.d[256 * b] * (double)isum;
+    }
+    return r;
+}
+
+// Q4_K / Q5_K, >= 32 tokens: per-32 scales d*sc and -dmin*m rounded to fp16.
+Ref ref_conv45(const uint8_t* row, int bytes, const std::vector<float>& w, const Act& a) {
+    Ref r{0, 0};
+    for (size_t b = 0; b < w.size() / 256; ++b) {
+        const uint8_t* x = row + b * bytes;
+        const float d = rd_f16(x), dmin = rd_f16(x + 2);
+        const uint8_t* S = x + 4;
+        for (int j = 0; j < 8; ++j) {
+            int sc, m;
+            if (j < 4) { sc = S[j] & 63; m = S[j + 4] & 63; }
+            else { sc = (S[j + 4] & 15) | ((S[j - 4] >> 6) << 4); m = (S[j + 4] >> 4) | ((S[j] >> 6) << 4); }
+            const double D = f16_round(d * (float)sc), M = f16_round(-dmin * (float)m);
+            const float d1 = d * (float)sc, m1 = dmin * (float)m;
+            int64_t dot = 0;
+            for (int i = 0; i < 32; ++i) {
+                const int k = 256 * (int)b + 32 * j + i;
+                const int q = d1 == 0.0f ? 0 : (int)std::lround(((double)w[k] + m1) / d1);
+                dot += (int64_t)q * a.q[k];
+                r.mag += std::fabs((double)w[k] * a.d[k] * a.q[k]);
+            }
+            r.value += (double)a.d[256 * b + 32 * j] * (D * (double)dot + M * a.sum32[8 * b + j]);
+        }
+    }
+    return r;
+}
+
 struct Problem {
     int64_t ne0, rows, nt, r0, r1, y_stride;
     std::vector<uint8_t> w, act;
@@ -127,16 +269,28 @@ std::vector<float> run(const MatmulKernel* k, const TypeCase& tc, const Problem&
     return y;
 }
 
+// Activations of token t; `nosat`: odd positions tiny, so (l0+128)a0 + (l1+128)a1 cannot
+// exceed int16 (|a1| <= 1 next to |a0| <= 127).
+void fill_act(const MatmulKernel* ks, Problem& p, bool nosat, std::mt19937& rng) {
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> x(p.ne0);
+    p.act_rb = ks->act->row_bytes(p.ne0);
+    p.act.assign(p.act_rb * p.nt, 0);
+    for (int64_t t = 0; t < p.nt; ++t) {
+        for (int64_t j = 0; j < p.ne0; ++j) x[j] = nd(rng) * (t % 3 == 0 ? 10.0f : 0.1f) * (nosat && (j & 1) ? 1e-3f : 1.0f);
+        ks->act->encode_row(x.data(), p.act.data() + t * p.act_rb, p.ne0);
+    }
+}
+
 void check_type(const TypeCase& tc, bool random_bytes) {
     std::mt19937 rng(1234u + tc.id + (random_bytes ? 7 : 0));
     const MatmulKernel* ks = kernel(tc.id, Isa::scalar);
     ASSERT_NE(ks, nullptr) << tc.name;
-    ASSERT_EQ(ks->act->id, (uint32_t)T_Q8_K);
-    const FamilyEntry* fe = family_entry(tc.id);
-    ASSERT_NE(fe, nullptr);
+    const uint32_t fmt = is_q82(tc.id) ? T_Q8_2_X4 : T_Q8_K;
+    ASSERT_EQ(ks->act->id, fmt);
     struct Shape { int64_t ne0, rows, nt; };
-    const Shape shapes[] = {{256, 7, 1}, {512, 13, 3}, {1536, 5, 8}, {256, 9, 17}, {4096, 3, 1}, {768, 11, 70}, {2048, 6, 5}};
-    std::normal_distribution<float> nd(0.0f, 1.0f);
+    const Shape shapes[] = {{256, 7, 1},  {512, 13, 3}, {1536, 5, 8}, {256, 9, 17}, {4096, 3, 1},
+                            {768, 11, 70}, {2048, 6, 5}, {512, 6, 32}, {256, 5, 31}, {1024, 4, 40}, {512, 13, 67}};
     for (const Shape& s : shapes) {
         Problem p;
         p.ne0 = s.ne0;
@@ -146,89 +300,122 @@ void check_type(const TypeCase& tc, bool random_bytes) {
         p.r1 = s.rows > 4 ? s.rows - 1 : s.rows;
         p.y_stride = s.rows + 3;
         p.w = make_weights(tc, s.ne0, s.rows, random_bytes, rng);
-        p.act_rb = ks->act->row_bytes(s.ne0);
-        p.act.resize(p.act_rb * s.nt);
-        std::vector<float> x(s.ne0);
-        std::vector<std::vector<float>> xa(s.nt, std::vector<float>(s.ne0));
-        for (int64_t t = 0; t < s.nt; ++t) {
-            for (auto& v : x) v = nd(rng) * (t % 3 == 0 ? 10.0f : 0.1f);
-            ks->act->encode_row(x.data(), p.act.data() + t * p.act_rb, s.ne0);
-            // decoded activations: d * q
-            const uint8_t* a = p.act.data() + t * p.act_rb;
-            for (int64_t b = 0; b < s.ne0 / 256; ++b) {
-                float d;
-                std::memcpy(&d, a + b * 296, 4);
-                for (int j = 0; j < 256; ++j) xa[t][b * 256 + j] = d * (float)(int8_t)a[b * 296 + 8 + j];
-            }
-        }
-        // float reference of the scalar kernel
-        const std::vector<float> ys = run(ks, tc, p);
-        std::vector<float> wrow(s.ne0);
         const size_t rb = row_size(tc, s.ne0);
-        for (int64_t r = 0; r < s.rows; ++r) {
-            if (tc.id == T_IQ6_K) dequant_iq6_k_integer(p.w.data() + r * rb, wrow.data(), s.ne0);
-            else fe->dequant(p.w.data() + r * rb, wrow.data(), s.ne0);
-            for (int64_t t = 0; t < s.nt; ++t) {
-                const float got = ys[t * p.y_stride + r];
-                if (r < p.r0 || r >= p.r1) {
-                    EXPECT_EQ(got, -12345.0f) << tc.name << ": row outside [r0,r1) written";
-                    continue;
+        const bool big = s.nt >= kConvTokens;
+        std::vector<std::vector<float>> wrows(s.rows, std::vector<float>(s.ne0));
+        for (int64_t r = 0; r < s.rows; ++r) dequant_row(tc, p.w.data() + r * rb, wrows[r].data(), s.ne0);
+        // Two passes: the model check (activations that cannot saturate for sat types below the
+        // re-encoding threshold), then SIMD against scalar on ordinary activations.
+        const int passes = is_sat(tc.id) && !big ? 2 : 1;
+        for (int pass = 0; pass < passes; ++pass) {
+            fill_act(ks, p, pass == 0 && passes == 2, rng);
+            const std::vector<float> ys = run(ks, tc, p);
+            if (pass == 0) {
+                for (int64_t t = 0; t < s.nt; ++t) {
+                    const Act a = decode_act(fmt, p.act.data() + t * p.act_rb, s.ne0);
+                    for (int64_t r = 0; r < s.rows; ++r) {
+                        const float got = ys[t * p.y_stride + r];
+                        if (r < p.r0 || r >= p.r1) {
+                            EXPECT_EQ(got, -12345.0f) << tc.name << ": row outside [r0,r1) written";
+                            continue;
+                        }
+                        const uint8_t* row = p.w.data() + r * rb;
+                        const Ref ref = big && is_conv8(tc.id)    ? ref_conv8(tc, row, wrows[r], a)
+                                        : big && is_conv45(tc.id) ? ref_conv45(row, tc.bytes, wrows[r], a)
+                                                                  : ref_direct(wrows[r], a);
+                        ASSERT_NEAR(got, ref.value, 2e-5 * ref.mag + 1e-30)
+                            << tc.name << " scalar ne0=" << s.ne0 << " r=" << r << " t=" << t << " nt=" << s.nt;
+                    }
                 }
-                double ref = 0, mag = 0;
-                for (int64_t j = 0; j < s.ne0; ++j) {
-                    ref += (double)wrow[j] * xa[t][j];
-                    mag += std::fabs((double)wrow[j] * xa[t][j]);
-                }
-                ASSERT_NEAR(got, ref, 2e-5 * mag + 1e-30) << tc.name << " scalar ne0=" << s.ne0 << " r=" << r << " t=" << t;
             }
-        }
-        // SIMD kernels against scalar
-        for (Isa isa : {Isa::avx2, Isa::avx512}) {
-            const MatmulKernel* kv = kernel(tc.id, isa);
-            ASSERT_NE(kv, nullptr) << tc.name << " " << isa_name(isa);
-            if (!cpu_has(isa)) continue;
-            ASSERT_EQ(kv->act->id, (uint32_t)T_Q8_K);
-            const std::vector<float> yv = run(kv, tc, p);
-            for (int64_t t = 0; t < s.nt; ++t)
-                for (int64_t r = 0; r < s.rows; ++r) {
-                    const float a = ys[t * p.y_stride + r], b = yv[t * p.y_stride + r];
-                    if (r < p.r0 || r >= p.r1) { EXPECT_EQ(b, -12345.0f); continue; }
-                    double mag = 0;
-                    fe->dequant(p.w.data() + r * rb, wrow.data(), s.ne0);
-                    for (int64_t j = 0; j < s.ne0; ++j) mag += std::fabs((double)wrow[j] * xa[t][j]);
-                    ASSERT_NEAR(b, a, 1e-5 * mag + 1e-30)
-                        << tc.name << " " << isa_name(isa) << " ne0=" << s.ne0 << " r=" << r << " t=" << t;
+            for (Isa isa : {Isa::avx2, Isa::avx512}) {
+                const MatmulKernel* kv = kernel(tc.id, isa);
+                ASSERT_NE(kv, nullptr) << tc.name << " " << isa_name(isa);
+                if (!cpu_has(isa)) continue;
+                ASSERT_EQ(kv->act->id, fmt);
+                const std::vector<float> yv = run(kv, tc, p);
+                for (int64_t t = 0; t < s.nt; ++t) {
+                    const Act a = decode_act(fmt, p.act.data() + t * p.act_rb, s.ne0);
+                    for (int64_t r = 0; r < s.rows; ++r) {
+                        const float sa = ys[t * p.y_stride + r], sb = yv[t * p.y_stride + r];
+                        if (r < p.r0 || r >= p.r1) { EXPECT_EQ(sb, -12345.0f); continue; }
+                        const double mag = ref_direct(wrows[r], a).mag;
+                        ASSERT_NEAR(sb, sa, 1e-5 * mag + 1e-30) << tc.name << " " << isa_name(isa) << " ne0=" << s.ne0
+                                                                << " r=" << r << " t=" << t << " nt=" << s.nt;
+                    }
                 }
+            }
         }
     }
 }
 
-// Every kernel's activation encoder writes the bytes of the reference Q8_K encoder.
+// Every kernel's activation encoder writes the bytes of its format's reference encoder.
 TEST(KiqkKernelsAct, EncodersMatchReference) {
     std::mt19937 rng(5);
     std::normal_distribution<float> nd(0.0f, 1.0f);
     const int64_t ne0 = 1024;
     std::vector<float> x(ne0);
     for (auto& v : x) v = nd(rng);
-    std::fill(x.begin() + 256, x.begin() + 512, 0.0f);  // all-zero block
+    std::fill(x.begin() + 256, x.begin() + 512, 0.0f);  // all-zero blocks
     // block 2: amax 127 -> id 1, exact ties x.5 must round to even
     for (int j = 0; j < 256; ++j) x[512 + j] = (float)(j % 20) - 9.5f;
     x[512 + 77] = 127.0f;
-    std::vector<uint8_t> ref(q8_k_row_bytes(ne0)), got(ref.size());
-    encode_q8_k_row(x.data(), ref.data(), ne0);
-    EXPECT_EQ((int8_t)ref[2 * 296 + 8 + 0], -10);  // -9.5 -> -10 (even)
-    EXPECT_EQ((int8_t)ref[2 * 296 + 8 + 1], -8);   // -8.5 -> -8
+    for (int j = 0; j < 32; ++j) x[768 + j] = 1e-39f * (float)(j - 16);  // subnormal amax
+    std::vector<uint8_t> ref_k(q8_k_row_bytes(ne0)), ref_2(act_q8_2_x4_row_bytes(ne0)), got;
+    encode_q8_k_row(x.data(), ref_k.data(), ne0);
+    act_q8_2_x4_encode_row(x.data(), ref_2.data(), ne0);
+    EXPECT_EQ((int8_t)ref_k[2 * 296 + 8 + 0], -10);  // -9.5 -> -10 (even)
+    EXPECT_EQ((int8_t)ref_k[2 * 296 + 8 + 1], -8);   // -8.5 -> -8
     for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
         if (!cpu_has(isa)) continue;
         for (const TypeCase& tc : cases()) {
             const MatmulKernel* k = kernel(tc.id, isa);
             ASSERT_NE(k, nullptr);
-            ASSERT_EQ(k->act->id, (uint32_t)T_Q8_K);
+            const std::vector<uint8_t>& ref = is_q82(tc.id) ? ref_2 : ref_k;
+            ASSERT_EQ(k->act->id, is_q82(tc.id) ? (uint32_t)T_Q8_2_X4 : (uint32_t)T_Q8_K);
             ASSERT_EQ(k->act->row_bytes(ne0), ref.size());
-            std::fill(got.begin(), got.end(), 0xAB);
+            got.assign(ref.size(), 0xAB);
             k->act->encode_row(x.data(), got.data(), ne0);
             ASSERT_EQ(0, std::memcmp(got.data(), ref.data(), ref.size())) << tc.name << " " << isa_name(isa);
+            // rows with leftover 32-blocks (Q8_2_X4 groups of four)
+            if (is_q82(tc.id)) {
+                for (int64_t n : {32, 96, 160, 224}) {
+                    std::vector<uint8_t> r2(act_q8_2_x4_row_bytes(n)), g2(r2.size(), 0xCD);
+                    act_q8_2_x4_encode_row(x.data() + 200, r2.data(), n);
+                    k->act->encode_row(x.data() + 200, g2.data(), n);
+                    ASSERT_EQ(0, std::memcmp(g2.data(), r2.data(), r2.size())) << tc.name << " n=" << n;
+                }
+            }
         }
+    }
+}
+
+// The saturating arithmetic of the sat types, on a block built to saturate: IQ4_XS with every
+// level 113 (+128 = 241) and scale +31, against activation codes all 127: each pair gives
+// 2 * 241 * 127 = 61214 -> 32767, so a 16-weight sub-block sums to 8 * 32767 - 128 * 16 * 127.
+TEST(KiqkKernelsSat, Iq4XsSaturatesLikeTheReference) {
+    const int64_t ne0 = 256;
+    std::vector<uint8_t> w(136, 0);
+    const uint16_t one = f32_to_f16(1.0f);
+    std::memcpy(w.data(), &one, 2);
+    const uint16_t sh = 0xFFFF;  // high 2 bits of every scale: 3 -> scale 63 - 32 = 31
+    std::memcpy(w.data() + 2, &sh, 2);
+    for (int i = 0; i < 4; ++i) w[4 + i] = 0xFF;    // low 4 bits 15
+    for (int i = 0; i < 128; ++i) w[8 + i] = 0xFF;  // every code 15 -> level 113
+    std::vector<float> x(ne0, 1.0f), y(1);
+    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+        if (!cpu_has(isa)) continue;
+        const MatmulKernel* k = kernel(T_IQ4_XS, isa);
+        std::vector<uint8_t> a(k->act->row_bytes(ne0));
+        k->act->encode_row(x.data(), a.data(), ne0);
+        float da;
+        std::memcpy(&da, a.data(), 4);
+        const int64_t per16 = 8 * 32767 - 128 * 16 * 127;
+        const double expect = (double)da * 1.0 * (16.0 * 31.0 * (double)per16);
+        k->run(w.data(), 136, ne0, 0, 1, a.data(), a.size(), 1, y.data(), 1);
+        EXPECT_NEAR(y[0], expect, 1e-5 * std::fabs(expect)) << isa_name(isa);
+        // the exact value would be 256 * 31 * 113 * 127 * da: far away
+        EXPECT_GT(std::fabs(y[0] - (double)da * 256.0 * 31 * 113 * 127), 1.0);
     }
 }
 

@@ -209,9 +209,11 @@ TEST(QuantizeApi, ImatrixFeedsLowBitTypesAndRepackKeepsLogits) {
     ikllm_model_free(r);
     ikllm_model_free(q);
 
-    // Run-time repack: an IQ4_XS file loaded plain and repacked gives the same logits.
-    const std::string x = tmp_path("iq4xs.gguf");
-    o = qopts("IQ4_XS");
+    // Run-time repack: an IQ3_K file loaded plain and repacked (IQ3_K_R4) gives the same logits
+    // (both multiply against Q8_K activations; IQ4_XS would not do: its plain kernel reproduces the
+    // reference's int16 saturation, the R8 form does not, as in the reference).
+    const std::string x = tmp_path("iq3k.gguf");
+    o = qopts("IQ3_K");
     ASSERT_EQ(ikllm_quantize(L.lib, base_model().c_str(), x.c_str(), o, nullptr, nullptr, nullptr, nullptr), IKLLM_OK);
     ikllm_options_free(o);
     ikllm_options* mo = nullptr;

@@ -2,11 +2,13 @@
 // formats these types use (docs: quant-formats.md §15) and a generic kernel that dequantizes a
 // row group to float and multiplies it with the decoded (quantized) activations. The generic
 // kernel is the scalar reference and the SIMD path of the rarer types; the dot product picks
-// its vector width from the including file's ISA flags.
+// its vector width from the including file's ISA flags. Grid i-quants are re-encoded the
+// reference's way for large batches (grid_conv_row).
 // Everything lives in an unnamed namespace: each ISA file gets its own copy, so no inline
 // function compiled with AVX-512 flags can be shared with (and called from) scalar code.
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #if defined(__AVX2__) || defined(__AVX512F__)
@@ -89,6 +91,101 @@ struct GtiFloats {
     float* data() { return p; }
 };
 
+// ---- large-batch re-encoding of the grid i-quants ----------------------------------------------------
+// For batches of kGridConvMinTokens tokens or more the reference first repacks grid i-quant rows
+// to 8-bit codes with one fp16 scale per 256 weights (Q8_K_R8), then multiplies exactly; its
+// results differ from the dequantized product (measured against the reference logits of
+// refdata/quant). Every weight is an exact multiple of a block unit u = d * unit (d the block's
+// fp16 scale): P = w / u (integers, e.g. (2s+1) * grid value for IQ2_*); dnew = max|P| * d0;
+// P is kept when dnew < 1 (then dnew = 1), else q = RNE(P * (1/dnew)); scale fp16(u * dnew).
+inline constexpr int64_t kGridConvMinTokens = 32;
+
+struct GridConv {
+    bool on;
+    float d0, unit;
+    int block_bytes;
+};
+constexpr GridConv grid_conv(uint32_t type) {
+    switch (type) {
+        case quant::T_IQ2_XXS: return {true, 1.0f / 124.0f, 0.125f, 66};
+        case quant::T_IQ2_XS: return {true, 1.0f / 124.0f, 0.125f, 74};
+        case quant::T_IQ2_S: return {true, 1.0f / 124.0f, 0.125f, 82};
+        case quant::T_IQ3_XXS: return {true, 1.0f / 124.0f, 0.25f, 98};
+        case quant::T_IQ3_S: return {true, 1.0f / 127.0f, 1.0f, 110};
+        case quant::T_IQ1_S: return {true, 1.0f / 126.0f, 0.125f, 50};
+        case quant::T_IQ1_M: return {true, 1.0f / 126.0f, 0.125f, 56};
+        default: return {false, 0.0f, 0.0f, 0};
+    }
+}
+
+inline float gti_half(uint16_t h) {  // exact fp16 -> float
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 31u, m = h & 0x3ffu;
+    float f;
+    if (e == 0) f = (float)m * 5.9604644775390625e-08f;
+    else if (e == 31) {
+        const uint32_t u = 0x7f800000u | (m << 13);
+        std::memcpy(&f, &u, 4);
+    } else {
+        const uint32_t u = ((e + 112u) << 23) | (m << 13);
+        std::memcpy(&f, &u, 4);
+    }
+    return sign ? -f : f;
+}
+// Nearest fp16 value (round half to even) of a finite non-negative-or-negative float, as float.
+inline float gti_round_half(float f) {
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
+    const uint32_t sign = x & 0x80000000u, ax = x & 0x7fffffffu;
+    float r;
+    if (ax >= 0x477ff000u) {  // overflows to infinity (or inf / NaN)
+        const uint32_t o = ax > 0x7f800000u ? x : (sign | 0x7f800000u);
+        std::memcpy(&r, &o, 4);
+        return r;
+    }
+    if (ax < 0x38800000u) {  // subnormal fp16: multiples of 2^-24
+        const float q = std::fabs(f) * 16777216.0f;
+        r = ((q + 12582912.0f) - 12582912.0f) * 5.9604644775390625e-08f;
+        return sign ? -r : r;
+    }
+    const uint32_t o = sign | ((ax + 0xfffu + ((ax >> 13) & 1u)) & ~0x1fffu);
+    std::memcpy(&r, &o, 4);
+    return r;
+}
+// The fp16 block scale d of a grid block.
+inline float grid_block_d(uint32_t type, const uint8_t* b) {
+    uint16_t h;
+    if (type == quant::T_IQ1_M) {
+        uint16_t sc[4];
+        std::memcpy(sc, b + 48, 8);
+        h = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000));
+    } else {
+        std::memcpy(&h, b, 2);
+    }
+    return gti_half(h);
+}
+// Re-encodes a dequantized grid row y (in place: y = scale * q) from its blocks at `row`.
+template <uint32_t Type>
+void grid_conv_row(const uint8_t* row, float* y, int64_t ne0) {
+    constexpr GridConv gc = grid_conv(Type);
+    for (int64_t b = 0; b < ne0 / 256; ++b) {
+        float* yb = y + 256 * b;
+        const float u = grid_block_d(Type, row + (size_t)b * gc.block_bytes) * gc.unit;
+        int P[256], mx = 0;
+        for (int j = 0; j < 256; ++j) {
+            P[j] = u == 0.0f ? 0 : (int)std::lround(yb[j] / u);  // exact: w is an exact multiple of u
+            mx = std::max(mx, P[j] < 0 ? -P[j] : P[j]);
+        }
+        float dnew = (float)mx * gc.d0;
+        const bool keep = dnew < 1.0f;
+        if (keep) dnew = 1.0f;
+        const float inv = 1.0f / dnew, scale = gti_round_half(u * dnew);
+        for (int j = 0; j < 256; ++j) {
+            const float q = keep ? (float)P[j] : ((float)P[j] * inv + 12582912.0f) - 12582912.0f;  // RNE
+            yb[j] = scale * q;
+        }
+    }
+}
+
 // ---- generic kernel: dequantize a row group, dot against decoded activations ---------------------
 // Tokens are handled in tiles whose decoded floats stay in L2; each weight group is decoded once
 // per tile.
@@ -99,12 +196,15 @@ void gti_generic_run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int6
     if (!tt || !tt->dequant || r1 <= r0 || nt <= 0) return;
     const int64_t N = tt->interleave;
     const int64_t tile = std::clamp<int64_t>(262144 / (ne0 * 4), 1, nt);
+    const bool conv = grid_conv(Type).on && nt >= kGridConvMinTokens;
     GtiFloats wbuf((size_t)(N * ne0)), xbuf((size_t)(tile * ne0));
     for (int64_t t0 = 0; t0 < nt; t0 += tile) {
         const int64_t t1 = std::min(nt, t0 + tile);
         for (int64_t t = t0; t < t1; ++t) DecodeAct(act + (size_t)t * arb, xbuf.data() + (t - t0) * ne0, ne0);
         for (int64_t g = r0; g < r1; g += N) {
             tt->dequant(w + (size_t)g * wrb, wbuf.data(), ne0);
+            if constexpr (grid_conv(Type).on)
+                if (conv) grid_conv_row<Type>(w + (size_t)g * wrb, wbuf.data(), ne0);
             for (int64_t t = t0; t < t1; ++t)
                 for (int64_t k = 0; k < N && g + k < r1; ++k)
                     y[t * ys + g + k] = gti_dot(wbuf.data() + k * ne0, xbuf.data() + (t - t0) * ne0, ne0);

@@ -1,15 +1,19 @@
-// SIMD matmul kernels of the K-quant and ik K/KS types (included by kquant_avx2.cpp,
-// iqk_avx2.cpp, kquant_avx512.cpp, iqk_avx512.cpp; compiled with each file's ISA flags).
+// SIMD matmul kernels of the K-quant and ik K/KS types against Q8_K activations (included by
+// kquant_avx2.cpp, iqk_avx2.cpp, kquant_avx512.cpp, iqk_avx512.cpp; compiled with each file's
+// ISA flags). Q4_K/Q5_K/Q6_K take Q8_2_X4 activations and live in kquant_q82.h.
 //
 // Numerics are those of kquant_unpack.h (the scalar kernels): weights become 256 small
 // integers v with a 16-bit scale per 16 weights plus a correction against the Q8_K block sums.
 // Each weight type has an unpacker that emits the block as eight 32-weight chunks in AVX2
-// registers (u = unsigned operand: |v|, or v for the unsigned types; s = v for the sign;
-// sc = per-16 scales as int16 lanes) and a "tile" consumes them against T tokens at once:
+// registers (u = unsigned operand: |v|, or v for the unsigned types - including the sat types'
+// level + 128, whose maddubs saturation is the reference's; s = v for the sign; sc = per-16
+// scales as int16 lanes) and a "tile" consumes them against T tokens at once:
 //   AVX2:    sumi += madd(maddubs(u, sign(a, s)), sc)
 //   AVX-512: pairs of chunks joined into 512-bit vectors; a is negated under the sign mask of
 //            v, then maddubs + vpdpwssd.
 // A weight block is thus decoded once per tile of T tokens (T = 4 / 8) and stays in registers.
+// Batches of kConvMinTokens tokens or more of the conv types take conv_matmul instead: rows are
+// re-encoded to 8-bit codes (the same unpackers feed a ConvSink) and multiplied exactly.
 // Every type of both families has a SIMD unpacker here; kquant_simd512.h adds native 512-bit
 // ones for the most used types.
 #pragma once
@@ -18,6 +22,12 @@
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
 #define IKLLM_KIQK_AVX512 1
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12's AVX-512 intrinsics seed results with _mm*_undefined_*(), which -Wmaybe-uninitialized
+// reports at every widening cast / lane insert; the warning is a known false positive.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #endif
 
 namespace ikllm::cpu {
@@ -104,53 +114,6 @@ inline __m256i sat_corr(__m256i corr, __m128i sc8) {
 // ---------------------------------------------------------------------------------------------
 // Unpackers: U::unpack(block, rowd, sink) calls sink.pair(k, ...) for k = 0..3 (chunks 2k, 2k+1)
 // and then sink.end(dw, dc, corr) or sink.end(dw).
-
-template <bool Five>
-struct SQ45K : KQ45K<Five> {
-    template <class S>
-    static void unpack(const uint8_t* b, float, S& s) {
-        const uint32_t u0 = rd_u32(b + 4), u1 = rd_u32(b + 8), u2 = rd_u32(b + 12);
-        const uint64_t sc = (u0 & 0x3f3f3f3fu) | (uint64_t)((u2 & 0x0f0f0f0fu) | ((u0 >> 2) & 0x30303030u)) << 32;
-        const uint64_t mn = (u1 & 0x3f3f3f3fu) | (uint64_t)(((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 2) & 0x30303030u)) << 32;
-        const ScaleVec sv(dup8(sc));
-        const __m256i corr = _mm256_cvtepi8_epi16(dup8(mn));
-        const uint8_t* qs = Five ? b + 48 : b + 16;
-        __m256i hb = Five ? ld256(b + 16) : _mm256_setzero_si256();
-        for (int g = 0; g < 4; ++g) {
-            const __m256i q = ld256(qs + 32 * g);
-            __m256i a = nib_lo(q), c = nib_hi(q);
-            if (Five) {
-                a = _mm256_or_si256(a, _mm256_slli_epi16(bit_of(hb, 2 * g), 4));
-                c = _mm256_or_si256(c, _mm256_slli_epi16(bit_of(hb, 2 * g + 1), 4));
-            }
-            s.pair(g, a, a, sv.get(2 * g), c, c, sv.get(2 * g + 1));
-        }
-        s.end(hf(b), -hf(b + 2), corr);
-    }
-};
-using SQ4K = SQ45K<false>;
-using SQ5K = SQ45K<true>;
-
-struct SQ6K : KQ6K {
-    template <class S>
-    static void unpack(const uint8_t* b, float, S& s) {
-        const __m128i sc8 = ld128(b + 192);
-        const ScaleVec sv(sc8);
-        const __m256i corr = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc8), 5));
-        const __m256i m30 = _mm256_set1_epi8(0x30);
-        for (int c = 0; c < 2; ++c) {
-            const __m256i ql0 = ld256(b + 64 * c), ql1 = ld256(b + 64 * c + 32), qh = ld256(b + 128 + 32 * c);
-            const __m256i t0 = _mm256_or_si256(nib_lo(ql0), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
-            const __m256i t1 = _mm256_or_si256(nib_lo(ql1), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
-            const __m256i t2 = _mm256_or_si256(nib_hi(ql0), _mm256_and_si256(qh, m30));
-            const __m256i t3 = _mm256_or_si256(nib_hi(ql1), _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
-            s.pair(2 * c, t0, t0, sv.get(4 * c), t1, t1, sv.get(4 * c + 1));
-            s.pair(2 * c + 1, t2, t2, sv.get(4 * c + 2), t3, t3, sv.get(4 * c + 3));
-        }
-        const float d = hf(b + 208);
-        s.end(d, d, corr);
-    }
-};
 
 // P4N codes (NL4 per 32 weights) through a 16-entry table: chunks 2k, 2k+1 from 32 bytes, as
 // sat bytes (every user is a sat type).
@@ -524,10 +487,15 @@ struct Avx2Tile : TileBase {
         one(2 * k, u0, s0, sc0);
         one(2 * k + 1, u1, s1, sc1);
     }
+    // dw == dc: the correction is added as integers first (exact; the sat types' +128 terms cancel).
     inline void end(float dw, float dc, __m256i corr) {
         for (int t = 0; t < T; ++t) {
             const float da = act_d(at(t));
             const __m256i ci = _mm256_madd_epi16(ld256(at(t) + quant::kQ8KOffBsums), corr);
+            if (dw == dc) {
+                facc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(sumi[t], ci)), _mm256_set1_ps(da * dw), facc[t]);
+                continue;
+            }
             facc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[t]), _mm256_set1_ps(da * dw), facc[t]);
             facc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ci), _mm256_set1_ps(da * dc), facc[t]);
         }
@@ -578,6 +546,11 @@ struct Avx512Tile : TileBase {
         for (int t = 0; t < T; ++t) {
             const float da = act_d(at(t));
             const __m256i ci = _mm256_madd_epi16(ld256(at(t) + quant::kQ8KOffBsums), corr);
+            if (dw == dc) {
+                facc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(fold(sumi[t]), ci)), _mm256_set1_ps(da * dw),
+                                          facc[t]);
+                continue;
+            }
             facc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(fold(sumi[t])), _mm256_set1_ps(da * dw), facc[t]);
             facc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ci), _mm256_set1_ps(da * dc), facc[t]);
         }
@@ -648,11 +621,13 @@ inline const ActFormat* simd_act_q8_k() {
 // first re-encoded to 8-bit codes with one fp16-rounded scale per 256 weights (the reference's
 // Q8_K_R8 repacking), then multiplied exactly against the Q8_K activations.
 
-// Receives an unpacker's chunks and forms P = sc * v (+ corr) as int16 per weight.
+// Receives an unpacker's chunks: P = sc * v as int16 per weight, the per-16 corrections and the
+// two block scales.
 template <bool Uns>
 struct ConvSink {
-    alignas(32) int16_t P[256];
-    float dw = 0;
+    alignas(64) int16_t P[256];
+    alignas(32) int16_t cr[16];
+    float dw = 0, dc = 0;
     static __m256i widen(__m128i b) { return Uns ? _mm256_cvtepu8_epi16(b) : _mm256_cvtepi8_epi16(b); }
     inline void one(int c, __m256i u, __m256i s, __m256i sc) {
         const __m256i v = Uns ? u : s;
@@ -673,32 +648,70 @@ struct ConvSink {
         const __m512i lo = Uns ? _mm512_cvtepu8_epi16(_mm512_castsi512_si256(v)) : _mm512_cvtepi8_epi16(_mm512_castsi512_si256(v));
         const __m512i hi = Uns ? _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(v, 1))
                                : _mm512_cvtepi8_epi16(_mm512_extracti64x4_epi64(v, 1));
-        _mm512_store_si512((void*)(P + 64 * k), _mm512_mullo_epi16(lo, _mm512_shuffle_i64x2(sc, sc, 0x50)));
-        _mm512_store_si512((void*)(P + 64 * k + 32), _mm512_mullo_epi16(hi, _mm512_shuffle_i64x2(sc, sc, 0xFA)));
+        _mm512_storeu_si512((void*)(P + 64 * k), _mm512_mullo_epi16(lo, _mm512_shuffle_i64x2(sc, sc, 0x50)));
+        _mm512_storeu_si512((void*)(P + 64 * k + 32), _mm512_mullo_epi16(hi, _mm512_shuffle_i64x2(sc, sc, 0xFA)));
     }
 #endif
-    inline void end(float d, float, __m256i corr) {
+    inline void end(float d, float c, __m256i corr) {
         dw = d;
-        alignas(32) int16_t cr[16];
+        dc = c;
         _mm256_store_si256((__m256i*)cr, corr);
-        for (int s = 0; s < 16; ++s) {
-            __m256i* p = (__m256i*)(P + 16 * s);
-            _mm256_store_si256(p, _mm256_add_epi16(_mm256_load_si256(p), _mm256_set1_epi16(cr[s])));
-        }
     }
-    inline void end(float d) { dw = d; }
+    inline void end(float d) { end(d, d, _mm256_setzero_si256()); }
 };
 
-// P (int16) -> 8-bit codes q[256], |q| and the block scale (fp16-rounded dw * dnew).
-inline float conv_requant(const int16_t* P, float dw, int8_t* q, uint8_t* aq) {
+// 8 int32 values -> RNE(v * inv) packed with saturation into bytes (|result| <= 127 here).
+inline __m256i conv_pack32(__m256 a, __m256 b, __m256 c, __m256 d, __m256 inv) {
+    const __m256i ab = _mm256_packs_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(a, inv)), _mm256_cvtps_epi32(_mm256_mul_ps(b, inv)));
+    const __m256i cd = _mm256_packs_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(c, inv)), _mm256_cvtps_epi32(_mm256_mul_ps(d, inv)));
+    return _mm256_permutevar8x32_epi32(_mm256_packs_epi16(ab, cd), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// Float re-encoding (conv_float types, kquant_unpack.h conv_block): w = dw * P + dc * corr.
+inline float conv_requant_float(const int16_t* P, const int16_t* cr, float dw, float dc, float d0, int8_t* q,
+                                uint8_t* aq) {
+    alignas(32) float w[256];
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 mx = _mm256_setzero_ps();
+    for (int s = 0; s < 16; ++s) {
+        const __m256 c = _mm256_mul_ps(_mm256_set1_ps(dc), _mm256_set1_ps((float)cr[s]));
+        for (int h = 0; h < 2; ++h) {
+            const __m256 p = _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm_load_si128((const __m128i*)(P + 16 * s + 8 * h))));
+            const __m256 v = _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(dw), p), c);  // products exact
+            _mm256_store_ps(w + 16 * s + 8 * h, v);
+            mx = _mm256_max_ps(mx, _mm256_and_ps(v, absmask));
+        }
+    }
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    const float dnew = _mm_cvtss_f32(m4) * d0;
+    const __m256 inv = _mm256_set1_ps(dnew > 0.0f ? 1.0f / dnew : 0.0f);
+    for (int i = 0; i < 8; ++i) {
+        const float* p = w + 32 * i;
+        const __m256i v = conv_pack32(_mm256_load_ps(p), _mm256_load_ps(p + 8), _mm256_load_ps(p + 16), _mm256_load_ps(p + 24), inv);
+        _mm256_storeu_si256((__m256i*)(q + 32 * i), v);
+        _mm256_storeu_si256((__m256i*)(aq + 32 * i), _mm256_abs_epi8(v));
+    }
+    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(dnew), _MM_FROUND_TO_NEAREST_INT)));
+}
+
+// Integer re-encoding: P + corr (int16) -> 8-bit codes q[256], |q| and the block scale
+// (fp16-rounded dw * dnew).
+inline float conv_requant(int16_t* P, const int16_t* cr, float dw, float d0, int8_t* q, uint8_t* aq) {
     __m256i mx = _mm256_setzero_si256();
-    for (int i = 0; i < 16; ++i) mx = _mm256_max_epi16(mx, _mm256_abs_epi16(_mm256_load_si256((const __m256i*)(P + 16 * i))));
+    for (int i = 0; i < 16; ++i) {
+        __m256i* p = (__m256i*)(P + 16 * i);
+        const __m256i v = _mm256_add_epi16(_mm256_load_si256(p), _mm256_set1_epi16(cr[i]));
+        _mm256_store_si256(p, v);
+        mx = _mm256_max_epi16(mx, _mm256_abs_epi16(v));
+    }
     __m128i m = _mm_max_epi16(_mm256_castsi256_si128(mx), _mm256_extracti128_si256(mx, 1));
     m = _mm_max_epi16(m, _mm_srli_si128(m, 8));
     m = _mm_max_epi16(m, _mm_srli_si128(m, 4));
     m = _mm_max_epi16(m, _mm_srli_si128(m, 2));
     const int imax = (uint16_t)_mm_extract_epi16(m, 0);  // |P| <= 32640
-    float dnew = (float)imax * (1.0f / 127.0f);
+    float dnew = (float)imax * d0;
     if (dnew < 1.0f) {
         dnew = 1.0f;
         for (int i = 0; i < 8; ++i) {
@@ -709,13 +722,10 @@ inline float conv_requant(const int16_t* P, float dw, int8_t* q, uint8_t* aq) {
         }
     } else {
         const __m256 inv = _mm256_set1_ps(1.0f / dnew);
-        auto cv = [&](const int16_t* p) {  // 8 values -> RNE(P * inv) as int32 (|.| <= 127)
-            return _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm_load_si128((const __m128i*)p))), inv));
-        };
+        auto cv = [&](const int16_t* p) { return _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm_load_si128((const __m128i*)p))); };
         for (int i = 0; i < 8; ++i) {
             const int16_t* p = P + 32 * i;
-            const __m256i ab = _mm256_packs_epi32(cv(p), cv(p + 8)), cd = _mm256_packs_epi32(cv(p + 16), cv(p + 24));
-            const __m256i v = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(ab, cd), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            const __m256i v = conv_pack32(cv(p), cv(p + 8), cv(p + 16), cv(p + 24), inv);
             _mm256_storeu_si256((__m256i*)(q + 32 * i), v);
             _mm256_storeu_si256((__m256i*)(aq + 32 * i), _mm256_abs_epi8(v));
         }
@@ -746,7 +756,10 @@ inline void conv_row(const uint8_t* row, int64_t nb, ConvRow& cr) {
     ConvSink<U::uns> sink;
     for (int64_t b = 0; b < nb; ++b) {
         U::unpack(row + U::meta + (size_t)b * U::bytes, rowd, sink);
-        cr.d[b] = conv_requant(sink.P, sink.dw, cr.q + 256 * b, cr.aq + 256 * b);
+        if constexpr (U::conv_float)
+            cr.d[b] = conv_requant_float(sink.P, sink.cr, sink.dw, sink.dc, U::conv_d0, cr.q + 256 * b, cr.aq + 256 * b);
+        else
+            cr.d[b] = conv_requant(sink.P, sink.cr, sink.dw, U::conv_d0, cr.q + 256 * b, cr.aq + 256 * b);
     }
 }
 

@@ -1,6 +1,7 @@
-// Native 512-bit unpackers for the most used K / ik-K types (kquant_avx512.cpp, iqk_avx512.cpp):
-// each emits the block as four 64-weight vectors (sink.pair512) instead of eight 32-weight ones,
-// halving the decode work of the AVX2 unpackers in kquant_simd.h. Same integer results.
+// Native 512-bit unpackers for the most used ik-K types (iqk_avx512.cpp) and helpers shared with
+// kquant_q82.h: each unpacker emits the block as four 64-weight vectors (sink.pair512) instead of
+// eight 32-weight ones, halving the decode work of the AVX2 unpackers in kquant_simd.h. Same
+// integer results.
 // Requires AVX-512 F/BW/VL/VNNI/VBMI (VBMI for the 32/64-entry table lookups).
 #pragma once
 #include "kernels/kquant_simd.h"
@@ -60,47 +61,6 @@ inline __mmask64 zhb(__m512i hb2, int c) {
     const __m512i sel = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << c)), _mm256_set1_epi8((char)(1 << (c + 1))), 1);
     return _mm512_test_epi8_mask(hb2, sel);
 }
-
-template <bool Five>
-struct ZQ45K : KQ45K<Five> {
-    template <class S>
-    static void unpack(const uint8_t* b, float, S& s) {
-        const uint32_t u0 = rd_u32(b + 4), u1 = rd_u32(b + 8), u2 = rd_u32(b + 12);
-        const uint64_t sc = (u0 & 0x3f3f3f3fu) | (uint64_t)((u2 & 0x0f0f0f0fu) | ((u0 >> 2) & 0x30303030u)) << 32;
-        const uint64_t mn = (u1 & 0x3f3f3f3fu) | (uint64_t)(((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 2) & 0x30303030u)) << 32;
-        const __m256i sc16 = _mm256_cvtepi8_epi16(dup8(sc));
-        const uint8_t* qs = Five ? b + 48 : b + 16;
-        const __m512i hb2 = Five ? zbcast256(b + 16) : _mm512_setzero_si512();
-        for (int g = 0; g < 4; ++g) {
-            __m512i q = zp4k(qs + 32 * g);
-            if (Five) q = _mm512_mask_add_epi8(q, zhb(hb2, 2 * g), q, zset1(16));
-            s.pair512(g, q, 0, zscale(sc16, g));
-        }
-        s.end(hf(b), -hf(b + 2), _mm256_cvtepi8_epi16(dup8(mn)));
-    }
-};
-
-struct ZQ6K : KQ6K {
-    template <class S>
-    static void unpack(const uint8_t* b, float, S& s) {
-        const __m128i sc8 = ld128(b + 192);
-        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
-        const __m256i corr = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc16, 5));
-        const __m512i m15 = zset1(15), m30 = zset1(0x30);
-        for (int c = 0; c < 2; ++c) {
-            const __m512i ql = _mm512_loadu_si512((const void*)(b + 64 * c));
-            const __m512i qh = zbcast256(b + 128 + 32 * c);
-            // chunks 4c, 4c+1: low nibbles of ql, qh bits 0-1 / 2-3; chunks 4c+2, 4c+3: high nibbles, bits 4-5 / 6-7
-            const __m512i h01 = _mm512_and_si512(_mm512_sllv_epi16(qh, zshift2(4, 2)), m30);
-            const __m512i h23 = _mm512_and_si512(_mm512_srlv_epi16(qh, zshift2(0, 2)), m30);
-            s.pair512(2 * c, _mm512_or_si512(_mm512_and_si512(ql, m15), h01), 0, zscale(sc16, 2 * c));
-            s.pair512(2 * c + 1, _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m15), h23), 0,
-                      zscale(sc16, 2 * c + 1));
-        }
-        const float d = hf(b + 208);
-        s.end(d, d, corr);
-    }
-};
 
 template <class S>
 inline void zp4n_blocks(const uint8_t* qs, const int8_t* table16, __m256i sc16, S& s) {

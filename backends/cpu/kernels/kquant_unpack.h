@@ -24,12 +24,13 @@
 //    (large levels times large codes) and moves logits by several percent; reproducing it is
 //    what makes single-token decoding match the reference.
 //  * "conv" types, batches of kConvMinTokens tokens or more: the reference first re-encodes the
-//    weights. Q8_K types (Q3_K, IQ3_K, IQ4_K, IQ5_K, IQ6_K, IQ3_KS, IQ4_KS, IQ4_KSS, IQ5_KS,
-//    IQ4_XS) become 8-bit rows with one fp16 scale per 256 (Q8_K_R8): with exact integers
-//    P = sc * level, dnew = max|P| * (1/127) (float); P is kept when dnew < 1 (then dnew = 1),
-//    else q = RNE(P * (1/dnew)); the block scale is fp16(dw * dnew) and the dot q . a is exact.
-//    Q4_K / Q5_K keep their codes but round the per-32 scales dw*sc and dc*m to fp16.
-//    (IQ2_K, IQ2_KS, IQ2_KL and Q2_K are left direct: no re-encoding tried so far matched.)
+//    weights. Every Q8_K type here becomes 8-bit rows with one fp16 scale per 256 (Q8_K_R8):
+//    with exact integers P = sc * level, dnew = max|P| * d0 (float; d0 = 1/127, but 1/120 for
+//    IQ2_K and 1/125 for IQ2_KS / IQ2_KL); P is kept when dnew < 1 (then dnew = 1), else
+//    q = RNE(P * (1/dnew)); the block scale is fp16(dw * dnew) and the dot q . a is exact.
+//    Q2_K (affine) is re-encoded from its float values w = d*sc*q - dmin*m: dnew = max|w| / 127,
+//    q = RNE(w * (1/dnew)), scale fp16(dnew). Q4_K / Q5_K keep their codes but round the per-32
+//    scales dw*sc and dc*m to fp16 (Q8_1-style repacking). Q6_K stays direct at these sizes.
 // All integer sums are exact (after the emulated saturation); only float combinations round.
 //
 // Everything here sits in an anonymous namespace and calls no shared inline function of other
@@ -148,6 +149,8 @@ inline void lookup(const uint8_t* c, const int8_t* table, int8_t* v) {
 
 struct KDefaults {
     static constexpr bool sat = false, conv = false;
+    static constexpr bool conv_float = false;  // conv from float values (dw != dc: Q2_K)
+    static constexpr float conv_d0 = 1.0f / 127.0f;  // conv: dnew = max * conv_d0
 };
 
 // +128 on the levels of a sat type (bytes become unsigned) and -128 * sc into the correction.
@@ -159,7 +162,7 @@ inline void to_sat(KBlock& k) {
 struct KQ2K : KDefaults {
     static constexpr uint32_t id = quant::T_Q2_K;
     static constexpr int bytes = 84, meta = 0;
-    static constexpr bool uns = true;
+    static constexpr bool uns = true, conv = true, conv_float = true;
     static float row_scale(const uint8_t*) { return 0; }
     static void unpack(const uint8_t* b, float, KBlock& k) {
         p2_codes(b + 16, (uint8_t*)k.v);
@@ -259,7 +262,8 @@ struct KIq4Xs : KDefaults {
 struct KIq2K : KDefaults {
     static constexpr uint32_t id = quant::T_IQ2_K;
     static constexpr int bytes = 76, meta = 0;
-    static constexpr bool uns = false;
+    static constexpr bool uns = false, conv = true;
+    static constexpr float conv_d0 = 1.0f / 120.0f;
     static float row_scale(const uint8_t*) { return 0; }
     static void unpack(const uint8_t* b, float, KBlock& k) {
         const uint16_t extra = rd_u16(b + 2);
@@ -365,7 +369,8 @@ struct KIq6K : KDefaults {
 struct KIq2Ks : KDefaults {
     static constexpr uint32_t id = quant::T_IQ2_KS;
     static constexpr int bytes = 70, meta = 2;
-    static constexpr bool uns = false;
+    static constexpr bool uns = false, conv = true;
+    static constexpr float conv_d0 = 1.0f / 125.0f;
     static float row_scale(const uint8_t* row) { return h2f(row); }
     static void unpack(const uint8_t* b, float rowd, KBlock& k) {
         const uint16_t extra = rd_u16(b);
@@ -471,7 +476,8 @@ struct KIq5Ks : KDefaults {
 struct KIq2Kl : KDefaults {
     static constexpr uint32_t id = quant::T_IQ2_KL;
     static constexpr int bytes = 86, meta = 2;
-    static constexpr bool uns = false;
+    static constexpr bool uns = false, conv = true;
+    static constexpr float conv_d0 = 1.0f / 125.0f;
     static float row_scale(const uint8_t* row) { return h2f(row); }
     static void unpack(const uint8_t* b, float rowd, KBlock& k) {
         const uint16_t sh = rd_u16(b);
@@ -576,30 +582,43 @@ inline float round_to_half(float f) {
 }
 
 // Re-encoding of one unpacked block for the conv path (header comment): q[256] and the block
-// scale. Needs dw == dc (true for every conv type of the Q8_K family).
+// scale. Integer types (dw == dc): P = sc * v + corr, dnew = max|P| * d0, P kept when dnew < 1,
+// scale fp16(dw * dnew). Float types (Q2_K): w = dw * (sc * v) + dc * corr (both products exact,
+// one rounding), dnew = max|w| * d0, scale fp16(dnew).
 template <class K>
 inline float conv_block(const KBlock& kb, int8_t* q) {
-    int16_t P[256];
-    int mx = 0;
-    for (int j = 0; j < 256; ++j) {
-        const int p = kb.sc[j >> 4] * kval<K>(kb, j) + kb.corr[j >> 4];
-        P[j] = (int16_t)p;
-        const int a = p < 0 ? -p : p;
-        mx = a > mx ? a : mx;
-    }
-    float dnew = (float)mx * (1.0f / 127.0f);
-    if (dnew < 1.0f) {
-        for (int j = 0; j < 256; ++j) q[j] = (int8_t)P[j];
-        dnew = 1.0f;
-    } else {
-        const float inv = 1.0f / dnew;
+    // round half to even of a float with |value| <= 127.5 (the 1.5*2^23 adder trick)
+    auto rne = [](float v) { return (int8_t)(int)((v + 12582912.0f) - 12582912.0f); };
+    if constexpr (K::conv_float) {
+        float wv[256], mx = 0.0f;
         for (int j = 0; j < 256; ++j) {
-            // round half to even of a float with |value| <= 127.5 (the 1.5*2^23 adder trick)
-            const float v = (float)P[j] * inv;
-            q[j] = (int8_t)(int)((v + 12582912.0f) - 12582912.0f);
+            wv[j] = kb.dw * (float)(kb.sc[j >> 4] * kval<K>(kb, j)) + kb.dc * (float)kb.corr[j >> 4];
+            const float a = wv[j] < 0 ? -wv[j] : wv[j];
+            mx = a > mx ? a : mx;
         }
+        const float dnew = mx * K::conv_d0;
+        const float inv = dnew > 0.0f ? 1.0f / dnew : 0.0f;
+        for (int j = 0; j < 256; ++j) q[j] = rne(wv[j] * inv);
+        return round_to_half(dnew);
+    } else {
+        int16_t P[256];
+        int mx = 0;
+        for (int j = 0; j < 256; ++j) {
+            const int p = kb.sc[j >> 4] * kval<K>(kb, j) + kb.corr[j >> 4];
+            P[j] = (int16_t)p;
+            const int a = p < 0 ? -p : p;
+            mx = a > mx ? a : mx;
+        }
+        float dnew = (float)mx * K::conv_d0;
+        if (dnew < 1.0f) {
+            for (int j = 0; j < 256; ++j) q[j] = (int8_t)P[j];
+            dnew = 1.0f;
+        } else {
+            const float inv = 1.0f / dnew;
+            for (int j = 0; j < 256; ++j) q[j] = rne((float)P[j] * inv);
+        }
+        return round_to_half(kb.dw * dnew);
     }
-    return round_to_half(kb.dw * dnew);
 }
 
 // Portable kernel against Q8_K activations: the numerical reference for the SIMD kernels.
@@ -637,12 +656,14 @@ void scalar_matmul(const uint8_t* w, size_t w_row_bytes, int64_t ne0, int64_t r0
                     const int8_t* qa = act_qs(a);
                     int16_t bs[16];
                     std::memcpy(bs, a + quant::kQ8KOffBsums, sizeof(bs));
-                    int32_t isum = 0, icorr = 0;
+                    int64_t isum = 0, icorr = 0;
                     for (int s = 0; s < 16; ++s) {
                         isum += kb.sc[s] * dot16<K>(kb, 16 * s, qa + 16 * s);
                         icorr += kb.corr[s] * bs[s];
                     }
-                    acc[t] += act_d(a) * (kb.dw * (float)isum + kb.dc * (float)icorr);
+                    // one scale: combine exactly first (the sat types' +128 terms cancel here)
+                    if (kb.dw == kb.dc) acc[t] += act_d(a) * (kb.dw * (float)(isum + icorr));
+                    else acc[t] += act_d(a) * (kb.dw * (float)isum + kb.dc * (float)icorr);
                 }
             }
             for (int64_t t = 0; t < tn; ++t) y[(t0 + t) * y_stride + r] = acc[t];

@@ -1,14 +1,15 @@
 // AVX2 kernels of the trellis types (quant-formats.md §10) against Q8_2_X4 activations (§15).
-// IQ2_KT, IQ3_KT, IQ4_KT: each 256-weight block of a row is generated into 256 signed bytes
-// (the generator vectorises over the 8 (or 4) weights of a code: lane j multiplies the seed by
-// MULT^(j+1)), then dotted with every token of the tile via maddubs on |v| and sign-adjusted
-// codes. IQ1_KT uses the generic dequantize-and-dot kernel.
+// Each 256-weight block of a row is generated into 256 signed bytes (the generator vectorises
+// over the 8 (or 4) weights of a code: lane j multiplies the seed by MULT^(j+1)), then dotted
+// with every token of the tile via maddubs on |v| and sign-adjusted codes. Sub-block scales
+// follow trellis_kt.h (the reference's matmul factors, fp16 rounding for large batches).
 #include "kernels/interleaved_common.h"
 
 #if defined(__AVX2__)
 #include "quant/grid_util.h"
 #include "quant/interleaved_values.h"
 #include "quant/trellis_gen.h"
+#include "kernels/trellis_kt.h"
 
 namespace ikllm::cpu {
 namespace {
@@ -54,10 +55,21 @@ struct Block {
     float s[8];
 };
 
+void decode_iq1_kt(const uint8_t* b, float d, Block& o) {
+    const __m256i mp = mpow8();
+    for (int ib = 0; ib < 8; ++ib) {
+        o.s[ib] = kt_scale<T_IQ1_KT>(d, vals::kIq4nl[b[ib] & 15]);
+        alignas(8) uint16_t c[4];
+        for (int g = 0; g < 4; ++g)
+            c[g] = (uint16_t)(b[8 + 4 * ib + g] | nib(b[40 + 4 * (ib % 4) + g], ib / 4) << 8 | bit(b[ib], 4 + g) << 12);
+        _mm256_store_si256((__m256i*)(o.v + 32 * ib), kt_gen32((const uint8_t*)c, mp));
+    }
+}
+
 void decode_iq2_kt(const uint8_t* b, float d, Block& o) {
     const __m256i mp = mpow8();
     for (int ib = 0; ib < 8; ++ib) {
-        o.s[ib] = d * (float)vals::kIq4nl[nib(b[ib % 4], ib / 4)];
+        o.s[ib] = kt_scale<T_IQ2_KT>(d, vals::kIq4nl[nib(b[ib % 4], ib / 4)]);
         _mm256_store_si256((__m256i*)(o.v + 32 * ib), kt_gen32(b + 4 + 8 * ib, mp));
     }
 }
@@ -66,7 +78,7 @@ void decode_iq3_kt(const uint8_t* b, float d, Block& o) {
     const __m256i mp = mpow8();
     const __m256i qh = _mm256_loadu_si256((const __m256i*)(b + 68));
     for (int ib = 0; ib < 8; ++ib) {
-        o.s[ib] = d * (float)nib(b[ib % 4], ib / 4);
+        o.s[ib] = kt_scale<T_IQ3_KT>(d, nib(b[ib % 4], ib / 4));
         const __m256i a = _mm256_abs_epi8(kt_gen32(b + 4 + 8 * ib, mp));
         // bit ib of qh[j] is the sign of weight 32ib + j: move it to bit 7, make the byte nonzero
         const __m256i sh = _mm256_sll_epi16(qh, _mm_cvtsi32_si128(7 - ib));
@@ -90,7 +102,7 @@ void decode_iq4_kt(const uint8_t* b, float d, Block& o) {
     const __m256i mp = mpow4x2();
     for (int ib = 0; ib < 8; ++ib) {
         const uint32_t S = rd_u32(b + 4 * ib);
-        o.s[ib] = d * (float)((int)((S & 255) >> 1) - 64);
+        o.s[ib] = kt_scale<T_IQ4_KT>(d, (int)((S & 255) >> 1) - 64);
         const uint32_t offset = (S & 1) ? kKtOffsetIq4Odd : kKtOffset;
         const __m256i cv = kt4_codes(b, ib, S, offset);
         __m256i q[4];
@@ -133,6 +145,7 @@ void run_kt(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, c
             int64_t nt, float* y, int64_t ys) {
     const int64_t nb = ne0 / 256;
     const size_t bb = (wrb - 4) / (size_t)nb;  // block bytes after the row's float32 scale
+    const bool conv = nt >= kKtConvMinTokens;
     const int64_t tile = std::clamp<int64_t>((int64_t)(196608 / std::max<size_t>(arb, 1)), 1, 64);
     Block blk;
     __m256 acc[64];
@@ -144,6 +157,8 @@ void run_kt(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, c
             for (int64_t t = 0; t < tn; ++t) acc[t] = _mm256_setzero_ps();
             for (int64_t b = 0; b < nb; ++b) {
                 Decode(row + 4 + (size_t)b * bb, d, blk);
+                if (conv)
+                    for (int i = 0; i < 8; ++i) blk.s[i] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(blk.s[i]), 0)));
                 for (int i = 0; i < 8; ++i) {
                     const __m256i v = _mm256_load_si256((const __m256i*)(blk.v + 32 * i));
                     _mm256_store_si256((__m256i*)(blk.absv + 32 * i), _mm256_abs_epi8(v));
@@ -159,7 +174,7 @@ void run_kt(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, c
 
 KernelTable trellis_kernels_avx2() {
     static const MatmulKernel kKernels[] = {
-        {T_IQ1_KT, Isa::avx2, act_format_q8_2_x4(), gti_generic_run<T_IQ1_KT, gti_decode_q8_2_x4>},
+        {T_IQ1_KT, Isa::avx2, act_format_q8_2_x4(), run_kt<decode_iq1_kt>},
         {T_IQ2_KT, Isa::avx2, act_format_q8_2_x4(), run_kt<decode_iq2_kt>},
         {T_IQ3_KT, Isa::avx2, act_format_q8_2_x4(), run_kt<decode_iq3_kt>},
         {T_IQ4_KT, Isa::avx2, act_format_q8_2_x4(), run_kt<decode_iq4_kt>},

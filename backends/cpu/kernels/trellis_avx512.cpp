@@ -1,15 +1,16 @@
 // AVX-512 kernels of the trellis types (quant-formats.md §10) against Q8_2_X4 activations (§15).
-// IQ2_KT, IQ3_KT, IQ4_KT: a 256-weight block of a row is generated 16 values per zmm (two codes,
-// lane j multiplies the seed by MULT^(j+1)); the byte sum of the masked state is one VNNI
-// dot product with 0x01010101. Weights are stored as unsigned v + 128 and multiplied with the
-// activation codes by vpdpbusd; the offset is removed with the blocks' code sums.
-// IQ1_KT uses the generic dequantize-and-dot kernel.
+// A 256-weight block of a row is generated 16 values per zmm (two codes, lane j multiplies the
+// seed by MULT^(j+1)); the byte sum of the masked state is one VNNI dot product with 0x01010101.
+// Weights are stored as unsigned v + 128 and multiplied with the activation codes by vpdpbusd;
+// the offset is removed per lane with a second vpdpbusd (128 * codes), keeping every 32-weight
+// dot exact. Sub-block scales follow trellis_kt.h.
 #include "kernels/interleaved_common.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
 #include "quant/grid_util.h"
 #include "quant/interleaved_values.h"
 #include "quant/trellis_gen.h"
+#include "kernels/trellis_kt.h"
 
 namespace ikllm::cpu {
 namespace {
@@ -47,12 +48,24 @@ inline void gen8(const uint8_t* codes, uint8_t* out) {
     }
 }
 
+void decode_iq1_kt(const uint8_t* b, float d, Block& o) {
+    alignas(64) uint16_t c[32];  // code of 8-weight group 4 ib + g
+    for (int ib = 0; ib < 8; ++ib)
+        for (int g = 0; g < 4; ++g)
+            c[4 * ib + g] = (uint16_t)(b[8 + 4 * ib + g] | nib(b[40 + 4 * (ib % 4) + g], ib / 4) << 8 | bit(b[ib], 4 + g) << 12);
+    gen8((const uint8_t*)c, o.u);
+    const __m512i two = _mm512_set1_epi8(2);  // byte sum - 126 + 128
+    for (int i = 0; i < 4; ++i)
+        _mm512_store_si512(o.u + 64 * i, _mm512_add_epi8(_mm512_load_si512(o.u + 64 * i), two));
+    for (int ib = 0; ib < 8; ++ib) o.s[ib] = kt_scale<T_IQ1_KT>(d, vals::kIq4nl[b[ib] & 15]);
+}
+
 void decode_iq2_kt(const uint8_t* b, float d, Block& o) {
     gen8(b + 4, o.u);
     const __m512i two = _mm512_set1_epi8(2);  // byte sum - 126 + 128
     for (int i = 0; i < 4; ++i)
         _mm512_store_si512(o.u + 64 * i, _mm512_add_epi8(_mm512_load_si512(o.u + 64 * i), two));
-    for (int ib = 0; ib < 8; ++ib) o.s[ib] = d * (float)vals::kIq4nl[nib(b[ib % 4], ib / 4)];
+    for (int ib = 0; ib < 8; ++ib) o.s[ib] = kt_scale<T_IQ2_KT>(d, vals::kIq4nl[nib(b[ib % 4], ib / 4)]);
 }
 
 void decode_iq3_kt(const uint8_t* b, float d, Block& o) {
@@ -60,7 +73,7 @@ void decode_iq3_kt(const uint8_t* b, float d, Block& o) {
     const __m256i qh = _mm256_loadu_si256((const __m256i*)(b + 68));
     const __m256i bias = _mm256_set1_epi8((char)kKtBias), zero = _mm256_setzero_si256();
     for (int ib = 0; ib < 8; ++ib) {
-        o.s[ib] = d * (float)nib(b[ib % 4], ib / 4);
+        o.s[ib] = kt_scale<T_IQ3_KT>(d, nib(b[ib % 4], ib / 4));
         const __m256i a = _mm256_abs_epi8(_mm256_sub_epi8(_mm256_load_si256((const __m256i*)(o.u + 32 * ib)), bias));
         const __mmask32 neg = _mm256_test_epi8_mask(qh, _mm256_set1_epi8((char)(1 << ib)));
         const __m256i v = _mm256_mask_sub_epi8(a, neg, zero, a);
@@ -84,7 +97,7 @@ void decode_iq4_kt(const uint8_t* b, float d, Block& o) {
     const __m512i two = _mm512_set1_epi8(2);
     for (int ib = 0; ib < 8; ++ib) {
         const uint32_t S = rd_u32(b + 4 * ib);
-        o.s[ib] = d * (float)((int)((S & 255) >> 1) - 64);
+        o.s[ib] = kt_scale<T_IQ4_KT>(d, (int)((S & 255) >> 1) - 64);
         const uint32_t offset = (S & 1) ? kKtOffsetIq4Odd : kKtOffset;
         const __m512i cv = _mm512_zextsi256_si512(kt4_codes(b, ib, S, offset));
         // lanes 4q..4q+3 take code 4h + q (h = half of the sub-block)
@@ -96,20 +109,18 @@ void decode_iq4_kt(const uint8_t* b, float d, Block& o) {
     }
 }
 
-// acc += Σ_ib c_ib * dot(u_ib, a_ib) with c_ib = s_ib * d_act; corr += c_ib * Σa_ib (to be scaled
-// by -128 at the end).
-inline void dot_block(const Block& o, const uint8_t* a, __m512& acc, __m128& corr) {
+// acc += Σ_ib (s_ib * d_act) * dot(v_ib, a_ib), every dot exact: dpbusd(u, a) - dpbusd(128, a).
+inline void dot_block(const Block& o, const uint8_t* a, __m512& acc) {
+    const __m512i off = _mm512_set1_epi8((char)0x80);
     for (int grp = 0; grp < 2; ++grp) {
         const uint8_t* G = a + 144 * grp;
         const __m128 da = _mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu16_epi32(_mm_loadl_epi64((const __m128i*)G)), 16));
-        const __m128 sums = _mm_cvtepi32_ps(_mm_cvtepi16_epi32(_mm_loadl_epi64((const __m128i*)(G + 8))));
-        const __m128 c4 = _mm_mul_ps(_mm_loadu_ps(o.s + 4 * grp), da);
-        corr = _mm_fmadd_ps(c4, sums, corr);
-        const __m512 c = _mm512_castps128_ps512(c4);
+        const __m512 c = _mm512_castps128_ps512(_mm_mul_ps(_mm_loadu_ps(o.s + 4 * grp), da));
         for (int h = 0; h < 2; ++h) {
             const __m512i q = _mm512_loadu_si512(G + 16 + 64 * h);
             const __m512i w = _mm512_load_si512(o.u + 128 * grp + 64 * h);
-            const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, q);
+            const __m512i p = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w, q),
+                                               _mm512_dpbusd_epi32(_mm512_setzero_si512(), off, q));
             const __m512i idx = _mm512_inserti64x4(_mm512_set1_epi32(2 * h), _mm256_set1_epi32(2 * h + 1), 1);
             acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_permutexvar_ps(idx, c), acc);
         }
@@ -121,29 +132,23 @@ void run_kt(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, c
             int64_t nt, float* y, int64_t ys) {
     const int64_t nb = ne0 / 256;
     const size_t bb = (wrb - 4) / (size_t)nb;
+    const bool conv = nt >= kKtConvMinTokens;
     const int64_t tile = std::clamp<int64_t>((int64_t)(196608 / std::max<size_t>(arb, 1)), 1, 64);
     Block blk;
     __m512 acc[64];
-    __m128 corr[64];
     for (int64_t t0 = 0; t0 < nt; t0 += tile) {
         const int64_t tn = std::min(tile, nt - t0);
         for (int64_t r = r0; r < r1; ++r) {
             const uint8_t* row = w + (size_t)r * wrb;
             const float d = rd_f32(row);
-            for (int64_t t = 0; t < tn; ++t) {
-                acc[t] = _mm512_setzero_ps();
-                corr[t] = _mm_setzero_ps();
-            }
+            for (int64_t t = 0; t < tn; ++t) acc[t] = _mm512_setzero_ps();
             for (int64_t b = 0; b < nb; ++b) {
                 Decode(row + 4 + (size_t)b * bb, d, blk);
-                for (int64_t t = 0; t < tn; ++t) dot_block(blk, act + (size_t)(t0 + t) * arb + 288 * b, acc[t], corr[t]);
+                if (conv)
+                    for (int i = 0; i < 8; ++i) blk.s[i] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(blk.s[i]), 0)));
+                for (int64_t t = 0; t < tn; ++t) dot_block(blk, act + (size_t)(t0 + t) * arb + 288 * b, acc[t]);
             }
-            for (int64_t t = 0; t < tn; ++t) {
-                __m128 c = corr[t];
-                c = _mm_add_ps(c, _mm_movehl_ps(c, c));
-                c = _mm_add_ss(c, _mm_movehdup_ps(c));
-                y[(t0 + t) * ys + r] = gti_hsum512(acc[t]) - 128.0f * _mm_cvtss_f32(c);
-            }
+            for (int64_t t = 0; t < tn; ++t) y[(t0 + t) * ys + r] = gti_hsum512(acc[t]);
         }
     }
 }
@@ -152,7 +157,7 @@ void run_kt(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, c
 
 KernelTable trellis_kernels_avx512() {
     static const MatmulKernel kKernels[] = {
-        {T_IQ1_KT, Isa::avx512, act_format_q8_2_x4(), gti_generic_run<T_IQ1_KT, gti_decode_q8_2_x4>},
+        {T_IQ1_KT, Isa::avx512, act_format_q8_2_x4(), run_kt<decode_iq1_kt>},
         {T_IQ2_KT, Isa::avx512, act_format_q8_2_x4(), run_kt<decode_iq2_kt>},
         {T_IQ3_KT, Isa::avx512, act_format_q8_2_x4(), run_kt<decode_iq3_kt>},
         {T_IQ4_KT, Isa::avx512, act_format_q8_2_x4(), run_kt<decode_iq4_kt>},

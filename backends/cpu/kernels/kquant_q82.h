@@ -1,0 +1,357 @@
+// SIMD matmul kernels of Q4_K, Q5_K and Q6_K against Q8_2_X4 activations (included by
+// kquant_avx2.cpp and kquant_avx512.cpp; compiled with each file's ISA flags). Numerics are
+// those of scalar_matmul_q82 (kquant_unpack.h): every 32-weight activation block j has its own
+// bf16 scale d_j, so each chunk of 32 weights gets an exact integer dot that is then scaled in
+// float right away:
+//   Q4_K / Q5_K: d_j * (D_j * sum q a + M_j * s_j), D_j = d * sc_j, M_j = -dmin * m_j, s_j the
+//                stored code sum of the activation block (D_j, M_j rounded to fp16 in conv mode:
+//                batches of kConvMinTokens tokens or more);
+//   Q6_K:        d_j * d * sum_{s in j} sc_s * sum (q - 32) a   (signed levels, sign trick).
+// Per token and block the eight factors d_j * D_j are formed once (stored, then broadcast).
+// A weight block is decoded once per tile of T tokens and stays in registers.
+#pragma once
+#include "kernels/kquant_simd512.h"
+
+namespace ikllm::cpu {
+namespace {
+
+// ---- Q8_2_X4 activation encoder (quant-formats.md §15), byte-identical to
+// quant::act_q8_2_x4_encode_row: d = bf16(amax / 127) (RNE), id = 1 / d, codes RNE(x * id)
+// saturated to int8 (cvtps_epi32 + saturating packs, as the reference), int16 code sums.
+inline uint16_t q82_bf16_rne(float f) {
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
+    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+inline void q82_encode_block(const float* x, uint8_t* dptr, uint8_t* sptr, int8_t* q) {
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    const __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8), x2 = _mm256_loadu_ps(x + 16),
+                 x3 = _mm256_loadu_ps(x + 24);
+    __m256 mx = _mm256_max_ps(_mm256_max_ps(_mm256_and_ps(x0, absmask), _mm256_and_ps(x1, absmask)),
+                              _mm256_max_ps(_mm256_and_ps(x2, absmask), _mm256_and_ps(x3, absmask)));
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    const uint16_t dbits = q82_bf16_rne(_mm_cvtss_f32(m4) / 127.0f);
+    const uint32_t dw = (uint32_t)dbits << 16;
+    float d;
+    std::memcpy(&d, &dw, 4);
+    const __m256 vid = _mm256_set1_ps(d > 0.0f ? 1.0f / d : 0.0f);
+    const __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(x0, vid)), i1 = _mm256_cvtps_epi32(_mm256_mul_ps(x1, vid));
+    const __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(x2, vid)), i3 = _mm256_cvtps_epi32(_mm256_mul_ps(x3, vid));
+    const __m256i b = _mm256_permutevar8x32_epi32(
+        _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3)), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256((__m256i*)q, b);
+    const __m256i s32 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), b), _mm256_set1_epi16(1));
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(s32), _mm256_extracti128_si256(s32, 1));
+    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+    const int16_t sum = (int16_t)_mm_cvtsi128_si32(s);
+    std::memcpy(dptr, &dbits, 2);
+    std::memcpy(sptr, &sum, 2);
+}
+
+inline void encode_q8_2_x4_simd(const float* x, uint8_t* out, int64_t ne0) {
+    const int64_t nb = ne0 / 32, ng = nb / 4;
+    for (int64_t g = 0; g < ng; ++g) {
+        uint8_t* grp = out + 144 * g;
+        for (int k = 0; k < 4; ++k)
+            q82_encode_block(x + 32 * (4 * g + k), grp + 2 * k, grp + 8 + 2 * k, (int8_t*)(grp + 16 + 32 * k));
+    }
+    for (int64_t ib = 4 * ng; ib < nb; ++ib) {
+        uint8_t* blk = out + 144 * ng + 36 * (ib - 4 * ng);
+        q82_encode_block(x + 32 * ib, blk, blk + 2, (int8_t*)(blk + 4));
+    }
+}
+
+// This file's Q8_2_X4 activation format object (same id and bytes as act_format_q8_2_x4()).
+inline const ActFormat* simd_act_q8_2_x4() {
+    static const ActFormat f{quant::T_Q8_2_X4, act_format_q8_2_x4()->row_bytes, encode_q8_2_x4_simd};
+    return &f;
+}
+
+// ---- per-block activation factors -----------------------------------------------------------------
+// The 8 bf16 scales d_j and int16 sums s_j of the Q8_2_X4 activations of one 256-weight block.
+inline __m256 q82_scales8(const uint8_t* a) {
+    const __m128i h = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i*)a), _mm_loadl_epi64((const __m128i*)(a + 144)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+inline __m256 q82_sums8(const uint8_t* a) {
+    const __m128i h =
+        _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i*)(a + 8)), _mm_loadl_epi64((const __m128i*)(a + 152)));
+    return _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(h));
+}
+// Codes of 32-weight chunk c of the block (c = 0..7); chunks 2k, 2k+1 are 64 contiguous bytes.
+inline const int8_t* q82_chunk(const uint8_t* a, int c) { return (const int8_t*)(a + 144 * (c >> 2) + 16 + 32 * (c & 3)); }
+
+inline __m256 round_half8(__m256 v) { return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)); }
+
+// Q4_K / Q5_K block header: D_j = d * sc_j and M_j = -dmin * m_j as 8 floats.
+inline void q45k_scales(const uint8_t* b, bool conv, __m256* D, __m256* M) {
+    const uint32_t u0 = rd_u32(b + 4), u1 = rd_u32(b + 8), u2 = rd_u32(b + 12);
+    const uint64_t sc = (u0 & 0x3f3f3f3fu) | (uint64_t)((u2 & 0x0f0f0f0fu) | ((u0 >> 2) & 0x30303030u)) << 32;
+    const uint64_t mn = (u1 & 0x3f3f3f3fu) | (uint64_t)(((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 2) & 0x30303030u)) << 32;
+    *D = _mm256_mul_ps(_mm256_set1_ps(hf(b)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)sc))));
+    *M = _mm256_mul_ps(_mm256_set1_ps(-hf(b + 2)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)mn))));
+    if (conv) {
+        *D = round_half8(*D);
+        *M = round_half8(*M);
+    }
+}
+
+// ---- AVX2 -------------------------------------------------------------------------------------------
+
+template <int T, bool Five>
+inline void q45k_tile_avx2(const uint8_t* row, int64_t nb, bool conv, const uint8_t* act, size_t arb, float* y,
+                           int64_t ys) {
+    constexpr int NA = T == 1 ? 2 : 1;  // independent accumulators (latency of a single token)
+    constexpr int bytes = Five ? 176 : 144;
+    __m256 facc[T][NA];
+    for (int t = 0; t < T; ++t)
+        for (int i = 0; i < NA; ++i) facc[t][i] = _mm256_setzero_ps();
+    const __m256i ones = _mm256_set1_epi16(1);
+    alignas(32) float f[T][8];
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* x = row + (size_t)b * bytes;
+        __m256 D, M;
+        q45k_scales(x, conv, &D, &M);
+        for (int t = 0; t < T; ++t) {
+            const uint8_t* a = act + (size_t)t * arb + (size_t)b * kQ82BlockBytes;
+            const __m256 da = q82_scales8(a);
+            _mm256_store_ps(f[t], _mm256_mul_ps(da, D));
+            facc[t][0] = _mm256_fmadd_ps(_mm256_mul_ps(da, M), q82_sums8(a), facc[t][0]);
+        }
+        const uint8_t* qs = Five ? x + 48 : x + 16;
+        const __m256i hb = Five ? ld256(x + 16) : _mm256_setzero_si256();
+        for (int g = 0; g < 4; ++g) {
+            const __m256i q = ld256(qs + 32 * g);
+            __m256i c0 = nib_lo(q), c1 = nib_hi(q);
+            if (Five) {
+                c0 = _mm256_or_si256(c0, _mm256_slli_epi16(bit_of(hb, 2 * g), 4));
+                c1 = _mm256_or_si256(c1, _mm256_slli_epi16(bit_of(hb, 2 * g + 1), 4));
+            }
+            for (int t = 0; t < T; ++t) {
+                const uint8_t* a = act + (size_t)t * arb + (size_t)b * kQ82BlockBytes;
+                const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(c0, ld256(q82_chunk(a, 2 * g))), ones);
+                const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(c1, ld256(q82_chunk(a, 2 * g + 1))), ones);
+                facc[t][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_broadcast_ss(&f[t][2 * g]), facc[t][0]);
+                facc[t][NA - 1] =
+                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_broadcast_ss(&f[t][2 * g + 1]), facc[t][NA - 1]);
+            }
+        }
+    }
+    for (int t = 0; t < T; ++t) {
+        __m256 s = facc[t][0];
+        if (NA > 1) s = _mm256_add_ps(s, facc[t][NA - 1]);
+        y[t * ys] = hsum256(s);
+    }
+}
+
+template <int T>
+inline void q6k_tile_avx2(const uint8_t* row, int64_t nb, bool, const uint8_t* act, size_t arb, float* y, int64_t ys) {
+    constexpr int NA = T == 1 ? 2 : 1;
+    __m256 facc[T][NA];
+    for (int t = 0; t < T; ++t)
+        for (int i = 0; i < NA; ++i) facc[t][i] = _mm256_setzero_ps();
+    alignas(32) float f[T][8];
+    const __m256i m30 = _mm256_set1_epi8(0x30), m32 = _mm256_set1_epi8(32);
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* x = row + (size_t)b * 210;
+        const __m256 d = _mm256_set1_ps(hf(x + 208));
+        const ScaleVec sv(ld128(x + 192));
+        for (int t = 0; t < T; ++t)
+            _mm256_store_ps(f[t], _mm256_mul_ps(q82_scales8(act + (size_t)t * arb + (size_t)b * kQ82BlockBytes), d));
+        for (int c = 0; c < 2; ++c) {
+            const __m256i ql0 = ld256(x + 64 * c), ql1 = ld256(x + 64 * c + 32), qh = ld256(x + 128 + 32 * c);
+            __m256i v[4];
+            v[0] = _mm256_or_si256(nib_lo(ql0), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+            v[1] = _mm256_or_si256(nib_lo(ql1), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+            v[2] = _mm256_or_si256(nib_hi(ql0), _mm256_and_si256(qh, m30));
+            v[3] = _mm256_or_si256(nib_hi(ql1), _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
+            for (int j = 0; j < 4; ++j) {
+                const int ch = 4 * c + j;
+                const __m256i s = _mm256_sub_epi8(v[j], m32), u = _mm256_abs_epi8(s), sc = sv.get(ch);
+                for (int t = 0; t < T; ++t) {
+                    const uint8_t* a = act + (size_t)t * arb + (size_t)b * kQ82BlockBytes;
+                    const __m256i p =
+                        _mm256_madd_epi16(_mm256_maddubs_epi16(u, _mm256_sign_epi8(ld256(q82_chunk(a, ch)), s)), sc);
+                    facc[t][j & (NA - 1)] =
+                        _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_broadcast_ss(&f[t][ch]), facc[t][j & (NA - 1)]);
+                }
+            }
+        }
+    }
+    for (int t = 0; t < T; ++t) {
+        __m256 s = facc[t][0];
+        if (NA > 1) s = _mm256_add_ps(s, facc[t][NA - 1]);
+        y[t * ys] = hsum256(s);
+    }
+}
+
+// ---- AVX-512 ----------------------------------------------------------------------------------------
+#ifdef IKLLM_KIQK_ZMM
+// Lanes 0-7: factor of chunk 2k, lanes 8-15: chunk 2k+1 (f: the 8 per-chunk factors).
+inline __m512 q82_pair_factors(__m256 f, int k) {
+    const __m512i idx = _mm512_setr_epi32(2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k + 1, 2 * k + 1,
+                                          2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1);
+    return _mm512_permutexvar_ps(idx, _mm512_castps256_ps512(f));
+}
+// Codes of chunks 2k, 2k+1 of a block's activations (64 contiguous bytes).
+inline __m512i q82_pair_codes(const uint8_t* a, int k) {
+    return _mm512_loadu_si512((const void*)(a + 144 * (k >> 1) + 16 + 64 * (k & 1)));
+}
+inline float hsum512(__m512 v) { return _mm512_reduce_add_ps(v); }
+
+template <int T, bool Five>
+inline void q45k_tile_avx512(const uint8_t* row, int64_t nb, bool conv, const uint8_t* act, size_t arb, float* y,
+                             int64_t ys) {
+    constexpr int bytes = Five ? 176 : 144;
+    constexpr int NA = T == 1 ? 2 : 1;  // independent accumulators (latency of a single token)
+    __m512 facc[T][NA];
+    __m256 macc[T];
+    for (int t = 0; t < T; ++t) {
+        for (int i = 0; i < NA; ++i) facc[t][i] = _mm512_setzero_ps();
+        macc[t] = _mm256_setzero_ps();
+    }
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* x = row + (size_t)b * bytes;
+        __m256 D, M;
+        q45k_scales(x, conv, &D, &M);
+        __m256 f[T];
+        for (int t = 0; t < T; ++t) {
+            const uint8_t* a = act + (size_t)t * arb + (size_t)b * kQ82BlockBytes;
+            const __m256 da = q82_scales8(a);
+            f[t] = _mm256_mul_ps(da, D);
+            macc[t] = _mm256_fmadd_ps(_mm256_mul_ps(da, M), q82_sums8(a), macc[t]);
+        }
+        const uint8_t* qs = Five ? x + 48 : x + 16;
+        const __m512i hb2 = Five ? zbcast256(x + 16) : _mm512_setzero_si512();
+        for (int g = 0; g < 4; ++g) {
+            __m512i q = zp4k(qs + 32 * g);
+            if (Five) q = _mm512_mask_add_epi8(q, zhb(hb2, 2 * g), q, zset1(16));
+            for (int t = 0; t < T; ++t) {
+                const uint8_t* a = act + (size_t)t * arb + (size_t)b * kQ82BlockBytes;
+                const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, q82_pair_codes(a, g));
+                __m512& acc = facc[t][g & (NA - 1)];
+                acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), q82_pair_factors(f[t], g), acc);
+            }
+        }
+    }
+    for (int t = 0; t < T; ++t) {
+        __m512 s = facc[t][0];
+        if (NA > 1) s = _mm512_add_ps(s, facc[t][NA - 1]);
+        y[t * ys] = hsum512(s) + hsum256(macc[t]);
+    }
+}
+
+template <int T>
+inline void q6k_tile_avx512(const uint8_t* row, int64_t nb, bool, const uint8_t* act, size_t arb, float* y,
+                            int64_t ys) {
+    constexpr int NA = T == 1 ? 2 : 1;
+    __m512 facc[T][NA];
+    for (int t = 0; t < T; ++t)
+        for (int i = 0; i < NA; ++i) facc[t][i] = _mm512_setzero_ps();
+    const __m512i m15 = zset1(15), m30 = zset1(0x30), m32 = zset1(32);
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* x = row + (size_t)b * 210;
+        const __m256 d = _mm256_set1_ps(hf(x + 208));
+        const __m256i sc16 = _mm256_cvtepi8_epi16(ld128(x + 192));
+        __m256 f[T];
+        for (int t = 0; t < T; ++t) f[t] = _mm256_mul_ps(q82_scales8(act + (size_t)t * arb + (size_t)b * kQ82BlockBytes), d);
+        for (int c = 0; c < 2; ++c) {
+            const __m512i ql = _mm512_loadu_si512((const void*)(x + 64 * c));
+            const __m512i qh = zbcast256(x + 128 + 32 * c);
+            const __m512i h01 = _mm512_and_si512(_mm512_sllv_epi16(qh, zshift2(4, 2)), m30);
+            const __m512i h23 = _mm512_and_si512(_mm512_srlv_epi16(qh, zshift2(0, 2)), m30);
+            const __m512i v[2] = {_mm512_sub_epi8(_mm512_or_si512(_mm512_and_si512(ql, m15), h01), m32),
+                                  _mm512_sub_epi8(_mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m15), h23), m32)};
+            for (int h = 0; h < 2; ++h) {
+                const int k = 2 * c + h;
+                const __m512i u = _mm512_abs_epi8(v[h]), sc = zscale(sc16, k);
+                const __mmask64 neg = _mm512_movepi8_mask(v[h]);
+                for (int t = 0; t < T; ++t) {
+                    const uint8_t* a = act + (size_t)t * arb + (size_t)b * kQ82BlockBytes;
+                    const __m512i ac = q82_pair_codes(a, k);
+                    const __m512i p = _mm512_dpwssd_epi32(
+                        _mm512_setzero_si512(), _mm512_maddubs_epi16(u, _mm512_mask_sub_epi8(ac, neg, _mm512_setzero_si512(), ac)), sc);
+                    __m512& acc = facc[t][h & (NA - 1)];
+                    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), q82_pair_factors(f[t], k), acc);
+                }
+            }
+        }
+    }
+    for (int t = 0; t < T; ++t) {
+        __m512 s = facc[t][0];
+        if (NA > 1) s = _mm512_add_ps(s, facc[t][NA - 1]);
+        y[t * ys] = hsum512(s);
+    }
+}
+#endif
+
+// ---- driver: token blocks x weight rows x tiles of T tokens --------------------------------------
+// Tile(T) is a callable template: Tile::template run<T>(row, nb, conv, act, arb, y, ys).
+template <class Tile, int TMax>
+void q82_matmul(const uint8_t* w, size_t w_row_bytes, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
+                size_t act_row_bytes, int64_t nt, float* y, int64_t y_stride) {
+    const int64_t nb = ne0 / 256;
+    const int64_t tb = token_block(act_row_bytes);
+    const bool conv = Tile::conv && nt >= kConvMinTokens;
+    for (int64_t t0 = 0; t0 < nt; t0 += tb) {
+        const int64_t tn = nt - t0 < tb ? nt - t0 : tb;
+        for (int64_t r = r0; r < r1; ++r) {
+            const uint8_t* row = w + (size_t)r * w_row_bytes;
+            int64_t t = 0;
+            auto at = [&](int64_t tt) { return act + (size_t)(t0 + tt) * act_row_bytes; };
+            for (; t + TMax <= tn; t += TMax) Tile::template run<TMax>(row, nb, conv, at(t), act_row_bytes, y + (t0 + t) * y_stride + r, y_stride);
+            if constexpr (TMax > 4) {
+                if (t + 4 <= tn) {
+                    Tile::template run<4>(row, nb, conv, at(t), act_row_bytes, y + (t0 + t) * y_stride + r, y_stride);
+                    t += 4;
+                }
+            }
+            if (t + 2 <= tn) {
+                Tile::template run<2>(row, nb, conv, at(t), act_row_bytes, y + (t0 + t) * y_stride + r, y_stride);
+                t += 2;
+            }
+            if (t < tn) Tile::template run<1>(row, nb, conv, at(t), act_row_bytes, y + (t0 + t) * y_stride + r, y_stride);
+        }
+    }
+}
+
+template <bool Five>
+struct Q45KAvx2 {
+    static constexpr bool conv = true;
+    template <int T>
+    static void run(const uint8_t* row, int64_t nb, bool cv, const uint8_t* a, size_t arb, float* y, int64_t ys) {
+        q45k_tile_avx2<T, Five>(row, nb, cv, a, arb, y, ys);
+    }
+};
+struct Q6KAvx2 {
+    static constexpr bool conv = false;
+    template <int T>
+    static void run(const uint8_t* row, int64_t nb, bool cv, const uint8_t* a, size_t arb, float* y, int64_t ys) {
+        q6k_tile_avx2<T>(row, nb, cv, a, arb, y, ys);
+    }
+};
+#ifdef IKLLM_KIQK_ZMM
+template <bool Five>
+struct Q45KAvx512 {
+    static constexpr bool conv = true;
+    template <int T>
+    static void run(const uint8_t* row, int64_t nb, bool cv, const uint8_t* a, size_t arb, float* y, int64_t ys) {
+        q45k_tile_avx512<T, Five>(row, nb, cv, a, arb, y, ys);
+    }
+};
+struct Q6KAvx512 {
+    static constexpr bool conv = false;
+    template <int T>
+    static void run(const uint8_t* row, int64_t nb, bool cv, const uint8_t* a, size_t arb, float* y, int64_t ys) {
+        q6k_tile_avx512<T>(row, nb, cv, a, arb, y, ys);
+    }
+};
+#endif
+
+}  // namespace
+}  // namespace ikllm::cpu
