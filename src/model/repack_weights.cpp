@@ -7,6 +7,20 @@
 
 namespace ikllm {
 
+namespace {
+// Interleaved forms whose CPU kernels are measured faster than the plain ones
+// (bench/quant_matmul_bench, AVX-512, 1 and 2 threads); other repacks are not worth it yet.
+bool worth_repacking(uint32_t from) {
+    switch (from) {
+        case quant::T_Q4_0:
+        case quant::T_Q8_0:
+        case quant::T_Q4_K:
+        case quant::T_BF16: return true;
+        default: return false;
+    }
+}
+}  // namespace
+
 int repack_weights(Model& m, const std::vector<Tensor*>& matmul_weights, const Logger& log) {
     int n = 0;
     uint64_t bytes = 0;
@@ -15,6 +29,7 @@ int repack_weights(Model& m, const std::vector<Tensor*>& matmul_weights, const L
         if (!t || !seen.insert(t).second) continue;
         // Tied embeddings are also looked up row by row; keep them plain.
         if (t == m.tok_embd) continue;
+        if (!worth_repacking(t->type)) continue;
         const uint32_t to = quant::repack_target(t->type);
         if (!to || !m.cpu->supports_weight_type(to)) continue;
         const quant::TypeTraits& dst = *quant::find_type(to);

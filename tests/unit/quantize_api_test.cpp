@@ -209,11 +209,10 @@ TEST(QuantizeApi, ImatrixFeedsLowBitTypesAndRepackKeepsLogits) {
     ikllm_model_free(r);
     ikllm_model_free(q);
 
-    // Run-time repack: an IQ3_K file loaded plain and repacked (IQ3_K_R4) gives the same logits
-    // (both multiply against Q8_K activations; IQ4_XS would not do: its plain kernel reproduces the
-    // reference's int16 saturation, the R8 form does not, as in the reference).
-    const std::string x = tmp_path("iq3k.gguf");
-    o = qopts("IQ3_K");
+    // Run-time repack: a Q8_0 file loaded plain and repacked (Q8_0_R8) gives the same logits
+    // (both multiply against Q8_2_X4 activations).
+    const std::string x = tmp_path("q8.gguf");
+    o = qopts("Q8_0");
     ASSERT_EQ(ikllm_quantize(L.lib, base_model().c_str(), x.c_str(), o, nullptr, nullptr, nullptr, nullptr), IKLLM_OK);
     ikllm_options_free(o);
     ikllm_options* mo = nullptr;
@@ -243,7 +242,7 @@ TEST(QuantizeApi, RepackConvertsMatmulWeightsOnly) {
     EXPECT_EQ(m->tok_embd->type, ikllm::quant::T_Q4_0);
     EXPECT_EQ(m->layers[0].wq->type, ikllm::quant::T_Q4_0_R8);
     EXPECT_EQ(m->layers[0].ffn_down->type, ikllm::quant::T_Q4_0_R8);
-    EXPECT_EQ(m->output->type, ikllm::quant::T_Q6_K_R4);
+    EXPECT_EQ(m->output->type, ikllm::quant::T_Q6_K);  // Q6_K_R4 kernels are not faster yet: kept plain
 }
 
 }  // namespace
