@@ -179,10 +179,12 @@ int cmd_bench(int argc, char** argv) {
         Stat tps;
     };
     std::vector<Row> rows;
-    // warm-up: a short prompt and a few generated tokens
-    const std::vector<int32_t> warm = random_tokens(L.model, (size_t)std::max(1, std::min(pp, 32)), 7);
+    // warm-up: one full-size prompt (sizes the activation arena and scratch, faults the weights in)
+    // and a few generated tokens
+    const std::vector<int32_t> warm = random_tokens(L.model, (size_t)std::max(1, pp) + 4, 7);
     check(ikllm_session_clear(s), "clear");
-    decode_or_die(s, warm.data(), (int32_t)warm.size());
+    decode_or_die(s, warm.data(), std::max(1, pp));
+    for (int i = 0; i < 4; ++i) decode_or_die(s, &warm[(size_t)std::max(1, pp) + i], 1);
     if (pp > 0) {
         const std::vector<int32_t> toks = random_tokens(L.model, (size_t)pp, 1);
         std::vector<double> v;
