@@ -20,7 +20,7 @@ inline int8_t rne_i8(float v) {
 
 inline float block_amax(const float* x) {
     float m = 0.0f;
-    for (int i = 0; i < 32; ++i) m = std::fmax(m, std::fabs(x[i]));
+    for (int i = 0; i < 32; ++i) m = std::fabs(x[i]) > m ? std::fabs(x[i]) : m;  // = fmax for non-NaN, inlined
     return m;
 }
 

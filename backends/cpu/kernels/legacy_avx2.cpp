@@ -9,6 +9,7 @@
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <algorithm>
 
+#include "kernels/act_q8_2_x4_simd.h"
 #include "kernels/legacy_simd.h"
 #include "quant/act_q8_0.h"
 
@@ -91,14 +92,14 @@ void run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, cons
 
 KernelTable legacy_kernels_avx2() {
     static const MatmulKernel kKernels[] = {
-        {quant::T_Q4_0, Isa::avx2, act_format_q8_2_x4(), run<Q4_0P>},
-        {quant::T_Q4_1, Isa::avx2, act_format_q8_2_x4(), run<Q4_1P>},
-        {quant::T_Q5_0, Isa::avx2, act_format_q8_2_x4(), run<Q5_0P>},
-        {quant::T_Q5_1, Isa::avx2, act_format_q8_2_x4(), run<Q5_1P>},
-        {quant::T_Q8_0, Isa::avx2, act_format_q8_2_x4(), run<Q8_0P>},
-        {quant::T_Q6_0, Isa::avx2, act_format_q8_2_x4(), run<Q6_0P>},
-        {quant::T_IQ4_NL, Isa::avx2, act_format_q8_2_x4(), run<IQ4_NLP>},
-        {quant::T_MXFP4, Isa::avx2, act_format_q8_2_x4(), run<MXFP4P>},
+        {quant::T_Q4_0, Isa::avx2, simd_act_q8_2_x4(), run<Q4_0P>},
+        {quant::T_Q4_1, Isa::avx2, simd_act_q8_2_x4(), run<Q4_1P>},
+        {quant::T_Q5_0, Isa::avx2, simd_act_q8_2_x4(), run<Q5_0P>},
+        {quant::T_Q5_1, Isa::avx2, simd_act_q8_2_x4(), run<Q5_1P>},
+        {quant::T_Q8_0, Isa::avx2, simd_act_q8_2_x4(), run<Q8_0P>},
+        {quant::T_Q6_0, Isa::avx2, simd_act_q8_2_x4(), run<Q6_0P>},
+        {quant::T_IQ4_NL, Isa::avx2, simd_act_q8_2_x4(), run<IQ4_NLP>},
+        {quant::T_MXFP4, Isa::avx2, simd_act_q8_2_x4(), run<MXFP4P>},
     };
     return {kKernels, sizeof(kKernels) / sizeof(kKernels[0])};
 }
