@@ -258,24 +258,6 @@ private:
         return v;
     }
 
-    static void put_utf8(char32_t c, std::string& out) {
-        if (c < 0x80) {
-            out.push_back(static_cast<char>(c));
-        } else if (c < 0x800) {
-            out.push_back(static_cast<char>(0xC0 | (c >> 6)));
-            out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-        } else if (c < 0x10000) {
-            out.push_back(static_cast<char>(0xE0 | (c >> 12)));
-            out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-            out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-        } else {
-            out.push_back(static_cast<char>(0xF0 | (c >> 18)));
-            out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-            out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-            out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-        }
-    }
-
     std::string string() {
         ++i_;  // opening quote
         std::string out;
@@ -313,7 +295,7 @@ private:
                             }
                         }
                         if (cp >= 0xD800 && cp < 0xE000) fail("Unpaired UTF-16 surrogate escape");
-                        put_utf8(cp, out);
+                        py::append_cp(out, cp);
                         break;
                     }
                     default: --i_; fail("Invalid \\escape");
