@@ -246,3 +246,57 @@ TEST(QuantizeApi, RepackConvertsMatmulWeightsOnly) {
 }
 
 }  // namespace
+
+#include "quantize/imatrix_file.h"
+
+namespace {
+
+ikllm::quantize::Imatrix collect(const std::string& model_path, const std::string& out) {
+    Lib L;
+    ikllm_model* m = nullptr;
+    EXPECT_EQ(ikllm_model_load(L.lib, model_path.c_str(), nullptr, nullptr, nullptr, nullptr, &m), IKLLM_OK);
+    ikllm_session* s = nullptr;
+    EXPECT_EQ(ikllm_session_create(m, nullptr, &s), IKLLM_OK);
+    EXPECT_EQ(ikllm_session_imatrix_start(s), IKLLM_OK);
+    std::vector<int32_t> toks;
+    for (int i = 0; i < 64; ++i) toks.push_back(1 + (i * 53) % 1999);
+    EXPECT_EQ(ikllm_session_decode(s, toks.data(), nullptr, nullptr, nullptr, (int32_t)toks.size(), 0), IKLLM_OK);
+    EXPECT_EQ(ikllm_session_imatrix_save(s, out.c_str(), 1, "t"), IKLLM_OK) << ikllm_last_error();
+    ikllm_session_free(s);
+    ikllm_model_free(m);
+    auto im = ikllm::quantize::load_imatrix(out);
+    std::remove(out.c_str());
+    return im;
+}
+
+TEST(QuantizeApi, ImatrixCoversFusedAndExpertProducts) {
+    IKLLM_REQUIRE_REFDATA();
+    // Dense: the fused gate/up op and q/k/v see the same inputs, so their statistics are equal.
+    auto im = collect(ikllm::test::refdata_dir() + "/models/llama-tiny-f16.gguf", tmp_path("im1.dat"));
+    for (const char* n : {"blk.0.ffn_gate.weight", "blk.0.ffn_up.weight", "blk.0.ffn_down.weight",
+                          "blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.attn_output.weight", "output.weight"})
+        ASSERT_TRUE(im.entries.count(n)) << n;
+    EXPECT_EQ(im.entries["blk.0.ffn_gate.weight"].mean_sq, im.entries["blk.0.ffn_up.weight"].mean_sq);
+    EXPECT_EQ(im.entries["blk.0.attn_q.weight"].mean_sq, im.entries["blk.0.attn_k.weight"].mean_sq);
+    // MoE (8 experts, 2 used): one segment of n_embd (gate/up) or n_ff_exp (down) per expert.
+    auto moe = collect(ikllm::test::refdata_dir() + "/models/qwen3moe-tiny-f16.gguf", tmp_path("im2.dat"));
+    for (const char* n : {"blk.0.ffn_gate_exps.weight", "blk.0.ffn_up_exps.weight", "blk.0.ffn_down_exps.weight"}) {
+        ASSERT_TRUE(moe.entries.count(n)) << n;
+        const auto& v = moe.entries[n].mean_sq;
+        ASSERT_EQ(v.size() % 8, 0u);
+        const size_t seg = v.size() / 8;
+        int used = 0;
+        for (size_t e = 0; e < 8; ++e) {
+            double s = 0;
+            for (size_t j = 0; j < seg; ++j) {
+                ASSERT_TRUE(std::isfinite(v[e * seg + j]) && v[e * seg + j] >= 0);
+                s += v[e * seg + j];
+            }
+            used += s > 0;
+        }
+        EXPECT_GE(used, 2) << n;
+    }
+    EXPECT_EQ(moe.entries["blk.0.ffn_gate_exps.weight"].mean_sq, moe.entries["blk.0.ffn_up_exps.weight"].mean_sq);
+}
+
+}  // namespace
