@@ -8,6 +8,7 @@
 #include "model/model.h"
 #include "model/memory_placement.h"
 #include "model/repack_weights.h"
+#include "quant/act_q8_0.h"
 #include "quant/type_traits.h"
 #include "tokenizer/tokenizer.h"
 
@@ -251,8 +252,13 @@ void derive_mla_products(Model& m, LayerWeights& l, const Tensor& kvb, const std
         for (int64_t c = 0; c < rkv; ++c)
             for (int64_t i = 0; i < dn; ++i) tr[(size_t)(c * dn + i)] = rows[(size_t)(i * rkv + c)];
         uint8_t* dst = static_cast<uint8_t*>(l.wk_b->data) + (size_t)h * l.wk_b->nb[2];
-        for (int64_t c = 0; c < rkv; ++c)
-            ktt.quantize(tr.data() + c * dn, dst + (size_t)c * l.wk_b->nb[1], dn, nullptr);
+        // The reference converts with its run-time Q8_0 encoder (RNE of x * 127/amax), not the
+        // weight-file routine (round half away of x / d); the rare ±1 code differences flip
+        // attention scores enough to matter on small models.
+        for (int64_t c = 0; c < rkv; ++c) {
+            if (kt == quant::T_Q8_0) quant::act_q8_0_encode_row(tr.data() + c * dn, dst + (size_t)c * l.wk_b->nb[1], dn);
+            else ktt.quantize(tr.data() + c * dn, dst + (size_t)c * l.wk_b->nb[1], dn, nullptr);
+        }
         if (st.interleave != 1)
             fail(Status::unsupported, "tensor '" + p + "attn_kv_b.weight': row-interleaved type cannot be split");
         for (int64_t j = 0; j < dv; ++j)
