@@ -264,6 +264,33 @@ IKLLM_API ikllm_status ikllm_session_set_cancel_flag(ikllm_session* session, con
 IKLLM_API ikllm_status ikllm_session_logits(const ikllm_session* session, int32_t index, const float** out_logits,
                                             int32_t* out_n_vocab);
 
+/* Embeddings and hidden states. With the session option embeddings = 1, every decode also keeps
+   the final hidden state of EVERY batch token: RMSNorm(x, output_norm), the n_embd values the LM
+   head multiplies (logits = W_output . h). The LM head still runs only for tokens with
+   want_logits (pass an all-zero want_logits to skip it). Option pooling ("" = the model's
+   `<arch>.pooling_type`, none when absent; or none / mean / cls / last) then combines the tokens of
+   each sequence IN THE SAME DECODE CALL into one vector: mean = their average, cls = the token with
+   the lowest position, last = the one with the highest position. Nothing accumulates across calls:
+   decode a whole sequence in one call to embed it (calls larger than n_batch are split internally
+   and still count as one). Option embd_normalize (default 1) L2-normalises pooled vectors; hidden
+   states are never normalised. A model asking for rank pooling (a reranker head) fails
+   session creation with IKLLM_ERR_UNSUPPORTED unless pooling is set.
+   Both calls return IKLLM_ERR_INVALID_ARGUMENT when embeddings are off, before any decode, for an
+   index/sequence outside the last decode (or a sequence it had no tokens of), and, for
+   ikllm_session_embeddings, when pooling is none. Borrowed: valid until the next decode. */
+#define IKLLM_POOLING_NONE 0
+#define IKLLM_POOLING_MEAN 1
+#define IKLLM_POOLING_CLS 2
+#define IKLLM_POOLING_LAST 3
+/* Hidden state of batch token `index` of the last decode (-1 = the batch's last token). */
+IKLLM_API ikllm_status ikllm_session_hidden_state(const ikllm_session* session, int32_t index, const float** out_hidden,
+                                                  int32_t* out_n_embd);
+/* Pooled (and, by default, L2-normalised) embedding of sequence seq_id from the last decode. */
+IKLLM_API ikllm_status ikllm_session_embeddings(const ikllm_session* session, int32_t seq_id,
+                                                const float** out_embedding, int32_t* out_n_embd);
+/* The pooling in effect (an IKLLM_POOLING_* value), or -1 when embeddings are off or session is NULL. */
+IKLLM_API int32_t ikllm_session_pooling(const ikllm_session* session);
+
 /* Sequence operations. p1 < 0 means "to the end". */
 IKLLM_API ikllm_status ikllm_session_seq_remove(ikllm_session* session, int32_t seq_id, int32_t p0, int32_t p1);
 IKLLM_API ikllm_status ikllm_session_seq_copy(ikllm_session* session, int32_t src_seq, int32_t dst_seq, int32_t p0,

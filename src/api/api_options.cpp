@@ -25,6 +25,11 @@ const OptionSpec kSpecs[] = {
     {IKLLM_OPTIONS_SESSION, "kv_type", IKLLM_OPTION_STRING, "f16", "", "", "KV-cache element type: f16, bf16, q8_0 or f32 (standard and MLA caches)"},
     {IKLLM_OPTIONS_SESSION, "ser", IKLLM_OPTION_STRING, "", "", "",
      "Smart expert reduction 'K,f': use at most K routed experts per token, dropping those whose weight is below f x the top one (kept weights rescaled to the original sum); empty = off"},
+    {IKLLM_OPTIONS_SESSION, "embeddings", IKLLM_OPTION_INT, "0", "0", "1",
+     "Keep every batch token's final hidden state (output-norm row before the LM head) and pooled per-sequence embeddings"},
+    {IKLLM_OPTIONS_SESSION, "pooling", IKLLM_OPTION_STRING, "", "", "",
+     "Embedding pooling: none, mean, cls (first token) or last; empty = the model's <arch>.pooling_type (none when absent)"},
+    {IKLLM_OPTIONS_SESSION, "embd_normalize", IKLLM_OPTION_INT, "1", "0", "1", "L2-normalise pooled embeddings"},
 
     {IKLLM_OPTIONS_SAMPLER, "seed", IKLLM_OPTION_INT, "24301", "0", "9223372036854775807", "Random seed"},
     {IKLLM_OPTIONS_SAMPLER, "temperature", IKLLM_OPTION_FLOAT, "0.8", "0", "100", "Softmax temperature; 0 = greedy"},
@@ -138,6 +143,11 @@ SessionOptions session_options(const ikllm_options* o, int32_t lib_default_threa
     bool ok = false;
     s.kv_type = quant::kv_type_from_name(opt_string(o, K, "kv_type"), &ok);
     parse_ser(opt_string(o, K, "ser"), &s.ser_max, &s.ser_frac);
+    s.embeddings = opt_int(o, K, "embeddings") != 0;
+    s.embd_normalize = opt_int(o, K, "embd_normalize") != 0;
+    Pooling p = Pooling::none;
+    const std::string pooling = opt_string(o, K, "pooling");
+    s.pooling = pooling.empty() || !pooling_from_name(pooling, &p) ? -1 : (int32_t)p;
     return s;
 }
 
@@ -176,6 +186,10 @@ static void store(ikllm_options* o, const char* key, int32_t type, int64_t i, do
         bool kv_ok = false;
         if (std::strcmp(key, "kv_type") == 0 && (quant::kv_type_from_name(v.s, &kv_ok), !kv_ok))
             fail(Status::invalid_argument, "option 'kv_type' must be f16, bf16, q8_0 or f32, got '" + v.s + "'");
+        Pooling pooling;
+        if (std::strcmp(key, "pooling") == 0 && !v.s.empty() && !pooling_from_name(v.s, &pooling))
+            fail(Status::invalid_argument, "option 'pooling' must be none, mean, cls, last or empty (the model's), got '" +
+                 v.s + "'");
         if (std::strcmp(key, "ser") == 0) {
             int32_t k;
             float f;

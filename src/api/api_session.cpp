@@ -59,6 +59,27 @@ ikllm_status ikllm_session_logits(const ikllm_session* s, int32_t index, const f
     });
 }
 
+ikllm_status ikllm_session_hidden_state(const ikllm_session* s, int32_t index, const float** out, int32_t* n_embd) {
+    if (out) *out = nullptr;
+    return api::guard([&] {
+        IKLLM_REQUIRE(s && out, "NULL argument");
+        *out = s->s->hidden_state(index);
+        if (n_embd) *n_embd = s->s->model().hp.n_embd;
+    });
+}
+ikllm_status ikllm_session_embeddings(const ikllm_session* s, int32_t seq_id, const float** out, int32_t* n_embd) {
+    if (out) *out = nullptr;
+    return api::guard([&] {
+        IKLLM_REQUIRE(s && out, "NULL argument");
+        *out = s->s->embedding(seq_id);
+        if (n_embd) *n_embd = s->s->model().hp.n_embd;
+    });
+}
+int32_t ikllm_session_pooling(const ikllm_session* s) {
+    if (!s || !s->s->options().embeddings) return -1;
+    return (int32_t)s->s->pooling();
+}
+
 static void check_seq(const ikllm_session* s, int32_t seq) {
     IKLLM_REQUIRE(s, "session is NULL");
     IKLLM_REQUIRE(seq >= 0 && seq < s->s->options().n_seq_max,

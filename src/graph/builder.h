@@ -20,6 +20,7 @@ struct BatchView {
     int32_t n_out = 0;
     const int32_t* out_rows = nullptr;  // token indices whose logits are wanted
     float* logits = nullptr;            // [n_out, n_vocab] destination
+    float* hidden = nullptr;            // [n_tokens, n_embd] destination of every token's final-norm row, or null
     int32_t ser_max = 0;                // smart expert reduction (session option; 0 = off)
     float ser_frac = 0.0f;
 };
@@ -70,7 +71,8 @@ void build_deepseek2(Graph& g, Arena& a, const Model& m, const BatchView& b, KvC
 Tensor* dense_ffn(GraphBuilder& gb, const LayerWeights& l, Tensor* cur);
 // Routed experts of a MoE layer (+ shared experts when the layer has them).
 Tensor* moe_ffn_block(GraphBuilder& gb, const Model& m, const LayerWeights& l, Tensor* cur, const BatchView& b);
-// Final norm and LM head for the tokens whose logits are wanted, into b.logits.
+// Final norm and LM head for the tokens whose logits are wanted, into b.logits; with b.hidden,
+// the final norm of every token is kept there too.
 void output_head(GraphBuilder& gb, const Model& m, const BatchView& b, Tensor* x);
 
 }  // namespace ikllm

@@ -34,6 +34,15 @@ Tensor* moe_ffn_block(GraphBuilder& gb, const Model& m, const LayerWeights& l, T
 }
 
 void output_head(GraphBuilder& gb, const Model& m, const BatchView& b, Tensor* x) {
+    if (b.hidden) {
+        // Embeddings mode: normalise every row into the session's buffer; the LM head reads the
+        // wanted rows from there (the norm is per row, so the logits are the same as below).
+        Tensor* h = gb.rms_norm(x, m.output_norm, m.hp.eps, gb.wrap(b.hidden, m.hp.n_embd, b.n_tokens));
+        if (b.n_out == 0) return;
+        Tensor* out = gb.gather_rows(h, b.out_rows, b.n_out);
+        gb.mul_mat(m.output, out, nullptr, gb.wrap(b.logits, m.hp.n_vocab, b.n_out));
+        return;
+    }
     if (b.n_out == 0) return;
     Tensor* out = gb.gather_rows(x, b.out_rows, b.n_out);  // [n_embd, n_out]
     out = gb.rms_norm(out, m.output_norm, m.hp.eps);

@@ -22,6 +22,12 @@ Session::Session(const Model& model, const SessionOptions& opts) : model_(model)
     opts_.n_threads = threads;
     kv_ = std::make_unique<KvCache>(model.hp, opts_.n_ctx, opts_.n_seq_max, opts_.kv_type, *model.cpu);
     exec_ = model.cpu->make_executor(threads);
+    if (opts_.embeddings) {
+        pooling_ = opts_.pooling >= 0 ? (Pooling)opts_.pooling : model_pooling(model);
+        if (pooling_ == Pooling::rank)
+            fail(Status::unsupported, "the model asks for 'rank' pooling (a reranker head), which is not supported; "
+                 "set the session option pooling to none, mean, cls or last");
+    }
 }
 
 void Session::check_seq(int32_t seq) const {
@@ -79,6 +85,9 @@ void Session::decode(const int32_t* tokens, const int32_t* positions, const int3
                     std::to_string(opts_.n_ctx - kv_->used_cells()) + " of " + std::to_string(opts_.n_ctx) + " are free");
 
     std::vector<float> logits((size_t)out_rows.size() * n_vocab);
+    const int32_t n_embd = model_.hp.n_embd;
+    std::vector<float> hidden(opts_.embeddings ? (size_t)n_tokens * n_embd : 0);
+    PooledSet pooled;
     auto snap = kv_->snapshot();
     try {
         for (int32_t begin = 0; begin < n_tokens; begin += opts_.n_batch) {
@@ -101,6 +110,7 @@ void Session::decode(const int32_t* tokens, const int32_t* positions, const int3
             b.n_out = (int32_t)ub_out.size();
             b.out_rows = ub_out.data();
             b.logits = b.n_out ? logits.data() + (size_t)first_out * n_vocab : nullptr;
+            b.hidden = opts_.embeddings ? hidden.data() + (size_t)begin * n_embd : nullptr;
             b.ser_max = opts_.ser_max;
             b.ser_frac = opts_.ser_frac;
             graph_.ops.clear();
@@ -110,6 +120,9 @@ void Session::decode(const int32_t* tokens, const int32_t* positions, const int3
             else build_llama_family(graph_, arena_, model_, b, *kv_);
             exec_->run(graph_, 0, graph_.ops.size(), cancel_);
         }
+        if (opts_.embeddings && pooling_ != Pooling::none)
+            pooled = pool_sequences(hidden.data(), n_tokens, n_embd, seq.data(), pos.data(), opts_.n_seq_max, pooling_,
+                                    opts_.embd_normalize);
     } catch (...) {
         kv_->restore(std::move(snap));
         throw;
@@ -117,6 +130,34 @@ void Session::decode(const int32_t* tokens, const int32_t* positions, const int3
     logits_ = std::move(logits);
     out_index_ = std::move(out_index);
     last_out_ = out_rows.empty() ? -1 : out_rows.back();
+    if (opts_.embeddings) {
+        hidden_ = std::move(hidden);
+        n_hidden_ = n_tokens;
+        pooled_ = std::move(pooled);
+    }
+}
+
+const float* Session::hidden_state(int32_t index) const {
+    if (!opts_.embeddings)
+        fail(Status::invalid_argument, "hidden states are off: create the session with the option embeddings=1");
+    if (index < 0) index = n_hidden_ - 1;
+    if (index < 0 || index >= n_hidden_)
+        fail(Status::invalid_argument, "no hidden state for batch index " + std::to_string(index) + " (the last decode had " +
+             std::to_string(n_hidden_) + " tokens)");
+    return hidden_.data() + (size_t)index * model_.hp.n_embd;
+}
+
+const float* Session::embedding(int32_t seq) const {
+    if (!opts_.embeddings)
+        fail(Status::invalid_argument, "embeddings are off: create the session with the option embeddings=1");
+    if (pooling_ == Pooling::none)
+        fail(Status::invalid_argument, "pooling is 'none' (no pooled embeddings): read per-token vectors with "
+             "ikllm_session_hidden_state or set the session option pooling");
+    check_seq(seq);
+    if (n_hidden_ == 0) fail(Status::invalid_argument, "no embeddings yet: decode a batch first");
+    if (pooled_.row_of_seq[seq] < 0)
+        fail(Status::invalid_argument, "sequence " + std::to_string(seq) + " had no tokens in the last decode");
+    return pooled_.data.data() + (size_t)pooled_.row_of_seq[seq] * model_.hp.n_embd;
 }
 
 const float* Session::logits(int32_t index) const {

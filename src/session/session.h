@@ -9,6 +9,7 @@
 #include "graph/arena.h"
 #include "model/model.h"
 #include "session/kv_cache.h"
+#include "session/pooling.h"
 
 namespace ikllm {
 
@@ -20,6 +21,9 @@ struct SessionOptions {
     uint32_t kv_type = 1;    // quant::T_F16 (also T_F32, T_BF16, T_Q8_0)
     int32_t ser_max = 0;     // smart expert reduction (0 = off)
     float ser_frac = 0.0f;
+    bool embeddings = false;     // keep the final-norm hidden state of every batch token (and pool it)
+    int32_t pooling = -1;        // a Pooling value; -1: the model's <arch>.pooling_type
+    bool embd_normalize = true;  // L2-normalise pooled embeddings
 };
 
 class Session {
@@ -36,6 +40,11 @@ public:
     // Logits row of batch token `index` (-1 = last with logits).
     const float* logits(int32_t index) const;
     int32_t n_outputs() const { return (int32_t)out_index_.size(); }
+    // Embeddings mode (options().embeddings): final-norm hidden state of batch token `index`
+    // (-1 = last) and the pooled embedding of a sequence, both from the last decode.
+    const float* hidden_state(int32_t index) const;
+    const float* embedding(int32_t seq) const;
+    Pooling pooling() const { return pooling_; }
 
     void seq_shift(int32_t seq, int32_t p0, int32_t p1, int32_t delta);
     void set_cancel(const volatile int32_t* flag) { cancel_ = flag; }
@@ -52,6 +61,10 @@ private:
     std::vector<float> logits_;        // [n_out, n_vocab]
     std::vector<int32_t> out_index_;   // batch index -> logits row (-1: none)
     int32_t last_out_ = -1;
+    Pooling pooling_ = Pooling::none;
+    std::vector<float> hidden_;        // [n_hidden, n_embd] (embeddings mode)
+    int32_t n_hidden_ = 0;             // tokens of the last decode (embeddings mode)
+    PooledSet pooled_;
     const volatile int32_t* cancel_ = nullptr;
 };
 

@@ -20,6 +20,10 @@ static void usage() {
                  "  bench    -m MODEL --sweep -c CTX [-ub U] [-t N] [--format md|jsonl]   speed vs context depth\n"
                  "  template --template T.jinja | -m MODEL [--name NAME] [--vars V.json] [--case C.json]\n"
                  "           [--date YYYY-MM-DD]   render a chat template (exit 2 on a template error)\n"
+                 "  embed    -m MODEL -f FILE [--whole] | --tokens IDS  [--pooling none|mean|cls|last]\n"
+                 "           [--normalize|--no-normalize] [--format json|tsv] [-t N]   one embedding per non-blank\n"
+                 "           line (index = its rank among them), or per token with --pooling none (default pooling:\n"
+                 "           the model's; pooled vectors are L2-normalised unless --no-normalize)\n"
                  "  (model commands accept -rtr: repack weights to row-interleaved layouts at load)\n"
                  "  version\n");
 }
@@ -39,6 +43,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(cmd, "imatrix")) return cli::cmd_imatrix(argc - 2, argv + 2);
     if (!std::strcmp(cmd, "bench")) return cli::cmd_bench(argc - 2, argv + 2);
     if (!std::strcmp(cmd, "template")) return cli::cmd_template(argc - 2, argv + 2);
+    if (!std::strcmp(cmd, "embed")) return cli::cmd_embed(argc - 2, argv + 2);
     if (!std::strcmp(cmd, "version")) {
         std::printf("ikllm %s (ABI %d)\n", ikllm_version_string(), ikllm_abi_version());
         return 0;
