@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/matmul.h"
+#include "quant/type_traits.h"
 #include "ops.h"
 
 namespace ikllm::cpu {
@@ -17,6 +18,10 @@ const MatmulKernel& kernel_for(const Tensor& w);
 // r0 must be a multiple of the type's interleave.
 void run_rows(const MatmulKernel& k, const uint8_t* w, size_t row_bytes, int64_t ne0, int64_t r0, int64_t r1,
               const uint8_t* act, size_t act_row_bytes, int64_t nt, float* y, int64_t y_stride);
+
+// Granularity of row splits for a kernel: its row group, or 16 rows for kernels that
+// re-encode weights in 16-row panels.
+int64_t row_unit(const MatmulKernel& k, const quant::TypeTraits& tt);
 
 // Rows per work chunk so that `rows` splits into about 4 chunks per thread, a multiple of `unit`.
 int64_t chunk_rows(int64_t rows, int64_t unit, int n_threads);

@@ -37,6 +37,10 @@ void run_rows(const MatmulKernel& k, const uint8_t* w, size_t row_bytes, int64_t
     k.run(w + (size_t)r0 * row_bytes, row_bytes, ne0, 0, r1 - r0, act, act_row_bytes, nt, y, y_stride);
 }
 
+int64_t row_unit(const MatmulKernel& k, const quant::TypeTraits& tt) {
+    return k.whole_batch ? 16 : std::max<int64_t>(1, tt.interleave);
+}
+
 int64_t chunk_rows(int64_t rows, int64_t unit, int n_threads) {
     const int64_t target = std::max<int64_t>(1, (int64_t)n_threads * 4);
     int64_t c = (rows + target - 1) / target;
@@ -68,7 +72,7 @@ void op_mul_mat_swiglu(const Op& op, ThreadPool& pool, Scratch& scratch) {
     });
     const quant::TypeTraits* tg = quant::find_type(wg.type);
     const quant::TypeTraits* tu = quant::find_type(wu.type);
-    const int64_t unit = std::max(tg->interleave, tu->interleave);
+    const int64_t unit = std::max(row_unit(kg, *tg), row_unit(ku, *tu));
     const int64_t chunk = chunk_rows(N, unit, pool.n_threads());
     const int64_t n_chunks = (N + chunk - 1) / chunk;
     for (int t = 0; t < pool.n_threads(); ++t) scratch.thread_floats(t, (size_t)(2 * chunk * T));
@@ -78,7 +82,7 @@ void op_mul_mat_swiglu(const Op& op, ThreadPool& pool, Scratch& scratch) {
         const int64_t r0 = c * chunk, r1 = std::min(N, r0 + chunk), n = r1 - r0;
         float* g = scratch.per_thread[thread].data();
         float* u = g + n * T;
-        const int64_t tb = TokenBlocks(T).size;
+        const int64_t tb = kg.whole_batch && ku.whole_batch ? T : TokenBlocks(T).size;
         for (int64_t t0 = 0; t0 < T; t0 += tb) {
             const int64_t nt = std::min(tb, T - t0);
             run_rows(kg, static_cast<const uint8_t*>(wg.data), wg.nb[1], K, r0, r1, act_g + arg * t0, arg, nt, g + t0 * n, n);
@@ -136,8 +140,8 @@ void op_mul_mat(const Op& op, ThreadPool& pool, Scratch& scratch) {
     pool.parallel_for(T, [&](int64_t t, int) { k->act->encode_row(x.row<float>(t), act + act_row * t, K); });
 
     const size_t w_row = quant::row_bytes(*tt, K);
-    const int64_t group = tt->interleave;
-    const int64_t n_groups = N / group;
+    const int64_t group = row_unit(*k, *tt);
+    const int64_t n_groups = (N + group - 1) / group;
     // Enough chunks to balance threads, each a whole number of row groups.
     const int64_t target = std::max<int64_t>(1, (int64_t)pool.n_threads() * 4);
     const int64_t groups_per_chunk = std::max<int64_t>(1, (n_groups + target - 1) / target);
@@ -150,7 +154,7 @@ void op_mul_mat(const Op& op, ThreadPool& pool, Scratch& scratch) {
         const int64_t r1 = std::min(N, r0 + groups_per_chunk * group);
         // Token blocks keep the activations being reused within the cache while the chunk's
         // weight rows stay resident (a 512-token prompt's activations do not fit in L2).
-        const int64_t tb = TokenBlocks(T).size;
+        const int64_t tb = k->whole_batch ? T : TokenBlocks(T).size;
         for (int64_t t0 = 0; t0 < T; t0 += tb)
             k->run(wd, w_row, K, r0, r1, act + act_row * t0, act_row, std::min(tb, T - t0), yd + t0 * y_stride, y_stride);
         if (bias) {

@@ -155,8 +155,8 @@ void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch) {
     });
 
     // 3. Gate and up (+ SwiGLU) for every expert, row chunks as tasks.
-    const int64_t unit_gu = std::max(quant::find_type(wg.type)->interleave,
-                                     merged ? 1 : quant::find_type(wu->type)->interleave);
+    const int64_t unit_gu = std::max(row_unit(kg, *quant::find_type(wg.type)),
+                                     merged ? 1 : row_unit(ku, *quant::find_type(wu->type)));
     const int64_t chunk = chunk_rows(n_ff, unit_gu, std::max<int>(1, pool.n_threads() / (int)std::max<size_t>(1, work.size())));
     const int64_t per_exp = (n_ff + chunk - 1) / chunk;
     int64_t max_n = 0;
@@ -192,7 +192,7 @@ void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch) {
     });
 
     // 5. Down projection per expert.
-    const int64_t unit_d = quant::find_type(wd.type)->interleave;
+    const int64_t unit_d = row_unit(kd, *quant::find_type(wd.type));
     const int64_t chunk_d = chunk_rows(E, unit_d, std::max<int>(1, pool.n_threads() / (int)std::max<size_t>(1, work.size())));
     const int64_t per_exp_d = (E + chunk_d - 1) / chunk_d;
     pool.parallel_for((int64_t)work.size() * per_exp_d, [&](int64_t task, int thread) {

@@ -5,7 +5,7 @@
 namespace ikllm::cpu {
 
 KernelTable iqk_kernels_avx2() {
-#define K_ENTRY(U) {U::id, Isa::avx2, simd_act_q8_k(), simd_matmul<U, Avx2Tile, 4>}
+#define K_ENTRY(U) {U::id, Isa::avx2, simd_act_q8_k(), simd_matmul<U, Avx2Tile, 4>, U::conv}
     static const MatmulKernel entries[] = {
         K_ENTRY(SIq4Xs), K_ENTRY(SIq2K), K_ENTRY(SIq3K), K_ENTRY(SIq4K), K_ENTRY(SIq5K), K_ENTRY(SIq6K),
         K_ENTRY(SIq4Ks), K_ENTRY(SIq5Ks), K_ENTRY(SIq2Ks), K_ENTRY(SIq3Ks),

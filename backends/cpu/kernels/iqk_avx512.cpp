@@ -5,7 +5,7 @@
 namespace ikllm::cpu {
 
 KernelTable iqk_kernels_avx512() {
-#define K_ENTRY(U) {U::id, Isa::avx512, simd_act_q8_k(), simd_matmul<U, Avx512Tile, 8>}
+#define K_ENTRY(U) {U::id, Isa::avx512, simd_act_q8_k(), simd_matmul<U, Avx512Tile, 8>, U::conv}
     static const MatmulKernel entries[] = {
         K_ENTRY(ZIq4Xs), K_ENTRY(ZIq2K), K_ENTRY(ZIq3K), K_ENTRY(ZIq4K), K_ENTRY(ZIq5K), K_ENTRY(ZIq6K),
         K_ENTRY(ZIq4Ks), K_ENTRY(ZIq5Ks), K_ENTRY(SIq2Ks), K_ENTRY(SIq3Ks),

@@ -5,7 +5,7 @@
 namespace ikllm::cpu {
 
 KernelTable kquant_kernels_avx2() {
-#define K_ENTRY(U) {U::id, Isa::avx2, simd_act_q8_k(), simd_matmul<U, Avx2Tile, 4>}
+#define K_ENTRY(U) {U::id, Isa::avx2, simd_act_q8_k(), simd_matmul<U, Avx2Tile, 4>, U::conv}
     static const MatmulKernel entries[] = {
         K_ENTRY(SQ2K),
         K_ENTRY(SQ3K),

@@ -5,7 +5,7 @@
 namespace ikllm::cpu {
 
 KernelTable kquant_kernels_avx512() {
-#define K_ENTRY(U) {U::id, Isa::avx512, simd_act_q8_k(), simd_matmul<U, Avx512Tile, 8>}
+#define K_ENTRY(U) {U::id, Isa::avx512, simd_act_q8_k(), simd_matmul<U, Avx512Tile, 8>, U::conv}
     static const MatmulKernel entries[] = {
         K_ENTRY(SQ2K),
         K_ENTRY(SQ3K),

@@ -18,6 +18,8 @@
 // ones for the most used types.
 #pragma once
 #include <immintrin.h>
+#include <algorithm>
+#include <vector>
 #include "kernels/kquant_unpack.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
@@ -763,33 +765,10 @@ inline void conv_row(const uint8_t* row, int64_t nb, ConvRow& cr) {
     }
 }
 
-// T tokens against a re-encoded row: exact int dots (|q|, |a| <= 127), one scale per block.
+#ifndef IKLLM_KIQK_AVX512
+// T tokens against a re-encoded row (AVX2): exact int dots (|q|, |a| <= 127), one scale per block.
 template <int T>
 inline void conv_tile(const ConvRow& cr, int64_t nb, const uint8_t* act, size_t arb, float* y, int64_t ys) {
-#ifdef IKLLM_KIQK_AVX512
-    __m512 facc[T];
-    for (int t = 0; t < T; ++t) facc[t] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-        __m512i sumi[T];
-        for (int t = 0; t < T; ++t) sumi[t] = _mm512_setzero_si512();
-        for (int k = 0; k < 4; ++k) {
-            const __m512i q = _mm512_loadu_si512((const void*)(cr.q + 256 * b + 64 * k));
-            const __m512i aq = _mm512_loadu_si512((const void*)(cr.aq + 256 * b + 64 * k));
-            const __mmask64 neg = _mm512_movepi8_mask(q);
-            for (int t = 0; t < T; ++t) {
-                const uint8_t* a = act + (size_t)t * arb + (size_t)b * quant::kQ8KBlockBytes;
-                __m512i x = _mm512_loadu_si512((const void*)(act_qs(a) + 64 * k));
-                x = _mm512_mask_sub_epi8(x, neg, _mm512_setzero_si512(), x);
-                sumi[t] = _mm512_dpbusd_epi32(sumi[t], aq, x);
-            }
-        }
-        for (int t = 0; t < T; ++t) {
-            const uint8_t* a = act + (size_t)t * arb + (size_t)b * quant::kQ8KBlockBytes;
-            facc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[t]), _mm512_set1_ps(cr.d[b] * act_d(a)), facc[t]);
-        }
-    }
-    for (int t = 0; t < T; ++t) y[t * ys] = _mm512_reduce_add_ps(facc[t]);
-#else
     __m256 facc[T];
     for (int t = 0; t < T; ++t) facc[t] = _mm256_setzero_ps();
     const __m256i ones = _mm256_set1_epi16(1);
@@ -811,27 +790,122 @@ inline void conv_tile(const ConvRow& cr, int64_t nb, const uint8_t* act, size_t 
         }
     }
     for (int t = 0; t < T; ++t) y[t * ys] = hsum256(facc[t]);
+}
 #endif
+
+#ifdef IKLLM_KIQK_AVX512
+// AVX-512 conv GEMM: 16 re-encoded rows are interleaved into a panel (per 256-column block, 64
+// vectors of 16 rows x 4 columns, stored as q + 128 so vpdpbusd takes them as its unsigned
+// operand), then every token runs over the panel: 4 activation codes are broadcast to all 16
+// row lanes, so each instruction advances 16 rows and no horizontal sums are needed. The +128
+// is removed per block with the activation code sum (128 * sum a). Integer sums are exact;
+// the float result per block is isum * (d_w * d_a), accumulated per row lane.
+constexpr int kPanelRows = 16;
+
+struct ConvPanel {
+    std::vector<uint8_t> q;  // [nb][64][16][4]
+    std::vector<float> d;    // [nb][16]
+    explicit ConvPanel(int64_t nb) : q((size_t)nb * 256 * kPanelRows), d((size_t)nb * kPanelRows) {}
+};
+
+template <class U>
+inline void conv_panel(const uint8_t* w, size_t w_row_bytes, int64_t r0, int rows, int64_t nb, ConvRow& cr,
+                       ConvPanel& pn) {
+    for (int k = 0; k < kPanelRows; ++k) {
+        if (k < rows) conv_row<U>(w + (size_t)(r0 + k) * w_row_bytes, nb, cr);
+        for (int64_t b = 0; b < nb; ++b) {
+            pn.d[(size_t)b * kPanelRows + k] = k < rows ? cr.d[b] : 0.0f;
+            uint8_t* dst = pn.q.data() + (size_t)b * 256 * kPanelRows + 4 * k;
+            const int8_t* src = cr.q + 256 * b;
+            for (int j = 0; j < 64; ++j) {
+                uint32_t v = 0x80808080u;  // code 0 for padding rows
+                if (k < rows) {
+                    std::memcpy(&v, src + 4 * j, 4);
+                    v ^= 0x80808080u;  // int8 q -> uint8 q + 128
+                }
+                std::memcpy(dst + 64 * j, &v, 4);
+            }
+        }
+    }
+}
+
+template <int T>
+inline void conv_panel_tile(const ConvPanel& pn, int64_t nb, const uint8_t* act, size_t arb, const int32_t* asum,
+                            int rows, float* y, int64_t ys) {
+    __m512 facc[T];
+    for (int t = 0; t < T; ++t) facc[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        __m512i isum[T];
+        for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
+        const uint8_t* pq = pn.q.data() + (size_t)b * 256 * kPanelRows;
+        const int8_t* aq[T];
+        for (int t = 0; t < T; ++t) aq[t] = act_qs(act + (size_t)t * arb + (size_t)b * quant::kQ8KBlockBytes);
+        for (int j = 0; j < 64; ++j) {
+            const __m512i wv = _mm512_loadu_si512((const void*)(pq + 64 * j));
+            for (int t = 0; t < T; ++t) {
+                int32_t a4;
+                std::memcpy(&a4, aq[t] + 4 * j, 4);
+                isum[t] = _mm512_dpbusd_epi32(isum[t], wv, _mm512_set1_epi32(a4));
+            }
+        }
+        const __m512 dw = _mm512_loadu_ps(pn.d.data() + (size_t)b * kPanelRows);
+        for (int t = 0; t < T; ++t) {
+            const uint8_t* a = act + (size_t)t * arb + (size_t)b * quant::kQ8KBlockBytes;
+            const __m512i exact = _mm512_sub_epi32(isum[t], _mm512_set1_epi32(128 * asum[(size_t)t * nb + b]));
+            facc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), _mm512_mul_ps(dw, _mm512_set1_ps(act_d(a))), facc[t]);
+        }
+    }
+    const __mmask16 m = (__mmask16)((1u << rows) - 1);
+    for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ys, m, facc[t]);
 }
 
 template <class U>
 void conv_matmul(const uint8_t* w, size_t w_row_bytes, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
                  size_t act_row_bytes, int64_t nt, float* y, int64_t y_stride) {
     const int64_t nb = ne0 / 256;
-    const int64_t tb = token_block(act_row_bytes);
-    ConvRow cr(ne0);
-    for (int64_t t0 = 0; t0 < nt; t0 += tb) {
-        const int64_t tn = nt - t0 < tb ? nt - t0 : tb;
-        for (int64_t r = r0; r < r1; ++r) {
-            conv_row<U>(w + (size_t)r * w_row_bytes, nb, cr);
-            int64_t t = 0;
-            for (; t + 4 <= tn; t += 4)
-                conv_tile<4>(cr, nb, act + (size_t)(t0 + t) * act_row_bytes, act_row_bytes, y + (t0 + t) * y_stride + r, y_stride);
-            for (; t < tn; ++t)
-                conv_tile<1>(cr, nb, act + (size_t)(t0 + t) * act_row_bytes, act_row_bytes, y + (t0 + t) * y_stride + r, y_stride);
+    // Per token and block: the sum of the 256 activation codes (from the per-16 sums).
+    std::vector<int32_t> asum((size_t)(nt * nb));
+    for (int64_t t = 0; t < nt; ++t)
+        for (int64_t b = 0; b < nb; ++b) {
+            const uint8_t* a = act + (size_t)t * act_row_bytes + (size_t)b * quant::kQ8KBlockBytes;
+            int32_t s = 0;
+            for (int i = 0; i < 16; ++i) s += (int16_t)rd_u16(a + quant::kQ8KOffBsums + 2 * i);
+            asum[(size_t)(t * nb + b)] = s;
         }
+    ConvRow cr(ne0);
+    ConvPanel pn(nb);
+    for (int64_t r = r0; r < r1; r += kPanelRows) {
+        const int rows = (int)std::min<int64_t>(kPanelRows, r1 - r);
+        conv_panel<U>(w, w_row_bytes, r, rows, nb, cr, pn);
+        int64_t t = 0;
+        for (; t + 8 <= nt; t += 8)
+            conv_panel_tile<8>(pn, nb, act + (size_t)t * act_row_bytes, act_row_bytes, asum.data() + t * nb, rows,
+                               y + t * y_stride + r, y_stride);
+        for (; t + 4 <= nt; t += 4)
+            conv_panel_tile<4>(pn, nb, act + (size_t)t * act_row_bytes, act_row_bytes, asum.data() + t * nb, rows,
+                               y + t * y_stride + r, y_stride);
+        for (; t < nt; ++t)
+            conv_panel_tile<1>(pn, nb, act + (size_t)t * act_row_bytes, act_row_bytes, asum.data() + t * nb, rows,
+                               y + t * y_stride + r, y_stride);
     }
 }
+#else
+// AVX2 conv path: each row is re-encoded once, then multiplied against every token.
+template <class U>
+void conv_matmul(const uint8_t* w, size_t w_row_bytes, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
+                 size_t act_row_bytes, int64_t nt, float* y, int64_t y_stride) {
+    const int64_t nb = ne0 / 256;
+    ConvRow cr(ne0);
+    for (int64_t r = r0; r < r1; ++r) {
+        conv_row<U>(w + (size_t)r * w_row_bytes, nb, cr);
+        int64_t t = 0;
+        for (; t + 4 <= nt; t += 4)
+            conv_tile<4>(cr, nb, act + (size_t)t * act_row_bytes, act_row_bytes, y + t * y_stride + r, y_stride);
+        for (; t < nt; ++t)
+            conv_tile<1>(cr, nb, act + (size_t)t * act_row_bytes, act_row_bytes, y + t * y_stride + r, y_stride);
+    }
+}
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // Driver: token blocks (kept in L2) x weight rows x tiles of T tokens x 256-weight blocks.

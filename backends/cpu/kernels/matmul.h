@@ -32,6 +32,9 @@ struct MatmulKernel {
     Isa isa;
     const ActFormat* act;
     MatmulFn run;
+    // The kernel wants every token of a matmul in one call (it re-encodes weights once per call
+    // and blocks tokens itself); otherwise callers pass cache-sized token blocks.
+    bool whole_batch = false;
 };
 
 // Best kernel for `weight_type` not above `max_isa` (falls back to lower ISAs, then to the
