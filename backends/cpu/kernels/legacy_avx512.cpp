@@ -1,6 +1,7 @@
 // AVX-512 VNNI kernels for the 32-weight block types against Q8_2_X4 activations. Two blocks
 // per 512-bit register; tiles of up to 3 weight rows x 6 tokens (one row at a time for a single
-// token, which streams fastest): each group of 4 blocks is unpacked once per tile.
+// token, which streams fastest): each group of 4 blocks is unpacked once per tile. Prompt
+// batches (>= 32 tokens) take the 16-row panel GEMM of legacy_panel_avx512.h.
 // vpdpbusd wants unsigned x signed bytes: for signed weight values v the activation codes are
 // flipped to a+128 (XOR 0x80) and the accumulator starts at -128*sum(v) per lane, which makes
 // every lane an exact partial of sum(v*a). Affine types use their unsigned codes directly.
@@ -17,6 +18,7 @@
 
 #include "kernels/act_q8_2_x4_simd.h"
 #include "kernels/legacy_simd.h"
+#include "kernels/legacy_panel_avx512.h"
 #include "quant/act_q8_0.h"
 
 namespace ikllm::cpu {
@@ -164,6 +166,7 @@ constexpr std::array<TileFn, kRows * kTokens> make_tiles(std::index_sequence<I..
 template <class P>
 void run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb, int64_t nt,
          float* y, int64_t ys) {
+    if (nt >= kPanelMinTokens) return panel_matmul<P>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
     static constexpr std::array<TileFn, kRows * kTokens> tiles =
         make_tiles<P>(std::make_index_sequence<kRows * kTokens>{});
     const int rows = nt == 1 ? 1 : kRows;  // one token: a single weight stream streams fastest
@@ -181,14 +184,14 @@ void run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, cons
 
 KernelTable legacy_kernels_avx512() {
     static const MatmulKernel kKernels[] = {
-        {quant::T_Q4_0, Isa::avx512, simd_act_q8_2_x4(), run<Q4_0P>},
-        {quant::T_Q4_1, Isa::avx512, simd_act_q8_2_x4(), run<Q4_1P>},
-        {quant::T_Q5_0, Isa::avx512, simd_act_q8_2_x4(), run<Q5_0P>},
-        {quant::T_Q5_1, Isa::avx512, simd_act_q8_2_x4(), run<Q5_1P>},
-        {quant::T_Q8_0, Isa::avx512, simd_act_q8_2_x4(), run<Q8_0P>},
-        {quant::T_Q6_0, Isa::avx512, simd_act_q8_2_x4(), run<Q6_0P>},
-        {quant::T_IQ4_NL, Isa::avx512, simd_act_q8_2_x4(), run<IQ4_NLP>},
-        {quant::T_MXFP4, Isa::avx512, simd_act_q8_2_x4(), run<MXFP4P>},
+        {quant::T_Q4_0, Isa::avx512, simd_act_q8_2_x4(), run<Q4_0P>, true},
+        {quant::T_Q4_1, Isa::avx512, simd_act_q8_2_x4(), run<Q4_1P>, true},
+        {quant::T_Q5_0, Isa::avx512, simd_act_q8_2_x4(), run<Q5_0P>, true},
+        {quant::T_Q5_1, Isa::avx512, simd_act_q8_2_x4(), run<Q5_1P>, true},
+        {quant::T_Q8_0, Isa::avx512, simd_act_q8_2_x4(), run<Q8_0P>, true},
+        {quant::T_Q6_0, Isa::avx512, simd_act_q8_2_x4(), run<Q6_0P>, true},
+        {quant::T_IQ4_NL, Isa::avx512, simd_act_q8_2_x4(), run<IQ4_NLP>, true},
+        {quant::T_MXFP4, Isa::avx512, simd_act_q8_2_x4(), run<MXFP4P>, true},
     };
     return {kKernels, sizeof(kKernels) / sizeof(kKernels[0])};
 }

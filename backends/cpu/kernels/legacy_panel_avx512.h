@@ -1,0 +1,132 @@
+// Prompt-batch GEMM for the 32-weight block types on AVX-512 VNNI (included by
+// legacy_avx512.cpp after the block policies of legacy_simd.h). For batches of
+// kPanelMinTokens tokens or more, 16 weight rows are unpacked once per call into a panel:
+// per 32-column block, 8 vectors of 16 rows x 4 columns of unsigned bytes (signed values v
+// stored as v + 128, affine codes as they are) plus the 16 block scales (and mins). Every
+// token then runs over the panel with 4 activation codes broadcast to all 16 row lanes, so one
+// vpdpbusd advances 16 rows and no horizontal sums are needed. The +128 is taken back per block
+// with the activation code sum of Q8_2_X4. Per block and row the float result is
+// (d_w * d_a) * isum (+ (m_w * d_a) * sum_a for affine types), accumulated per row lane.
+#pragma once
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/legacy_simd.h"
+#include "quant/act_q8_0.h"
+
+namespace ikllm::cpu {
+namespace {
+
+constexpr int kPanelRows = 16;
+constexpr int64_t kPanelMinTokens = 32;
+
+struct LegacyPanel {
+    std::vector<uint8_t> q;  // [nb][8][16][4]
+    std::vector<float> d, m;  // [nb][16]
+    explicit LegacyPanel(int64_t nb) : q((size_t)nb * 32 * kPanelRows), d((size_t)nb * kPanelRows), m((size_t)nb * kPanelRows) {}
+};
+
+// Activation blocks of one Q8_2_X4 row layout: byte offsets of codes, scale and sum.
+struct ActBlockOffsets {
+    std::vector<uint32_t> qs, d, s;
+    ActBlockOffsets(int64_t ne0) {
+        const int64_t nb = ne0 / 32, ng = nb / 4;
+        for (int64_t ib = 0; ib < nb; ++ib) {
+            if (ib < 4 * ng) {
+                const uint32_t g = (uint32_t)(144 * (ib / 4)), k = (uint32_t)(ib % 4);
+                qs.push_back(g + 16 + 32 * k);
+                d.push_back(g + 2 * k);
+                s.push_back(g + 8 + 2 * k);
+            } else {
+                const uint32_t b = (uint32_t)(144 * ng + 36 * (ib - 4 * ng));
+                qs.push_back(b + 4);
+                d.push_back(b);
+                s.push_back(b + 2);
+            }
+        }
+    }
+};
+
+template <class P>
+void fill_panel(const uint8_t* w, size_t wrb, int64_t r0, int rows, int64_t nb, LegacyPanel& pn) {
+    alignas(32) uint8_t tmp[32];
+    for (int k = 0; k < kPanelRows; ++k) {
+        const uint8_t* row = w + (size_t)(r0 + k) * wrb;
+        for (int64_t b = 0; b < nb; ++b) {
+            uint8_t* dst = pn.q.data() + (size_t)b * 32 * kPanelRows + 4 * k;
+            const size_t si = (size_t)b * kPanelRows + k;
+            if (k < rows) {
+                __m256i v = P::values(row + b * P::kBytes);
+                if constexpr (!P::kAffine) v = _mm256_xor_si256(v, _mm256_set1_epi8((char)0x80));
+                _mm256_store_si256((__m256i*)tmp, v);
+                pn.d[si] = P::scale(row + b * P::kBytes);
+                if constexpr (P::kAffine) pn.m[si] = P::min(row + b * P::kBytes);
+            } else {  // padding rows: value 0, scale 0
+                std::memset(tmp, P::kAffine ? 0 : 0x80, 32);
+                pn.d[si] = 0.0f;
+                pn.m[si] = 0.0f;
+            }
+            for (int j = 0; j < 8; ++j) std::memcpy(dst + 64 * j, tmp + 4 * j, 4);
+        }
+    }
+}
+
+template <bool Affine, int T>
+void panel_tile(const LegacyPanel& pn, int64_t nb, const ActBlockOffsets& ao, const uint8_t* act, size_t arb, int rows,
+                float* y, int64_t ys) {
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* pq = pn.q.data() + (size_t)b * 32 * kPanelRows;
+        const uint32_t oq = ao.qs[b];
+        __m512i isum[T];
+        for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
+        for (int j = 0; j < 8; ++j) {
+            const __m512i wv = _mm512_loadu_si512((const void*)(pq + 64 * j));
+            for (int t = 0; t < T; ++t) {
+                int32_t a4;
+                std::memcpy(&a4, act + (size_t)t * arb + oq + 4 * j, 4);
+                isum[t] = _mm512_dpbusd_epi32(isum[t], wv, _mm512_set1_epi32(a4));
+            }
+        }
+        const __m512 dw = _mm512_loadu_ps(pn.d.data() + (size_t)b * kPanelRows);
+        __m512 mw;
+        if constexpr (Affine) mw = _mm512_loadu_ps(pn.m.data() + (size_t)b * kPanelRows);
+        for (int t = 0; t < T; ++t) {
+            const uint8_t* a = act + (size_t)t * arb;
+            uint16_t dbits;
+            int16_t sa;
+            std::memcpy(&dbits, a + ao.d[b], 2);
+            std::memcpy(&sa, a + ao.s[b], 2);
+            const __m512 da = _mm512_set1_ps(bf16_to_f32(dbits));
+            __m512i exact = isum[t];
+            if constexpr (!Affine) exact = _mm512_sub_epi32(exact, _mm512_set1_epi32(128 * (int32_t)sa));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), _mm512_mul_ps(dw, da), acc[t]);
+            if constexpr (Affine) acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(mw, da), _mm512_set1_ps((float)sa), acc[t]);
+        }
+    }
+    const __mmask16 m = (__mmask16)((1u << rows) - 1);
+    for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ys, m, acc[t]);
+}
+
+template <class P>
+void panel_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
+                  int64_t nt, float* y, int64_t ys) {
+    const int64_t nb = ne0 / 32;
+    const ActBlockOffsets ao(ne0);
+    LegacyPanel pn(nb);
+    for (int64_t r = r0; r < r1; r += kPanelRows) {
+        const int rows = (int)std::min<int64_t>(kPanelRows, r1 - r);
+        fill_panel<P>(w, wrb, r, rows, nb, pn);
+        int64_t t = 0;
+        for (; t + 8 <= nt; t += 8) panel_tile<P::kAffine, 8>(pn, nb, ao, act + (size_t)t * arb, arb, rows, y + t * ys + r, ys);
+        for (; t + 4 <= nt; t += 4) panel_tile<P::kAffine, 4>(pn, nb, ao, act + (size_t)t * arb, arb, rows, y + t * ys + r, ys);
+        for (; t < nt; ++t) panel_tile<P::kAffine, 1>(pn, nb, ao, act + (size_t)t * arb, arb, rows, y + t * ys + r, ys);
+    }
+}
+
+}  // namespace
+}  // namespace ikllm::cpu
