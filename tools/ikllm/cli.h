@@ -53,5 +53,6 @@ int cmd_quantize(int argc, char** argv);
 int cmd_imatrix(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_template(int argc, char** argv);
+int cmd_perplexity(int argc, char** argv);
 
 }  // namespace cli

@@ -20,6 +20,8 @@ static void usage() {
                  "  bench    -m MODEL --sweep -c CTX [-ub U] [-t N] [--format md|jsonl]   speed vs context depth\n"
                  "  template --template T.jinja | -m MODEL [--name NAME] [--vars V.json] [--case C.json]\n"
                  "           [--date YYYY-MM-DD]   render a chat template (exit 2 on a template error)\n"
+                 "  perplexity -m MODEL -f TEXT [-c CTX] [-b BATCH] [--chunks N] [--format text|jsonl]\n"
+                 "           [--kl-divergence-base FILE [--kl-divergence]]   perplexity / KL divergence vs a base\n"
                  "  (model commands accept -rtr: repack weights to row-interleaved layouts at load)\n"
                  "  version\n");
 }
@@ -39,6 +41,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(cmd, "imatrix")) return cli::cmd_imatrix(argc - 2, argv + 2);
     if (!std::strcmp(cmd, "bench")) return cli::cmd_bench(argc - 2, argv + 2);
     if (!std::strcmp(cmd, "template")) return cli::cmd_template(argc - 2, argv + 2);
+    if (!std::strcmp(cmd, "perplexity")) return cli::cmd_perplexity(argc - 2, argv + 2);
     if (!std::strcmp(cmd, "version")) {
         std::printf("ikllm %s (ABI %d)\n", ikllm_version_string(), ikllm_abi_version());
         return 0;
