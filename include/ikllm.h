@@ -388,6 +388,26 @@ IKLLM_API const char* ikllm_model_chat_template_name(const ikllm_model* model, i
 IKLLM_API ikllm_status ikllm_model_chat_template(const ikllm_model* model, const char* name,
                                                  const char** out_template);
 
+/* ---- scoring text (log-probabilities of a token sequence) ------------------------------ */
+/* Decodes tokens[0..n_tokens) as the continuation of sequence seq_id (after whatever it already
+   holds; clear it first to score from an empty context) and writes, for every i in
+   [first, n_tokens - 1):
+       out_logprobs[i - first] = ln p(tokens[i + 1] | tokens[0..i] and the sequence's earlier content)
+   i.e. n_tokens - 1 - first values (natural log of the softmax of the logits, computed in double).
+   first in [0, n_tokens - 1]: the output layer runs only for positions >= first (first = 0 scores
+   every token but tokens[0]; perplexity tools score the second half of a window).
+   Tokens are decoded in micro-batches of the session's n_batch, so n_tokens may exceed it; the KV
+   cache must have n_tokens free cells (else IKLLM_CONTEXT_FULL before anything is decoded).
+   capacity and *needed (may be NULL) count floats, caller-buffer convention, checked first.
+   progress may be NULL; it is called after each micro-batch with the fraction decoded, and a
+   non-zero return cancels (IKLLM_CANCELLED; the session's cancel flag works too). On any failure
+   the sequence is left as it was. On success ikllm_session_logits(session, -1) gives the logits
+   after the last token (e.g. to continue generating). */
+IKLLM_API ikllm_status ikllm_session_score_tokens(ikllm_session* session, int32_t seq_id, const ikllm_token* tokens,
+                                                  int32_t n_tokens, int32_t first, float* out_logprobs,
+                                                  size_t capacity, size_t* needed, ikllm_progress_fn progress,
+                                                  void* progress_user_data);
+
 #ifdef __cplusplus
 }
 #endif

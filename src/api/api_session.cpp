@@ -192,3 +192,26 @@ ikllm_status ikllm_session_imatrix_stop(ikllm_session* s) {
 }
 
 }  // extern "C"
+
+// ---- scoring (log-probabilities of a token sequence) ----
+#include "session/score.h"
+
+extern "C" ikllm_status ikllm_session_score_tokens(ikllm_session* s, int32_t seq_id, const ikllm_token* tokens,
+                                                   int32_t n_tokens, int32_t first, float* out_logprobs,
+                                                   size_t capacity, size_t* needed, ikllm_progress_fn progress,
+                                                   void* progress_user_data) {
+    return api::guard([&] {
+        IKLLM_REQUIRE(s && tokens, "NULL argument");
+        IKLLM_REQUIRE(n_tokens >= 1, "n_tokens must be positive");
+        IKLLM_REQUIRE(first >= 0 && first <= n_tokens - 1, "first must be in [0, n_tokens - 1]");
+        const size_t count = (size_t)(n_tokens - 1 - first);
+        if (needed) *needed = count;
+        if (capacity < count)
+            fail(Status::buffer_too_small, "out_logprobs holds " + std::to_string(capacity) + " values, " +
+                 std::to_string(count) + " needed");
+        IKLLM_REQUIRE(out_logprobs || count == 0, "out_logprobs is NULL");
+        ScoreProgress cb;
+        if (progress) cb = [&](float p) { return progress(progress_user_data, p) == 0; };
+        score_tokens(*s->s, seq_id, tokens, n_tokens, first, out_logprobs, cb);
+    });
+}

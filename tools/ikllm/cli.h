@@ -53,6 +53,10 @@ int cmd_quantize(int argc, char** argv);
 int cmd_imatrix(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_template(int argc, char** argv);
+<<<<<<< HEAD
 int cmd_embed(int argc, char** argv);
+=======
+int cmd_perplexity(int argc, char** argv);
+>>>>>>> wip_ppl
 
 }  // namespace cli

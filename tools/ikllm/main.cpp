@@ -24,6 +24,8 @@ static void usage() {
                  "           [--normalize|--no-normalize] [--format json|tsv] [-t N]   one embedding per non-blank\n"
                  "           line (index = its rank among them), or per token with --pooling none (default pooling:\n"
                  "           the model's; pooled vectors are L2-normalised unless --no-normalize)\n"
+                 "  perplexity -m MODEL -f TEXT [-c CTX] [-b BATCH] [--chunks N] [--format text|jsonl]\n"
+                 "           [--kl-divergence-base FILE [--kl-divergence]]   perplexity / KL divergence vs a base\n"
                  "  (model commands accept -rtr: repack weights to row-interleaved layouts at load)\n"
                  "  version\n");
 }
@@ -44,6 +46,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(cmd, "bench")) return cli::cmd_bench(argc - 2, argv + 2);
     if (!std::strcmp(cmd, "template")) return cli::cmd_template(argc - 2, argv + 2);
     if (!std::strcmp(cmd, "embed")) return cli::cmd_embed(argc - 2, argv + 2);
+    if (!std::strcmp(cmd, "perplexity")) return cli::cmd_perplexity(argc - 2, argv + 2);
     if (!std::strcmp(cmd, "version")) {
         std::printf("ikllm %s (ABI %d)\n", ikllm_version_string(), ikllm_abi_version());
         return 0;
