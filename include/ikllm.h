@@ -407,6 +407,86 @@ IKLLM_API ikllm_status ikllm_session_score_tokens(ikllm_session* session, int32_
                                                   int32_t n_tokens, int32_t first, float* out_logprobs,
                                                   size_t capacity, size_t* needed, ikllm_progress_fn progress,
                                                   void* progress_user_data);
+/* ---- chat output parsing ---------------------------------------------------------------- */
+/* Splits a chat model's generated text into reasoning, content and tool calls, incrementally while
+   streaming or in one call. Feed the text with special tokens rendered (IKLLM_DETOK_RENDER_SPECIAL):
+   markers such as [TOOL_CALLS] or <|python_tag|> are special tokens in their vocabularies.
+
+   Formats (by name; "auto" or NULL detects it from the chat template text):
+     "llama3"   Llama 3.x: the reply is {"name": N, "parameters": {...}} (or "arguments"), possibly after
+                <|python_tag|>; several separated by ';'
+     "hermes"   Qwen 2.5/3, Hermes 2 Pro ("qwen" is the same): <tool_call>{"name": N, "arguments": {...}}</tool_call>, repeated
+     "mistral"  [TOOL_CALLS][{"name": N, "arguments": {...}, "id": I}, ...], or [TOOL_CALLS]N[ARGS]{...}
+                (optionally N[CALL_ID]I[ARGS]{...}), repeated
+     "deepseek" DeepSeek V3/R1: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>N\n```json\n{...}\n```
+                <｜tool▁call▁end｜>...<｜tool▁calls▁end｜>, also V3.1's <｜tool▁call▁begin｜>N<｜tool▁sep｜>{...}<｜tool▁call▁end｜>
+     "generic"  reasoning only (templates of other families: their tool-call syntax stays content)
+     "none"     everything is content
+   Rules: reasoning is the text of a <think>...</think> block that opens the reply (or that the prompt
+   opened; an unclosed block makes the rest reasoning). Leading/trailing whitespace of reasoning and of
+   content is dropped. A tool call is reported once, complete, when its text ends; arguments are the JSON
+   object text as the model wrote it (a JSON string holding an object is decoded). Text in tool-call
+   syntax that does not decode (malformed or unterminated JSON, no name, arguments not an object) is
+   delivered as content exactly as written, markers included: never an error. Invalid UTF-8 becomes
+   U+FFFD. Text that may still become a marker (e.g. "<too") or an incomplete UTF-8 sequence is held back
+   until the next piece decides it, so the deltas of any split of the text add up to the one-shot result.
+
+   Results are JSON. A delta has only the non-empty parts:
+     {"reasoning_content": "...", "content": "...",
+      "tool_calls": [{"index": 0, "id": "...", "type": "function", "function": {"name": "...", "arguments": "{...}"}}]}
+   ("{}" when nothing new; "index" counts the message's calls; "id" only when the model wrote one).
+   The message has always the three keys: {"reasoning_content": "", "content": "", "tool_calls": []},
+   its calls shaped as above without "index".
+   An ikllm_chat_parser is used by one thread at a time, like an ikllm_detok. */
+typedef struct ikllm_chat_parser ikllm_chat_parser;
+
+#define IKLLM_CHAT_PARSE_IN_REASONING 1u  /* the output starts inside <think> (the prompt opened it) */
+#define IKLLM_CHAT_PARSE_NO_TOOLS 2u      /* no tools were offered: tool-call syntax is plain content */
+#define IKLLM_CHAT_PARSE_NO_REASONING 4u  /* <think> is plain content */
+
+/* format: a name above, or NULL / "" / "auto" to detect it from template_text, else from the model's
+   default template (model may be NULL), else "generic". prompt: NULL or the rendered prompt the output
+   continues; when it ends (trailing whitespace aside) with "<think>", the output starts inside reasoning,
+   as with IKLLM_CHAT_PARSE_IN_REASONING. flags: IKLLM_CHAT_PARSE_* bits.
+   IKLLM_ERR_INVALID_ARGUMENT for an unknown format name or flag. */
+IKLLM_API ikllm_status ikllm_chat_parser_create(const ikllm_model* model, const char* format,
+                                                const char* template_text, const char* prompt, uint32_t flags,
+                                                ikllm_chat_parser** out_parser);
+IKLLM_API void ikllm_chat_parser_free(ikllm_chat_parser* parser);
+/* The format in use (after detection), a static string such as "hermes"; NULL for a NULL parser. */
+IKLLM_API const char* ikllm_chat_parser_format(const ikllm_chat_parser* parser);
+/* Feeds len bytes of generated text (text may be NULL when len is 0). out_delta_json / out_len (either
+   may be NULL) receive the delta JSON, borrowed: valid until the next push/finish/reset/free. After
+   ikllm_chat_parser_finish, IKLLM_ERR_INVALID_ARGUMENT until ikllm_chat_parser_reset. */
+IKLLM_API ikllm_status ikllm_chat_parser_push(ikllm_chat_parser* parser, const char* text, size_t len,
+                                              const char** out_delta_json, size_t* out_len);
+/* Ends the message: decides all held-back text. Gives the last delta and the whole message's JSON
+   (any out-pointer may be NULL); borrowed, valid until the next push/finish/reset/free. */
+IKLLM_API ikllm_status ikllm_chat_parser_finish(ikllm_chat_parser* parser, const char** out_delta_json,
+                                                size_t* out_delta_len, const char** out_message_json,
+                                                size_t* out_message_len);
+/* Starts a new message with the same settings. */
+IKLLM_API ikllm_status ikllm_chat_parser_reset(ikllm_chat_parser* parser);
+
+/* The same results without JSON, for C callers. Borrowed, valid until the next push/finish/reset/free. */
+#define IKLLM_CHAT_TEXT_CONTENT_DELTA 0    /* content of the last push/finish */
+#define IKLLM_CHAT_TEXT_REASONING_DELTA 1  /* reasoning of the last push/finish */
+#define IKLLM_CHAT_TEXT_CONTENT 2          /* all content so far */
+#define IKLLM_CHAT_TEXT_REASONING 3        /* all reasoning so far */
+IKLLM_API ikllm_status ikllm_chat_parser_text(const ikllm_chat_parser* parser, int32_t which, const char** out_text,
+                                              size_t* out_len);
+/* Tool calls found so far: count, and call `index` (id is "" when the model wrote none; any out-pointer
+   may be NULL). */
+IKLLM_API int32_t ikllm_chat_parser_tool_call_count(const ikllm_chat_parser* parser);
+IKLLM_API ikllm_status ikllm_chat_parser_tool_call(const ikllm_chat_parser* parser, int32_t index,
+                                                   const char** out_id, const char** out_name,
+                                                   const char** out_arguments);
+
+/* One-shot: parses a whole generated text (arguments as for ikllm_chat_parser_create) and writes the
+   message JSON into (buf, buf_size) with the caller-buffer convention. Thread-safe; stateless. */
+IKLLM_API ikllm_status ikllm_chat_parse(const ikllm_model* model, const char* format, const char* template_text,
+                                        const char* prompt, uint32_t flags, const char* text, size_t text_len,
+                                        char* buf, size_t buf_size, size_t* needed);
 
 #ifdef __cplusplus
 }

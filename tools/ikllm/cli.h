@@ -43,6 +43,11 @@ std::vector<int32_t> read_ids(const std::string& path);
 std::string read_file(const std::string& path);
 // Session options from -c/-t/-b/--kv-type.
 ikllm_options* session_options(const Args& a, int n_seq = 1, int default_ctx = 4096);
+// Sampler from --temp/--top-k/--top-p/--min-p/--typical/--repeat-penalty/--presence-penalty/
+// --frequency-penalty/--repeat-last-n/--seed/--samplers.
+ikllm_sampler* make_sampler(const Args& a, const ikllm_model* model);
+// Token ids of text (IKLLM_TOKENIZE_* flags); exits on error.
+std::vector<int32_t> tokenize(const ikllm_model* model, const std::string& text, uint32_t flags);
 
 int cmd_run(int argc, char** argv);
 int cmd_info(int argc, char** argv);
@@ -53,10 +58,8 @@ int cmd_quantize(int argc, char** argv);
 int cmd_imatrix(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_template(int argc, char** argv);
-<<<<<<< HEAD
 int cmd_embed(int argc, char** argv);
-=======
 int cmd_perplexity(int argc, char** argv);
->>>>>>> wip_ppl
+int cmd_chat(int argc, char** argv);
 
 }  // namespace cli

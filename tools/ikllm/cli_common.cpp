@@ -125,4 +125,31 @@ ikllm_options* session_options(const Args& a, int n_seq, int default_ctx) {
     return so;
 }
 
+ikllm_sampler* make_sampler(const Args& a, const ikllm_model* model) {
+    ikllm_options* sp = nullptr;
+    check(ikllm_options_create(IKLLM_OPTIONS_SAMPLER, &sp), "options");
+    const std::pair<const char*, const char*> map[] = {
+        {"--temp", "temperature"}, {"--top-k", "top_k"}, {"--top-p", "top_p"}, {"--min-p", "min_p"},
+        {"--typical", "typical_p"}, {"--repeat-penalty", "repeat_penalty"}, {"--presence-penalty", "presence_penalty"},
+        {"--frequency-penalty", "frequency_penalty"}, {"--repeat-last-n", "penalty_last_n"}, {"--seed", "seed"},
+        {"--samplers", "chain"}};
+    for (auto& [flag, key] : map)
+        if (a.has(flag)) check(ikllm_options_set_from_text(sp, key, a.get(flag).c_str()), flag);
+    ikllm_sampler* smp = nullptr;
+    const ikllm_status st = ikllm_sampler_create(model, sp, &smp);
+    ikllm_options_free(sp);
+    check(st, "sampler");
+    return smp;
+}
+
+std::vector<int32_t> tokenize(const ikllm_model* model, const std::string& text, uint32_t flags) {
+    size_t n = 0;
+    ikllm_status st = ikllm_tokenize(model, text.data(), text.size(), flags, nullptr, 0, &n);
+    if (st != IKLLM_ERR_BUFFER_TOO_SMALL && st != IKLLM_OK) check(st, "tokenize");
+    std::vector<int32_t> toks(n);
+    check(ikllm_tokenize(model, text.data(), text.size(), flags, toks.data(), toks.size(), &n), "tokenize");
+    toks.resize(n);
+    return toks;
+}
+
 }  // namespace cli

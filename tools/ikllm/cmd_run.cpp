@@ -20,27 +20,11 @@ int cmd_run(int argc, char** argv) {
     ikllm_options_free(so);
     check(st, "session");
 
-    ikllm_options* sp = nullptr;
-    check(ikllm_options_create(IKLLM_OPTIONS_SAMPLER, &sp), "options");
-    const std::pair<const char*, const char*> map[] = {
-        {"--temp", "temperature"}, {"--top-k", "top_k"}, {"--top-p", "top_p"}, {"--min-p", "min_p"},
-        {"--typical", "typical_p"}, {"--repeat-penalty", "repeat_penalty"}, {"--presence-penalty", "presence_penalty"},
-        {"--frequency-penalty", "frequency_penalty"}, {"--repeat-last-n", "penalty_last_n"}, {"--seed", "seed"},
-        {"--samplers", "chain"}};
-    for (auto& [flag, key] : map)
-        if (a.has(flag)) check(ikllm_options_set_from_text(sp, key, a.get(flag).c_str()), flag);
-    ikllm_sampler* smp = nullptr;
-    st = ikllm_sampler_create(L.model, sp, &smp);
-    ikllm_options_free(sp);
-    check(st, "sampler");
+    ikllm_sampler* smp = make_sampler(a, L.model);
 
     uint32_t flags = a.has("--no-bos") ? 0 : IKLLM_TOKENIZE_ADD_SPECIAL;
     if (a.has("--special")) flags |= IKLLM_TOKENIZE_PARSE_SPECIAL;
-    size_t n = 0;
-    st = ikllm_tokenize(L.model, prompt.data(), prompt.size(), flags, nullptr, 0, &n);
-    if (st != IKLLM_ERR_BUFFER_TOO_SMALL && st != IKLLM_OK) check(st, "tokenize");
-    std::vector<int32_t> toks(n);
-    check(ikllm_tokenize(L.model, prompt.data(), prompt.size(), flags, toks.data(), toks.size(), &n), "tokenize");
+    const std::vector<int32_t> toks = tokenize(L.model, prompt, flags);
     if (toks.empty()) die("run: the prompt produced no tokens");
     check(ikllm_sampler_accept(smp, toks.data(), toks.size()), "sampler");
 

@@ -9,6 +9,8 @@ static void usage() {
                  "  run      -m MODEL -p PROMPT -n N [--temp T --top-k K --top-p P --min-p P --typical P\n"
                  "           --repeat-penalty R --presence-penalty R --frequency-penalty R --repeat-last-n N\n"
                  "           --seed S] [-t THREADS] [-c CTX]     stream generated text\n"
+                 "  chat     -m MODEL [--system TEXT] [--template T.jinja] [--vars V.json] [-n N] [sampler options]\n"
+                 "           [-t THREADS] [-c CTX]   interactive chat (stdin lines when piped; /reset, /exit)\n"
                  "  info     -m MODEL                          metadata and tensor table\n"
                  "  tokenize -m MODEL -f TEXT_FILE [--no-bos] [--special]\n"
                  "  logits   -m MODEL --tokens IDS --out OUT.f32 [--then IDS2 --then-out OUT2.f32] [-t N] [-c CTX]\n"
@@ -47,6 +49,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(cmd, "template")) return cli::cmd_template(argc - 2, argv + 2);
     if (!std::strcmp(cmd, "embed")) return cli::cmd_embed(argc - 2, argv + 2);
     if (!std::strcmp(cmd, "perplexity")) return cli::cmd_perplexity(argc - 2, argv + 2);
+    if (!std::strcmp(cmd, "chat")) return cli::cmd_chat(argc - 2, argv + 2);
     if (!std::strcmp(cmd, "version")) {
         std::printf("ikllm %s (ABI %d)\n", ikllm_version_string(), ikllm_abi_version());
         return 0;
