@@ -1,5 +1,6 @@
 // C boundary for sessions and samplers.
 #include "api/api_internal.h"
+#include "api/api_session_access.h"
 #include "api/options.h"
 #include "sampling/sampler.h"
 #include "session/session.h"
@@ -171,3 +172,8 @@ ikllm_status ikllm_session_imatrix_stop(ikllm_session* s) {
 }
 
 }  // extern "C"
+
+namespace ikllm::api {
+Session* session_of(const ikllm_session* s) { return s ? s->s.get() : nullptr; }
+Sampler* sampler_of(const ikllm_sampler* s) { return s ? s->s.get() : nullptr; }
+}  // namespace ikllm::api

@@ -36,8 +36,14 @@ public:
     // Logits row of batch token `index` (-1 = last with logits).
     const float* logits(int32_t index) const;
     int32_t n_outputs() const { return (int32_t)out_index_.size(); }
+    // After the cache was replaced (state load): the last decode's logits no longer apply.
+    void forget_logits() { logits_.clear(); out_index_.clear(); last_out_ = -1; }
 
     void seq_shift(int32_t seq, int32_t p0, int32_t p1, int32_t delta);
+    // Context shift (context_shift.cpp): drops positions [n_keep, n_keep + n_discard) of the
+    // sequence and moves the later ones down by n_discard, re-rotating their keys; cells shared
+    // with other sequences are copied first. All-or-nothing.
+    void context_shift(int32_t seq, int32_t n_keep, int32_t n_discard);
     void set_cancel(const volatile int32_t* flag) { cancel_ = flag; }
     void set_observer(backend::OpObserver* observer) { exec_->set_observer(observer); }
 
