@@ -303,6 +303,71 @@ IKLLM_API ikllm_status ikllm_session_seq_shift(ikllm_session* session, int32_t s
 IKLLM_API int32_t ikllm_session_seq_pos_max(const ikllm_session* session, int32_t seq_id);
 IKLLM_API ikllm_status ikllm_session_clear(ikllm_session* session);
 
+/* ---- session state: save / restore, prompt reuse, context shift --------------------------- */
+/* A session state holds the KV cache of chosen sequences (their cells: positions, the token
+   decoded at each, which sequences share them, the K/V rows) and optionally a sampler's RNG
+   state and penalty history (not its options). Logits are not saved: decode after restoring.
+   The header identifies the model file (a fingerprint of the GGUF metadata and tensor table
+   plus the file size; no weights are read), the model's shape, the KV cache type and the format
+   and ABI versions; a checksum ends the data. Format and rules: docs/session-state.md.
+
+   seq_ids/n_seq_ids: the sequences to save (distinct ids); NULL/0 = every sequence that holds
+   at least one token. sampler may be NULL: no sampler state is saved. flags must be 0.
+   ikllm_session_state_save writes into (buf, buf_size) with the caller-buffer convention
+   (*needed = bytes; query with buf NULL and buf_size 0). */
+struct ikllm_sampler; /* the ikllm_sampler of the sampling section below */
+IKLLM_API ikllm_status ikllm_session_state_save(const ikllm_session* session, const int32_t* seq_ids,
+                                                int32_t n_seq_ids, const struct ikllm_sampler* sampler, uint32_t flags,
+                                                void* buf, size_t buf_size, size_t* needed);
+/* Same into a file, atomically: written under a temporary name and renamed over path when
+   complete (an existing file is replaced only then). */
+IKLLM_API ikllm_status ikllm_session_state_save_file(const ikllm_session* session, const int32_t* seq_ids,
+                                                     int32_t n_seq_ids, const struct ikllm_sampler* sampler, uint32_t flags,
+                                                     const char* path);
+
+#define IKLLM_STATE_REPLACE_ALL 1u  /* load: empty every sequence first, not only the saved ones */
+/* Restores a state. Every saved sequence replaces the sequence with the same id (its previous
+   tokens are dropped; other sequences are kept unless flags has IKLLM_STATE_REPLACE_ALL). To
+   restore into another id, load then ikllm_session_seq_copy + ikllm_session_seq_remove (cells
+   are shared, nothing is copied). With a non-NULL sampler, its RNG state and penalty history
+   are restored too (its options stay). The last decode's logits are dropped. Restored sessions
+   continue with bit-identical logits when restored into an empty session with the same n_ctx.
+   Errors leave the session and the sampler unchanged:
+     IKLLM_ERR_INCOMPATIBLE_STATE  another model file or shape, another KV type, another format
+                                   or ABI version, a sequence id >= n_seq_max, more cells than
+                                   n_ctx, or a sampler given but no sampler state saved;
+     IKLLM_ERR_INVALID_FILE        not a state, truncated or corrupt (checksum mismatch);
+     IKLLM_CONTEXT_FULL            other sequences hold too many cells;
+     IKLLM_ERR_IO                  the file cannot be opened or read.
+   (Only a file that fails or changes while loading, after it was checked, leaves the sequences
+   being restored empty; the message says so.) */
+IKLLM_API ikllm_status ikllm_session_state_load(ikllm_session* session, const void* data, size_t size,
+                                                struct ikllm_sampler* sampler, uint32_t flags);
+IKLLM_API ikllm_status ikllm_session_state_load_file(ikllm_session* session, const char* path,
+                                                     struct ikllm_sampler* sampler, uint32_t flags);
+
+/* Tokens held by a sequence, in position order (capacity and *n_tokens count tokens; the
+   caller-buffer convention). -1 marks a cell whose token is unknown. */
+IKLLM_API ikllm_status ikllm_session_seq_tokens(const ikllm_session* session, int32_t seq_id, ikllm_token* tokens,
+                                                size_t capacity, size_t* n_tokens);
+/* Prompt cache: prepares sequence seq_id for the prompt tokens[0..n_tokens). The longest prefix
+   of it held at positions 0.. by this sequence, or by another one (then shared into this one,
+   as ikllm_session_seq_copy does), is kept; everything else of this sequence is removed.
+   *out_n_reused = the kept length, at most n_tokens - 1 so the caller always decodes at least
+   the last token (and gets its logits): decode tokens + *out_n_reused, n_tokens - *out_n_reused
+   with positions NULL. */
+IKLLM_API ikllm_status ikllm_session_prompt_reuse(ikllm_session* session, int32_t seq_id, const ikllm_token* tokens,
+                                                  int32_t n_tokens, int32_t* out_n_reused);
+/* Context shift for a full window: drops positions [n_keep, n_keep + n_discard) of the sequence
+   and moves the later ones down by n_discard (RoPE re-applied to their cached keys), so
+   generation continues at position pos_max + 1 - n_discard. n_keep + n_discard must not exceed
+   the sequence's length. Cells shared with other sequences are copied first (IKLLM_CONTEXT_FULL,
+   nothing changed, when no cells are free for that). Later logits are close to, not identical
+   with, a fresh decode of the shortened text: the kept entries were computed with the dropped
+   tokens in context (docs/session-state.md). */
+IKLLM_API ikllm_status ikllm_session_context_shift(ikllm_session* session, int32_t seq_id, int32_t n_keep,
+                                                   int32_t n_discard);
+
 /* ---- sampling ------------------------------------------------------------------------ */
 typedef struct ikllm_sampler ikllm_sampler;
 

@@ -1,5 +1,6 @@
 // C boundary for sessions and samplers.
 #include "api/api_internal.h"
+#include "api/api_session_access.h"
 #include "api/options.h"
 #include "sampling/sampler.h"
 #include "session/session.h"
@@ -215,3 +216,7 @@ extern "C" ikllm_status ikllm_session_score_tokens(ikllm_session* s, int32_t seq
         score_tokens(*s->s, seq_id, tokens, n_tokens, first, out_logprobs, cb);
     });
 }
+namespace ikllm::api {
+Session* session_of(const ikllm_session* s) { return s ? s->s.get() : nullptr; }
+Sampler* sampler_of(const ikllm_sampler* s) { return s ? s->s.get() : nullptr; }
+}  // namespace ikllm::api

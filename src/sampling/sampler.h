@@ -30,6 +30,11 @@ public:
     int32_t sample(const float* logits, int32_t n_vocab);  // also records the token
     void accept(int32_t token);
     void reset();
+    // RNG state and penalty history as a versioned byte blob (sampler_state.cpp), for session
+    // files. load_state is all-or-nothing: it throws Error(invalid_file) on a bad blob and then
+    // leaves the sampler unchanged. The configuration (options) is not part of the state.
+    std::vector<uint8_t> save_state() const;
+    void load_state(const uint8_t* data, size_t size);
 
 private:
     struct Cand { int32_t id; float logit; float p; };

@@ -50,6 +50,7 @@ KvCache::KvCache(const HParams& hp, int32_t n_ctx, int32_t n_seq_max, uint32_t t
         }
     }
     pos_.assign(n_ctx, -1);
+    tok_.assign(n_ctx, -1);
     seqs_.assign((size_t)n_ctx * words_, 0);
 }
 
@@ -77,8 +78,9 @@ bool KvCache::find_free(int32_t n, std::vector<int32_t>& cells) const {
     return (int32_t)cells.size() == n;
 }
 
-void KvCache::occupy(int32_t cell, int32_t seq, int32_t pos) {
+void KvCache::occupy(int32_t cell, int32_t seq, int32_t pos, int32_t token) {
     pos_[cell] = pos;
+    tok_[cell] = token;
     std::fill_n(&seqs_[(size_t)cell * words_], words_, 0);
     seqs_[(size_t)cell * words_ + seq / 64] |= 1ull << (seq % 64);
 }
@@ -144,6 +146,37 @@ std::vector<int32_t> KvCache::seq_shift(int32_t seq, int32_t p0, int32_t p1, int
         }
     }
     return moved;
+}
+
+void KvCache::unshare(int32_t seq, int32_t p0, int32_t p1) {
+    std::vector<int32_t> shared;
+    for (int32_t c = 0; c < n_ctx_; ++c) {
+        if (pos_[c] < 0 || !has_seq(c, seq) || !in_range(pos_[c], p0, p1)) continue;
+        for (int w = 0; w < words_; ++w) {
+            uint64_t others = seqs_[(size_t)c * words_ + w];
+            if (w == seq / 64) others &= ~(1ull << (seq % 64));
+            if (others) { shared.push_back(c); break; }
+        }
+    }
+    if (shared.empty()) return;
+    std::vector<int32_t> fresh;
+    if (!find_free((int32_t)shared.size(), fresh))
+        throw Error(Status::context_full, "KV cache full: " + std::to_string(shared.size()) +
+                    " cells shared with other sequences must be copied first, " +
+                    std::to_string(n_ctx_ - used_cells()) + " are free");
+    for (size_t i = 0; i < shared.size(); ++i) {
+        const int32_t src = shared[i], dst = fresh[i];
+        for (size_t l = 0; l < k_.size(); ++l) {
+            const size_t kb = k_[l].nb[2];
+            std::memcpy(static_cast<uint8_t*>(k_[l].data) + dst * kb, static_cast<uint8_t*>(k_[l].data) + src * kb, kb);
+            if (!mla_) {
+                const size_t vb = v_[l].nb[2];
+                std::memcpy(static_cast<uint8_t*>(v_[l].data) + dst * vb, static_cast<uint8_t*>(v_[l].data) + src * vb, vb);
+            }
+        }
+        occupy(dst, seq, pos_[src], tok_[src]);
+        seqs_[(size_t)src * words_ + seq / 64] &= ~(1ull << (seq % 64));
+    }
 }
 
 int32_t KvCache::seq_pos_max(int32_t seq) const {

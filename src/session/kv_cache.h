@@ -1,5 +1,6 @@
-// KV cache: per layer K and V tensors over n_ctx cells, and per cell the position and the set
-// of sequences sharing it (a forked sequence shares cells instead of copying them).
+// KV cache: per layer K and V tensors over n_ctx cells, and per cell the position, the token
+// decoded there (for prompt reuse) and the set of sequences sharing it (a forked sequence
+// shares cells instead of copying them).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -21,6 +22,13 @@ public:
     Tensor* k(int layer) { return &k_[layer]; }
     // For MLA caches this is the latent view of k (no separate V memory).
     Tensor* v(int layer) { return &v_[layer]; }
+    const Tensor* k(int layer) const { return &k_[layer]; }
+    const Tensor* v(int layer) const { return &v_[layer]; }
+    int32_t n_layer() const { return (int32_t)k_.size(); }
+    // Bytes of one cell's K (resp. V) rows in one layer, all heads; V is 0 for MLA caches
+    // (the values are part of the K row).
+    size_t k_cell_bytes() const { return k_.empty() ? 0 : k_[0].nb[2]; }
+    size_t v_cell_bytes() const { return mla_ || v_.empty() ? 0 : v_[0].nb[2]; }
     // Where the RoPE-rotated part of a cached key row sits (for position shifts).
     int32_t rope_offset() const { return rope_offset_; }
     bool is_mla() const { return mla_; }
@@ -28,11 +36,17 @@ public:
     // Cell metadata.
     bool has_seq(int32_t cell, int32_t seq) const { return (seqs_[cell * words_ + seq / 64] >> (seq % 64)) & 1u; }
     int32_t pos(int32_t cell) const { return pos_[cell]; }
+    int32_t token(int32_t cell) const { return tok_[cell]; }  // -1: unknown
     KvView view() const;  // cells [0, used_end)
 
     // Picks free cells for n tokens (lowest first). False if fewer than n are free.
     bool find_free(int32_t n, std::vector<int32_t>& cells) const;
-    void occupy(int32_t cell, int32_t seq, int32_t pos);
+    void occupy(int32_t cell, int32_t seq, int32_t pos, int32_t token = -1);
+    void add_seq(int32_t cell, int32_t seq) { seqs_[(size_t)cell * words_ + seq / 64] |= 1ull << (seq % 64); }
+    // Copy-on-write: every cell of `seq` in [p0, p1) that another sequence shares is copied
+    // (K/V rows, position, token) into a free cell owned by `seq` alone. Throws context_full,
+    // changing nothing, when there are not enough free cells.
+    void unshare(int32_t seq, int32_t p0, int32_t p1);
     // Saved metadata, to undo a failed decode.
     struct Snapshot { std::vector<int32_t> pos; std::vector<uint64_t> seqs; };
     Snapshot snapshot() const { return {pos_, seqs_}; }
@@ -59,6 +73,7 @@ private:
     std::vector<std::unique_ptr<backend::Buffer>> buffers_;
     std::vector<Tensor> k_, v_;
     std::vector<int32_t> pos_;    // -1: free
+    std::vector<int32_t> tok_;    // token of each cell (-1: unknown); meaningful while held
     std::vector<uint64_t> seqs_;  // n_ctx * words_
 };
 

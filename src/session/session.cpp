@@ -92,7 +92,7 @@ void Session::decode(const int32_t* tokens, const int32_t* positions, const int3
     try {
         for (int32_t begin = 0; begin < n_tokens; begin += opts_.n_batch) {
             const int32_t end = std::min(n_tokens, begin + opts_.n_batch);
-            for (int32_t i = begin; i < end; ++i) kv_->occupy(cells[i], seq[i], pos[i]);
+            for (int32_t i = begin; i < end; ++i) kv_->occupy(cells[i], seq[i], pos[i], tokens[i]);
             // Output rows of this micro-batch, relative to its first token.
             std::vector<int32_t> ub_out;
             int32_t first_out = -1;

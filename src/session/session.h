@@ -45,8 +45,21 @@ public:
     const float* hidden_state(int32_t index) const;
     const float* embedding(int32_t seq) const;
     Pooling pooling() const { return pooling_; }
+    // After the cache was replaced (state load): the last decode's logits no longer apply.
+    void forget_logits() {
+        logits_.clear();
+        out_index_.clear();
+        last_out_ = -1;
+        hidden_.clear();
+        n_hidden_ = 0;
+        pooled_ = PooledSet{};
+    }
 
     void seq_shift(int32_t seq, int32_t p0, int32_t p1, int32_t delta);
+    // Context shift (context_shift.cpp): drops positions [n_keep, n_keep + n_discard) of the
+    // sequence and moves the later ones down by n_discard, re-rotating their keys; cells shared
+    // with other sequences are copied first. All-or-nothing.
+    void context_shift(int32_t seq, int32_t n_keep, int32_t n_discard);
     void set_cancel(const volatile int32_t* flag) { cancel_ = flag; }
     void set_observer(backend::OpObserver* observer) { exec_->set_observer(observer); }
 
