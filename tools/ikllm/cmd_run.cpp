@@ -29,6 +29,13 @@ int cmd_run(int argc, char** argv) {
         {"--samplers", "chain"}};
     for (auto& [flag, key] : map)
         if (a.has(flag)) check(ikllm_options_set_from_text(sp, key, a.get(flag).c_str()), flag);
+    // Structured output: stdout then carries only the generated text (no prompt echo, no newline).
+    const bool constrained = a.has("--grammar") || a.has("--json-schema");
+    if (a.has("--grammar") && a.has("--json-schema")) die("run: --grammar and --json-schema are exclusive");
+    if (a.has("--grammar")) check(ikllm_options_set_string(sp, "grammar", read_file(a.get("--grammar")).c_str()), "--grammar");
+    if (a.has("--grammar-root")) check(ikllm_options_set_string(sp, "grammar_root", a.get("--grammar-root").c_str()), "--grammar-root");
+    if (a.has("--json-schema"))
+        check(ikllm_options_set_string(sp, "json_schema", read_file(a.get("--json-schema")).c_str()), "--json-schema");
     ikllm_sampler* smp = nullptr;
     st = ikllm_sampler_create(L.model, sp, &smp);
     ikllm_options_free(sp);
@@ -42,12 +49,13 @@ int cmd_run(int argc, char** argv) {
     std::vector<int32_t> toks(n);
     check(ikllm_tokenize(L.model, prompt.data(), prompt.size(), flags, toks.data(), toks.size(), &n), "tokenize");
     if (toks.empty()) die("run: the prompt produced no tokens");
-    check(ikllm_sampler_accept(smp, toks.data(), toks.size()), "sampler");
+    // The prompt counts for penalties but is not part of the grammar's text.
+    check(ikllm_sampler_accept_v2(smp, toks.data(), toks.size(), IKLLM_SAMPLER_ACCEPT_NO_GRAMMAR), "sampler");
 
     ikllm_detok* dt = nullptr;
     // Generated text continues the prompt, so its first piece keeps its leading space.
     check(ikllm_detok_create(L.model, IKLLM_DETOK_KEEP_LEADING_SPACE, &dt), "detokenizer");
-    std::fwrite(prompt.data(), 1, prompt.size(), stdout);
+    if (!constrained) std::fwrite(prompt.data(), 1, prompt.size(), stdout);
     std::fflush(stdout);
     check(ikllm_session_decode(s, toks.data(), nullptr, nullptr, nullptr, (int32_t)toks.size(), 0), "decode");
     const char* text;
@@ -59,13 +67,16 @@ int cmd_run(int argc, char** argv) {
         check(ikllm_detok_push(dt, tok, &text, &len), "detokenize");
         std::fwrite(text, 1, len, stdout);
         std::fflush(stdout);
+        int32_t gs = IKLLM_GRAMMAR_NONE;
+        check(ikllm_sampler_grammar_state(smp, &gs), "grammar");
+        if (gs == IKLLM_GRAMMAR_DONE) break;  // only end of generation could follow
         st = ikllm_session_decode(s, &tok, nullptr, nullptr, nullptr, 1, 0);
         if (st == IKLLM_CONTEXT_FULL) break;
         check(st, "decode");
     }
     check(ikllm_detok_flush(dt, &text, &len), "detokenize");
     std::fwrite(text, 1, len, stdout);
-    std::printf("\n");
+    if (!constrained) std::printf("\n");
     ikllm_detok_free(dt);
     ikllm_sampler_free(smp);
     ikllm_session_free(s);
