@@ -373,21 +373,52 @@ typedef struct ikllm_sampler ikllm_sampler;
 
 /* A sampler chain configured by IKLLM_OPTIONS_SAMPLER options (seed, temperature, top_k,
    top_p, min_p, typical_p, repeat_penalty, presence_penalty, frequency_penalty,
-   penalty_last_n, chain). temperature <= 0 is greedy. Same seed + same inputs = same output. */
+   penalty_last_n, chain, grammar, grammar_root, json_schema). temperature <= 0 is greedy. Same seed + same inputs = same output. */
 IKLLM_API ikllm_status ikllm_sampler_create(const ikllm_model* model, const ikllm_options* options,
                                             ikllm_sampler** out_sampler);
 IKLLM_API void ikllm_sampler_free(ikllm_sampler* sampler);
 /* Samples from the logits of batch token `index` of the session's last decode, then records the
-   chosen token in the penalty history. */
+   chosen token in the penalty history (and advances the grammar). IKLLM_ERR_GRAMMAR when the
+   grammar allows no token (failed, or complete without an end-of-generation token). */
 IKLLM_API ikllm_status ikllm_sampler_sample(ikllm_sampler* sampler, const ikllm_session* session, int32_t index,
                                             ikllm_token* out_token);
 /* Same from caller-provided logits. */
 IKLLM_API ikllm_status ikllm_sampler_sample_logits(ikllm_sampler* sampler, const float* logits, int32_t n_vocab,
                                                    ikllm_token* out_token);
-/* Records tokens (e.g. the prompt) in the penalty history without sampling. */
+/* Records tokens in the penalty history without sampling and, when the sampler has a grammar,
+   advances it (tokens forced by the caller). A token the grammar rejects fails with
+   IKLLM_ERR_GRAMMAR and leaves the grammar failed (tokens before it were recorded). Prompt
+   tokens, which the grammar must not see, go through ikllm_sampler_accept_v2 with
+   IKLLM_SAMPLER_ACCEPT_NO_GRAMMAR. */
 IKLLM_API ikllm_status ikllm_sampler_accept(ikllm_sampler* sampler, const ikllm_token* tokens, size_t n_tokens);
-/* Clears history and re-seeds the RNG with the configured seed. */
+/* Clears history, re-seeds the RNG with the configured seed and puts the grammar back at its start. */
 IKLLM_API ikllm_status ikllm_sampler_reset(ikllm_sampler* sampler);
+
+/* ---- grammar-constrained sampling ------------------------------------------------------ */
+/* Sampler options "grammar" (GBNF text, start rule "grammar_root", default "root") or
+   "json_schema" (JSON Schema text, converted to GBNF) make every sampled token follow the grammar:
+   tokens it rejects are removed before the rest of the chain (penalties, filters, temperature,
+   greedy), special tokens are never sampled inside it, and end-of-generation tokens only once the
+   grammar is complete (then, if nothing else can follow, only them). The grammar matches the bytes
+   of the token pieces (ikllm_token_to_piece: the text ikllm_detok_* with
+   IKLLM_DETOK_KEEP_LEADING_SPACE produces), so a token may end inside a UTF-8 character.
+   ikllm_sampler_create fails with IKLLM_ERR_GRAMMAR and a message naming the line and column
+   (GBNF) or the JSON pointer (schema) of a problem. Supported syntax: docs/structured-output.md. */
+#define IKLLM_SAMPLER_ACCEPT_NO_GRAMMAR 1u  /* ikllm_sampler_accept_v2: penalty history only */
+/* ikllm_sampler_accept with flags (0 = the same as ikllm_sampler_accept). */
+IKLLM_API ikllm_status ikllm_sampler_accept_v2(ikllm_sampler* sampler, const ikllm_token* tokens, size_t n_tokens,
+                                               uint32_t flags);
+#define IKLLM_GRAMMAR_NONE 0        /* the sampler has no grammar */
+#define IKLLM_GRAMMAR_INCOMPLETE 1  /* more text is required */
+#define IKLLM_GRAMMAR_COMPLETE 2    /* the start rule is matched; more text may follow (or end of generation) */
+#define IKLLM_GRAMMAR_DONE 3        /* matched and nothing can follow: only end of generation (stop here) */
+#define IKLLM_GRAMMAR_FAILED 4      /* an accepted token did not match; sampling fails until reset */
+/* Where the sampler's grammar stands (one of IKLLM_GRAMMAR_*). */
+IKLLM_API ikllm_status ikllm_sampler_grammar_state(const ikllm_sampler* sampler, int32_t* out_state);
+/* Converts a JSON Schema to GBNF text (start rule "root"). *out_gbnf is released with ikllm_free.
+   IKLLM_ERR_GRAMMAR with "json_schema: line L, column C: ..." for malformed JSON or
+   "json_schema at '/json/pointer': ..." for unsupported or contradictory schema keywords. */
+IKLLM_API ikllm_status ikllm_json_schema_to_grammar(const char* schema_json, char** out_gbnf);
 
 /* ---- importance matrix (calibration statistics for low-bit quantization) ---------------- */
 /* Starts collecting, for every weight matrix the session multiplies, the mean square of each

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
@@ -64,7 +65,12 @@ struct ikllm_options {
     std::map<std::string, ikllm::api::OptionValue, std::less<>> values;
 };
 
+namespace ikllm::grammar { struct TokenTrie; }
+
 struct ikllm_model {
     ikllm_lib* lib = nullptr;
     std::unique_ptr<ikllm::Model> m;
+    // Vocabulary trie for grammar sampling, built on first use and shared by all samplers.
+    mutable std::once_flag grammar_vocab_once;
+    mutable std::shared_ptr<const ikllm::grammar::TokenTrie> grammar_vocab;
 };

@@ -43,6 +43,11 @@ const OptionSpec kSpecs[] = {
     {IKLLM_OPTIONS_SAMPLER, "penalty_last_n", IKLLM_OPTION_INT, "64", "-1", "1000000000", "Penalty window in tokens (-1 = whole history, 0 = off)"},
     {IKLLM_OPTIONS_SAMPLER, "chain", IKLLM_OPTION_STRING, "penalties;top_k;typical_p;top_p;min_p;temperature", "", "",
      "Order of sampler steps, ';'-separated"},
+    {IKLLM_OPTIONS_SAMPLER, "grammar", IKLLM_OPTION_STRING, "", "", "",
+     "GBNF grammar every sampled token must follow (empty = none); checked by ikllm_sampler_create"},
+    {IKLLM_OPTIONS_SAMPLER, "grammar_root", IKLLM_OPTION_STRING, "root", "", "", "Start rule of 'grammar'"},
+    {IKLLM_OPTIONS_SAMPLER, "json_schema", IKLLM_OPTION_STRING, "", "", "",
+     "JSON Schema the generated text must satisfy (converted to a grammar; exclusive with 'grammar')"},
 
     {IKLLM_OPTIONS_QUANTIZE, "type", IKLLM_OPTION_STRING, "Q4_K_M", "", "",
      "Preset (Q4_K_M, IQ4_K, ...) or type name; _R4/_R8/_R16 forms give row-interleaved files"},

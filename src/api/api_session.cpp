@@ -2,6 +2,7 @@
 #include "api/api_internal.h"
 #include "api/api_session_access.h"
 #include "api/options.h"
+#include "grammar/token_matcher.h"
 #include "sampling/sampler.h"
 #include "session/session.h"
 #include "quantize/imatrix_collector.h"
@@ -132,7 +133,7 @@ ikllm_status ikllm_sampler_create(const ikllm_model* model, const ikllm_options*
         IKLLM_REQUIRE(model && out, "NULL argument");
         IKLLM_REQUIRE(!options || options->kind == IKLLM_OPTIONS_SAMPLER, "options are not sampler options");
         auto h = std::make_unique<ikllm_sampler>();
-        h->s = std::make_unique<Sampler>(api::sampler_options(options));
+        h->s = std::make_unique<Sampler>(api::sampler_options(options), api::sampler_grammar(options, model));
         h->n_vocab = model->m->hp.n_vocab;
         *out = h.release();
     });
@@ -152,10 +153,25 @@ ikllm_status ikllm_sampler_sample_logits(ikllm_sampler* smp, const float* logits
     });
 }
 ikllm_status ikllm_sampler_accept(ikllm_sampler* smp, const ikllm_token* tokens, size_t n) {
+    return ikllm_sampler_accept_v2(smp, tokens, n, 0);
+}
+ikllm_status ikllm_sampler_accept_v2(ikllm_sampler* smp, const ikllm_token* tokens, size_t n, uint32_t flags) {
     return api::guard([&] {
         IKLLM_REQUIRE(smp, "sampler is NULL");
         IKLLM_REQUIRE(tokens || n == 0, "tokens is NULL");
-        for (size_t i = 0; i < n; ++i) smp->s->accept(tokens[i]);
+        IKLLM_REQUIRE((flags & ~IKLLM_SAMPLER_ACCEPT_NO_GRAMMAR) == 0, "unknown flags");
+        for (size_t i = 0; i < n; ++i) {
+            IKLLM_REQUIRE(tokens[i] >= 0 && tokens[i] < smp->n_vocab, "token id " + std::to_string(tokens[i]) + " out of range");
+            if (flags & IKLLM_SAMPLER_ACCEPT_NO_GRAMMAR) smp->s->accept_history(tokens[i]);
+            else smp->s->accept(tokens[i]);
+        }
+    });
+}
+ikllm_status ikllm_sampler_grammar_state(const ikllm_sampler* smp, int32_t* out_state) {
+    if (out_state) *out_state = IKLLM_GRAMMAR_NONE;
+    return api::guard([&] {
+        IKLLM_REQUIRE(smp && out_state, "NULL argument");
+        if (const grammar::TokenMatcher* g = smp->s->grammar()) *out_state = (int32_t)g->state();
     });
 }
 ikllm_status ikllm_sampler_reset(ikllm_sampler* smp) {

@@ -8,6 +8,8 @@
 #include "sampling/sampler.h"
 #include "session/session.h"
 
+namespace ikllm::grammar { class TokenMatcher; }
+
 namespace ikllm::api {
 
 struct OptionSpec {
@@ -31,6 +33,9 @@ std::string opt_string(const ikllm_options* o, int32_t kind, const char* name);
 ModelOptions model_options(const ikllm_options* o);
 SessionOptions session_options(const ikllm_options* o, int32_t lib_default_threads);
 SamplerOptions sampler_options(const ikllm_options* o);
+// The grammar the sampler options ask for ('grammar' or 'json_schema'), or null; throws
+// Error(grammar_error) with the position of a problem (api_grammar.cpp).
+std::unique_ptr<grammar::TokenMatcher> sampler_grammar(const ikllm_options* o, const ikllm_model* model);
 // Validates the chat option 'now' (api_chat.cpp); throws invalid_argument.
 void check_chat_now(const std::string& s);
 

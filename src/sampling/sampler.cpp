@@ -5,10 +5,16 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "grammar/token_matcher.h"
 
 namespace ikllm {
 
-Sampler::Sampler(const SamplerOptions& opts) : o_(opts), rng_(opts.seed) {
+Sampler::~Sampler() = default;
+
+Sampler::Sampler(const SamplerOptions& opts) : Sampler(opts, nullptr) {}
+
+Sampler::Sampler(const SamplerOptions& opts, std::unique_ptr<grammar::TokenMatcher> g)
+    : o_(opts), rng_(opts.seed), grammar_(std::move(g)) {
     size_t start = 0;
     const std::string& s = o_.chain;
     while (start <= s.size()) {
@@ -30,9 +36,16 @@ Sampler::Sampler(const SamplerOptions& opts) : o_(opts), rng_(opts.seed) {
 void Sampler::reset() {
     rng_.seed(o_.seed);
     history_.clear();
+    if (grammar_) grammar_->reset();
 }
 
 void Sampler::accept(int32_t token) {
+    if (grammar_ && !grammar_->accept(token))
+        fail(Status::grammar_error, "token " + std::to_string(token) + " does not match the grammar here");
+    accept_history(token);
+}
+
+void Sampler::accept_history(int32_t token) {
     history_.push_back(token);
     const size_t keep = o_.penalty_last_n < 0 ? SIZE_MAX : (size_t)std::max(o_.penalty_last_n, 0);
     while (history_.size() > keep) history_.pop_front();
@@ -63,10 +76,33 @@ void Sampler::softmax(std::vector<Cand>& c) {
     for (auto& x : c) x.p = (float)(x.p / sum);
 }
 
+// Every token, or with a grammar only those it allows (the mask comes first in the chain, as if
+// the others had logit -inf).
+void Sampler::fill_candidates(const float* logits, int32_t n_vocab) {
+    cand_.clear();
+    if (!grammar_) {
+        cand_.resize(n_vocab);
+        for (int32_t i = 0; i < n_vocab; ++i) cand_[i] = {i, logits[i], 0};
+        return;
+    }
+    const std::vector<uint64_t>& mask = grammar_->allowed();
+    const size_t words = std::min(mask.size(), ((size_t)n_vocab + 63) / 64);
+    for (size_t w = 0; w < words; ++w)
+        for (uint64_t bits = mask[w]; bits; bits &= bits - 1) {
+            const int32_t id = (int32_t)(w * 64 + (size_t)__builtin_ctzll(bits));
+            if (id < n_vocab && !std::isnan(logits[id])) cand_.push_back({id, logits[id], 0});
+        }
+    if (cand_.empty()) {
+        const auto st = grammar_->state();
+        fail(Status::grammar_error, st == grammar::MatchState::failed ? "the grammar has failed (a token that does not match was accepted)"
+                                    : st == grammar::MatchState::done ? "the grammar is complete and the vocabulary has no end-of-generation token"
+                                                                      : "no token of the vocabulary can continue the grammar");
+    }
+}
+
 int32_t Sampler::sample(const float* logits, int32_t n_vocab) {
     if (!logits || n_vocab <= 0) fail(Status::invalid_argument, "sample: no logits");
-    cand_.resize(n_vocab);
-    for (int32_t i = 0; i < n_vocab; ++i) cand_[i] = {i, logits[i], 0};
+    fill_candidates(logits, n_vocab);
     auto& c = cand_;
     const bool greedy = o_.temperature <= 0.0f;
     bool sorted = false;

@@ -1,14 +1,18 @@
-// Sampler chain: repetition/presence/frequency penalties over a window, then the configured
+// Sampler chain: an optional grammar mask first (tokens the grammar rejects are never
+// candidates), then repetition/presence/frequency penalties over a window, the configured
 // filters (top-k, typical-p, top-p, min-p), temperature, and a seeded draw. temperature <= 0
 // is greedy. Same seed + same inputs gives the same tokens.
 #pragma once
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 namespace ikllm {
+
+namespace grammar { class TokenMatcher; }
 
 struct SamplerOptions {
     uint64_t seed = 0x5eed;
@@ -26,15 +30,25 @@ struct SamplerOptions {
 
 class Sampler {
 public:
-    explicit Sampler(const SamplerOptions& opts);  // validates the chain
-    int32_t sample(const float* logits, int32_t n_vocab);  // also records the token
+    // Validates the chain. grammar (may be null) constrains every sampled token.
+    explicit Sampler(const SamplerOptions& opts);
+    Sampler(const SamplerOptions& opts, std::unique_ptr<grammar::TokenMatcher> grammar);
+    ~Sampler();
+    // Also records the token (history and grammar). Throws Error(grammar_error) when the
+    // grammar allows no token.
+    int32_t sample(const float* logits, int32_t n_vocab);
+    // Records a token in the penalty history and advances the grammar; throws
+    // Error(grammar_error) when the grammar rejects it (the grammar is then failed).
     void accept(int32_t token);
-    void reset();
     // RNG state and penalty history as a versioned byte blob (sampler_state.cpp), for session
     // files. load_state is all-or-nothing: it throws Error(invalid_file) on a bad blob and then
     // leaves the sampler unchanged. The configuration (options) is not part of the state.
     std::vector<uint8_t> save_state() const;
     void load_state(const uint8_t* data, size_t size);
+    // Penalty history only (prompt tokens the grammar must not see).
+    void accept_history(int32_t token);
+    void reset();  // history, RNG and grammar back to the start
+    grammar::TokenMatcher* grammar() const { return grammar_.get(); }
 
 private:
     struct Cand { int32_t id; float logit; float p; };
@@ -45,6 +59,8 @@ private:
     std::mt19937_64 rng_;
     std::deque<int32_t> history_;
     std::vector<Cand> cand_;
+    std::unique_ptr<grammar::TokenMatcher> grammar_;
+    void fill_candidates(const float* logits, int32_t n_vocab);
 };
 
 }  // namespace ikllm

@@ -135,6 +135,13 @@ ikllm_sampler* make_sampler(const Args& a, const ikllm_model* model) {
         {"--samplers", "chain"}};
     for (auto& [flag, key] : map)
         if (a.has(flag)) check(ikllm_options_set_from_text(sp, key, a.get(flag).c_str()), flag);
+    // Constrained sampling: a GBNF grammar or a JSON schema, read from files.
+    if (a.has("--grammar") && a.has("--json-schema")) die("--grammar and --json-schema are exclusive");
+    if (a.has("--grammar")) check(ikllm_options_set_string(sp, "grammar", read_file(a.get("--grammar")).c_str()), "--grammar");
+    if (a.has("--grammar-root"))
+        check(ikllm_options_set_string(sp, "grammar_root", a.get("--grammar-root").c_str()), "--grammar-root");
+    if (a.has("--json-schema"))
+        check(ikllm_options_set_string(sp, "json_schema", read_file(a.get("--json-schema")).c_str()), "--json-schema");
     ikllm_sampler* smp = nullptr;
     const ikllm_status st = ikllm_sampler_create(model, sp, &smp);
     ikllm_options_free(sp);

@@ -161,7 +161,7 @@ void reply(Chat& c) {
     // Special tokens are rendered: some families' markers ([TOOL_CALLS], <think>) are special tokens.
     check(ikllm_detok_create(c.model, IKLLM_DETOK_KEEP_LEADING_SPACE | IKLLM_DETOK_RENDER_SPECIAL, &dt), "detokenizer");
     check(ikllm_sampler_reset(c.sampler), "sampler");
-    check(ikllm_sampler_accept(c.sampler, toks.data(), toks.size()), "sampler");
+    check(ikllm_sampler_accept_v2(c.sampler, toks.data(), toks.size(), IKLLM_SAMPLER_ACCEPT_NO_GRAMMAR), "sampler");
 
     Printer out{c.color};
     const char* text;

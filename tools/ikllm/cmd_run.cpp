@@ -20,18 +20,21 @@ int cmd_run(int argc, char** argv) {
     ikllm_options_free(so);
     check(st, "session");
 
+    // Structured output: stdout then carries only the generated text (no prompt echo, no newline).
+    const bool constrained = a.has("--grammar") || a.has("--json-schema");
     ikllm_sampler* smp = make_sampler(a, L.model);
 
     uint32_t flags = a.has("--no-bos") ? 0 : IKLLM_TOKENIZE_ADD_SPECIAL;
     if (a.has("--special")) flags |= IKLLM_TOKENIZE_PARSE_SPECIAL;
     const std::vector<int32_t> toks = tokenize(L.model, prompt, flags);
     if (toks.empty()) die("run: the prompt produced no tokens");
-    check(ikllm_sampler_accept(smp, toks.data(), toks.size()), "sampler");
+    // The prompt counts for penalties but is not part of the grammar's text.
+    check(ikllm_sampler_accept_v2(smp, toks.data(), toks.size(), IKLLM_SAMPLER_ACCEPT_NO_GRAMMAR), "sampler");
 
     ikllm_detok* dt = nullptr;
     // Generated text continues the prompt, so its first piece keeps its leading space.
     check(ikllm_detok_create(L.model, IKLLM_DETOK_KEEP_LEADING_SPACE, &dt), "detokenizer");
-    std::fwrite(prompt.data(), 1, prompt.size(), stdout);
+    if (!constrained) std::fwrite(prompt.data(), 1, prompt.size(), stdout);
     std::fflush(stdout);
     check(ikllm_session_decode(s, toks.data(), nullptr, nullptr, nullptr, (int32_t)toks.size(), 0), "decode");
     const char* text;
@@ -43,13 +46,16 @@ int cmd_run(int argc, char** argv) {
         check(ikllm_detok_push(dt, tok, &text, &len), "detokenize");
         std::fwrite(text, 1, len, stdout);
         std::fflush(stdout);
+        int32_t gs = IKLLM_GRAMMAR_NONE;
+        check(ikllm_sampler_grammar_state(smp, &gs), "grammar");
+        if (gs == IKLLM_GRAMMAR_DONE) break;  // only end of generation could follow
         st = ikllm_session_decode(s, &tok, nullptr, nullptr, nullptr, 1, 0);
         if (st == IKLLM_CONTEXT_FULL) break;
         check(st, "decode");
     }
     check(ikllm_detok_flush(dt, &text, &len), "detokenize");
     std::fwrite(text, 1, len, stdout);
-    std::printf("\n");
+    if (!constrained) std::printf("\n");
     ikllm_detok_free(dt);
     ikllm_sampler_free(smp);
     ikllm_session_free(s);

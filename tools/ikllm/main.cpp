@@ -9,6 +9,8 @@ static void usage() {
                  "  run      -m MODEL -p PROMPT -n N [--temp T --top-k K --top-p P --min-p P --typical P\n"
                  "           --repeat-penalty R --presence-penalty R --frequency-penalty R --repeat-last-n N\n"
                  "           --seed S] [-t THREADS] [-c CTX]     stream generated text\n"
+                 "           [--grammar G.gbnf [--grammar-root R] | --json-schema S.json]   constrained: stdout\n"
+                 "           holds only the generated text; stops at end of generation or a complete grammar\n"
                  "  chat     -m MODEL [--system TEXT] [--template T.jinja] [--vars V.json] [-n N] [sampler options]\n"
                  "           [-t THREADS] [-c CTX]   interactive chat (stdin lines when piped; /reset, /exit)\n"
                  "  info     -m MODEL                          metadata and tensor table\n"

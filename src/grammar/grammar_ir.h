@@ -1,0 +1,42 @@
+// Character-level grammar as parsed from GBNF: rules of alternatives of sequences, where an item
+// is a set of code points or a reference to a rule. Repetition and grouping are already turned
+// into generated rules here, so later stages see plain context-free productions.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ikllm::grammar {
+
+struct CharRange {
+    uint32_t lo, hi;  // inclusive code points
+};
+
+struct Item {
+    enum class Kind : uint8_t { chars, rule };
+    Kind kind = Kind::chars;
+    std::vector<CharRange> ranges;  // chars: sorted, disjoint, no surrogates, non-empty
+    uint32_t rule = 0;              // rule: index into GrammarIR::rules
+};
+
+using Sequence = std::vector<Item>;
+
+struct Rule {
+    std::string name;                // generated rules are named "<owner>-<n>"
+    std::vector<Sequence> alts;      // an empty sequence matches the empty string
+    int line = 0, col = 0;           // where it is defined (generated: where its text starts)
+    bool defined = false;
+};
+
+struct GrammarIR {
+    std::vector<Rule> rules;
+    uint32_t root = 0;
+};
+
+constexpr uint32_t kMaxCodePoint = 0x10FFFF;
+
+// Parses GBNF text (see docs/structured-output.md). Throws Error(grammar_error) with
+// "line L, column C: ..." on malformed text, undefined rules or a missing root rule.
+GrammarIR parse_gbnf(const std::string& text, const std::string& root = "root");
+
+}  // namespace ikllm::grammar
