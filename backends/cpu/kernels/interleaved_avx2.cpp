@@ -1,8 +1,10 @@
 // AVX2 kernels of the row-interleaved types (quant-formats.md §12): fast paths for Q4_0_R8,
 // Q8_0_R8, IQ4_XS_R8, Q4_K_R4, IQ4_K_R4, IQ4_KS_R4 and BF16_R16 (interleaved_simd.h), Q5_K_R4,
-// Q6_K_R4, IQ4_NL_R4 and IQ5_KS_R4 (interleaved_simd_kquant.h); every other interleaved type uses
-// the generic dequantize-and-dot kernel with AVX2 dot products.
+// Q6_K_R4, IQ4_NL_R4 and IQ5_KS_R4 (interleaved_simd_kquant.h), IQ2_K_R4, IQ3_K_R4 and IQ5_K_R4
+// (interleaved_simd_iqk.h); every other interleaved type uses the generic dequantize-and-dot
+// kernel with AVX2 dot products.
 #include "kernels/interleaved_simd.h"
+#include "kernels/interleaved_simd_iqk.h"
 #include "kernels/interleaved_simd_kquant.h"
 
 #if defined(__AVX2__)
@@ -21,22 +23,23 @@ KernelTable interleaved_kernels_avx2() {
         {T_Q6_K_R4, Isa::avx2, simd_act_q8_k_rows(), run_interleaved_fused<KQ6KR4>},
         {T_IQ4_NL_R4, Isa::avx2, simd_act_q8_2_x4(), run_interleaved_fused<KIQ4NLR4>},
         {T_IQ5_KS_R4, Isa::avx2, simd_act_q8_k32_rows(), run_interleaved_fused<KIQ5KSR4>},
+        {T_IQ2_K_R4, Isa::avx2, &kGtiActQ8K, run_interleaved<KIQ2KR4>},
+        {T_IQ3_K_R4, Isa::avx2, &kGtiActQ8K, run_interleaved<KIQ3KR4>},
+        {T_IQ5_K_R4, Isa::avx2, &kGtiActQ8K, run_interleaved<KIQ5KR4>},
         {T_BF16_R16, Isa::avx2, act_format_bf16(), run_bf16_r16_avx2},
 #define KX4(T) {T, Isa::avx2, act_format_q8_2_x4(), gti_generic_run<T, gti_decode_q8_2_x4>}
 #define KK(T) {T, Isa::avx2, &kGtiActQ8K, gti_generic_run<T, decode_q8_k_row>}
-#define KK32(T) {T, Isa::avx2, &kGtiActQ8K32, gti_generic_run<T, decode_q8_k_row>}
 #define KK128(T) {T, Isa::avx2, &kGtiActQ8K128, gti_generic_run<T, decode_q8_k128_row>}
 #define KQ80(T) {T, Isa::avx2, act_format_q8_0(), gti_generic_run<T, gti_decode_q8_0>}
         KX4(T_Q5_0_R4), KX4(T_Q6_0_R4), KX4(T_MXFP4_R8),
         KK(T_Q2_K_R4), KK(T_Q3_K_R4), KK(T_IQ2_XXS_R4), KK(T_IQ2_XS_R4), KK(T_IQ2_S_R4),
-        KK(T_IQ3_XXS_R4), KK(T_IQ3_S_R4), KK(T_IQ2_K_R4), KK(T_IQ3_K_R4), KK(T_IQ5_K_R4), KK(T_Q8_K_R8), KK(T_Q8_K_R16),
+        KK(T_IQ3_XXS_R4), KK(T_IQ3_S_R4), KK(T_Q8_K_R8), KK(T_Q8_K_R16),
         KK128(T_IQ1_S_R4), KK128(T_IQ1_M_R4),
         KQ80(T_Q4_0_4X4), KQ80(T_Q4_0_4X8), KQ80(T_Q4_0_8X8),
         {T_IQ2_BN_R4, Isa::avx2, &kGtiActQ8K16, gti_generic_run<T_IQ2_BN_R4, decode_q8_k16_row>},
         {T_Q8_KV_R8, Isa::avx2, &kGtiActQ8KV, gti_generic_run<T_Q8_KV_R8, decode_q8_kv_row>},
 #undef KX4
 #undef KK
-#undef KK32
 #undef KK128
 #undef KQ80
     };
