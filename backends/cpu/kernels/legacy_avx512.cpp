@@ -1,7 +1,7 @@
 // AVX-512 VNNI kernels for the 32-weight block types against Q8_2_X4 activations. Two blocks
 // per 512-bit register; tiles of up to 3 weight rows x 6 tokens (one row at a time for a single
 // token, which streams fastest): each group of 4 blocks is unpacked once per tile. Prompt
-// batches (>= 32 tokens) take the 16-row panel GEMM of legacy_panel_avx512.h.
+// batches (>= 64 tokens) take the 16-row panel GEMM of legacy_panel_avx512.h.
 // vpdpbusd wants unsigned x signed bytes: for signed weight values v the activation codes are
 // flipped to a+128 (XOR 0x80) and the accumulator starts at -128*sum(v) per lane, which makes
 // every lane an exact partial of sum(v*a). Affine types use their unsigned codes directly.

@@ -21,7 +21,9 @@ namespace ikllm::cpu {
 namespace {
 
 constexpr int kPanelRows = 16;
-constexpr int64_t kPanelMinTokens = 32;
+// Unpacking a panel costs about as much as 30 tokens' dot products over it, so the panel pays off
+// from about 64 tokens (the small-tile kernel is faster below).
+constexpr int64_t kPanelMinTokens = 64;
 
 struct LegacyPanel {
     std::vector<uint8_t> q;  // [nb][8][16][4]
