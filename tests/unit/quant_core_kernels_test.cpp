@@ -166,8 +166,11 @@ TEST(QuantCoreKernels, EveryIsaHasEveryCoreKernel) {
 
 TEST(QuantCoreKernels, MatchFloat64ReferenceAndScalar) {
     struct Shape { int64_t ne0, rows, nt; };
-    const Shape shapes[] = {{32, 5, 1}, {96, 7, 3}, {160, 9, 8}, {256, 13, 17}, {512, 11, 1}, {1024, 6, 8},
-                            {800, 17, 17}, {4096, 5, 3}};
+    // The last three take the prompt-batch panel GEMM (>= 64 tokens): rows not a multiple of the
+    // 16-row panel, token counts with 8/4/1 remainders, rows with leftover (non-x4) blocks.
+    const Shape shapes[] = {{32, 5, 1},    {96, 7, 3},    {160, 9, 8},   {256, 13, 17}, {512, 11, 1},
+                            {1024, 6, 8},  {800, 17, 17}, {4096, 5, 3},  {224, 21, 77}, {512, 35, 64},
+                            {96, 3, 131}};
     uint32_t seed = 1;
     double worst[4] = {};
     for (const TypeCase& c : kCases) {
