@@ -5,10 +5,11 @@ usage: check_chat_cli.py IKLLM_CLI SHARED_DIR
 Uses refdata/models/qwen3-tiny-f16.gguf with the real Qwen3 chat template (the refdata models carry no
 tokenizer.chat_template) and greedy sampling. Checks: exit status 0 and a reply line per turn; the second
 turn reuses the KV cache of the first (and the reply equals the one computed without reuse); /reset
-clears the cache; /save and /load answer "not available yet"; the same input gives the same output;
+clears the cache; /save then /load in a new process continues the conversation with the same reply as
+without the round trip (and reuses the restored cache); the same input gives the same output;
 without a template the ChatML fallback is used. Exit 0 = pass, 1 = fail, 77 = reference data absent.
 """
-import os, re, subprocess, sys
+import os, re, subprocess, sys, tempfile
 
 TURN = re.compile(r'\[turn (\d+): prompt (\d+) tokens, reused (\d+), decoded (\d+) in [0-9.]+ s; generated (\d+) in')
 
@@ -37,7 +38,9 @@ def main():
         if not cond:
             failures.append(what)
 
-    lines = ['Hello there!', 'What is 2 + 2? Answer in 日本語.', '/save state.bin', '/load state.bin', '/reset',
+    tmpdir = tempfile.mkdtemp(prefix='ikllm_chat_')
+    state = os.path.join(tmpdir, 'state.bin')
+    lines = ['Hello there!', 'What is 2 + 2? Answer in 日本語.', f'/save {state}', f'/load {state}', '/reset',
              'Once more.']
     r, turns = chat(cli, model, lines, '--template', tmpl, '--system', 'Be brief.')
     expect(r.returncode == 0, f'exit status 0 (got {r.returncode}: {r.stderr[-300:]})')
@@ -48,7 +51,15 @@ def main():
         expect(u1 == 0, 'first turn decodes the whole prompt')
         expect(0 < u2 <= p1 + g1 and d2 == p2 - u2, f'second turn reuses the cached prefix ({u2} of {p2} tokens)')
         expect(u3 == 0, 'after /reset nothing is reused')
-    expect(r.stderr.count('not available yet') == 2, '/save and /load are not available yet')
+    expect('(saved' in r.stderr and '(loaded' in r.stderr, '/save and /load report what they did')
+
+    # Save after one turn, load in a new process, ask the second question: same reply as in one run.
+    one, _ = chat(cli, model, ['Hello there!', f'/save {state}', 'And then?'], '--template', tmpl, '--system', 'Be brief.')
+    two, two_turns = chat(cli, model, [f'/load {state}', 'And then?'], '--template', tmpl, '--system', 'Be brief.')
+    expect(one.returncode == 0 and two.returncode == 0, 'save / load runs exit 0')
+    expect(len(two_turns) == 1 and two_turns[0][2] > 0, f'the loaded cache is reused ({two_turns})')
+    last = lambda out: [l for l in out.splitlines() if l.strip()][-1:] 
+    expect(last(one.stdout) == last(two.stdout) and last(two.stdout), 'the reply after /load equals the uninterrupted one')
 
     again, _ = chat(cli, model, lines, '--template', tmpl, '--system', 'Be brief.')
     expect(again.stdout == r.stdout, 'same input, same output (greedy)')
@@ -60,6 +71,9 @@ def main():
     expect(plain.returncode == 0 and len(plain_turns) == 2 and 'ChatML' in plain.stderr,
            'without a template the ChatML fallback answers')
 
+    for f in os.listdir(tmpdir):
+        os.remove(os.path.join(tmpdir, f))
+    os.rmdir(tmpdir)
     print(f'{len(failures)} failed')
     return 1 if failures else 0
 

@@ -6,13 +6,16 @@
 // Each turn renders the whole conversation (ikllm_chat_render, add_generation_prompt), tokenizes it,
 // keeps the longest common prefix already in the KV cache and decodes only the rest, then streams the
 // reply (ikllm_detok keeps UTF-8 whole) through the output parser, reasoning dimmed on a terminal.
-// One user message per input line, so piped stdin works. Commands: /exit (or Ctrl-D), /reset.
+// One user message per input line, so piped stdin works. Commands: /exit (or Ctrl-D), /reset,
+// /save FILE, /load FILE.
 #include <unistd.h>
 
 #include <chrono>
 #include <iostream>
 #include <string>
 #include <vector>
+
+#include <fstream>
 
 #include "cli.h"
 
@@ -105,6 +108,55 @@ int sync_cache(Chat& c, const std::vector<int32_t>& toks) {
     check(st, "decode");
     c.cached = toks;
     return (int)keep;
+}
+
+// /save FILE: the KV cache of the conversation and the sampler state go to FILE (the library's
+// session-state format, written atomically), the messages to FILE.messages.jsonl (one JSON object
+// per line). /load FILE restores both; the cached tokens are read back from the session.
+void save_chat(Chat& c, const std::string& file) {
+    const int32_t seq = 0;
+    ikllm_status st = ikllm_session_state_save_file(c.session, &seq, 1, c.sampler, 0, file.c_str());
+    if (st != IKLLM_OK) {
+        std::fprintf(stderr, "ikllm: /save: %s\n", ikllm_last_error());
+        return;
+    }
+    const std::string side = file + ".messages.jsonl", tmp = side + ".tmp";
+    FILE* f = std::fopen(tmp.c_str(), "wb");
+    bool ok = f != nullptr;
+    for (size_t i = 0; ok && i < c.messages.size(); ++i)
+        ok = std::fprintf(f, "%s\n", c.messages[i].c_str()) > 0;
+    if (f) ok = std::fclose(f) == 0 && ok;
+    if (!ok || std::rename(tmp.c_str(), side.c_str()) != 0) {
+        std::remove(tmp.c_str());
+        std::fprintf(stderr, "ikllm: /save: cannot write %s\n", side.c_str());
+        return;
+    }
+    std::fprintf(stderr, "(saved %zu tokens and %zu messages to %s)\n", c.cached.size(), c.messages.size(), file.c_str());
+}
+
+void load_chat(Chat& c, const std::string& file) {
+    const std::string side = file + ".messages.jsonl";
+    std::ifstream in(side);
+    if (!in) {
+        std::fprintf(stderr, "ikllm: /load: cannot read %s\n", side.c_str());
+        return;
+    }
+    std::vector<std::string> msgs;
+    for (std::string l; std::getline(in, l);)
+        if (!l.empty()) msgs.push_back(l);
+    const ikllm_status st = ikllm_session_state_load_file(c.session, file.c_str(), c.sampler, IKLLM_STATE_REPLACE_ALL);
+    if (st != IKLLM_OK) {
+        std::fprintf(stderr, "ikllm: /load: %s\n", ikllm_last_error());
+        return;
+    }
+    size_t n = 0;
+    ikllm_session_seq_tokens(c.session, 0, nullptr, 0, &n);
+    std::vector<int32_t> toks(n);
+    check(ikllm_session_seq_tokens(c.session, 0, toks.data(), toks.size(), &n), "/load");
+    toks.resize(n);
+    c.cached = toks;
+    c.messages = msgs;
+    std::fprintf(stderr, "(loaded %zu tokens and %zu messages from %s)\n", c.cached.size(), c.messages.size(), file.c_str());
 }
 
 // Prints one parser delta: reasoning (dimmed on a terminal), then content.
@@ -250,7 +302,7 @@ int cmd_chat(int argc, char** argv) {
         if (!system.empty()) c.messages.push_back(message_json("system", system));
     };
     start_conversation();
-    if (interactive) std::fprintf(stderr, "ikllm chat: one message per line; /reset clears, /exit or Ctrl-D quits\n");
+    if (interactive) std::fprintf(stderr, "ikllm chat: one message per line; /reset clears, /save F, /load F, /exit or Ctrl-D quits\n");
 
     std::string line;
     for (;;) {
@@ -270,13 +322,14 @@ int cmd_chat(int argc, char** argv) {
             continue;
         }
         if (line.rfind("/save", 0) == 0 || line.rfind("/load", 0) == 0) {
-            // TODO(lead): wire /save FILE and /load FILE to the session-state ABI when it lands: save the
-            // KV cache with c.cached and c.messages; load restores all three.
+            const bool save = line[1] == 's';
             const std::string file = line.size() > 6 ? line.substr(6) : "";
             if (file.empty()) {
-                std::fprintf(stderr, "usage: %s FILE\n", line.substr(0, 5).c_str());
+                std::fprintf(stderr, "usage: %s FILE\n", save ? "/save" : "/load");
+            } else if (save) {
+                save_chat(c, file);
             } else {
-                std::fprintf(stderr, "%s is not available yet\n", line.substr(0, 5).c_str());
+                load_chat(c, file);
             }
             continue;
         }
