@@ -166,7 +166,7 @@ constexpr std::array<TileFn, kRows * kTokens> make_tiles(std::index_sequence<I..
 template <class P>
 void run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb, int64_t nt,
          float* y, int64_t ys) {
-    if (nt >= kPanelMinTokens) return panel_matmul<P>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+    if (nt >= kP32MinTokens) return panel_matmul<P>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
     static constexpr std::array<TileFn, kRows * kTokens> tiles =
         make_tiles<P>(std::make_index_sequence<kRows * kTokens>{});
     const int rows = nt == 1 ? 1 : kRows;  // one token: a single weight stream streams fastest

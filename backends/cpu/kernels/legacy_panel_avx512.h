@@ -1,6 +1,6 @@
 // Prompt-batch GEMM for the 32-weight block types on AVX-512 VNNI (included by
 // legacy_avx512.cpp after the block policies of legacy_simd.h). For batches of
-// kPanelMinTokens tokens or more, 16 weight rows are unpacked once per call into a panel:
+// kP32MinTokens tokens or more, 16 weight rows are unpacked once per call into a panel:
 // per 32-column block, 8 vectors of 16 rows x 4 columns of unsigned bytes (signed values v
 // stored as v + 128, affine codes as they are) plus the 16 block scales (and mins). Every
 // token then runs over the panel with 4 activation codes broadcast to all 16 row lanes, so one
@@ -20,15 +20,15 @@
 namespace ikllm::cpu {
 namespace {
 
-constexpr int kPanelRows = 16;
+constexpr int kP32Rows = 16;
 // Unpacking a panel costs about as much as 30 tokens' dot products over it, so the panel pays off
 // from about 64 tokens (the small-tile kernel is faster below).
-constexpr int64_t kPanelMinTokens = 64;
+constexpr int64_t kP32MinTokens = 64;
 
 struct LegacyPanel {
     std::vector<uint8_t> q;  // [nb][8][16][4]
     std::vector<float> d, m;  // [nb][16]
-    explicit LegacyPanel(int64_t nb) : q((size_t)nb * 32 * kPanelRows), d((size_t)nb * kPanelRows), m((size_t)nb * kPanelRows) {}
+    explicit LegacyPanel(int64_t nb) : q((size_t)nb * 32 * kP32Rows), d((size_t)nb * kP32Rows), m((size_t)nb * kP32Rows) {}
 };
 
 // Activation blocks of one Q8_2_X4 row layout: byte offsets of codes, scale and sum.
@@ -55,11 +55,11 @@ struct ActBlockOffsets {
 template <class P>
 void fill_panel(const uint8_t* w, size_t wrb, int64_t r0, int rows, int64_t nb, LegacyPanel& pn) {
     alignas(32) uint8_t tmp[32];
-    for (int k = 0; k < kPanelRows; ++k) {
+    for (int k = 0; k < kP32Rows; ++k) {
         const uint8_t* row = w + (size_t)(r0 + k) * wrb;
         for (int64_t b = 0; b < nb; ++b) {
-            uint8_t* dst = pn.q.data() + (size_t)b * 32 * kPanelRows + 4 * k;
-            const size_t si = (size_t)b * kPanelRows + k;
+            uint8_t* dst = pn.q.data() + (size_t)b * 32 * kP32Rows + 4 * k;
+            const size_t si = (size_t)b * kP32Rows + k;
             if (k < rows) {
                 __m256i v = P::values(row + b * P::kBytes);
                 if constexpr (!P::kAffine) v = _mm256_xor_si256(v, _mm256_set1_epi8((char)0x80));
@@ -82,7 +82,7 @@ void panel_tile(const LegacyPanel& pn, int64_t nb, const ActBlockOffsets& ao, co
     __m512 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* pq = pn.q.data() + (size_t)b * 32 * kPanelRows;
+        const uint8_t* pq = pn.q.data() + (size_t)b * 32 * kP32Rows;
         const uint32_t oq = ao.qs[b];
         __m512i isum[T];
         for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
@@ -94,9 +94,9 @@ void panel_tile(const LegacyPanel& pn, int64_t nb, const ActBlockOffsets& ao, co
                 isum[t] = _mm512_dpbusd_epi32(isum[t], wv, _mm512_set1_epi32(a4));
             }
         }
-        const __m512 dw = _mm512_loadu_ps(pn.d.data() + (size_t)b * kPanelRows);
+        const __m512 dw = _mm512_loadu_ps(pn.d.data() + (size_t)b * kP32Rows);
         __m512 mw;
-        if constexpr (Affine) mw = _mm512_loadu_ps(pn.m.data() + (size_t)b * kPanelRows);
+        if constexpr (Affine) mw = _mm512_loadu_ps(pn.m.data() + (size_t)b * kP32Rows);
         for (int t = 0; t < T; ++t) {
             const uint8_t* a = act + (size_t)t * arb;
             uint16_t dbits;
@@ -120,8 +120,8 @@ void panel_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t
     const int64_t nb = ne0 / 32;
     const ActBlockOffsets ao(ne0);
     LegacyPanel pn(nb);
-    for (int64_t r = r0; r < r1; r += kPanelRows) {
-        const int rows = (int)std::min<int64_t>(kPanelRows, r1 - r);
+    for (int64_t r = r0; r < r1; r += kP32Rows) {
+        const int rows = (int)std::min<int64_t>(kP32Rows, r1 - r);
         fill_panel<P>(w, wrb, r, rows, nb, pn);
         int64_t t = 0;
         for (; t + 8 <= nt; t += 8) panel_tile<P::kAffine, 8>(pn, nb, ao, act + (size_t)t * arb, arb, rows, y + t * ys + r, ys);
