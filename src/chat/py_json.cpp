@@ -1,5 +1,7 @@
 #include "chat/py_json.h"
 
+#include "core/json_escape.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cerrno>
@@ -18,25 +20,7 @@ void dump_string(const std::string& s, bool ensure_ascii, std::string& out) {
     out.push_back('"');
     char buf[16];
     if (!ensure_ascii) {
-        for (char ch : s) {
-            unsigned char c = static_cast<unsigned char>(ch);
-            switch (c) {
-                case '"': out += "\\\""; break;
-                case '\\': out += "\\\\"; break;
-                case '\n': out += "\\n"; break;
-                case '\r': out += "\\r"; break;
-                case '\t': out += "\\t"; break;
-                case '\b': out += "\\b"; break;
-                case '\f': out += "\\f"; break;
-                default:
-                    if (c < 0x20) {
-                        std::snprintf(buf, sizeof buf, "\\u%04x", c);
-                        out += buf;
-                    } else {
-                        out.push_back(ch);
-                    }
-            }
-        }
+        json_escape_append(s, out);
     } else {
         for (char32_t c : py::decode(s)) {
             switch (c) {

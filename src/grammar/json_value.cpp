@@ -1,5 +1,7 @@
 #include "grammar/json_value.h"
 
+#include "core/json_escape.h"
+
 #include <cmath>
 #include <cstdlib>
 
@@ -186,27 +188,8 @@ private:
 JsonValue parse_json(const std::string& text) { return JsonParser(text).run(); }
 
 std::string json_quote(const std::string& s) {
-    static const char* hex = "0123456789abcdef";
     std::string out = "\"";
-    for (unsigned char c : s) {
-        switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            case '\b': out += "\\b"; break;
-            case '\f': out += "\\f"; break;
-            default:
-                if (c < 0x20) {
-                    out += "\\u00";
-                    out += hex[c >> 4];
-                    out += hex[c & 15];
-                } else {
-                    out += (char)c;
-                }
-        }
-    }
+    json_escape_append(s, out);
     return out + "\"";
 }
 

@@ -155,7 +155,10 @@ def main():
                     'kld_p999': np.percentile(kld, 99.9), 'kld_max': kld.max(),
                     'ppl_ratio': np.exp(d_nll.mean()), 'ln_ppl_ratio': d_nll.mean(), 'base_ppl': np.exp(-lb.mean()),
                     'dp_mean': dp.mean(), 'same_top': same}
-            for kf, enc, rtol, atol in ((kf32, 'f32', 1e-6, 1e-9), (ku16, 'u16', 2e-3, 1e-6)):
+            # atol 1e-7 nats: the KL run's output layer sees only the scored half of the window, while numpy
+            # reads `ikllm logits` of the whole window; some kernels' float order depends on the tokens per
+            # call (as the reference's does), so the logits agree to float rounding, not bit for bit.
+            for kf, enc, rtol, atol in ((kf32, 'f32', 1e-6, 1e-7), (ku16, 'u16', 2e-3, 1e-6)):
                 r = run([cli, 'perplexity', '-m', models[name], '--kl-divergence', '--kl-divergence-base', kf,
                          '-b', str(batch_of(name)), '-t', '2', '--format', 'jsonl'])
                 if r.returncode != 0:
