@@ -39,6 +39,7 @@ struct Expr {
     std::vector<CmpOp> ops;       // Compare
     CallNode call;                // Call/Filter/Test arguments
     bool negated = false;         // Test written as `is not`
+    int height = 1;               // levels of this subtree (bounded by the parser: recursive walks stay shallow)
     Expr(ExprType t, int l) : type(t), line(l) {}
 };
 

@@ -363,7 +363,11 @@ Value f_indent(Interp&, const Value& v, CallArgs& a) {
     ArgReader r("do_indent", a, {"width", "first", "blank"});
     std::string indention;
     if (r.has(0) && r.get(0).is_string()) indention = r.get(0).str();
-    else indention = std::string(static_cast<size_t>(std::max<int64_t>(0, r.has(0) ? int_param(r.get(0), "width") : 4)), ' ');
+    else {
+        const int64_t width = std::max<int64_t>(0, r.has(0) ? int_param(r.get(0), "width") : 4);
+        check_string_size(static_cast<uint64_t>(width));
+        indention = std::string(static_cast<size_t>(width), ' ');
+    }
     bool first = r.has(1) && truthy(r.get(1));
     bool blank = r.has(2) && truthy(r.get(2));
     if (v.is_undefined()) raise_undefined(v);
@@ -371,6 +375,8 @@ Value f_indent(Interp&, const Value& v, CallArgs& a) {
     if (!v.is_string()) type_error("unsupported operand type(s) for +=: '" + type_name(v) + "' and 'str'");
     std::string s = v.str() + "\n";  // jinja2 appends a newline so splitlines keeps a trailing empty line
     std::vector<std::string> lines = py::splitlines(s, false);
+    if (!indention.empty() && lines.size() + 1 > kMaxString / indention.size()) check_string_size(UINT64_MAX);
+    check_string_size(s.size() + (lines.size() + 1) * indention.size());
     std::string rv;
     if (blank) {
         for (size_t i = 0; i < lines.size(); ++i) rv += (i ? "\n" + indention : "") + lines[i];
@@ -425,9 +431,11 @@ Value f_join(Interp& in, const Value& v, CallArgs& a) {
     std::string out;
     bool first = true;
     for (auto& item : iterate(v)) {
+        std::string s = to_str(r.has(1) ? get_attribute(in, item, r.get(1), false, nullptr) : item);
+        check_string_size(out.size() + sep.size() + s.size());
         if (!first) out += sep;
         first = false;
-        out += to_str(r.has(1) ? get_attribute(in, item, r.get(1), false, nullptr) : item);
+        out += s;
     }
     return Value::string(std::move(out));
 }
@@ -703,7 +711,11 @@ Value f_tojson(Interp&, const Value& v, CallArgs& a) {
     if (r.has(1) && !r.get(1).is_none()) {
         opt.has_indent = true;
         if (r.get(1).is_string()) opt.indent = r.get(1).str();
-        else opt.indent = std::string(static_cast<size_t>(std::max<int64_t>(0, int_param(r.get(1), "indent"))), ' ');
+        else {
+            const int64_t width = std::max<int64_t>(0, int_param(r.get(1), "indent"));
+            check_string_size(static_cast<uint64_t>(width));
+            opt.indent = std::string(static_cast<size_t>(width), ' ');
+        }
         opt.item_sep = ",";
     }
     if (r.has(2) && !r.get(2).is_none()) {

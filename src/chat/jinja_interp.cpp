@@ -180,6 +180,16 @@ Interp::CallDepthGuard::CallDepthGuard(Interp& i) : in(i) {
     }
 }
 
+// Python's default recursion limit is 1000 frames; a template needing more fails there as well.
+constexpr int kMaxEvalDepth = 1000;
+
+Interp::RecursionGuard::RecursionGuard(Interp& i) : in(i) {
+    if (++in.eval_depth_ > kMaxEvalDepth) {
+        --in.eval_depth_;
+        raise_error("RecursionError", "maximum recursion depth exceeded");
+    }
+}
+
 Interp::~Interp() {
     // Namespaces may hold themselves or macros; clearing them breaks any reference cycle.
     for (auto& ns : namespaces_) ns->items.clear();
@@ -306,6 +316,7 @@ void Interp::assign(const Target& t, const Value& v, const ScopePtr& scope) {
 }
 
 Flow Interp::exec_stmt(const Stmt& s, const ScopePtr& scope) {
+    RecursionGuard depth(*this);
     step();
     try {
         switch (s.type) {
@@ -580,6 +591,7 @@ bool Interp::call_test(const std::string& name, const Value& v, CallArgs& args) 
 }
 
 Value Interp::eval(const Expr& e, const ScopePtr& scope) {
+    RecursionGuard depth(*this);
     switch (e.type) {
         case ExprType::Const: return e.value;
         case ExprType::Name: {

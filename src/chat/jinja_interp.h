@@ -69,6 +69,13 @@ public:
         explicit CallDepthGuard(Interp& i);
         ~CallDepthGuard() { --in.call_depth_; }
     };
+    // Bounds the interpreter's own recursion (statements and expressions, across macro calls), which
+    // otherwise multiplies: 150 nested macro calls x deep expressions would exhaust the native stack.
+    struct RecursionGuard {
+        Interp& in;
+        explicit RecursionGuard(Interp& i);
+        ~RecursionGuard() { --in.eval_depth_; }
+    };
 
 private:
     RenderLimits limits_;
@@ -76,6 +83,7 @@ private:
     std::string* out_ = nullptr;
     uint64_t steps_ = 0;
     int call_depth_ = 0;
+    int eval_depth_ = 0;
     std::vector<ScopePtr> retained_;                   // scopes captured by macros and recursive loops
     std::vector<std::shared_ptr<DictData>> namespaces_;
 

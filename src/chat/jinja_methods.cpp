@@ -169,6 +169,7 @@ Value str_method(Interp& in, const Value& self, const std::string& name, CallArg
         for (const auto& item : iterate(r.get(0))) {
             if (!item.is_string())
                 type_error("sequence item " + std::to_string(i) + ": expected str instance, " + type_name(item) + " found");
+            check_string_size(res.size() + s.size() + item.str().size());
             if (i++) res += s;
             res += (mk && !item.markup()) ? py::escape_html(item.str()) : item.str();
         }
@@ -190,6 +191,7 @@ Value str_method(Interp& in, const Value& self, const std::string& name, CallArg
         int64_t width = int_arg(r.get(0), "width");
         int64_t len = static_cast<int64_t>(py::cp_length(s));
         if (width <= len) return out(s);
+        check_string_size(s.size() + static_cast<uint64_t>(width - len));
         std::string z(static_cast<size_t>(width - len), '0');
         if (!s.empty() && (s[0] == '+' || s[0] == '-')) return out(s.substr(0, 1) + z + s.substr(1));
         return out(z + s);
@@ -225,6 +227,7 @@ Value str_method(Interp& in, const Value& self, const std::string& name, CallArg
             if (c == '\t') {
                 if (tab > 0) {
                     int64_t n = tab - (col % tab);
+                    check_string_size(res.size() + static_cast<uint64_t>(n));
                     res.append(static_cast<size_t>(n), ' ');
                     col += n;
                 }
@@ -345,14 +348,16 @@ Spec parse_spec(const std::string& text) {
     if (i < n && u[i] == 'z') { sp.neg_zero = true; ++i; }
     if (i < n && u[i] == '#') { sp.alt = true; ++i; }
     if (i < n && u[i] == '0') { sp.zero = true; ++i; }
-    while (i < n && u[i] >= '0' && u[i] <= '9') sp.width = std::max<int64_t>(sp.width, 0) * 10 + (u[i++] - '0');
+    while (i < n && u[i] >= '0' && u[i] <= '9') sp.width = push_width_digit(sp.width, u[i++]);
     if (i < n && (u[i] == ',' || u[i] == '_')) sp.grouping = static_cast<char>(u[i++]);
     if (i < n && u[i] == '.') {
         ++i;
         sp.precision = 0;
         if (i >= n || u[i] < '0' || u[i] > '9') value_error("Format specifier missing precision");
-        while (i < n && u[i] >= '0' && u[i] <= '9') sp.precision = sp.precision * 10 + (u[i++] - '0');
+        while (i < n && u[i] >= '0' && u[i] <= '9') sp.precision = push_width_digit(sp.precision, u[i++]);
     }
+    check_string_size(static_cast<uint64_t>(std::max<int64_t>(sp.width, 0)));
+    check_string_size(static_cast<uint64_t>(std::max<int64_t>(sp.precision, 0)));
     if (i < n) sp.type = static_cast<char>(u[i++]);
     if (i < n) value_error("Invalid format specifier");
     if (sp.zero && !sp.align) {
@@ -607,6 +612,7 @@ std::string python_str_format(Interp& in, const std::string& fmt, CallArgs& args
         else if (!conv.empty()) value_error("Unknown conversion specifier " + conv);
         std::string piece = apply_format_spec(v, spec);
         if (markup && !(v.is_string() && v.markup())) piece = py::escape_html(piece);
+        check_string_size(out.size() + piece.size());
         out += piece;
     }
     return out;

@@ -1,5 +1,6 @@
 #include "chat/jinja_parser.h"
 
+#include <algorithm>
 #include <initializer_list>
 #include <unordered_set>
 
@@ -31,6 +32,9 @@ bool is_jinja_test_name(const std::string& name) {
 namespace {
 
 constexpr int kMaxParseDepth = 200;
+// Postfix, filter and binary-operator chains build left-deep trees without recursing in the parser;
+// their height is bounded separately so that evaluation, checks and destruction recurse safely.
+constexpr int kMaxExprHeight = 256;
 
 class Parser {
 public:
@@ -114,6 +118,21 @@ private:
     }
 
     static ExprPtr make(ExprType type, int line) { return std::make_unique<Expr>(type, line); }
+    // Records the height of a node whose children are attached; fails when it gets too deep.
+    ExprPtr seal(ExprPtr e) {
+        int h = 0;
+        auto child = [&](const ExprPtr& c) {
+            if (c) h = std::max(h, c->height);
+        };
+        for (const auto& c : e->items) child(c);
+        for (const auto& c : e->call.args) child(c);
+        for (const auto& kv : e->call.kwargs) child(kv.second);
+        child(e->call.dyn_args);
+        child(e->call.dyn_kwargs);
+        e->height = h + 1;
+        if (e->height > kMaxExprHeight) fail("expression nested too deeply");
+        return e;
+    }
 
     // ---- statements ----------------------------------------------------------------------------------
 
@@ -421,7 +440,7 @@ private:
         }
         auto e = make(ExprType::Tuple, line);
         e->items = std::move(args);
-        return e;
+        return seal(std::move(e));
     }
 
     ExprPtr parse_expression(bool with_condexpr) {
@@ -438,7 +457,7 @@ private:
             c->items.push_back(std::move(test));
             c->items.push_back(std::move(e));
             c->items.push_back(std::move(other));
-            e = std::move(c);
+            e = seal(std::move(c));
         }
         return e;
     }
@@ -447,7 +466,7 @@ private:
         auto e = make(type, line);
         e->items.push_back(std::move(a));
         e->items.push_back(std::move(b));
-        return e;
+        return seal(std::move(e));
     }
 
     ExprPtr parse_or() {
@@ -474,7 +493,7 @@ private:
             int line = next().line;
             auto e = make(ExprType::Not, line);
             e->items.push_back(parse_not());
-            return e;
+            return seal(std::move(e));
         }
         return parse_compare();
     }
@@ -504,7 +523,7 @@ private:
             cmp->items.push_back(parse_math1());
         }
         if (cmp->ops.empty()) return first;
-        return cmp;
+        return seal(std::move(cmp));
     }
 
     ExprPtr parse_math1() {
@@ -525,7 +544,7 @@ private:
         auto e = make(ExprType::Concat, line);
         e->items.push_back(std::move(first));
         while (skip_op("~")) e->items.push_back(parse_math2());
-        return e;
+        return seal(std::move(e));
     }
 
     ExprPtr parse_math2() {
@@ -555,6 +574,7 @@ private:
             next();
             node = make(type, line);
             node->items.push_back(parse_unary(false));
+            node = seal(std::move(node));
         } else {
             node = parse_primary();
         }
@@ -613,7 +633,7 @@ private:
                 e->items.push_back(parse_expression(true));
             }
             expect_op("]");
-            return e;
+            return seal(std::move(e));
         }
         if (skip_op("{")) {
             auto e = make(ExprType::Dict, line);
@@ -625,7 +645,7 @@ private:
                 e->items.push_back(parse_expression(true));
             }
             expect_op("}");
-            return e;
+            return seal(std::move(e));
         }
         fail("unexpected '" + describe(tok) + "'");
     }
@@ -658,7 +678,7 @@ private:
                 auto e = make(ExprType::Getattr, line);
                 e->name = attr.text;
                 e->items.push_back(std::move(node));
-                return e;
+                return seal(std::move(e));
             }
             if (attr.type != Tok::Integer) fail("expected name or number", attr.line);
             auto idx = make(ExprType::Const, attr.line);
@@ -666,7 +686,7 @@ private:
             auto e = make(ExprType::Getitem, line);
             e->items.push_back(std::move(node));
             e->items.push_back(std::move(idx));
-            return e;
+            return seal(std::move(e));
         }
         std::vector<ExprPtr> args;
         while (!is_op("]")) {
@@ -681,9 +701,9 @@ private:
         } else {
             auto tup = make(ExprType::Tuple, line);
             tup->items = std::move(args);
-            e->items.push_back(std::move(tup));
+            e->items.push_back(seal(std::move(tup)));
         }
-        return e;
+        return seal(std::move(e));
     }
 
     ExprPtr parse_subscribed() {
@@ -707,7 +727,7 @@ private:
         }
         auto s = make(ExprType::Slice, line);
         s->items = std::move(parts);
-        return s;
+        return seal(std::move(s));
     }
 
     void parse_call_args(CallNode& call) {
@@ -746,7 +766,7 @@ private:
         auto e = make(ExprType::Call, cur().line);
         e->items.push_back(std::move(node));
         parse_call_args(e->call);
-        return e;
+        return seal(std::move(e));
     }
 
     // `|name(args)|name2...`; with start_inline the first `|` is absent (filter blocks).
@@ -761,7 +781,7 @@ private:
             e->name = name;
             e->items.push_back(std::move(node));
             if (is_op("(")) parse_call_args(e->call);
-            node = std::move(e);
+            node = seal(std::move(e));
         }
         return node;
     }
@@ -785,7 +805,7 @@ private:
             ExprPtr arg = parse_primary();
             e->call.args.push_back(parse_postfix(std::move(arg)));
         }
-        return e;
+        return seal(std::move(e));
     }
 };
 

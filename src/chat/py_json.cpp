@@ -69,7 +69,9 @@ std::string key_string(const Value& k) {
 
 void dump(const Value& v, const JsonDumpOptions& opt, int level, std::string& out) {
     if (level > kMaxNesting) raise_error("RecursionError", "maximum recursion depth exceeded while encoding a JSON object");
+    check_string_size(out.size());  // containers sharing big strings must not encode unboundedly
     auto newline = [&](int lvl) {
+        check_string_size(out.size() + 1 + static_cast<uint64_t>(lvl) * opt.indent.size());
         out.push_back('\n');
         for (int i = 0; i < lvl; ++i) out += opt.indent;
     };
@@ -78,7 +80,10 @@ void dump(const Value& v, const JsonDumpOptions& opt, int level, std::string& ou
         case Kind::Bool: out += v.as_bool() ? "true" : "false"; return;
         case Kind::Int: out += v.is_big() ? v.big_digits() : std::to_string(v.as_int()); return;
         case Kind::Float: out += float_json(v.as_float()); return;
-        case Kind::String: dump_string(v.str(), opt.ensure_ascii, out); return;
+        case Kind::String:
+            check_string_size(out.size() + v.str().size());
+            dump_string(v.str(), opt.ensure_ascii, out);
+            return;
         case Kind::List: {
             if (!v.is_seq(SeqType::List) && !v.is_seq(SeqType::Tuple)) break;
             const auto& items = v.list().items;

@@ -53,6 +53,7 @@ void repr_dict(const DictData& d, std::string& out, int depth) {
 
 void repr_into(const Value& v, std::string& out, int depth) {
     if (depth > kMaxNesting) recursion_error();
+    check_string_size(out.size());  // containers sharing big strings must not print unboundedly
     switch (v.kind()) {
         case Kind::Undefined: out += "Undefined"; return;
         case Kind::None: out += "None"; return;
@@ -60,6 +61,7 @@ void repr_into(const Value& v, std::string& out, int depth) {
         case Kind::Int: out += v.is_big() ? v.big_digits() : int_str(v.as_int()); return;
         case Kind::Float: out += py::float_repr(v.as_float()); return;
         case Kind::String:
+            check_string_size(out.size() + v.str().size());
             if (v.markup()) {
                 out += "Markup(" + py::repr(v.str()) + ")";
             } else {
@@ -218,9 +220,6 @@ void check_undefined(const Value& a, const Value& b) {
     if (b.is_undefined()) raise_undefined(b);
 }
 
-// Strings built by templates are bounded so that `'x' * 10**12` fails cleanly instead of exhausting memory.
-constexpr size_t kMaxString = size_t(64) << 20;
-
 Value repeat_seq(const Value& seq, int64_t n) {
     if (n < 0) n = 0;
     if (seq.is_string()) {
@@ -232,8 +231,7 @@ Value repeat_seq(const Value& seq, int64_t n) {
         return Value::string(std::move(out), seq.markup());
     }
     const auto& items = seq.list().items;
-    if (!items.empty() && static_cast<uint64_t>(n) > (kMaxString / 16) / items.size())
-        raise_error("MemoryError", "list too large");
+    if (!items.empty() && static_cast<uint64_t>(n) > kMaxListItems / items.size()) check_list_size(UINT64_MAX);
     std::vector<Value> out;
     for (int64_t i = 0; i < n; ++i) out.insert(out.end(), items.begin(), items.end());
     return Value::list(std::move(out), seq.list().type);
@@ -359,6 +357,8 @@ Value op_add(const Value& a, const Value& b) {
         if (a.str().size() + b.str().size() > kMaxString) raise_error("MemoryError", "string too large");
         return Value::string(a.str() + b.str(), a.markup());
     }
+    if ((a.is_seq(SeqType::List) && b.is_seq(SeqType::List)) || (a.is_seq(SeqType::Tuple) && b.is_seq(SeqType::Tuple)))
+        check_list_size(a.list().items.size() + b.list().items.size());
     if (a.is_seq(SeqType::List) && b.is_seq(SeqType::List)) {
         std::vector<Value> out = a.list().items;
         out.insert(out.end(), b.list().items.begin(), b.list().items.end());
@@ -588,6 +588,16 @@ int64_t to_index(const Value& v, const char* what) {
 
 // ---- printf-style formatting ------------------------------------------------------------------------------
 
+// int(x) for `%d` of a float: Python's errors for NaN and infinity; beyond 64 bits (which Python would
+// print as a big integer) is an OverflowError here, never an out-of-range conversion.
+static long long float_to_int(double x) {
+    if (std::isnan(x)) value_error("cannot convert float NaN to integer");
+    if (std::isinf(x)) raise_error("OverflowError", "cannot convert float infinity to integer");
+    const double t = std::trunc(x);
+    if (t < -9223372036854775808.0 || t >= 9223372036854775808.0) raise_error("OverflowError", "integer too large");
+    return static_cast<long long>(t);
+}
+
 std::string percent_format(const std::string& fmt, const Value& args, bool escape_args) {
     std::vector<Value> pos;
     const DictData* mapping = nullptr;
@@ -630,23 +640,25 @@ std::string percent_format(const std::string& fmt, const Value& args, bool escap
         }
         std::string flags;
         while (i < n && std::string("-+ #0").find(fmt[i]) != std::string::npos) flags.push_back(fmt[i++]);
-        int width = -1, prec = -1;
+        int64_t width = -1, prec = -1;
         if (i < n && fmt[i] == '*') {
-            width = static_cast<int>(to_index(take(), "* width"));
+            width = to_index(take(), "* width");
             ++i;
         } else {
-            while (i < n && fmt[i] >= '0' && fmt[i] <= '9') width = std::max(width, 0) * 10 + (fmt[i++] - '0');
+            while (i < n && fmt[i] >= '0' && fmt[i] <= '9') width = push_width_digit(width, fmt[i++]);
         }
         if (i < n && fmt[i] == '.') {
             ++i;
             prec = 0;
             if (i < n && fmt[i] == '*') {
-                prec = static_cast<int>(to_index(take(), "* precision"));
+                prec = to_index(take(), "* precision");
                 ++i;
             } else {
-                while (i < n && fmt[i] >= '0' && fmt[i] <= '9') prec = prec * 10 + (fmt[i++] - '0');
+                while (i < n && fmt[i] >= '0' && fmt[i] <= '9') prec = push_width_digit(prec, fmt[i++]);
             }
         }
+        check_string_size(static_cast<uint64_t>(std::max<int64_t>(width, 0)));
+        check_string_size(static_cast<uint64_t>(std::max<int64_t>(prec, 0)));
         while (i < n && (fmt[i] == 'h' || fmt[i] == 'l' || fmt[i] == 'L')) ++i;
         if (i >= n) value_error("incomplete format");
         char conv = fmt[i++];
@@ -677,7 +689,7 @@ std::string percent_format(const std::string& fmt, const Value& args, bool escap
                 std::string s = conv == 's' ? to_str(arg) : repr(arg);
                 if (prec >= 0) {
                     std::u32string u = py::decode(s);
-                    if (static_cast<int>(u.size()) > prec) s = py::encode(u.substr(0, static_cast<size_t>(prec)));
+                    if (static_cast<int64_t>(u.size()) > prec) s = py::encode(u.substr(0, static_cast<size_t>(prec)));
                 }
                 if (escape_args && !(arg.is_string() && arg.markup())) s = py::escape_html(s);
                 piece = py::pad(s, width, ' ', left ? -1 : 1);
@@ -688,7 +700,7 @@ std::string percent_format(const std::string& fmt, const Value& args, bool escap
             case 'u': {
                 if (!arg.is_number())
                     type_error(std::string("%") + conv + " format: a real number is required, not " + type_name(arg));
-                long long iv = arg.is_float() ? static_cast<long long>(std::trunc(arg.as_float())) : arg.as_int();
+                long long iv = arg.is_float() ? float_to_int(arg.as_float()) : arg.as_int();
                 piece = c_format("ll", 'd', iv);
                 break;
             }
@@ -730,6 +742,7 @@ std::string percent_format(const std::string& fmt, const Value& args, bool escap
             default:
                 value_error(std::string("unsupported format character '") + conv + "'");
         }
+        check_string_size(out.size() + piece.size());
         out += piece;
     }
     // CPython skips this check when the argument supports __getitem__ (dict, list, ...) and is not a tuple/str

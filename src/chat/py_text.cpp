@@ -1,9 +1,12 @@
 #include "chat/py_text.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+
+#include "chat/jinja_error.h"
 
 namespace ikllm::chat::py {
 
@@ -414,7 +417,7 @@ std::string replace(std::string_view s, std::string_view old, std::string_view n
         std::u32string u = decode(s);
         int64_t done = 0;
         for (char32_t c : u) {
-            if (count < 0 || done < count) { out += neu; ++done; }
+            if (count < 0 || done < count) { check_string_size(out.size() + neu.size() + 4); out += neu; ++done; }
             append_cp(out, c);
         }
         if (count < 0 || done < count) out += neu;
@@ -425,6 +428,7 @@ std::string replace(std::string_view s, std::string_view old, std::string_view n
     while (count < 0 || done < count) {
         size_t f = s.find(old, pos);
         if (f == std::string_view::npos) break;
+        check_string_size(out.size() + (f - pos) + neu.size());
         out.append(s.substr(pos, f - pos));
         out.append(neu);
         pos = f + old.size();
@@ -476,6 +480,10 @@ std::string pad(std::string_view s, int64_t width, char32_t fill, int align) {
     int64_t len = static_cast<int64_t>(cp_length(s));
     if (width <= len) return std::string(s);
     int64_t marg = width - len, left;
+    std::string fill_bytes;
+    append_cp(fill_bytes, fill);
+    if (static_cast<uint64_t>(marg) > kMaxString / std::max<size_t>(fill_bytes.size(), 1)) check_string_size(UINT64_MAX);
+    check_string_size(s.size() + static_cast<uint64_t>(marg) * fill_bytes.size());
     if (align < 0) left = 0;
     else if (align > 0) left = marg;
     else left = marg / 2 + (marg & width & 1);  // CPython's centering rule

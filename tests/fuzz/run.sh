@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (clang, ASan + UBSan) in build-fuzz/, generates the seed corpora and
+# runs every target for SECONDS (default 60), then prints target | executions | coverage | crashes.
+# Exits non-zero when any target crashed, leaked, timed out or ran out of memory; the inputs are
+# saved in build-fuzz/artifacts/<target>/ and the logs in build-fuzz/logs/.
+# usage: tests/fuzz/run.sh [SECONDS] [TARGET...]
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+secs="${1:-60}"
+shift || true
+build="${IKLLM_FUZZ_BUILD:-$root/build-fuzz}"
+targets="${*:-gguf_fuzz model_load_fuzz tokenizer_fuzz detok_fuzz utf8_stream_fuzz chat_template_fuzz}"
+jobs="$(nproc)"
+
+launcher=()
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DIKLLM_FUZZ=ON \
+  -DIKLLM_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >/dev/null
+cmake --build "$build" -j"$jobs" --target $targets
+"$here/make_seeds.sh" "$build/seeds" >/dev/null
+
+dict_for() {
+  case "$1" in
+    gguf_fuzz|model_load_fuzz) echo "-dict=$here/dicts/gguf.dict" ;;
+    chat_template_fuzz) echo "-dict=$here/dicts/jinja.dict" ;;
+    tokenizer_fuzz) echo "-dict=$here/dicts/tokenizer.dict" ;;
+  esac
+}
+
+# One target: fuzz for $secs, then write its table row (and the crash count) to logs/<target>.row.
+run_one() {
+  local t="$1" corpus="$build/corpus/$1" artifacts="$build/artifacts/$1" log="$build/logs/$1.log"
+  mkdir -p "$corpus" "$artifacts" "$build/seeds/$t"
+  local extra=()
+  [ -d "$here/regressions/$t" ] && extra+=("$here/regressions/$t")
+  local before rc execs cov crashes
+  before="$(ls "$artifacts" | grep -vc '^slow-unit-' || true)"
+  # New inputs go to the first directory (kept between runs); seeds and regressions are only read.
+  set +e
+  ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=0" UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
+    "$build/tests/fuzz/$t" -max_total_time="$secs" -timeout=30 -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix="$artifacts/" $(dict_for "$t") "$corpus" "$build/seeds/$t" "${extra[@]}" >"$log" 2>&1
+  rc=$?
+  set -e
+  execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
+  cov="$(grep -E '^#[0-9]+' "$log" | grep -o 'cov: [0-9]*' | tail -1 | cut -d' ' -f2)"
+  crashes=$(( $(ls "$artifacts" | grep -vc '^slow-unit-' || true) - before ))  # slow units are not failures
+  if [ "$rc" -ne 0 ] && [ "$crashes" -eq 0 ]; then crashes=1; fi  # died without writing an input
+  printf '| %-18s | %10s | %8s | %7s |\n' "$t" "${execs:-?}" "${cov:-?}" "$crashes" >"$build/logs/$t.row"
+  if [ "$crashes" -ne 0 ]; then
+    echo "== $t: crash (rc $rc); log $log; inputs in $artifacts" >&2
+    grep -E 'ERROR|SUMMARY|fuzz check failed|runtime error' "$log" | head -5 >&2 || true
+  fi
+}
+
+# Targets run IKLLM_FUZZ_JOBS at a time (default 1: each has a core to itself on a busy machine).
+mkdir -p "$build/logs"
+parallel="${IKLLM_FUZZ_JOBS:-1}"
+running=0
+for t in $targets; do
+  rm -f "$build/logs/$t.row"
+  run_one "$t" &
+  running=$((running + 1))
+  if [ "$running" -ge "$parallel" ]; then wait -n || true; running=$((running - 1)); fi
+done
+wait || true
+printf '| %-18s | %10s | %8s | %7s |\n' target executions coverage crashes
+printf '|%s|%s|%s|%s|\n' "--------------------" "------------" "----------" "---------"
+failed=0
+for t in $targets; do
+  if [ -f "$build/logs/$t.row" ]; then cat "$build/logs/$t.row"; else printf '| %-18s | (no result) |\n' "$t"; failed=1; fi
+  grep -qE '\|[[:space:]]+0 \|$' "$build/logs/$t.row" 2>/dev/null || failed=1
+done
+exit "$failed"

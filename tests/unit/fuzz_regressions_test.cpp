@@ -1,0 +1,66 @@
+// Replays the committed fuzz regression inputs (tests/fuzz/regressions/<target>/*) through the same
+// entry points the libFuzzer targets use, so that ordinary (gcc, non-fuzz) builds keep every fixed
+// crash fixed. The targets' sources are included with their libFuzzer entry points compiled out;
+// a violated property aborts the program, a fixed crash that comes back crashes it.
+#define IKLLM_FUZZ_NO_ENTRY 1
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "../fuzz/chat_template_fuzz.cpp"
+#include "../fuzz/detok_fuzz.cpp"
+#include "../fuzz/gguf_fuzz.cpp"
+#include "../fuzz/model_load_fuzz.cpp"
+#include "../fuzz/tokenizer_fuzz.cpp"
+#include "../fuzz/utf8_stream_fuzz.cpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path regressions_dir() { return fs::path(__FILE__).parent_path().parent_path() / "fuzz" / "regressions"; }
+
+// Runs every input of one target's regression folder; returns how many there were.
+size_t replay(const std::string& target, int (*run)(const uint8_t*, size_t)) {
+    const fs::path dir = regressions_dir() / target;
+    if (!fs::is_directory(dir)) return 0;
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(dir))
+        if (e.is_regular_file()) files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (const fs::path& f : files) {
+        SCOPED_TRACE(f.string());
+        std::ifstream in(f, std::ios::binary);
+        const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        EXPECT_EQ(run(reinterpret_cast<const uint8_t*>(data.data()), data.size()), 0);
+    }
+    return files.size();
+}
+
+TEST(FuzzRegressions, Gguf) { replay("gguf_fuzz", &ikllm::fuzz::gguf_target::run); }
+TEST(FuzzRegressions, ModelLoad) { replay("model_load_fuzz", &ikllm::fuzz::model_target::run); }
+TEST(FuzzRegressions, ChatTemplate) { replay("chat_template_fuzz", &ikllm::fuzz::chat_target::run); }
+TEST(FuzzRegressions, Utf8Stream) { replay("utf8_stream_fuzz", &ikllm::fuzz::utf8_target::run); }
+
+// The tokenizer targets need the refdata vocabularies (their inputs select one by index); they are
+// loaded only when there is something to replay.
+bool has_inputs(const std::string& target) {
+    const fs::path dir = regressions_dir() / target;
+    return fs::is_directory(dir) && !fs::is_empty(dir);
+}
+TEST(FuzzRegressions, Tokenizer) {
+    if (!has_inputs("tokenizer_fuzz")) GTEST_SKIP() << "no regression inputs";
+    if (ikllm::fuzz::vocabs().models.empty()) GTEST_SKIP() << "reference vocabularies (../shared/refdata) not present";
+    replay("tokenizer_fuzz", &ikllm::fuzz::tokenizer_target::run);
+}
+TEST(FuzzRegressions, Detok) {
+    if (!has_inputs("detok_fuzz")) GTEST_SKIP() << "no regression inputs";
+    if (ikllm::fuzz::vocabs().models.empty()) GTEST_SKIP() << "reference vocabularies (../shared/refdata) not present";
+    replay("detok_fuzz", &ikllm::fuzz::detok_target::run);
+}
+
+}  // namespace
