@@ -168,6 +168,36 @@ double scalar_as_double(const Value& v, ValueType t) {
 
 bool is_valid_value_type(uint32_t t) { return t <= 12; }
 
+// Keys and tensor names are handed out and looked up as C strings (ikllm_model_meta_key, ...): they
+// must be non-empty, free of NUL bytes and valid UTF-8 (strict, Unicode Table 3-7).
+const char* bad_name_reason(const std::string& s) {
+    if (s.empty()) return "is empty";
+    const auto* p = reinterpret_cast<const uint8_t*>(s.data());
+    const size_t n = s.size();
+    for (size_t i = 0; i < n;) {
+        const uint8_t b = p[i];
+        if (b == 0) return "contains a NUL byte";
+        size_t len = 1;
+        uint8_t lo = 0x80, hi = 0xBF;
+        if (b < 0x80) len = 1;
+        else if (b >= 0xC2 && b <= 0xDF) len = 2;
+        else if (b == 0xE0) { len = 3; lo = 0xA0; }
+        else if (b == 0xED) { len = 3; hi = 0x9F; }
+        else if (b >= 0xE1 && b <= 0xEF) len = 3;
+        else if (b == 0xF0) { len = 4; lo = 0x90; }
+        else if (b >= 0xF1 && b <= 0xF3) len = 4;
+        else if (b == 0xF4) { len = 4; hi = 0x8F; }
+        else return "is not valid UTF-8";
+        if (n - i < len) return "is not valid UTF-8";
+        for (size_t j = 1; j < len; ++j) {
+            const uint8_t c = p[i + j];
+            if (c < (j == 1 ? lo : 0x80) || c > (j == 1 ? hi : 0xBF)) return "is not valid UTF-8";
+        }
+        i += len;
+    }
+    return nullptr;
+}
+
 }  // namespace
 
 const char* value_type_name(ValueType t) {
@@ -341,6 +371,7 @@ void File::parse_part(size_t part_index, GeometryFn geometry) {
     std::set<std::string, std::less<>> seen;
     for (uint64_t k = 0; k < n_kv; ++k) {
         std::string key = c.read_string("metadata key", kMaxNameLen);
+        if (const char* why = bad_name_reason(key)) c.error("metadata key " + std::to_string(k) + " " + why);
         const uint32_t t = c.read<uint32_t>("value type");
         if (!is_valid_value_type(t)) c.error("unknown value type " + std::to_string(t) + " for key '" + key + "'");
         Value v;
@@ -408,6 +439,7 @@ void File::parse_part(size_t part_index, GeometryFn geometry) {
         Pending p;
         TensorInfo& ti = p.info;
         ti.name = c.read_string("tensor name", kMaxNameLen);
+        if (const char* why = bad_name_reason(ti.name)) c.error("tensor name " + std::to_string(k) + " " + why);
         const uint32_t n_dims = c.read<uint32_t>("tensor dimension count");
         if (n_dims > 4) c.error("tensor '" + ti.name + "' has " + std::to_string(n_dims) + " dimensions (max 4)");
         ti.n_dims = (int)n_dims;

@@ -2,7 +2,8 @@
 // Input: one GGUF file, or several split parts joined by the separator "IKLLMSPLIT"; part k of n is
 // written as m-0000k-of-0000n.gguf so that the reader's split-set logic finds its siblings.
 // Properties: the reader either throws ikllm::Error or returns a File whose every tensor lies
-// inside its part's mapping, with consistent lookups; typed getters only throw ikllm::Error.
+// inside its part's mapping, with consistent lookups and C-string-safe UTF-8 names; typed getters
+// only throw ikllm::Error.
 #include <cstdio>
 #include <cstring>
 
@@ -19,7 +20,10 @@ constexpr size_t kMaxParts = 8;
 void exercise(const gguf::File& f) {
     const auto ranges = f.mapped_ranges();
     IKLLM_FUZZ_CHECK(ranges.size() == f.n_parts() && f.n_parts() >= 1, "part count");
+    // Names travel through C strings: non-empty UTF-8 without NUL bytes.
+    auto good_name = [](const std::string& s) { return !s.empty() && s.find('\0') == std::string::npos && valid_utf8(s); };
     for (const auto& kv : f.kvs()) {
+        IKLLM_FUZZ_CHECK(good_name(kv.first), "metadata key is a C string of UTF-8");
         IKLLM_FUZZ_CHECK(f.find(kv.first) == &kv.second, "metadata lookup");
         (void)kv.second.to_string();
         (void)kv.second.to_string(SIZE_MAX);
@@ -34,6 +38,7 @@ void exercise(const gguf::File& f) {
         try { (void)f.get_num_array(kv.first); } catch (const Error&) {}
     }
     for (const auto& t : f.tensors()) {
+        IKLLM_FUZZ_CHECK(good_name(t.name), "tensor name is a C string of UTF-8");
         IKLLM_FUZZ_CHECK(f.find_tensor(t.name) == &t, "tensor lookup");
         IKLLM_FUZZ_CHECK(t.file_index < ranges.size(), "tensor part index");
         const auto* base = static_cast<const uint8_t*>(ranges[t.file_index].first);

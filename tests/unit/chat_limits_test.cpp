@@ -41,7 +41,8 @@ std::string error_of(const std::string& tmpl) {
     EXPECT_EQ(error_of(tmpl).rfind(type, 0), 0u) << "template: " << std::string(tmpl).substr(0, 80) << "\nerror: " << error_of(tmpl)
 
 TEST(ChatLimits, LongLeftDeepChainsAreRejectedAtParseTime) {
-    // Attribute, filter, call, binary-operator and conditional chains build one tree level per link.
+    // Attribute, filter, call and binary-operator chains build one tree level per link without recursing
+    // in the parser; conditional chains recurse and meet the parser's nesting limit.
     EXPECT_TEMPLATE_ERROR("{{ a" + repeat(".b", 20000) + " }}", "TemplateSyntaxError");
     EXPECT_TEMPLATE_ERROR("{{ 1" + repeat("|string", 20000) + " }}", "TemplateSyntaxError");
     EXPECT_TEMPLATE_ERROR("{{ f" + repeat("()", 20000) + " }}", "TemplateSyntaxError");

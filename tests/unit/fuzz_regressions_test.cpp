@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -22,7 +23,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path regressions_dir() { return fs::path(__FILE__).parent_path().parent_path() / "fuzz" / "regressions"; }
+// tests/fuzz/regressions of the source tree ($IKLLM_FUZZ_REGRESSIONS overrides). Derived from the
+// IKLLM_SHARED_DIR definition ("<source dir>/../shared", tests/CMakeLists.txt): __FILE__ may be relative
+// (ccache's base_dir rewrites paths).
+fs::path regressions_dir() {
+    if (const char* e = std::getenv("IKLLM_FUZZ_REGRESSIONS"); e && *e) return e;
+    const std::string shared = IKLLM_SHARED_DIR, suffix = "/../shared";
+    const std::string source = shared.size() > suffix.size() && shared.compare(shared.size() - suffix.size(), suffix.size(), suffix) == 0
+                                   ? shared.substr(0, shared.size() - suffix.size())
+                                   : shared + "/..";
+    return fs::path(source) / "tests" / "fuzz" / "regressions";
+}
 
 // Runs every input of one target's regression folder; returns how many there were.
 size_t replay(const std::string& target, int (*run)(const uint8_t*, size_t)) {
@@ -40,6 +51,9 @@ size_t replay(const std::string& target, int (*run)(const uint8_t*, size_t)) {
     }
     return files.size();
 }
+
+// The folder is committed: not finding it means a path problem, not "nothing to replay".
+TEST(FuzzRegressions, FolderExists) { ASSERT_TRUE(fs::is_directory(regressions_dir())) << regressions_dir(); }
 
 TEST(FuzzRegressions, Gguf) { replay("gguf_fuzz", &ikllm::fuzz::gguf_target::run); }
 TEST(FuzzRegressions, ModelLoad) { replay("model_load_fuzz", &ikllm::fuzz::model_target::run); }
