@@ -108,7 +108,8 @@ typedef void (*ikllm_log_fn)(void* user_data, int32_t level, const char* message
 /* Creates a library instance: log sink (none by default: nothing is printed), thread
    defaults, available backends. flags must be 0. */
 IKLLM_API ikllm_status ikllm_lib_create(uint32_t flags, ikllm_lib** out_lib);
-/* Free after every model loaded through it has been freed. NULL is fine. */
+/* Drops the caller's handle. NULL is fine. Models loaded through it keep the instance alive
+   (its log sink included) until the last of them is freed. */
 IKLLM_API void ikllm_lib_free(ikllm_lib* lib);
 /* fn NULL disables logging. Messages below min_level are dropped. */
 IKLLM_API ikllm_status ikllm_lib_set_log(ikllm_lib* lib, ikllm_log_fn fn, void* user_data, int32_t min_level);
@@ -163,6 +164,9 @@ typedef int32_t (*ikllm_progress_fn)(void* user_data, float progress);
 IKLLM_API ikllm_status ikllm_model_load(ikllm_lib* lib, const char* path, const ikllm_options* options,
                                         ikllm_progress_fn progress, void* progress_user_data,
                                         const volatile int32_t* cancel_flag, ikllm_model** out_model);
+/* Drops the caller's handle (NULL is fine): the handle must not be used afterwards. Sessions and
+   detokenizers made from the model keep it alive and keep working until they are freed too; the
+   memory is released when the last of them goes. */
 IKLLM_API void ikllm_model_free(ikllm_model* model);
 
 /* Model-owned strings below are valid until ikllm_model_free. */

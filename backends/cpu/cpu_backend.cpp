@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "backend.h"
+#include "core/aligned_memory.h"
 #include "core/error.h"
 #include "cpu_ops.h"
 #include "kernels/matmul.h"
@@ -18,10 +19,14 @@ namespace {
 class HostBuffer final : public Buffer {
 public:
     explicit HostBuffer(size_t bytes) : size_(bytes) {
-        data_ = bytes ? std::aligned_alloc(64, (bytes + 63) / 64 * 64) : nullptr;
-        if (bytes && !data_) throw Error(Status::out_of_memory, "cannot allocate " + std::to_string(bytes) + " bytes");
+        if (!bytes) return;
+        try {
+            data_ = aligned_alloc64(bytes);
+        } catch (const std::bad_alloc&) {
+            throw Error(Status::out_of_memory, "cannot allocate " + std::to_string(bytes) + " bytes");
+        }
     }
-    ~HostBuffer() override { std::free(data_); }
+    ~HostBuffer() override { aligned_free64(data_); }
     void* data() override { return data_; }
     size_t size() const override { return size_; }
 

@@ -98,7 +98,9 @@ ikllm_status ikllm_lib_create(uint32_t flags, ikllm_lib** out_lib) {
         *out_lib = new ikllm_lib();
     });
 }
-void ikllm_lib_free(ikllm_lib* lib) { delete lib; }
+void ikllm_lib_free(ikllm_lib* lib) {
+    if (lib) api::release(lib);
+}
 ikllm_status ikllm_lib_set_log(ikllm_lib* lib, ikllm_log_fn fn, void* user_data, int32_t min_level) {
     return api::guard([&] {
         IKLLM_REQUIRE(lib, "lib is NULL");

@@ -2,6 +2,7 @@
 // which runs engine code and turns every exception into a status + message.
 #pragma once
 #include <cstring>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -53,11 +54,18 @@ struct OptionValue {
     std::string s;
 };
 
+// Model lifetime: objects that keep a model pointer retain it; the last release deletes it.
+const ikllm_model* retain(const ikllm_model* m);
+void release(const ikllm_model* m);
+void release(ikllm_lib* lib);
+
 }  // namespace ikllm::api
 
 struct ikllm_lib {
     ikllm::Logger log;
     int32_t default_threads = 0;
+    // The caller's handle plus one per model loaded through it (models log through it).
+    std::atomic<int32_t> refs{1};
 };
 
 struct ikllm_options {
@@ -68,7 +76,10 @@ struct ikllm_options {
 namespace ikllm::grammar { struct TokenTrie; }
 
 struct ikllm_model {
-    ikllm_lib* lib = nullptr;
+    ikllm_lib* lib = nullptr;  // retained while the model lives
+    // The caller's handle plus one per session/detokenizer made from it: ikllm_model_free only
+    // drops the caller's reference, so objects that outlive it keep working (documented in ikllm.h).
+    mutable std::atomic<int32_t> refs{1};
     std::unique_ptr<ikllm::Model> m;
     // Vocabulary trie for grammar sampling, built on first use and shared by all samplers.
     mutable std::once_flag grammar_vocab_once;

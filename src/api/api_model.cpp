@@ -8,6 +8,20 @@
 
 using namespace ikllm;
 
+const ikllm_model* ikllm::api::retain(const ikllm_model* m) {
+    m->refs.fetch_add(1, std::memory_order_relaxed);
+    return m;
+}
+void ikllm::api::release(const ikllm_model* m) {
+    if (m->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    ikllm_lib* lib = m->lib;
+    delete m;
+    if (lib) release(lib);
+}
+void ikllm::api::release(ikllm_lib* lib) {
+    if (lib->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete lib;
+}
+
 extern "C" {
 
 ikllm_status ikllm_model_load(ikllm_lib* lib, const char* path, const ikllm_options* options,
@@ -25,13 +39,16 @@ ikllm_status ikllm_model_load(ikllm_lib* lib, const char* path, const ikllm_opti
             return true;
         };
         auto handle = std::make_unique<ikllm_model>();
-        handle->lib = lib;
         handle->m = load_model(path, api::model_options(options), pf, lib->log);
+        lib->refs.fetch_add(1, std::memory_order_relaxed);
+        handle->lib = lib;
         *out = handle.release();
     });
 }
 
-void ikllm_model_free(ikllm_model* model) { delete model; }
+void ikllm_model_free(ikllm_model* model) {
+    if (model) api::release(model);
+}
 
 const char* ikllm_model_architecture(const ikllm_model* m) { return m ? m->m->hp.arch_str.c_str() : ""; }
 const char* ikllm_model_name(const ikllm_model* m) {

@@ -10,9 +10,14 @@
 using namespace ikllm;
 
 struct ikllm_session {
-    const ikllm_model* model = nullptr;
+    const ikllm_model* model = nullptr;  // retained while the session lives
     std::unique_ptr<Session> s;
     std::unique_ptr<quantize::ImatrixCollector> imatrix;  // while collecting
+    ~ikllm_session() {
+        imatrix.reset();
+        s.reset();
+        if (model) ikllm::api::release(model);
+    }
 };
 
 struct ikllm_sampler {
@@ -28,8 +33,8 @@ ikllm_status ikllm_session_create(const ikllm_model* model, const ikllm_options*
         IKLLM_REQUIRE(model && out, "NULL argument");
         IKLLM_REQUIRE(!options || options->kind == IKLLM_OPTIONS_SESSION, "options are not session options");
         auto h = std::make_unique<ikllm_session>();
-        h->model = model;
         h->s = std::make_unique<Session>(*model->m, api::session_options(options, model->lib->default_threads));
+        h->model = api::retain(model);
         *out = h.release();
     });
 }

@@ -6,7 +6,10 @@
 using namespace ikllm;
 
 struct ikllm_detok {
-    const ikllm_model* model = nullptr;
+    const ikllm_model* model = nullptr;  // retained while the detokenizer lives
+    ~ikllm_detok() {
+        if (model) ikllm::api::release(model);
+    }
     uint32_t flags = 0;
     bool first = true;
     tok::Utf8Stream stream;
@@ -93,8 +96,8 @@ ikllm_status ikllm_detok_create(const ikllm_model* m, uint32_t flags, ikllm_deto
         IKLLM_REQUIRE(m && out, "NULL argument");
         IKLLM_REQUIRE((flags & ~3u) == 0, "unknown detok flags");
         auto d = std::make_unique<ikllm_detok>();
-        d->model = m;
         d->flags = flags;
+        d->model = api::retain(m);
         *out = d.release();
     });
 }

@@ -10,11 +10,13 @@
 
 #include <cerrno>
 #include <cinttypes>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <set>
 
+#include "core/aligned_memory.h"
 #include "core/error.h"
 
 namespace ikllm::gguf {
@@ -31,10 +33,11 @@ std::string hex_offset(uint64_t off) {
 }
 }  // namespace
 
-// Read-only mapping of one file.
+// One file's bytes: a read-only mapping, or (map = false) a private copy read with pread so
+// that a file that shrinks or fails while being read gives an io_error instead of SIGBUS later.
 class MappedFile {
 public:
-    explicit MappedFile(const std::string& path) : path_(path) {
+    MappedFile(const std::string& path, bool map) : path_(path) {
         fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd_ < 0) fail(Status::io_error, "cannot open '" + path + "': " + std::strerror(errno));
         struct stat st;
@@ -48,7 +51,8 @@ public:
             fail(Status::io_error, "'" + path + "' is not a regular file");
         }
         size_ = (uint64_t)st.st_size;
-        if (size_ > 0) {
+        if (size_ == 0) return;
+        if (map) {
             void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
             if (p == MAP_FAILED) {
                 int e = errno;
@@ -57,17 +61,38 @@ public:
                      "cannot map '" + path + "': " + std::strerror(e));
             }
             base_ = static_cast<const uint8_t*>(p);
+            mapped_ = true;
+            return;
         }
+        try {
+            read_all();
+        } catch (...) {
+            aligned_free64(owned_);
+            ::close(fd_);
+            throw;
+        }
+        base_ = owned_;
     }
     ~MappedFile() {
-        if (base_) ::munmap(const_cast<uint8_t*>(base_), size_);
+        if (mapped_) ::munmap(const_cast<uint8_t*>(base_), size_);
+        aligned_free64(owned_);
         if (fd_ >= 0) ::close(fd_);
+    }
+    // io_error when the file no longer has the size it had at open (a mapping would fault on
+    // the missing pages; a copy would no longer match the file).
+    void check_size() const {
+        struct stat st;
+        if (::fstat(fd_, &st) != 0) fail(Status::io_error, "cannot stat '" + path_ + "': " + std::strerror(errno));
+        if ((uint64_t)st.st_size != size_)
+            fail(Status::io_error, "'" + path_ + "' changed size while being loaded (" + std::to_string(size_) +
+                 " -> " + std::to_string((uint64_t)st.st_size) + " bytes)");
     }
     MappedFile(const MappedFile&) = delete;
     MappedFile& operator=(const MappedFile&) = delete;
 
     const uint8_t* data() const { return base_; }
     uint64_t size() const { return size_; }
+    bool mapped() const { return mapped_; }
     const std::string& path() const { return path_; }
     void advise_willneed() const {
         if (base_) ::madvise(const_cast<uint8_t*>(base_), size_, MADV_WILLNEED);
@@ -79,10 +104,26 @@ public:
     std::pair<void*, uint64_t> range() const { return {const_cast<uint8_t*>(base_), size_}; }
 
 private:
+    void read_all() {
+        owned_ = static_cast<uint8_t*>(aligned_alloc64(size_));
+        uint64_t done = 0;
+        while (done < size_) {
+            const size_t want = (size_t)std::min<uint64_t>(size_ - done, 1u << 30);
+            const ssize_t n = ::pread(fd_, owned_ + done, want, (off_t)done);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) fail(Status::io_error, "cannot read '" + path_ + "': " + std::strerror(errno));
+            if (n == 0)
+                fail(Status::io_error, "short read: '" + path_ + "' ended at byte " + std::to_string(done) + " of " +
+                     std::to_string(size_) + " (changed while being read?)");
+            done += (uint64_t)n;
+        }
+    }
     std::string path_;
     int fd_ = -1;
     const uint8_t* base_ = nullptr;
     uint64_t size_ = 0;
+    uint8_t* owned_ = nullptr;  // the read copy (map = false)
+    bool mapped_ = false;
 };
 
 namespace {
@@ -336,6 +377,12 @@ bool File::advise_huge_pages() const {
     return ok;
 }
 
+void File::check_unchanged() const {
+    for (auto& p : parts_) p->check_size();
+}
+
+bool File::mapped() const { return !parts_.empty() && parts_[0]->mapped(); }
+
 std::vector<std::pair<void*, uint64_t>> File::mapped_ranges() const {
     std::vector<std::pair<void*, uint64_t>> r;
     for (auto& p : parts_) r.push_back(p->range());
@@ -494,10 +541,10 @@ void File::parse_part(size_t part_index, GeometryFn geometry) {
     }
 }
 
-std::unique_ptr<File> File::open(const std::string& path, GeometryFn geometry) {
+std::unique_ptr<File> File::open(const std::string& path, GeometryFn geometry, bool map) {
     std::unique_ptr<File> f(new File());
     f->path_ = path;
-    f->parts_.push_back(std::make_unique<MappedFile>(path));
+    f->parts_.push_back(std::make_unique<MappedFile>(path, map));
     f->parse_part(0, geometry);
 
     const Value* count = f->find("split.count");
@@ -518,7 +565,7 @@ std::unique_ptr<File> File::open(const std::string& path, GeometryFn geometry) {
             std::snprintf(name, sizeof name, "-%05d-of-%05d.gguf", (int)(k + 1), (int)n_split);
             const std::string part = prefix + name;
             try {
-                f->parts_.push_back(std::make_unique<MappedFile>(part));
+                f->parts_.push_back(std::make_unique<MappedFile>(part, map));
             } catch (const Error& e) {
                 fail(Status::io_error, "missing split part " + std::to_string(k + 1) + " of " + std::to_string(n_split) +
                      ": " + e.what());

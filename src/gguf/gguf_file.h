@@ -61,7 +61,8 @@ class File {
 public:
     // Opens `path`; when it is the first part of a split set, opens every part.
     // `geometry` validates tensor types and sizes; unknown types are an error naming the tensor.
-    static std::unique_ptr<File> open(const std::string& path, GeometryFn geometry);
+    // map = false reads the bytes into memory instead of mapping them.
+    static std::unique_ptr<File> open(const std::string& path, GeometryFn geometry, bool map = true);
     ~File();
 
     uint32_t version() const { return version_; }
@@ -92,6 +93,10 @@ public:
     const std::vector<TensorInfo>& tensors() const { return tensors_; }
     const TensorInfo* find_tensor(std::string_view name) const;
 
+    // io_error when a part no longer has the size it had when opened.
+    void check_unchanged() const;
+    // Whether the bytes are mapped (else they were read into memory).
+    bool mapped() const;
     // Advise the kernel about the mapping (populate / huge pages); best effort.
     void advise_willneed() const;
     // madvise(MADV_HUGEPAGE) on every part; false if the kernel refused.

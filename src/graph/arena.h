@@ -7,6 +7,8 @@
 #include <new>
 #include <vector>
 
+#include "core/aligned_memory.h"
+
 namespace ikllm {
 
 class Arena {
@@ -29,8 +31,7 @@ public:
         }
         const size_t size = bytes > kBlock ? bytes : kBlock;
         Block b;
-        b.data.reset(static_cast<uint8_t*>(std::aligned_alloc(64, size)));
-        if (!b.data) throw std::bad_alloc();
+        b.data.reset(static_cast<uint8_t*>(aligned_alloc64(size)));
         b.size = size;
         blocks_.push_back(std::move(b));
         block_ = blocks_.size() - 1;
@@ -45,7 +46,7 @@ public:
 
 private:
     static constexpr size_t kBlock = 16u << 20;
-    struct Free { void operator()(uint8_t* p) const { std::free(p); } };
+    struct Free { void operator()(uint8_t* p) const { aligned_free64(p); } };
     struct Block {
         std::unique_ptr<uint8_t, Free> data;
         size_t size = 0;

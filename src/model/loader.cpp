@@ -81,14 +81,8 @@ private:
         t->nb[1] = quant::row_bytes(*tt, ti->ne[0]);
         t->nb[2] = t->nb[1] * ti->ne[1];
         t->nb[3] = t->nb[2] * ti->ne[2];
-        if (opts_.use_mmap) {
-            t->data = const_cast<uint8_t*>(ti->data);
-        } else {
-            auto buf = m_.cpu->alloc(ti->nbytes);
-            std::memcpy(buf->data(), ti->data, ti->nbytes);
-            t->data = buf->data();
-            m_.buffers.push_back(std::move(buf));
-        }
+        // Mapped, or already read into memory owned by the file (use_mmap = 0): no copy either way.
+        t->data = const_cast<uint8_t*>(ti->data);
         t->name = ti->name.c_str();
         used_.insert(name);
         m_.n_params += (uint64_t)ti->n_elements();
@@ -334,13 +328,16 @@ void bind_deepseek2(Model& m, Binder& b) {
 
 std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& opts, const ProgressFn& progress,
                                   const Logger& log) {
+    std::unique_ptr<Model> m;
+    // Between steps: cancellation, and a file that changed size under us (a mapping would fault).
     auto check_cancel = [&](float p) {
         if (progress && !progress(p)) fail(Status::cancelled, "model load cancelled");
+        if (m && m->file) m->file->check_unchanged();
     };
     check_cancel(0.0f);
-    auto m = std::make_unique<Model>();
+    m = std::make_unique<Model>();
     m->cpu = backend::make_cpu_backend();
-    m->file = gguf::File::open(path, &type_geometry);
+    m->file = gguf::File::open(path, &type_geometry, opts.use_mmap);
     check_cancel(0.1f);
     if (opts.vocab_only) {
         m->vocab_only = true;
