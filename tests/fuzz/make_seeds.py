@@ -462,6 +462,38 @@ def main():
             b"{{ strftime_now('%d %b %Y') }}{% set ns = namespace(a=1) %}{{ ns.a }}"]
     for j, t in enumerate(hand):
         write(out, 'chat_template_fuzz', 'hand-%d' % j, t)
+    # grammar_fuzz: GBNF \0 bytes to walk; json_schema_fuzz: schema text. Hand-made (no refdata needed).
+    grammars = [
+        (b'root ::= "yes" | "no"', b'yes'),
+        (b'root ::= [a-z]+ ("," [a-z]+)*', b'abc,de,f'),
+        (b'root ::= expr\nexpr ::= term (("+" | "-") term)*\nterm ::= [0-9]+ | "(" expr ")"', b'(1+2)-30'),
+        (b'root ::= obj\nobj ::= "{" ws (pair ("," ws pair)*)? "}"\npair ::= str ":" ws val\n'
+         b'val ::= str | [0-9]+ | obj\nstr ::= "\\"" [^"\\\\]* "\\""\nws ::= [ \\t\\n]*', b'{"a": {"b": 12}}'),
+        (b'root ::= [^\\x00-\\x1f]{2,5} "\\u00e9" [\\U0001F600-\\U0001F64F]?', 'abc\u00e9\U0001F600'.encode()),
+        (b'root ::= x{3} y{0,2} z*\nx ::= "a"\ny ::= "b"?\nz ::= . ', b'aaabbzz'),
+        (b'# comment\nroot ::= item+\nitem ::= "- " [^\\n]+ "\\n"', b'- one\n- two\n'),
+    ]
+    for j, (g, feed) in enumerate(grammars):
+        write(out, 'grammar_fuzz', 'hand-%d' % j, g + b'\0' + feed)
+    schemas = [
+        {'type': 'object', 'properties': {'name': {'type': 'string'}, 'age': {'type': 'integer', 'minimum': 0}},
+         'required': ['name']},
+        {'type': 'array', 'items': {'type': 'number'}, 'minItems': 1, 'maxItems': 3},
+        {'enum': ['red', 'green', 1, None, True]},
+        {'type': 'string', 'pattern': '^[A-Z][a-z]{2,8}-[0-9]+$'},
+        {'type': 'string', 'format': 'date-time'},
+        {'anyOf': [{'type': 'integer', 'minimum': -5, 'maximum': 120}, {'type': 'boolean'}]},
+        {'$defs': {'node': {'type': 'object', 'properties': {'v': {'type': 'integer'},
+                                                             'next': {'$ref': '#/$defs/node'}}}},
+         '$ref': '#/$defs/node'},
+        {'type': 'object', 'additionalProperties': {'type': 'string', 'maxLength': 4}},
+        {'oneOf': [{'const': 'x'}, {'type': 'array', 'prefixItems': [{'type': 'string'}, {'type': 'null'}]}]},
+    ]
+    for j, sc in enumerate(schemas):
+        write(out, 'json_schema_fuzz', 'hand-%d' % j, json.dumps(sc).encode())
+    # state_load_fuzz: patches of a valid state made at start-up (see the target); a few offsets.
+    for j, off in enumerate((0, 8, 64, 200, 1000)):
+        write(out, 'state_load_fuzz', 'patch-%d' % j, bytes([1 | (j & 2)]) + struct.pack('<I', off) + b'\xff\x00\x7f')
     if not have_ref:
         print('make_seeds: %s not found: only hand-made seeds written' % ref, file=sys.stderr)
 

@@ -10,15 +10,18 @@ root="$(cd "$here/../.." && pwd)"
 secs="${1:-60}"
 shift || true
 build="${IKLLM_FUZZ_BUILD:-$root/build-fuzz}"
-targets="${*:-gguf_fuzz model_load_fuzz tokenizer_fuzz detok_fuzz utf8_stream_fuzz chat_template_fuzz}"
+targets="${*:-gguf_fuzz model_load_fuzz tokenizer_fuzz detok_fuzz utf8_stream_fuzz chat_template_fuzz grammar_fuzz json_schema_fuzz state_load_fuzz}"
 jobs="$(nproc)"
 
 launcher=()
 if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DIKLLM_FUZZ=ON \
-  -DIKLLM_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >/dev/null
+# An existing fuzz-enabled build (test.sh's sanitizer build) is reused as configured.
+if ! grep -q '^IKLLM_FUZZ:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DIKLLM_FUZZ=ON \
+    -DIKLLM_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >/dev/null
+fi
 cmake --build "$build" -j"$jobs" --target $targets
 "$here/make_seeds.sh" "$build/seeds" >/dev/null
 
@@ -27,6 +30,7 @@ dict_for() {
     gguf_fuzz|model_load_fuzz) echo "-dict=$here/dicts/gguf.dict" ;;
     chat_template_fuzz) echo "-dict=$here/dicts/jinja.dict" ;;
     tokenizer_fuzz) echo "-dict=$here/dicts/tokenizer.dict" ;;
+    grammar_fuzz|json_schema_fuzz) echo "-dict=$here/dicts/gbnf.dict" ;;
   esac
 }
 
