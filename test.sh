@@ -23,7 +23,7 @@ cmake -S . -B build-asan -G Ninja -DIKLLM_SANITIZE=ON "${san_flags[@]}" >/dev/nu
 cmake --build build-asan -j"$jobs" --target $asan_tests $fuzz_targets
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -R "^($(echo $asan_tests | tr ' ' '|'))\$|_fuzz_regressions\$")
 if [ -n "$fuzz_targets" ] && [ "${IKLLM_FUZZ_SMOKE_SECONDS:-30}" != 0 ]; then
-  IKLLM_FUZZ_BUILD="$PWD/build-asan" tests/fuzz/run.sh "${IKLLM_FUZZ_SMOKE_SECONDS:-30}"
+  IKLLM_FUZZ_BUILD="$PWD/build-asan" IKLLM_FUZZ_JOBS="$jobs" tests/fuzz/run.sh "${IKLLM_FUZZ_SMOKE_SECONDS:-30}"
 fi
 # ThreadSanitizer pass: the concurrency tests (shared model, parallel loads, cross-thread cancel).
 tsan_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DIKLLM_BUILD_BENCH=OFF -DIKLLM_BUILD_SAMPLES=OFF)

@@ -15,7 +15,10 @@
 #include "../fuzz/chat_template_fuzz.cpp"
 #include "../fuzz/detok_fuzz.cpp"
 #include "../fuzz/gguf_fuzz.cpp"
+#include "../fuzz/grammar_fuzz.cpp"
+#include "../fuzz/json_schema_fuzz.cpp"
 #include "../fuzz/model_load_fuzz.cpp"
+#include "../fuzz/state_load_fuzz.cpp"
 #include "../fuzz/tokenizer_fuzz.cpp"
 #include "../fuzz/utf8_stream_fuzz.cpp"
 
@@ -59,6 +62,9 @@ TEST(FuzzRegressions, Gguf) { replay("gguf_fuzz", &ikllm::fuzz::gguf_target::run
 TEST(FuzzRegressions, ModelLoad) { replay("model_load_fuzz", &ikllm::fuzz::model_target::run); }
 TEST(FuzzRegressions, ChatTemplate) { replay("chat_template_fuzz", &ikllm::fuzz::chat_target::run); }
 TEST(FuzzRegressions, Utf8Stream) { replay("utf8_stream_fuzz", &ikllm::fuzz::utf8_target::run); }
+TEST(FuzzRegressions, Grammar) { replay("grammar_fuzz", &ikllm::fuzz::grammar_target::run); }
+TEST(FuzzRegressions, JsonSchema) { replay("json_schema_fuzz", &ikllm::fuzz::schema_target::run); }
+TEST(FuzzRegressions, StateLoad) { replay("state_load_fuzz", &ikllm::fuzz::state_target::run); }
 
 // The tokenizer targets need the refdata vocabularies (their inputs select one by index); they are
 // loaded only when there is something to replay.
