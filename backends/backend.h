@@ -15,6 +15,10 @@ struct Capabilities {
     std::string description;   // e.g. CPU model / ISA, GPU name
     uint64_t memory_total = 0;
     uint64_t memory_free = 0;
+    // What new allocations can still get without failing or thrashing (host: MemAvailable plus
+    // free swap); 0 = unknown. Large allocations are checked against it first, because on an
+    // overcommitting OS they would "succeed" and the process be killed when they are touched.
+    uint64_t memory_available = 0;
 };
 
 // Memory owned by a backend.

@@ -2,6 +2,8 @@
 // op lists on a per-session thread pool.
 #include <sys/sysinfo.h>
 
+#include <cinttypes>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -69,6 +71,19 @@ private:
     OpObserver* observer_ = nullptr;
 };
 
+// MemAvailable of /proc/meminfo (free memory plus what the kernel can reclaim) plus free swap;
+// 0 when unknown.
+uint64_t available_memory(uint64_t free_swap) {
+    FILE* f = std::fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    uint64_t kib = 0;
+    while (std::fgets(line, sizeof line, f))
+        if (std::sscanf(line, "MemAvailable: %" SCNu64 " kB", &kib) == 1) break;
+    std::fclose(f);
+    return kib ? kib * 1024 + free_swap : 0;
+}
+
 class CpuBackend final : public Backend {
 public:
     Capabilities capabilities() const override {
@@ -79,6 +94,7 @@ public:
         if (sysinfo(&si) == 0) {
             c.memory_total = (uint64_t)si.totalram * si.mem_unit;
             c.memory_free = (uint64_t)si.freeram * si.mem_unit;
+            c.memory_available = available_memory((uint64_t)si.freeswap * si.mem_unit);
         }
         return c;
     }

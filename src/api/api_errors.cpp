@@ -1,5 +1,6 @@
 // Per-thread error record, version queries and ikllm_free.
 #include <cstdlib>
+#include <cstring>
 
 #include "api/api_internal.h"
 
@@ -28,6 +29,12 @@ void set_error(Status s, const std::string& msg) {
     }
     if (auto p = msg.find("at offset 0x"); p != std::string::npos)
         t_error.offset = std::strtoull(msg.c_str() + p + 10, nullptr, 16);
+    if (s == Status::out_of_memory)  // "... needs N bytes ..."
+        if (auto p = msg.find(" needs "); p != std::string::npos) {
+            char* end = nullptr;
+            const uint64_t n = std::strtoull(msg.c_str() + p + 7, &end, 10);
+            if (end && std::strncmp(end, " bytes", 6) == 0) t_error.bytes_needed = n;
+        }
 }
 void clear_error() { t_error = ErrorRecord(); }
 

@@ -36,6 +36,18 @@ KvCache::KvCache(const HParams& hp, int32_t n_ctx, int32_t n_seq_max, uint32_t t
         std::memset(t.data, 0, bytes);  // never read stale/uninitialised memory as floats
         t.name = name;
     };
+    // Refuse what the machine cannot hold before touching it (zeroing an overcommitted cache
+    // would get the host process killed instead of returning an error).
+    {
+        const auto row = [&](int64_t d) { return (uint64_t)quant::kv_row_bytes(type, d) * heads * (uint64_t)n_ctx; };
+        const uint64_t need = (uint64_t)hp.n_layer *
+                              (mla_ ? row((int64_t)hp.kv_lora_rank + hp.n_rot) : row(hp.d_k) + row(hp.d_v));
+        const uint64_t avail = be.capabilities().memory_available;
+        if (avail && need > avail)
+            fail(Status::out_of_memory, "KV cache for n_ctx " + std::to_string(n_ctx) + " needs " + std::to_string(need) +
+                 " bytes (" + std::to_string(need >> 20) + " MiB) but only " + std::to_string(avail >> 20) +
+                 " MiB are available: lower n_ctx or use a smaller kv_type");
+    }
     k_.resize(hp.n_layer);
     v_.resize(hp.n_layer);
     for (int l = 0; l < hp.n_layer; ++l) {

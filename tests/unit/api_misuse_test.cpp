@@ -6,6 +6,7 @@
 // ASan/UBSan in test.sh.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -232,6 +233,40 @@ TEST(Misuse, OutOfRangeIdsPositionsTokensAndAFullCache) {
     ASSERT_EQ(ikllm_session_logits(f.session, -1, &lg, &nv), IKLLM_OK);
     ASSERT_EQ(nv, (int32_t)want.size());
     for (int32_t i = 0; i < nv; ++i) ASSERT_NEAR(lg[i], want[i], 1e-4f) << i;
+}
+
+// MemAvailable + SwapFree in bytes (what the library checks a KV cache against).
+uint64_t available_bytes() {
+    FILE* f = std::fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    unsigned long long kib = 0, avail = 0, swap = 0;
+    while (std::fgets(line, sizeof line, f)) {
+        if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) avail = kib;
+        if (std::sscanf(line, "SwapFree: %llu kB", &kib) == 1) swap = kib;
+    }
+    std::fclose(f);
+    return (avail + swap) * 1024;
+}
+
+TEST(Misuse, KvCacheBeyondMemoryIsRefusedWithBytesNeeded) {
+    IKLLM_REQUIRE_REFDATA();
+    Fixture f;
+    uint64_t per_token = 0;
+    ASSERT_EQ(ikllm_model_kv_bytes_per_token(f.model, "f32", &per_token), IKLLM_OK);
+    const int32_t n_ctx = 16 * 1024 * 1024;  // the largest n_ctx the option allows
+    const uint64_t need = per_token * (uint64_t)n_ctx;
+    if (need <= available_bytes()) GTEST_SKIP() << "this machine could hold " << need << " bytes of KV cache";
+    ikllm_options* o = nullptr;
+    ikllm_options_create(IKLLM_OPTIONS_SESSION, &o);
+    ikllm_options_set_int(o, "n_ctx", n_ctx);
+    ikllm_options_set_string(o, "kv_type", "f32");
+    ikllm_session* s = nullptr;
+    EXPECT_EQ(ikllm_session_create(f.model, o, &s), IKLLM_ERR_OUT_OF_MEMORY) << ikllm_last_error();
+    EXPECT_EQ(s, nullptr);
+    EXPECT_EQ(ikllm_last_error_bytes_needed(), need) << ikllm_last_error();
+    EXPECT_NE(std::strstr(ikllm_last_error(), "n_ctx"), nullptr) << ikllm_last_error();
+    ikllm_options_free(o);
 }
 
 TEST(Misuse, ObjectsOutliveTheirModelHandle) {
