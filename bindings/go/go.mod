@@ -1,0 +1,3 @@
+module ikllm.dev/ikllm
+
+go 1.19
