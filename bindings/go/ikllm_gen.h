@@ -42,7 +42,8 @@ void ikllm_free(void* ptr);
 // Creates a library instance: log sink (none by default: nothing is printed), thread
 // defaults, available backends. flags must be 0.
 ikllm_status ikllm_lib_create(uint32_t flags, ikllm_lib** out_lib);
-// Free after every model loaded through it has been freed. NULL is fine.
+// Drops the caller's handle. NULL is fine. Models loaded through it keep the instance alive
+// (its log sink included) until the last of them is freed.
 void ikllm_lib_free(ikllm_lib* lib);
 // fn NULL disables logging. Messages below min_level are dropped.
 ikllm_status ikllm_lib_set_log(ikllm_lib* lib, ikllm_log_fn fn, void* user_data, int32_t min_level);
@@ -70,6 +71,9 @@ ikllm_status ikllm_option_info(int32_t kind, int32_t index, const char** out_nam
 // when it becomes non-zero (from any thread) the load stops with IKLLM_CANCELLED.
 // On failure nothing stays allocated and *out_model is NULL.
 ikllm_status ikllm_model_load(ikllm_lib* lib, const char* path, const ikllm_options* options, ikllm_progress_fn progress, void* progress_user_data, const volatile int32_t* cancel_flag, ikllm_model** out_model);
+// Drops the caller's handle (NULL is fine): the handle must not be used afterwards. Sessions and
+// detokenizers made from the model keep it alive and keep working until they are freed too; the
+// memory is released when the last of them goes.
 void ikllm_model_free(ikllm_model* model);
 // Model-owned strings below are valid until ikllm_model_free.
 const char* ikllm_model_architecture(const ikllm_model* model);

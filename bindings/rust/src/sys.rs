@@ -248,7 +248,8 @@ extern "C" {
     // Creates a library instance: log sink (none by default: nothing is printed), thread
     // defaults, available backends. flags must be 0.
     pub fn ikllm_lib_create(flags: u32, out_lib: *mut *mut ikllm_lib) -> ikllm_status;
-    // Free after every model loaded through it has been freed. NULL is fine.
+    // Drops the caller's handle. NULL is fine. Models loaded through it keep the instance alive
+    // (its log sink included) until the last of them is freed.
     pub fn ikllm_lib_free(lib: *mut ikllm_lib);
     // fn NULL disables logging. Messages below min_level are dropped.
     pub fn ikllm_lib_set_log(lib: *mut ikllm_lib, fn_: ikllm_log_fn, user_data: *mut c_void, min_level: i32) -> ikllm_status;
@@ -276,6 +277,9 @@ extern "C" {
     // when it becomes non-zero (from any thread) the load stops with IKLLM_CANCELLED.
     // On failure nothing stays allocated and *out_model is NULL.
     pub fn ikllm_model_load(lib: *mut ikllm_lib, path: *const c_char, options: *const ikllm_options, progress: ikllm_progress_fn, progress_user_data: *mut c_void, cancel_flag: *const i32, out_model: *mut *mut ikllm_model) -> ikllm_status;
+    // Drops the caller's handle (NULL is fine): the handle must not be used afterwards. Sessions and
+    // detokenizers made from the model keep it alive and keep working until they are freed too; the
+    // memory is released when the last of them goes.
     pub fn ikllm_model_free(model: *mut ikllm_model);
     // Model-owned strings below are valid until ikllm_model_free.
     pub fn ikllm_model_architecture(model: *const ikllm_model) -> *const c_char;
