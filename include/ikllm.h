@@ -159,7 +159,9 @@ typedef int32_t (*ikllm_progress_fn)(void* user_data, float progress);
 
 /* Loads a GGUF model (single file or the first part of a split set; memory-mapped by
    default). options may be NULL (defaults). progress may be NULL. cancel_flag may be NULL;
-   when it becomes non-zero (from any thread) the load stops with IKLLM_CANCELLED.
+   when it becomes non-zero (from any thread) the load stops with IKLLM_CANCELLED. The library
+   reads the flag atomically; set it with an atomic store (C11 atomic_store, C++ std::atomic_ref,
+   __atomic_store_n) so that the write is not a data race.
    On failure nothing stays allocated and *out_model is NULL. */
 IKLLM_API ikllm_status ikllm_model_load(ikllm_lib* lib, const char* path, const ikllm_options* options,
                                         ikllm_progress_fn progress, void* progress_user_data,

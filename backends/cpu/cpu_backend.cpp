@@ -9,6 +9,7 @@
 
 #include "backend.h"
 #include "core/aligned_memory.h"
+#include "core/cancel_flag.h"
 #include "core/error.h"
 #include "cpu_ops.h"
 #include "kernels/matmul.h"
@@ -43,7 +44,7 @@ public:
     void set_observer(OpObserver* observer) override { observer_ = observer; }
     void run(const Graph& graph, size_t begin, size_t end, const volatile int32_t* cancel) override {
         for (size_t i = begin; i < end; ++i) {
-            if (cancel && *cancel) throw Error(Status::cancelled, "cancelled");
+            if (cancel_requested(cancel)) throw Error(Status::cancelled, "cancelled");
             const Op& op = graph.ops[i];
             if (observer_) observer_->before(op);
             switch (op.kind) {

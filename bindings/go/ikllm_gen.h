@@ -68,7 +68,9 @@ int32_t ikllm_option_count(int32_t kind);
 ikllm_status ikllm_option_info(int32_t kind, int32_t index, const char** out_name, int32_t* out_type, const char** out_default, const char** out_min, const char** out_max, const char** out_doc);
 // Loads a GGUF model (single file or the first part of a split set; memory-mapped by
 // default). options may be NULL (defaults). progress may be NULL. cancel_flag may be NULL;
-// when it becomes non-zero (from any thread) the load stops with IKLLM_CANCELLED.
+// when it becomes non-zero (from any thread) the load stops with IKLLM_CANCELLED. The library
+// reads the flag atomically; set it with an atomic store (C11 atomic_store, C++ std::atomic_ref,
+// __atomic_store_n) so that the write is not a data race.
 // On failure nothing stays allocated and *out_model is NULL.
 ikllm_status ikllm_model_load(ikllm_lib* lib, const char* path, const ikllm_options* options, ikllm_progress_fn progress, void* progress_user_data, const volatile int32_t* cancel_flag, ikllm_model** out_model);
 // Drops the caller's handle (NULL is fine): the handle must not be used afterwards. Sessions and

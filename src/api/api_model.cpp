@@ -1,5 +1,6 @@
 // C boundary for models: load/free, metadata and tensor queries.
 #include "api/api_internal.h"
+#include "core/cancel_flag.h"
 #include "quant/kv_codec.h"
 #include "api/options.h"
 #include "quant/type_traits.h"
@@ -34,7 +35,7 @@ ikllm_status ikllm_model_load(ikllm_lib* lib, const char* path, const ikllm_opti
         IKLLM_REQUIRE(out, "out_model is NULL");
         IKLLM_REQUIRE(!options || options->kind == IKLLM_OPTIONS_MODEL, "options are not model options");
         ProgressFn pf = [&](float p) {
-            if (cancel && *cancel) return false;
+            if (cancel_requested(cancel)) return false;
             if (progress && progress(user, p) != 0) return false;
             return true;
         };

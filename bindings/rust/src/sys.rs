@@ -274,7 +274,9 @@ extern "C" {
     pub fn ikllm_option_info(kind: i32, index: i32, out_name: *mut *const c_char, out_type: *mut i32, out_default: *mut *const c_char, out_min: *mut *const c_char, out_max: *mut *const c_char, out_doc: *mut *const c_char) -> ikllm_status;
     // Loads a GGUF model (single file or the first part of a split set; memory-mapped by
     // default). options may be NULL (defaults). progress may be NULL. cancel_flag may be NULL;
-    // when it becomes non-zero (from any thread) the load stops with IKLLM_CANCELLED.
+    // when it becomes non-zero (from any thread) the load stops with IKLLM_CANCELLED. The library
+    // reads the flag atomically; set it with an atomic store (C11 atomic_store, C++ std::atomic_ref,
+    // __atomic_store_n) so that the write is not a data race.
     // On failure nothing stays allocated and *out_model is NULL.
     pub fn ikllm_model_load(lib: *mut ikllm_lib, path: *const c_char, options: *const ikllm_options, progress: ikllm_progress_fn, progress_user_data: *mut c_void, cancel_flag: *const i32, out_model: *mut *mut ikllm_model) -> ikllm_status;
     // Drops the caller's handle (NULL is fine): the handle must not be used afterwards. Sessions and
