@@ -1,13 +1,21 @@
-// Flash-style attention on CPU. A task is (a block of query tokens, one KV head, a subgroup of
-// the query heads sharing it): the visible cache cells are walked in tiles; each K/V row of a
+// Flash-style attention on CPU. A task is (a block of query tokens of one sequence, one KV head,
+// a subgroup of the query heads sharing it): the sequence's cache cells are walked in tiles; each K/V row of a
 // tile is decoded once per task and used by every query of the task (GQA: once per KV head, not
 // per query head; MLA: the one latent row serves all heads). Scores exist only for one tile,
 // softmax is online (running max and sum per query, rescaled once per tile), so no
 // n_q x n_kv matrix is ever stored and scratch memory is independent of the context length.
+//
+// Batch invariance: a query's result depends only on its own sequence's cached (position, K, V)
+// rows, not on what else is in the batch or the cache. The cells of a block's sequence are
+// listed in position order and tiled from the start of that list, so every query sees the same
+// tiles (a prefix of the list, by causality) in the same order whether it is decoded alone, in
+// a prompt batch, or beside other sequences, in whatever physical cells they landed.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "cpu_ops.h"
@@ -17,12 +25,41 @@
 namespace ikllm::cpu {
 
 namespace {
-inline bool cell_visible(const KvView& kv, int64_t c, int32_t seq, int32_t pos) {
-    if (kv.cell_pos[c] < 0 || kv.cell_pos[c] > pos) return false;
-    return (kv.cell_seqs[c * kv.seq_words + seq / 64] >> (seq % 64)) & 1u;
+inline bool cell_in_seq(const KvView& kv, int64_t c, int32_t seq) {
+    return kv.cell_pos[c] >= 0 && ((kv.cell_seqs[c * kv.seq_words + seq / 64] >> (seq % 64)) & 1u);
 }
 constexpr int64_t kTile = 32;      // cache cells per tile
 constexpr int64_t kTokBlock = 4;   // query tokens per task
+
+// Query blocks: runs of up to kTokBlock consecutive tokens of one sequence, each with the cells
+// its queries may see (its sequence's cells up to the block's largest position), by position.
+struct QueryBlocks {
+    std::vector<int64_t> t0, t1, cells_begin;  // per block; cells_begin has one extra entry
+    std::vector<int32_t> cells;
+};
+QueryBlocks plan_blocks(const Op& op, int64_t T) {
+    const KvView& kv = op.kv;
+    QueryBlocks b;
+    std::vector<std::pair<int32_t, int32_t>> by_pos;
+    for (int64_t t = 0; t < T;) {
+        const int32_t seq = op.seq_ids[t];
+        int64_t e = t + 1;
+        while (e < T && e - t < kTokBlock && op.seq_ids[e] == seq) ++e;
+        int32_t max_pos = 0;
+        for (int64_t i = t; i < e; ++i) max_pos = std::max(max_pos, op.i32[i]);
+        by_pos.clear();
+        for (int64_t c = 0; c < kv.n_cells; ++c)
+            if (cell_in_seq(kv, c, seq) && kv.cell_pos[c] <= max_pos) by_pos.emplace_back(kv.cell_pos[c], (int32_t)c);
+        if (!std::is_sorted(by_pos.begin(), by_pos.end())) std::sort(by_pos.begin(), by_pos.end());  // rare: reused cells
+        b.t0.push_back(t);
+        b.t1.push_back(e);
+        b.cells_begin.push_back((int64_t)b.cells.size());
+        for (auto& pc : by_pos) b.cells.push_back(pc.second);
+        t = e;
+    }
+    b.cells_begin.push_back((int64_t)b.cells.size());
+    return b;
+}
 }  // namespace
 
 void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch) {
@@ -38,19 +75,22 @@ void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch) {
     const AttnKernels& K = attn_kernels(best_isa());
 
     // Work split: token blocks x KV heads x head subgroups, enough tasks for every thread.
+    const QueryBlocks blocks = plan_blocks(op, T);
     const int64_t tb = std::min<int64_t>(kTokBlock, T);
-    const int64_t n_tb = (T + tb - 1) / tb;
+    const int64_t n_tb = (int64_t)blocks.t0.size();
     int64_t n_sub = 1;
     while (n_tb * n_head_kv * n_sub < 2 * pool.n_threads() && n_sub < group) n_sub *= 2;
     n_sub = std::min(n_sub, group);
     const int64_t hs = (group + n_sub - 1) / n_sub;  // query heads per task
     const int64_t nq = tb * hs;                      // queries per task
-    const size_t per_thread = (size_t)(kTile * (d_k + d_v) + kTile * nq + nq * (d_v + 2) + kTile);
+    const size_t per_thread = (size_t)(kTile * (d_k + d_v) + kTile * nq + nq * (d_v + 2));
     for (int t = 0; t < pool.n_threads(); ++t) scratch.thread_floats(t, per_thread);
 
     pool.parallel_for(n_tb * n_head_kv * n_sub, [&](int64_t task, int thread) {
         const int64_t sub = task % n_sub, g = (task / n_sub) % n_head_kv, blk = task / (n_sub * n_head_kv);
-        const int64_t t0 = blk * tb, t1 = std::min(T, t0 + tb);
+        const int64_t t0 = blocks.t0[blk], t1 = blocks.t1[blk];
+        const int32_t* cells = blocks.cells.data() + blocks.cells_begin[blk];
+        const int64_t n_cells = blocks.cells_begin[blk + 1] - blocks.cells_begin[blk];
         const int64_t h0 = sub * hs, h1 = std::min(group, h0 + hs);
         const int64_t nh = h1 - h0;
         float* ws = scratch.per_thread[thread].data();
@@ -60,40 +100,29 @@ void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch) {
         float* acc = sc + kTile * nq;          // [nq][d_v]
         float* mx = acc + nq * d_v;            // [nq]
         float* sum = mx + nq;                  // [nq]
-        float* vis = sum + nq;                 // [kTile] 1 if any query of the task sees the cell
         for (int64_t i = 0; i < nq; ++i) {
             mx[i] = -std::numeric_limits<float>::infinity();
             sum[i] = 0;
         }
         std::memset(acc, 0, sizeof(float) * nq * d_v);
-        int32_t max_pos = 0;
-        for (int64_t t = t0; t < t1; ++t) max_pos = std::max(max_pos, op.i32[t]);
-        for (int64_t c0 = 0; c0 < kv.n_cells; c0 += kTile) {
-            const int64_t nc = std::min(kTile, kv.n_cells - c0);
-            bool any = false;
+        for (int64_t c0 = 0; c0 < n_cells; c0 += kTile) {
+            const int64_t nc = std::min(kTile, n_cells - c0);
             for (int64_t j = 0; j < nc; ++j) {
-                bool v = false;
-                const int64_t c = c0 + j;
-                if (kv.cell_pos[c] >= 0 && kv.cell_pos[c] <= max_pos)
-                    for (int64_t t = t0; t < t1 && !v; ++t) v = cell_visible(kv, c, op.seq_ids[t], op.i32[t]);
-                vis[j] = v ? 1.f : 0.f;
-                if (!v) continue;
-                any = true;
+                const int64_t c = cells[c0 + j];
                 const uint8_t* kp = static_cast<const uint8_t*>(kc.data) + g * kc.nb[1] + c * kc.nb[2];
                 const uint8_t* vp = static_cast<const uint8_t*>(vc.data) + g * vc.nb[1] + c * vc.nb[2];
                 K.load_row(kc.type, kp, kb + j * d_k, d_k);
                 K.load_row(vc.type, vp, vb + j * d_v, d_v);
             }
-            if (!any) continue;
             for (int64_t t = t0; t < t1; ++t) {
-                const int32_t pos = op.i32[t], seq = op.seq_ids[t];
+                const int32_t pos = op.i32[t];
                 for (int64_t hh = h0; hh < h1; ++hh) {
                     const int64_t qi = (t - t0) * nh + (hh - h0);
                     const float* qh = q.row<float>(g * group + hh, t);
                     float* s = sc + qi * kTile;
                     float tmax = -std::numeric_limits<float>::infinity();
                     for (int64_t j = 0; j < nc; ++j) {
-                        if (vis[j] == 0.f || !cell_visible(kv, c0 + j, seq, pos)) {
+                        if (kv.cell_pos[cells[c0 + j]] > pos) {  // causal: later cells of the list
                             s[j] = -std::numeric_limits<float>::infinity();
                             continue;
                         }
