@@ -1,5 +1,6 @@
 #include "thread_pool.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace ikllm::cpu {
@@ -20,16 +21,29 @@ ThreadPool::~ThreadPool() {
     for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::work(int thread) {
+void ThreadPool::work(int thread, uint32_t gen) {
     for (;;) {
-        const int64_t task = next_.fetch_add(1, std::memory_order_relaxed);
-        if (task >= n_tasks_) break;
-        try {
-            (*fn_)(task, thread);
-        } catch (...) {
+        uint64_t c = claim_.load(std::memory_order_acquire);
+        for (;;) {
+            if ((uint32_t)(c >> 32) != gen || (uint32_t)c == 0) return;  // another generation / none left
+            if (claim_.compare_exchange_weak(c, c - 1, std::memory_order_acq_rel, std::memory_order_acquire)) break;
+        }
+        // The claim made this generation's fn_ and n_tasks_ visible; they stay valid until its
+        // last task is done, which cannot happen before this one is.
+        const int64_t task = (int64_t)(uint32_t)c - 1;
+        const int64_t n = n_tasks_;
+        if (!failed_.load(std::memory_order_relaxed)) {
+            try {
+                (*fn_)(task, thread);
+            } catch (...) {
+                std::lock_guard<std::mutex> lock(mu_);
+                if (!error_) error_ = std::current_exception();
+                failed_.store(true, std::memory_order_relaxed);  // the remaining tasks are skipped
+            }
+        }
+        if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == n) {
             std::lock_guard<std::mutex> lock(mu_);
-            if (!error_) error_ = std::current_exception();
-            next_.store(n_tasks_, std::memory_order_relaxed);  // stop handing out work
+            cv_done_.notify_one();
         }
     }
 }
@@ -54,11 +68,7 @@ void ThreadPool::worker(int index) {
             seen = generation_;
             if (stop_) return;
         }
-        work(index);
-        if (active_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-            std::lock_guard<std::mutex> lock(mu_);
-            cv_done_.notify_one();
-        }
+        work(index, (uint32_t)seen);
     }
 }
 
@@ -68,27 +78,37 @@ void ThreadPool::parallel_for(int64_t n_tasks, const std::function<void(int64_t,
         for (int64_t t = 0; t < n_tasks; ++t) fn(t, 0);
         return;
     }
+    constexpr int64_t kMaxTasks = 0x7fffffff;  // the claim word holds 32 bits of tasks
+    if (n_tasks > kMaxTasks) {
+        for (int64_t base = 0; base < n_tasks; base += kMaxTasks)
+            parallel_for(std::min(kMaxTasks, n_tasks - base), [&](int64_t t, int th) { fn(base + t, th); });
+        return;
+    }
+    uint32_t gen;
     {
         std::lock_guard<std::mutex> lock(mu_);
         fn_ = &fn;
         n_tasks_ = n_tasks;
-        next_.store(0, std::memory_order_relaxed);
-        active_.store(n_threads_ - 1, std::memory_order_relaxed);
+        done_.store(0, std::memory_order_relaxed);
+        failed_.store(false, std::memory_order_relaxed);
         error_ = nullptr;
         ++generation_;
+        gen = (uint32_t)generation_;
+        claim_.store(((uint64_t)gen << 32) | (uint64_t)n_tasks, std::memory_order_release);
         published_.store(generation_, std::memory_order_release);
     }
     cv_start_.notify_all();
-    work(0);
-    // Wait for the workers (spin first, they finish close together).
-    for (int spin = 0; spin < 200000 && active_.load(std::memory_order_acquire) != 0; ++spin) {
+    work(0, gen);
+    // Every task has been handed out; wait for the ones still running (spin first: they finish
+    // close together).
+    for (int spin = 0; spin < 200000 && done_.load(std::memory_order_acquire) != n_tasks; ++spin) {
 #if defined(__x86_64__)
         __builtin_ia32_pause();
 #endif
     }
-    if (active_.load(std::memory_order_acquire) != 0) {
+    if (done_.load(std::memory_order_acquire) != n_tasks) {
         std::unique_lock<std::mutex> lock(mu_);
-        cv_done_.wait(lock, [&] { return active_.load(std::memory_order_acquire) == 0; });
+        cv_done_.wait(lock, [&] { return done_.load(std::memory_order_acquire) == n_tasks; });
     }
     std::exception_ptr err;
     {

@@ -1,5 +1,7 @@
 // Persistent worker threads for one session. parallel_for hands out task indices through an
-// atomic counter; the calling thread works too. Workers spin briefly, then sleep.
+// atomic claim word (generation + tasks left); the calling thread works too and returns as soon
+// as every task is done, without waiting for workers that never got one (a descheduled worker
+// on an oversubscribed machine costs nothing). Workers spin briefly, then sleep.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -25,7 +27,7 @@ public:
 
 private:
     void worker(int index);
-    void work(int thread);
+    void work(int thread, uint32_t gen);
 
     int n_threads_;
     std::vector<std::thread> workers_;
@@ -36,8 +38,11 @@ private:
     bool stop_ = false;
     const std::function<void(int64_t, int)>* fn_ = nullptr;
     int64_t n_tasks_ = 0;
-    std::atomic<int64_t> next_{0};
-    std::atomic<int> active_{0};
+    // High 32 bits: generation of the current parallel_for; low 32: tasks not handed out yet
+    // (handed out from the top: task = left - 1). A claim succeeds only for its generation.
+    std::atomic<uint64_t> claim_{0};
+    std::atomic<int64_t> done_{0};  // tasks of the current generation finished
+    std::atomic<bool> failed_{false};
     std::atomic<uint64_t> published_{0};
     std::exception_ptr error_;
 };
