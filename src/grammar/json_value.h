@@ -17,13 +17,26 @@ struct JsonValue {
     std::vector<JsonValue> items;
     std::vector<std::pair<std::string, JsonValue>> members;
 
-    const JsonValue* get(const std::string& key) const {
-        for (const auto& [k, v] : members)
-            if (k == key) return &v;
-        return nullptr;
-    }
+    // Special members are defined in json_value.cpp, where JsonValue is complete: implicit ones
+    // would make std::pair<std::string, JsonValue> check itself while JsonValue is incomplete,
+    // which clang rejects.
+    JsonValue();
+    ~JsonValue();
+    JsonValue(const JsonValue&);
+    JsonValue(JsonValue&&) noexcept;
+    JsonValue& operator=(const JsonValue&);
+    JsonValue& operator=(JsonValue&&) noexcept;
+
+    const JsonValue* get(const std::string& key) const;
     bool is(Type t) const { return type == t; }
 };
+
+// Defined after the class: std::pair<std::string, JsonValue> needs JsonValue complete (clang).
+inline const JsonValue* JsonValue::get(const std::string& key) const {
+    for (const auto& [k, v] : members)
+        if (k == key) return &v;
+    return nullptr;
+}
 
 // Throws Error(grammar_error) "json_schema: line L, column C: ..." on malformed JSON.
 JsonValue parse_json(const std::string& text);
