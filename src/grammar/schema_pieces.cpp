@@ -217,6 +217,14 @@ private:
             const std::string inner = s_.substr(p_ + 1, close - p_ - 1);
             if (inner.empty() || inner.find_first_not_of("0123456789,") != std::string::npos)
                 error("malformed repetition");
+            // {m}, {m,}, {,n} or {m,n} with m <= n (as Python's re); counts of up to 9 digits.
+            const size_t comma = inner.find(',');
+            const std::string lo = inner.substr(0, comma);
+            const std::string hi = comma == std::string::npos ? lo : inner.substr(comma + 1);
+            if (hi.find(',') != std::string::npos) error("malformed repetition");
+            if (lo.size() > 9 || hi.size() > 9) error("repetition count too large");
+            if (!lo.empty() && !hi.empty() && std::stol(lo) > std::stol(hi))
+                error("min repeat greater than max repeat");
             q = "{" + inner + "}";
             p_ = close + 1;
         } else {

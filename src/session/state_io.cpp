@@ -16,13 +16,13 @@ constexpr size_t kFileBuffer = 1 << 20;
 
 void MemorySink::write(const void* data, size_t n) {
     if (n > size_ - n_) fail(Status::internal, "session state: buffer smaller than the computed size");
-    std::memcpy(p_ + n_, data, n);
+    if (n) std::memcpy(p_ + n_, data, n);  // n = 0 may come with a null pointer (empty vector)
     n_ += n;
 }
 
 void MemorySource::read(void* data, size_t n) {
     if (n > size_ - at_) truncated();
-    std::memcpy(data, p_ + at_, n);
+    if (n) std::memcpy(data, p_ + at_, n);  // n = 0 may come with a null pointer (empty vector)
     at_ += n;
 }
 
