@@ -11,6 +11,7 @@ namespace ikllm {
 class Hash64 {
 public:
     void update(const void* data, size_t n) {
+        if (n == 0) return;  // data may be null then (an empty vector)
         const uint8_t* p = static_cast<const uint8_t*>(data);
         len_ += n;
         if (nbuf_ > 0) {  // finish a partial word first
