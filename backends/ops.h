@@ -85,7 +85,7 @@ struct Op {
     Tensor* src[3] = {nullptr, nullptr, nullptr};
     const int32_t* i32 = nullptr;   // ids / positions / cell indices
     int64_t n_i32 = 0;
-    float f[2] = {0, 0};            // eps for rms_norm; scale for attention
+    float f[2] = {0, 0};            // eps for rms_norm; scale and scratch bound (MiB, 0 = none) for attention
     RopeParams rope;                // for rope
     // attention: src0 = q [d_k, n_head, T], src1 = K cache [d_k, n_head_kv, cells],
     // src2 = V cache [d_v, n_head_kv, cells]; i32 = positions[T]; seq_ids below.

@@ -29,7 +29,7 @@ inline bool cell_in_seq(const KvView& kv, int64_t c, int32_t seq) {
     return kv.cell_pos[c] >= 0 && ((kv.cell_seqs[c * kv.seq_words + seq / 64] >> (seq % 64)) & 1u);
 }
 constexpr int64_t kTile = 32;      // cache cells per tile
-constexpr int64_t kTokBlock = 4;   // query tokens per task
+constexpr int64_t kTokBlock = 4;   // query tokens per task (fewer under a scratch bound)
 
 // Query blocks: runs of up to kTokBlock consecutive tokens of one sequence, each with the cells
 // its queries may see (its sequence's cells up to the block's largest position), by position.
@@ -37,14 +37,14 @@ struct QueryBlocks {
     std::vector<int64_t> t0, t1, cells_begin;  // per block; cells_begin has one extra entry
     std::vector<int32_t> cells;
 };
-QueryBlocks plan_blocks(const Op& op, int64_t T) {
+QueryBlocks plan_blocks(const Op& op, int64_t T, int64_t tok_block) {
     const KvView& kv = op.kv;
     QueryBlocks b;
     std::vector<std::pair<int32_t, int32_t>> by_pos;
     for (int64_t t = 0; t < T;) {
         const int32_t seq = op.seq_ids[t];
         int64_t e = t + 1;
-        while (e < T && e - t < kTokBlock && op.seq_ids[e] == seq) ++e;
+        while (e < T && e - t < tok_block && op.seq_ids[e] == seq) ++e;
         int32_t max_pos = 0;
         for (int64_t i = t; i < e; ++i) max_pos = std::max(max_pos, op.i32[i]);
         by_pos.clear();
@@ -60,6 +60,12 @@ QueryBlocks plan_blocks(const Op& op, int64_t T) {
     b.cells_begin.push_back((int64_t)b.cells.size());
     return b;
 }
+
+// Floats of one thread's work space: a K and a V tile, the tile's scores, and per query the
+// output accumulator plus running max and sum.
+size_t scratch_floats(int64_t d_k, int64_t d_v, int64_t nq) {
+    return (size_t)(kTile * (d_k + d_v) + kTile * nq + nq * (d_v + 2));
+}
 }  // namespace
 
 void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch) {
@@ -74,16 +80,27 @@ void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch) {
     const KvView& kv = op.kv;
     const AttnKernels& K = attn_kernels(best_isa());
 
-    // Work split: token blocks x KV heads x head subgroups, enough tasks for every thread.
-    const QueryBlocks blocks = plan_blocks(op, T);
-    const int64_t tb = std::min<int64_t>(kTokBlock, T);
+    // Work split: token blocks x KV heads x head subgroups, enough tasks for every thread. A
+    // scratch bound (op.f[1] MiB for all threads) shrinks the queries per task: first the head
+    // subgroups, then the token blocks, down to one query (a K/V tile pair is the floor).
+    // Results do not depend on the split (every query walks the same tiles in the same order).
+    const double limit = (double)op.f[1] * 1048576.0;
+    const auto fits = [&](int64_t queries) {
+        return limit <= 0 || (double)scratch_floats(d_k, d_v, queries) * sizeof(float) * pool.n_threads() <= limit;
+    };
+    int64_t tb = std::min<int64_t>(kTokBlock, T);
+    int64_t sub_floor = 1;
+    while (sub_floor < group && !fits(tb * ((group + sub_floor - 1) / sub_floor))) sub_floor *= 2;
+    sub_floor = std::min(sub_floor, group);
+    while (tb > 1 && !fits(tb * ((group + sub_floor - 1) / sub_floor))) tb = (tb + 1) / 2;
+    const QueryBlocks blocks = plan_blocks(op, T, tb);
     const int64_t n_tb = (int64_t)blocks.t0.size();
-    int64_t n_sub = 1;
+    int64_t n_sub = sub_floor;
     while (n_tb * n_head_kv * n_sub < 2 * pool.n_threads() && n_sub < group) n_sub *= 2;
     n_sub = std::min(n_sub, group);
     const int64_t hs = (group + n_sub - 1) / n_sub;  // query heads per task
     const int64_t nq = tb * hs;                      // queries per task
-    const size_t per_thread = (size_t)(kTile * (d_k + d_v) + kTile * nq + nq * (d_v + 2));
+    const size_t per_thread = scratch_floats(d_k, d_v, nq);
     for (int t = 0; t < pool.n_threads(); ++t) scratch.thread_floats(t, per_thread);
 
     pool.parallel_for(n_tb * n_head_kv * n_sub, [&](int64_t task, int thread) {

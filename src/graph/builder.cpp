@@ -116,6 +116,7 @@ Tensor* GraphBuilder::attention(Tensor* q, Tensor* k_cache, Tensor* v_cache, con
     op.seq_ids = b.seq_ids;
     op.kv = kv;
     op.f[0] = scale;
+    op.f[1] = b.attn_scratch_mib;
     op.dst = f32(v_cache->ne[0] * q->ne[1], q->ne[2]);
     return op.dst;
 }

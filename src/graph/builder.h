@@ -23,6 +23,7 @@ struct BatchView {
     float* hidden = nullptr;            // [n_tokens, n_embd] destination of every token's final-norm row, or null
     int32_t ser_max = 0;                // smart expert reduction (session option; 0 = off)
     float ser_frac = 0.0f;
+    float attn_scratch_mib = 0.0f;       // bound on attention scratch memory (session option; 0 = none)
 };
 
 // Helpers to make activation tensors in the arena.

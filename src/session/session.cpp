@@ -113,6 +113,7 @@ void Session::decode(const int32_t* tokens, const int32_t* positions, const int3
             b.hidden = opts_.embeddings ? hidden.data() + (size_t)begin * n_embd : nullptr;
             b.ser_max = opts_.ser_max;
             b.ser_frac = opts_.ser_frac;
+            b.attn_scratch_mib = opts_.attn_scratch_mib;
             graph_.ops.clear();
             graph_ = Graph();
             arena_.reset();

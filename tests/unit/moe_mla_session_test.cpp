@@ -112,6 +112,34 @@ TEST(MoeMlaSession, LongYarnPositionsBatchEqualsStepwise) {
     ikllm_session_free(b);
 }
 
+// The attention scratch bound (reference -amb) only changes how queries are split into tasks:
+// a bound of 1 KiB forces one query per task, and every logit stays bit-identical.
+TEST(MoeMlaSession, AttentionScratchBoundKeepsLogitsIdentical) {
+    IKLLM_REQUIRE_REFDATA();
+    for (const char* stem : {"deepseek2-tiny-f16", "qwen3moe-tiny-f16"}) {
+        M m(stem);
+        ikllm_session* plain = session(m.model);
+        ikllm_options* o = nullptr;
+        ikllm_options_create(IKLLM_OPTIONS_SESSION, &o);
+        ikllm_options_set_int(o, "n_ctx", 64);
+        ikllm_options_set_int(o, "n_threads", 2);
+        ASSERT_EQ(ikllm_options_set_float(o, "attn_scratch_mib", 1.0 / 1024), IKLLM_OK) << ikllm_last_error();
+        EXPECT_EQ(ikllm_options_set_float(o, "attn_scratch_mib", -1), IKLLM_ERR_INVALID_ARGUMENT);
+        ikllm_session* bounded = nullptr;
+        ASSERT_EQ(ikllm_session_create(m.model, o, &bounded), IKLLM_OK) << ikllm_last_error();
+        ikllm_options_free(o);
+        const std::vector<int32_t> head(kToks.begin(), kToks.end() - 3), tail(kToks.end() - 3, kToks.end());
+        for (const auto* part : {&head, &tail}) {
+            const int32_t pos0 = part == &head ? 0 : (int32_t)head.size();
+            const std::vector<float> a = decode(plain, *part, pos0), b = decode(bounded, *part, pos0);
+            ASSERT_EQ(a.size(), b.size());
+            for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << stem << " logit " << i;
+        }
+        ikllm_session_free(plain);
+        ikllm_session_free(bounded);
+    }
+}
+
 TEST(MoeMlaSession, ExpertReductionOptions) {
     IKLLM_REQUIRE_REFDATA();
     M m("qwen3moe-tiny-f16");  // 8 experts, 2 used

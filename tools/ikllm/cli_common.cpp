@@ -122,6 +122,10 @@ ikllm_options* session_options(const Args& a, int n_seq, int default_ctx) {
     if (a.has("-ctk")) check(ikllm_options_set_string(so, "kv_type", a.get("-ctk").c_str()), "option -ctk");
     if (a.has("--ser")) check(ikllm_options_set_string(so, "ser", a.get("--ser").c_str()), "option --ser");
     if (a.has("-ser")) check(ikllm_options_set_string(so, "ser", a.get("-ser").c_str()), "option -ser");
+    if (a.has("-amb")) check(ikllm_options_set_float(so, "attn_scratch_mib", std::stod(a.get("-amb"))), "option -amb");
+    if (a.has("--attn-scratch-mib"))
+        check(ikllm_options_set_float(so, "attn_scratch_mib", std::stod(a.get("--attn-scratch-mib"))),
+              "option --attn-scratch-mib");
     return so;
 }
 

@@ -2,7 +2,9 @@
 // blocks the weights are unpacked once and reused for up to 4 tokens. Signed values use the
 // sign trick (maddubs(|v|, sign(a, v)) is exact: |v| <= 128, |a| <= 127); affine types multiply
 // their unsigned codes directly. The four block sums are reduced with hadd so each block's
-// integer dot is exact before it is scaled, as in the scalar kernel.
+// integer dot is exact before it is scaled, as in the scalar kernel. Symmetric types then
+// round like the reference (legacy_sym_accum.h): their unsigned-code sums are the exact signed
+// sums plus offset * (sum of the activation codes), quad by quad.
 #include "kernels/matmul.h"
 #include "quant/type_traits.h"
 
@@ -11,6 +13,7 @@
 
 #include "kernels/act_q8_2_x4_simd.h"
 #include "kernels/legacy_simd.h"
+#include "kernels/legacy_sym_accum.h"
 #include "quant/act_q8_0.h"
 
 namespace ikllm::cpu {
@@ -69,20 +72,113 @@ void row_tile(const uint8_t* wr, int64_t ne0, const uint8_t* act, size_t arb, fl
     for (int t = 0; t < T; ++t) y[t * ys] = hsum128(acc[t]) + tail[t];
 }
 
+// Quad sums (8 lanes, bytes 4k..4k+3) of u*a with u = v + offset, exact.
+template <class P>
+inline __m256i uquads(__m256i v, __m256i av, __m256i a) {
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    const __m256i va = dot32<P>(v, av, a);
+    const __m256i sa = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, a), ones16);
+    return _mm256_add_epi32(va, _mm256_mullo_epi32(sa, _mm256_set1_epi32(P::kOffset)));
+}
+
+// One weight row against T tokens, symmetric types, SymTileAccum order.
+template <class P, int T>
+void row_tile_sym(const uint8_t* wr, int64_t ne0, const uint8_t* act, size_t arb, float* y, int64_t ys) {
+    const int64_t nb = ne0 / 32, ng = nb / 4;
+    __m256 acc[T];
+    __m128 side[T];
+    for (int t = 0; t < T; ++t) {
+        acc[t] = _mm256_setzero_ps();
+        side[t] = _mm_setzero_ps();
+    }
+    for (int64_t g = 0; g < ng; ++g) {
+        const uint8_t* wb = wr + 4 * g * P::kBytes;
+        __m256i v[4], av[4];
+        for (int k = 0; k < 4; ++k) {
+            v[k] = P::values(wb + k * P::kBytes);
+            av[k] = _mm256_sign_epi8(v[k], v[k]);
+        }
+        const __m128 dw = P::scales4(wb);
+        const __m128 mo = _mm_mul_ps(dw, _mm_set1_ps(-(float)P::kOffset));
+        for (int t = 0; t < T; ++t) {
+            const uint8_t* ag = act + t * arb + 144 * g;
+            __m256i q[4];
+            for (int k = 0; k < 4; ++k)
+                q[k] = uquads<P>(v[k], av[k], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ag + 16 + 32 * k)));
+            // low half: block j's bytes 0..15 in lane j, high half: bytes 16..31
+            const __m256i z = _mm256_hadd_epi32(_mm256_hadd_epi32(q[0], q[1]), _mm256_hadd_epi32(q[2], q[3]));
+            const __m128i head = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ag));
+            const __m128 da = act_scales4(head);
+            const __m128 dd = _mm_mul_ps(dw, da);
+            acc[t] = _mm256_fmadd_ps(_mm256_set_m128(dd, dd), _mm256_cvtepi32_ps(z), acc[t]);
+            side[t] = _mm_add_ps(side[t], _mm_mul_ps(mo, _mm_mul_ps(da, act_sums4(head))));
+        }
+    }
+    for (int64_t ib = 4 * ng; ib < nb; ++ib) {  // leftover blocks: 36-byte activation blocks
+        const uint8_t* wb = wr + ib * P::kBytes;
+        const __m256i v = P::values(wb), av = _mm256_sign_epi8(v, v);
+        const float dw = P::scale(wb);
+        for (int t = 0; t < T; ++t) {
+            const quant::Q8x4BlockRef ab = quant::q8_2_x4_block(act + t * arb, ne0, ib);
+            const __m256i q = uquads<P>(v, av, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs)));
+            const float da = bf16_to_f32(ab.d_bf16);
+            const float quarter = ((-dw * (float)P::kOffset) * (da * (float)ab.sum)) * 0.25f;
+            side[t] = _mm_add_ps(side[t], _mm_set1_ps(quarter));
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * da), _mm256_cvtepi32_ps(q), acc[t]);
+        }
+    }
+    for (int t = 0; t < T; ++t) {
+        const __m128 x = _mm_add_ps(_mm_add_ps(_mm256_castps256_ps128(acc[t]), _mm256_extractf128_ps(acc[t], 1)), side[t]);
+        y[t * ys] = hsum128(x);
+    }
+}
+
+using RowTileFn = void (*)(const uint8_t*, int64_t, const uint8_t*, size_t, float*, int64_t);
+template <class P, int T>
+constexpr RowTileFn tile_for() {
+    if constexpr (P::kAffine) return &row_tile<P, T>;
+    else return &row_tile_sym<P, T>;
+}
+
+// Batches (SymBatchAccum order): whole-block sums with offset 127, one row and token at a time.
+template <class P>
+void rows_batch_sym(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
+                    int64_t nt, float* y, int64_t ys) {
+    const int64_t nb = ne0 / 32;
+    for (int64_t r = r0; r < r1; ++r) {
+        const uint8_t* wr = w + (size_t)r * wrb;
+        for (int64_t t = 0; t < nt; ++t) {
+            SymBatchAccum acc;
+            for (int64_t ib = 0; ib < nb; ++ib) {
+                const uint8_t* wb = wr + ib * P::kBytes;
+                const __m256i v = P::values(wb), av = _mm256_sign_epi8(v, v);
+                const quant::Q8x4BlockRef ab = quant::q8_2_x4_block(act + (size_t)t * arb, ne0, ib);
+                const int isum = hsum_epi32(dot32<P>(v, av, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs))));
+                acc.add(sym_batch_scale(P::scale(wb), P::kE8M0), bf16_to_f32(ab.d_bf16), ab.sum,
+                        isum + kSymBatchOffset * (int32_t)ab.sum);
+            }
+            y[t * ys + r] = acc.result();
+        }
+    }
+}
+
 template <class P>
 void run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb, int64_t nt,
          float* y, int64_t ys) {
     constexpr int TM = 4;
+    if constexpr (!P::kAffine) {
+        if (nt >= kSymBatchTokens) return rows_batch_sym<P>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+    }
     for (int64_t r = r0; r < r1; ++r) {
         const uint8_t* wr = w + (size_t)r * wrb;
         for (int64_t t = 0; t < nt; t += TM) {
             const uint8_t* a = act + (size_t)t * arb;
             float* yo = y + t * ys + r;
             switch (std::min<int64_t>(TM, nt - t)) {
-                case 1: row_tile<P, 1>(wr, ne0, a, arb, yo, ys); break;
-                case 2: row_tile<P, 2>(wr, ne0, a, arb, yo, ys); break;
-                case 3: row_tile<P, 3>(wr, ne0, a, arb, yo, ys); break;
-                default: row_tile<P, 4>(wr, ne0, a, arb, yo, ys); break;
+                case 1: tile_for<P, 1>()(wr, ne0, a, arb, yo, ys); break;
+                case 2: tile_for<P, 2>()(wr, ne0, a, arb, yo, ys); break;
+                case 3: tile_for<P, 3>()(wr, ne0, a, arb, yo, ys); break;
+                default: tile_for<P, 4>()(wr, ne0, a, arb, yo, ys); break;
             }
         }
     }

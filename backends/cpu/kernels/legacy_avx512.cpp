@@ -18,6 +18,7 @@
 
 #include "kernels/act_q8_2_x4_simd.h"
 #include "kernels/legacy_simd.h"
+#include "kernels/legacy_sym_accum.h"
 #include "kernels/legacy_panel_avx512.h"
 #include "quant/act_q8_0.h"
 
@@ -155,18 +156,97 @@ void tile(const uint8_t* wr, size_t wrb, int64_t ne0, const uint8_t* act, size_t
         for (int t = 0; t < T; ++t) y[t * ys + r] = _mm512_reduce_add_ps(acc[r][t]) + hsum128(accm[r][t]) + tail[r][t];
 }
 
+// Symmetric types in the reference's float order (legacy_sym_accum.h, SymTileAccum): unsigned
+// codes u = v + kOffset, per group of 4 blocks 8 float lanes (block j's first 16 products in lane
+// j, its last 16 in lane 4+j) and a 4-lane side sum of the offset terms.
+template <class P>
+inline __m512i uvalues2(const uint8_t* b) {
+    return _mm512_add_epi8(values2<P>(b), _mm512_set1_epi8((char)P::kOffset));
+}
+
+template <class P, int R, int T>
+void tile_sym(const uint8_t* wr, size_t wrb, int64_t ne0, const uint8_t* act, size_t arb, float* y, int64_t ys) {
+    const int64_t nb = ne0 / 32, ng = nb / 4;
+    const __m512i gather = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m128 neg_off = _mm_set1_ps(-(float)P::kOffset);
+    __m256 acc[R][T];
+    __m128 side[R][T];
+    for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) {
+            acc[r][t] = _mm256_setzero_ps();
+            side[r][t] = _mm_setzero_ps();
+        }
+    for (int64_t g = 0; g < ng; ++g) {
+        __m512i u0[R], u1[R];
+        __m128 dw[R], mo[R];
+        for (int r = 0; r < R; ++r) {
+            const uint8_t* wb = wr + r * wrb + 4 * g * P::kBytes;
+            u0[r] = uvalues2<P>(wb);
+            u1[r] = uvalues2<P>(wb + 2 * P::kBytes);
+            dw[r] = P::scales4(wb);
+            mo[r] = _mm_mul_ps(dw[r], neg_off);
+        }
+        for (int t = 0; t < T; ++t) {
+            const uint8_t* ag = act + t * arb + 144 * g;
+            const __m512i a0 = _mm512_loadu_si512(ag + 16), a1 = _mm512_loadu_si512(ag + 80);
+            const __m128i head = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ag));
+            const __m128 da = act_scales4(head);
+            const __m128 das = _mm_mul_ps(da, act_sums4(head));
+            for (int r = 0; r < R; ++r) {
+                const __m512i d0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u0[r], a0);
+                const __m512i d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u1[r], a1);
+                // 128-bit lane j: block j's 4 quads of bytes 0..15 (lo) / 16..31 (hi).
+                const __m512i lo = _mm512_shuffle_i64x2(d0, d1, 0x88), hi = _mm512_shuffle_i64x2(d0, d1, 0xDD);
+                __m512i x = _mm512_add_epi32(_mm512_unpacklo_epi32(lo, hi), _mm512_unpackhi_epi32(lo, hi));
+                x = _mm512_add_epi32(x, _mm512_shuffle_epi32(x, (_MM_PERM_ENUM)0x4E));  // lane j: lo, hi, lo, hi
+                const __m256i z = _mm512_castsi512_si256(_mm512_permutexvar_epi32(gather, x));
+                const __m128 dd = _mm_mul_ps(dw[r], da);
+                acc[r][t] = _mm256_fmadd_ps(_mm256_set_m128(dd, dd), _mm256_cvtepi32_ps(z), acc[r][t]);
+                side[r][t] = _mm_add_ps(side[r][t], _mm_mul_ps(mo[r], das));
+            }
+        }
+    }
+    for (int64_t ib = 4 * ng; ib < nb; ++ib) {  // leftover blocks: 36-byte activation blocks
+        for (int r = 0; r < R; ++r) {
+            const uint8_t* wb = wr + r * wrb + ib * P::kBytes;
+            const __m256i u = _mm256_add_epi8(P::values(wb), _mm256_set1_epi8((char)P::kOffset));
+            const float dw = P::scale(wb);
+            for (int t = 0; t < T; ++t) {
+                const quant::Q8x4BlockRef ab = quant::q8_2_x4_block(act + t * arb, ne0, ib);
+                const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs));
+                const __m256i q = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, a);
+                const float da = bf16_to_f32(ab.d_bf16);
+                const float quarter = ((-dw * (float)P::kOffset) * (da * (float)ab.sum)) * 0.25f;
+                side[r][t] = _mm_add_ps(side[r][t], _mm_set1_ps(quarter));
+                acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * da), _mm256_cvtepi32_ps(q), acc[r][t]);
+            }
+        }
+    }
+    for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) {
+            const __m128 x = _mm_add_ps(
+                _mm_add_ps(_mm256_castps256_ps128(acc[r][t]), _mm256_extractf128_ps(acc[r][t], 1)), side[r][t]);
+            y[t * ys + r] = hsum128(x);
+        }
+}
+
 using TileFn = void (*)(const uint8_t*, size_t, int64_t, const uint8_t*, size_t, float*, int64_t);
 constexpr int kRows = 3, kTokens = 6;
 
+template <class P, int R, int T>
+constexpr TileFn tile_for() {
+    if constexpr (P::kAffine) return &tile<P, R, T>;
+    else return &tile_sym<P, R, T>;
+}
 template <class P, size_t... I>
 constexpr std::array<TileFn, kRows * kTokens> make_tiles(std::index_sequence<I...>) {
-    return {&tile<P, (int)(I / kTokens) + 1, (int)(I % kTokens) + 1>...};
+    return {tile_for<P, (int)(I / kTokens) + 1, (int)(I % kTokens) + 1>()...};
 }
 
 template <class P>
 void run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb, int64_t nt,
          float* y, int64_t ys) {
-    if (nt >= kP32MinTokens) return panel_matmul<P>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+    if (nt >= (P::kAffine ? kP32MinTokens : kSymBatchTokens)) return panel_matmul<P>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
     static constexpr std::array<TileFn, kRows * kTokens> tiles =
         make_tiles<P>(std::make_index_sequence<kRows * kTokens>{});
     const int rows = nt == 1 ? 1 : kRows;  // one token: a single weight stream streams fastest

@@ -7,6 +7,8 @@
 // vpdpbusd advances 16 rows and no horizontal sums are needed. The +128 is taken back per block
 // with the activation code sum of Q8_2_X4. Per block and row the float result is
 // (d_w * d_a) * isum (+ (m_w * d_a) * sum_a for affine types), accumulated per row lane.
+// Symmetric types follow the reference's batch order instead (legacy_sym_accum.h,
+// SymBatchAccum): sums with offset 127 and the offset term in a second accumulator.
 #pragma once
 #include <immintrin.h>
 
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "kernels/legacy_simd.h"
+#include "kernels/legacy_sym_accum.h"
 #include "quant/act_q8_0.h"
 
 namespace ikllm::cpu {
@@ -66,6 +69,7 @@ void fill_panel(const uint8_t* w, size_t wrb, int64_t r0, int rows, int64_t nb, 
                 _mm256_store_si256((__m256i*)tmp, v);
                 pn.d[si] = P::scale(row + b * P::kBytes);
                 if constexpr (P::kAffine) pn.m[si] = P::min(row + b * P::kBytes);
+                else pn.d[si] = sym_batch_scale(pn.d[si], P::kE8M0);
             } else {  // padding rows: value 0, scale 0
                 std::memset(tmp, P::kAffine ? 0 : 0x80, 32);
                 pn.d[si] = 0.0f;
@@ -79,8 +83,8 @@ void fill_panel(const uint8_t* w, size_t wrb, int64_t r0, int rows, int64_t nb, 
 template <bool Affine, int T>
 void panel_tile(const LegacyPanel& pn, int64_t nb, const ActBlockOffsets& ao, const uint8_t* act, size_t arb, int rows,
                 float* y, int64_t ys) {
-    __m512 acc[T];
-    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    __m512 acc[T], acc_off[T];
+    for (int t = 0; t < T; ++t) acc[t] = acc_off[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* pq = pn.q.data() + (size_t)b * 32 * kP32Rows;
         const uint32_t oq = ao.qs[b];
@@ -104,14 +108,21 @@ void panel_tile(const LegacyPanel& pn, int64_t nb, const ActBlockOffsets& ao, co
             std::memcpy(&dbits, a + ao.d[b], 2);
             std::memcpy(&sa, a + ao.s[b], 2);
             const __m512 da = _mm512_set1_ps(bf16_to_f32(dbits));
-            __m512i exact = isum[t];
-            if constexpr (!Affine) exact = _mm512_sub_epi32(exact, _mm512_set1_epi32(128 * (int32_t)sa));
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), _mm512_mul_ps(dw, da), acc[t]);
-            if constexpr (Affine) acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(mw, da), _mm512_set1_ps((float)sa), acc[t]);
+            if constexpr (Affine) {
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(dw, da), acc[t]);
+                acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(mw, da), _mm512_set1_ps((float)sa), acc[t]);
+            } else {  // codes hold v + 128: sum((v + 127) * a) = isum - sum(a)
+                const __m512i s127 = _mm512_sub_epi32(isum[t], _mm512_set1_epi32((int32_t)sa));
+                acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, da), _mm512_cvtepi32_ps(s127), acc[t]);
+                acc_off[t] = _mm512_fmadd_ps(dw, _mm512_set1_ps(bf16_to_f32(dbits) * (float)sa), acc_off[t]);
+            }
         }
     }
     const __mmask16 m = (__mmask16)((1u << rows) - 1);
-    for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ys, m, acc[t]);
+    for (int t = 0; t < T; ++t) {
+        if constexpr (!Affine) acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(-(float)kSymBatchOffset), acc_off[t], acc[t]);
+        _mm512_mask_storeu_ps(y + t * ys, m, acc[t]);
+    }
 }
 
 template <class P>

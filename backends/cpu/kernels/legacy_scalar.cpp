@@ -2,7 +2,12 @@
 // (quant-formats.md §15). Per block: exact integer dot of the weight values with the 8-bit
 // activation codes, then acc += (dw*da)*isum; types with an additive offset m also add
 // (m*da)*sum(a). The SIMD kernels are tested against these.
+// The symmetric types (kOffset > 0) follow the reference's float order instead, see
+// legacy_sym_accum.h: their results are rounded like the reference's, not exactly.
+#include <cmath>
 #include <vector>
+
+#include "kernels/legacy_sym_accum.h"
 
 #include "kernels/matmul.h"
 #include "quant/act_q8_0.h"
@@ -21,6 +26,8 @@ struct Decoded {
 };
 
 struct Q4_0 {
+    static constexpr int kOffset = 8;
+    static constexpr bool kE8M0 = false;
     static constexpr int kBytes = lq::kQ4_0Bytes;
     static void decode(const uint8_t* b, Decoded& o) {
         uint8_t q[32];
@@ -39,6 +46,8 @@ struct Q4_1 {
     }
 };
 struct Q5_0 {
+    static constexpr int kOffset = 16;
+    static constexpr bool kE8M0 = false;
     static constexpr int kBytes = lq::kQ5_0Bytes;
     static void decode(const uint8_t* b, Decoded& o) {
         uint8_t q[32];
@@ -57,6 +66,8 @@ struct Q5_1 {
     }
 };
 struct Q8_0 {
+    static constexpr int kOffset = 127;
+    static constexpr bool kE8M0 = false;
     static constexpr int kBytes = lq::kQ8_0Bytes;
     static void decode(const uint8_t* b, Decoded& o) {
         for (int i = 0; i < 32; ++i) o.v[i] = (int8_t)b[2 + i];
@@ -65,6 +76,8 @@ struct Q8_0 {
     }
 };
 struct Q6_0 {
+    static constexpr int kOffset = 32;
+    static constexpr bool kE8M0 = false;
     static constexpr int kBytes = lq::kQ6_0Bytes;
     static void decode(const uint8_t* b, Decoded& o) {
         uint8_t q[32];
@@ -75,6 +88,8 @@ struct Q6_0 {
     }
 };
 struct IQ4_NL {
+    static constexpr int kOffset = 128;
+    static constexpr bool kE8M0 = false;
     static constexpr int kBytes = lq::kIq4NlBytes;
     static void decode(const uint8_t* b, Decoded& o) {
         uint8_t q[32];
@@ -85,6 +100,8 @@ struct IQ4_NL {
     }
 };
 struct MXFP4 {
+    static constexpr int kOffset = 12;
+    static constexpr bool kE8M0 = true;
     static constexpr int kBytes = lq::kMxfp4Bytes;
     static void decode(const uint8_t* b, Decoded& o) {
         uint8_t q[32];
@@ -95,26 +112,44 @@ struct MXFP4 {
     }
 };
 
+// Symmetric types: unsigned codes u = v + kOffset and the reference's accumulation order.
 template <class P>
-void run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb, int64_t nt,
-         float* y, int64_t ys) {
-    const int64_t nb = ne0 / 32;
+void run_sym(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
+             int64_t nt, float* y, int64_t ys) {
+    const int64_t nb = ne0 / 32, ng = nb / 4;
+    const bool batch = nt >= kSymBatchTokens;
     std::vector<Decoded> row((size_t)nb);
     for (int64_t r = r0; r < r1; ++r) {
         const uint8_t* wr = w + (size_t)r * wrb;
         for (int64_t ib = 0; ib < nb; ++ib) P::decode(wr + ib * P::kBytes, row[(size_t)ib]);
         for (int64_t t = 0; t < nt; ++t) {
             const uint8_t* a = act + (size_t)t * arb;
-            float acc = 0.0f;
+            if (batch) {  // one lane per row, whole-block sums with offset 127
+                SymBatchAccum acc;
+                for (int64_t ib = 0; ib < nb; ++ib) {
+                    const Decoded& b = row[(size_t)ib];
+                    const quant::Q8x4BlockRef ab = quant::q8_2_x4_block(a, ne0, ib);
+                    int32_t s = 0;
+                    for (int i = 0; i < 32; ++i) s += ((int32_t)b.v[i] + kSymBatchOffset) * ab.qs[i];
+                    acc.add(sym_batch_scale(b.d, P::kE8M0), bf16_to_f32(ab.d_bf16), ab.sum, s);
+                }
+                y[t * ys + r] = acc.result();
+                continue;
+            }
+            SymTileAccum acc;
             for (int64_t ib = 0; ib < nb; ++ib) {
                 const Decoded& b = row[(size_t)ib];
                 const quant::Q8x4BlockRef ab = quant::q8_2_x4_block(a, ne0, ib);
-                int32_t isum = 0;
-                for (int i = 0; i < 32; ++i) isum += (int32_t)b.v[i] * ab.qs[i];
+                int32_t quad[8] = {};
+                for (int i = 0; i < 32; ++i) quad[i / 4] += ((int32_t)b.v[i] + P::kOffset) * ab.qs[i];
                 const float da = bf16_to_f32(ab.d_bf16);
-                acc += (b.d * da) * (float)isum;
+                if (ib < 4 * ng)
+                    acc.add_group_block((int)(ib % 4), b.d, (float)P::kOffset, da, ab.sum,
+                                        quad[0] + quad[1] + quad[2] + quad[3], quad[4] + quad[5] + quad[6] + quad[7]);
+                else
+                    acc.add_single_block(b.d, (float)P::kOffset, da, ab.sum, quad);
             }
-            y[t * ys + r] = acc;
+            y[t * ys + r] = acc.result();
         }
     }
 }
@@ -149,14 +184,14 @@ void run_affine(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r
 
 KernelTable legacy_kernels_scalar() {
     static const MatmulKernel kKernels[] = {
-        {quant::T_Q4_0, Isa::scalar, act_format_q8_2_x4(), run<Q4_0>},
+        {quant::T_Q4_0, Isa::scalar, act_format_q8_2_x4(), run_sym<Q4_0>},
         {quant::T_Q4_1, Isa::scalar, act_format_q8_2_x4(), run_affine<Q4_1>},
-        {quant::T_Q5_0, Isa::scalar, act_format_q8_2_x4(), run<Q5_0>},
+        {quant::T_Q5_0, Isa::scalar, act_format_q8_2_x4(), run_sym<Q5_0>},
         {quant::T_Q5_1, Isa::scalar, act_format_q8_2_x4(), run_affine<Q5_1>},
-        {quant::T_Q8_0, Isa::scalar, act_format_q8_2_x4(), run<Q8_0>},
-        {quant::T_Q6_0, Isa::scalar, act_format_q8_2_x4(), run<Q6_0>},
-        {quant::T_IQ4_NL, Isa::scalar, act_format_q8_2_x4(), run<IQ4_NL>},
-        {quant::T_MXFP4, Isa::scalar, act_format_q8_2_x4(), run<MXFP4>},
+        {quant::T_Q8_0, Isa::scalar, act_format_q8_2_x4(), run_sym<Q8_0>},
+        {quant::T_Q6_0, Isa::scalar, act_format_q8_2_x4(), run_sym<Q6_0>},
+        {quant::T_IQ4_NL, Isa::scalar, act_format_q8_2_x4(), run_sym<IQ4_NL>},
+        {quant::T_MXFP4, Isa::scalar, act_format_q8_2_x4(), run_sym<MXFP4>},
     };
     return {kKernels, sizeof(kKernels) / sizeof(kKernels[0])};
 }

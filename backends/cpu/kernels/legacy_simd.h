@@ -8,6 +8,7 @@
 //   values(b)       the 32 values of the block in output order, as int8 (affine: uint8 codes)
 //   scales4(b)      d of blocks b, b+kBytes, b+2kBytes, b+3kBytes as float32
 //   mins4(b)        m of those four blocks (affine types only)
+//   kOffset, kE8M0  symmetric types: code offset of the reference's unsigned form, E8M0 scales
 #pragma once
 #include <immintrin.h>
 
@@ -50,6 +51,8 @@ inline __m128 fp16_scales4(const uint8_t* b, int stride) {
 }
 
 struct Q4_0P {
+    static constexpr int kOffset = 8;  // reference's unsigned-code offset (legacy_sym_accum.h)
+    static constexpr bool kE8M0 = false;
     static constexpr int kBytes = lq::kQ4_0Bytes;
     static constexpr bool kAffine = false;
     static __m256i values(const uint8_t* b) { return _mm256_sub_epi8(nl4_nibbles(b + 2), _mm256_set1_epi8(8)); }
@@ -66,6 +69,8 @@ struct Q4_1P {
     static float min(const uint8_t* b) { return lq::rdf16(b + 2); }
 };
 struct Q5_0P {
+    static constexpr int kOffset = 16;  // reference's unsigned-code offset (legacy_sym_accum.h)
+    static constexpr bool kE8M0 = false;
     static constexpr int kBytes = lq::kQ5_0Bytes;
     static constexpr bool kAffine = false;
     static __m256i values(const uint8_t* b) {
@@ -84,6 +89,8 @@ struct Q5_1P {
     static float min(const uint8_t* b) { return lq::rdf16(b + 2); }
 };
 struct Q8_0P {
+    static constexpr int kOffset = 127;  // reference's unsigned-code offset (legacy_sym_accum.h)
+    static constexpr bool kE8M0 = false;
     static constexpr int kBytes = lq::kQ8_0Bytes;
     static constexpr bool kAffine = false;
     static __m256i values(const uint8_t* b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2)); }
@@ -91,6 +98,8 @@ struct Q8_0P {
     static float scale(const uint8_t* b) { return lq::rdf16(b); }
 };
 struct Q6_0P {
+    static constexpr int kOffset = 32;  // reference's unsigned-code offset (legacy_sym_accum.h)
+    static constexpr bool kE8M0 = false;
     static constexpr int kBytes = lq::kQ6_0Bytes;
     static constexpr bool kAffine = false;
     static __m256i values(const uint8_t* b) {
@@ -100,6 +109,8 @@ struct Q6_0P {
     static float scale(const uint8_t* b) { return lq::rdf16(b); }
 };
 struct IQ4_NLP {
+    static constexpr int kOffset = 128;  // reference's unsigned-code offset (legacy_sym_accum.h)
+    static constexpr bool kE8M0 = false;
     static constexpr int kBytes = lq::kIq4NlBytes;
     static constexpr bool kAffine = false;
     static __m256i values(const uint8_t* b) {
@@ -110,6 +121,8 @@ struct IQ4_NLP {
     static float scale(const uint8_t* b) { return lq::rdf16(b); }
 };
 struct MXFP4P {
+    static constexpr int kOffset = 12;  // reference's unsigned-code offset (legacy_sym_accum.h)
+    static constexpr bool kE8M0 = true;
     static constexpr int kBytes = lq::kMxfp4Bytes;
     static constexpr bool kAffine = false;
     static __m256i values(const uint8_t* b) {
