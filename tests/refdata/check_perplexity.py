@@ -89,10 +89,13 @@ def main():
                 tf, lf = os.path.join(d, 'w.txt'), os.path.join(d, 'l.f32')
                 with open(tf, 'w') as f:
                     f.write(' '.join(map(str, w)))
-                r = run([cli, 'logits', '-m', path, '--tokens', tf, '--out', lf, '-c', str(CTX), '-t', '2'])
+                # logits of the rows perplexity requests (first .. CTX-1): the LM head's numerics
+                # depend on its row count (Q6_K re-encodes from 64 rows, as the reference)
+                r = run([cli, 'logits', '-m', path, '--tokens', tf, '--out', lf, '-c', str(CTX), '-t', '2',
+                         '--logits-from', str(first)])
                 assert r.returncode == 0, r.stderr
-                logits = np.fromfile(lf, dtype=np.float32).reshape(CTX, -1)
-                rows.append(log_softmax(logits[first:CTX - 1]))  # predict tokens first+1 .. CTX-1
+                logits = np.fromfile(lf, dtype=np.float32).reshape(CTX - first, -1)
+                rows.append(log_softmax(logits[:-1]))  # predict tokens first+1 .. CTX-1
             lp[name] = rows
         targets = [w[first + 1:] for w in windows]
 

@@ -61,6 +61,7 @@ bool is_conv8(uint32_t id) {  // Q8_K types re-encoded to 8 bits for large batch
 // dnew = max * d0 of the re-encoding (reference constants).
 float conv_d0(uint32_t id) { return id == T_IQ2_K ? 1.0f / 120.0f : (id == T_IQ2_KS || id == T_IQ2_KL) ? 1.0f / 125.0f : 1.0f / 127.0f; }
 bool is_conv45(uint32_t id) { return id == T_Q4_K || id == T_Q5_K; }
+constexpr int64_t kConv6Tokens = 64;  // Q6_K batches this large are re-encoded to 8 bits per 32
 
 const FamilyEntry* family_entry(uint32_t id) {
     for (FamilyTable t : {kquant_family(), iqk_family()})
@@ -231,6 +232,30 @@ Ref ref_conv8(const TypeCase& tc, const uint8_t* row, const std::vector<float>& 
     return r;
 }
 
+// Q6_K, >= 64 tokens: per 32 weights the integers P = w / d re-encoded to 8 bits when max |P|
+// exceeds 127 (codes RNE(P * 127/max), scale fp16(d * max / 127)), else kept with scale d.
+Ref ref_conv6(const uint8_t* row, const std::vector<float>& w, const Act& a) {
+    Ref r{0, 0};
+    for (size_t c = 0; c < w.size() / 32; ++c) {
+        const float d = rd_f16(row + (c / 8) * 210 + 208);
+        int P[32], m = 0;
+        for (int i = 0; i < 32; ++i) {
+            P[i] = d == 0.0f ? 0 : (int)std::lround((double)w[32 * c + i] / d);
+            m = std::max(m, std::abs(P[i]));
+        }
+        double D = d;
+        int64_t isum = 0;
+        for (int i = 0; i < 32; ++i) {
+            const int q = m <= 127 ? P[i] : (int)std::nearbyint((float)P[i] * (127.0f / (float)m));
+            isum += (int64_t)q * a.q[32 * c + i];
+            r.mag += std::fabs((double)w[32 * c + i] * a.d[32 * c + i] * a.q[32 * c + i]);
+        }
+        if (m > 127) D = f16_round(d * (float)m / 127.0f);
+        r.value += D * a.d[32 * c] * (double)isum;
+    }
+    return r;
+}
+
 // Q4_K / Q5_K, >= 32 tokens: per-32 scales d*sc and -dmin*m rounded to fp16.
 Ref ref_conv45(const uint8_t* row, int bytes, const std::vector<float>& w, const Act& a) {
     Ref r{0, 0};
@@ -320,7 +345,8 @@ void check_type(const TypeCase& tc, bool random_bytes) {
                             continue;
                         }
                         const uint8_t* row = p.w.data() + r * rb;
-                        const Ref ref = big && is_conv8(tc.id)    ? ref_conv8(tc, row, wrows[r], a)
+                        const Ref ref = s.nt >= kConv6Tokens && tc.id == T_Q6_K ? ref_conv6(row, wrows[r], a)
+                                        : big && is_conv8(tc.id)    ? ref_conv8(tc, row, wrows[r], a)
                                         : big && is_conv45(tc.id) ? ref_conv45(row, tc.bytes, wrows[r], a)
                                                                   : ref_direct(wrows[r], a);
                         ASSERT_NEAR(got, ref.value, 2e-5 * ref.mag + 1e-30)

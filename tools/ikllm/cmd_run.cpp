@@ -86,11 +86,16 @@ int cmd_logits(int argc, char** argv) {
     check(st, "session");
     const int32_t n_vocab = ikllm_model_n_vocab(L.model);
 
-    std::vector<int32_t> want(ids.size(), 1);
+    // --logits-from N: logits of positions N.. only (as `perplexity` requests them: some kernels'
+    // numerics depend on the number of rows of a product, the LM head's included).
+    const int64_t from = a.get_int("--logits-from", 0);
+    if (from < 0 || from >= (int64_t)ids.size()) die("logits: --logits-from must be in [0, number of tokens)");
+    std::vector<int32_t> want(ids.size(), 0);
+    for (size_t i = (size_t)from; i < ids.size(); ++i) want[i] = 1;
     check(ikllm_session_decode(s, ids.data(), nullptr, nullptr, want.data(), (int32_t)ids.size(), 0), "decode");
     {
         std::ofstream f(a.get("--out"), std::ios::binary);
-        for (size_t i = 0; i < ids.size(); ++i) {
+        for (size_t i = (size_t)from; i < ids.size(); ++i) {
             const float* lg;
             check(ikllm_session_logits(s, (int32_t)i, &lg, nullptr), "logits");
             write_f32(f, lg, n_vocab, a.get("--out"));

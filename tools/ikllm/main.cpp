@@ -15,7 +15,7 @@ static void usage() {
                  "           [-t THREADS] [-c CTX]   interactive chat (stdin lines when piped; /reset, /exit)\n"
                  "  info     -m MODEL                          metadata and tensor table\n"
                  "  tokenize -m MODEL -f TEXT_FILE [--no-bos] [--special]\n"
-                 "  logits   -m MODEL --tokens IDS --out OUT.f32 [--then IDS2 --then-out OUT2.f32] [-t N] [-c CTX]\n"
+                 "  logits   -m MODEL --tokens IDS --out OUT.f32 [--then IDS2 --then-out OUT2.f32] [-t N] [-c CTX] [--logits-from N]\n"
                  "  dequant  -m MODEL --tensor NAME --out OUT.f32\n"
                  "  quantize IN.gguf OUT.gguf TYPE [--pure] [--rule REGEX=TYPE]... [--imatrix FILE] [--repack]\n"
                  "           [--dry-run] [--allow-requantize] [--ignore-imatrix-rules] [-t N]\n"

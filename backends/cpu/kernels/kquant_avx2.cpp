@@ -1,8 +1,18 @@
 // AVX2 matmul kernels for Q2_K..Q6_K: Q2_K / Q3_K against Q8_K activations (kquant_simd.h),
 // Q4_K / Q5_K / Q6_K against Q8_2_X4 (kquant_q82.h).
+#include "kernels/kquant_q6k_conv.h"
 #include "kernels/kquant_q82.h"
 
 namespace ikllm::cpu {
+
+namespace {
+// Q6_K: prompt batches re-encoded to 8 bits per 32 (kquant_q6k_conv.h), smaller ones direct.
+void q6k_matmul_avx2(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
+                     size_t arb, int64_t nt, float* y, int64_t ys) {
+    if (nt >= kQ6ConvMinTokens) return q6k_conv_matmul_portable(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+    q82_matmul<Q6KAvx2, 4>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+}
+}  // namespace
 
 KernelTable kquant_kernels_avx2() {
 #define K_ENTRY(U) {U::id, Isa::avx2, simd_act_q8_k(), simd_matmul<U, Avx2Tile, 4>, U::conv}
@@ -11,7 +21,7 @@ KernelTable kquant_kernels_avx2() {
         K_ENTRY(SQ3K),
         {quant::T_Q4_K, Isa::avx2, simd_act_q8_2_x4(), q82_matmul<Q45KAvx2<false>, 4>},
         {quant::T_Q5_K, Isa::avx2, simd_act_q8_2_x4(), q82_matmul<Q45KAvx2<true>, 4>},
-        {quant::T_Q6_K, Isa::avx2, simd_act_q8_2_x4(), q82_matmul<Q6KAvx2, 4>},
+        {quant::T_Q6_K, Isa::avx2, simd_act_q8_2_x4(), q6k_matmul_avx2, true},
     };
 #undef K_ENTRY
     return {entries, sizeof(entries) / sizeof(entries[0])};

@@ -1,6 +1,7 @@
 // Portable matmul kernels for Q2_K..Q6_K (see kquant_unpack.h): Q2_K and Q3_K against Q8_K
 // activations, Q4_K, Q5_K and Q6_K against Q8_2_X4 as in the reference (quant-formats.md §15).
 // Every K-quant has a kernel here; the AVX2/AVX-512 files cover all of them as well.
+#include "kernels/kquant_q6k_conv.h"
 #include "kernels/kquant_unpack.h"
 
 namespace ikllm::cpu {
@@ -10,13 +11,22 @@ const ActFormat* act_format_q8_k_kiqk() {
     return &f;
 }
 
+namespace {
+// Q6_K: prompt batches re-encoded to 8 bits per 32 (kquant_q6k_conv.h), smaller ones direct.
+void scalar_matmul_q6k(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
+                       size_t arb, int64_t nt, float* y, int64_t ys) {
+    if (nt >= kQ6ConvMinTokens) return q6k_conv_matmul_portable(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+    scalar_matmul_q82<KQ6K>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+}
+}  // namespace
+
 KernelTable kquant_kernels_scalar() {
     static const MatmulKernel entries[] = {
         {KQ2K::id, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul<KQ2K>},
         {KQ3K::id, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul<KQ3K>},
         {KQ4K::id, Isa::scalar, act_format_q8_2_x4(), scalar_matmul_q82<KQ4K>},
         {KQ5K::id, Isa::scalar, act_format_q8_2_x4(), scalar_matmul_q82<KQ5K>},
-        {KQ6K::id, Isa::scalar, act_format_q8_2_x4(), scalar_matmul_q82<KQ6K>},
+        {KQ6K::id, Isa::scalar, act_format_q8_2_x4(), scalar_matmul_q6k, true},
     };
     return {entries, sizeof(entries) / sizeof(entries[0])};
 }

@@ -25,6 +25,9 @@
 #include "core/fp16.h"
 
 namespace ikllm::cpu {
+// Anonymous: every kernel file compiles its own copy with its own ISA flags (a shared inline
+// function's out-of-line copy could otherwise come from an AVX-512 file).
+namespace {
 
 constexpr int64_t kSymBatchTokens = 32;
 constexpr int kSymBatchOffset = 127;
@@ -67,4 +70,5 @@ struct SymBatchAccum {
     float result() const { return std::fma(-(float)kSymBatchOffset, b, a); }
 };
 
+}  // namespace
 }  // namespace ikllm::cpu
