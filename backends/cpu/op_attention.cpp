@@ -64,7 +64,7 @@ QueryBlocks plan_blocks(const Op& op, int64_t T, int64_t tok_block) {
 // Floats of one thread's work space: a K and a V tile, the tile's scores, and per query the
 // output accumulator plus running max and sum.
 size_t scratch_floats(int64_t d_k, int64_t d_v, int64_t nq) {
-    return (size_t)(kTile * (d_k + d_v) + kTile * nq + nq * (d_v + 2));
+    return (size_t)(kTile * (d_k + d_v) + kTile * nq + nq * (d_v + 3));
 }
 }  // namespace
 
@@ -117,6 +117,7 @@ void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch) {
         float* acc = sc + kTile * nq;          // [nq][d_v]
         float* mx = acc + nq * d_v;            // [nq]
         float* sum = mx + nq;                  // [nq]
+        float* rescale = sum + nq;             // [nq] per tile
         for (int64_t i = 0; i < nq; ++i) {
             mx[i] = -std::numeric_limits<float>::infinity();
             sum[i] = 0;
@@ -131,11 +132,27 @@ void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch) {
                 K.load_row(kc.type, kp, kb + j * d_k, d_k);
                 K.load_row(vc.type, vp, vb + j * d_v, d_v);
             }
+            // Scores of the task's queries, four at a time against each K row of the tile (the
+            // group's query rows stay in L1 while the tile streams once per four queries).
+            const int64_t nqt = (t1 - t0) * nh;
+            const auto qrow = [&](int64_t qi) { return q.row<float>(g * group + h0 + qi % nh, t0 + qi / nh); };
+            int64_t qi0 = 0;
+            for (; qi0 + 4 <= nqt; qi0 += 4) {
+                const float* qa[4] = {qrow(qi0), qrow(qi0 + 1), qrow(qi0 + 2), qrow(qi0 + 3)};
+                for (int64_t j = 0; j < nc; ++j) {
+                    float o[4];
+                    K.dot4(qa, kb + j * d_k, d_k, o);
+                    for (int r = 0; r < 4; ++r) sc[(qi0 + r) * kTile + j] = o[r] * scale;
+                }
+            }
+            for (; qi0 < nqt; ++qi0)
+                for (int64_t j = 0; j < nc; ++j) sc[qi0 * kTile + j] = K.dot(qrow(qi0), kb + j * d_k, d_k) * scale;
+            // Causal mask and online-softmax bookkeeping per query; s[] becomes the tile's weights
+            // p (0 for masked cells), then one blocked P x V pass for all the task's queries.
             for (int64_t t = t0; t < t1; ++t) {
                 const int32_t pos = op.i32[t];
                 for (int64_t hh = h0; hh < h1; ++hh) {
                     const int64_t qi = (t - t0) * nh + (hh - h0);
-                    const float* qh = q.row<float>(g * group + hh, t);
                     float* s = sc + qi * kTile;
                     float tmax = -std::numeric_limits<float>::infinity();
                     for (int64_t j = 0; j < nc; ++j) {
@@ -143,24 +160,29 @@ void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch) {
                             s[j] = -std::numeric_limits<float>::infinity();
                             continue;
                         }
-                        s[j] = K.dot(qh, kb + j * d_k, d_k) * scale;
                         tmax = std::max(tmax, s[j]);
                     }
-                    if (tmax == -std::numeric_limits<float>::infinity()) continue;
-                    float* a = acc + qi * d_v;
+                    if (tmax == -std::numeric_limits<float>::infinity()) {  // nothing visible: unchanged
+                        rescale[qi] = 1.0f;
+                        for (int64_t j = 0; j < nc; ++j) s[j] = 0.0f;
+                        continue;
+                    }
                     const float m_new = std::max(mx[qi], tmax);
-                    float rescale = std::exp(mx[qi] - m_new);  // 0 on the first visible tile
-                    sum[qi] *= rescale;
+                    rescale[qi] = std::exp(mx[qi] - m_new);  // 0 on the first visible tile
+                    sum[qi] *= rescale[qi];
                     mx[qi] = m_new;
                     for (int64_t j = 0; j < nc; ++j) {
-                        if (s[j] == -std::numeric_limits<float>::infinity()) continue;
+                        if (s[j] == -std::numeric_limits<float>::infinity()) {
+                            s[j] = 0.0f;
+                            continue;
+                        }
                         const float p = std::exp(s[j] - m_new);
                         sum[qi] += p;
-                        K.scale_axpy(a, rescale, p, vb + j * d_v, d_v);
-                        rescale = 1.0f;
+                        s[j] = p;
                     }
                 }
             }
+            K.pv_tile(acc, d_v, rescale, sc, kTile, (int)((t1 - t0) * nh), vb, nc, d_v);
         }
         for (int64_t t = t0; t < t1; ++t)
             for (int64_t hh = h0; hh < h1; ++hh) {

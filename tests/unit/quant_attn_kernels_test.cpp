@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/attn_kernels.h"
@@ -46,6 +47,61 @@ TEST(AttnKernels, SimdMatchesScalar) {
                 k->load_row(t, row.data(), d1.data(), n);
                 ref->load_row(t, row.data(), d2.data(), n);
                 for (int64_t i = 0; i < n; ++i) ASSERT_EQ(d1[i], d2[i]) << quant::kv_type_name(t) << " " << i;
+            }
+        }
+}
+
+// The blocked forms the attention op uses: dot4 equals four dot() calls of the same table bit
+// for bit (the op's results must not depend on how queries are grouped), and pv_tile equals the
+// per-key scale_axpy loop of the same table bit for bit (for the scalar table within rounding:
+// its scale_axpy need not be fused); both are checked against the scalar table too.
+TEST(AttnKernels, BlockedFormsMatchPerKeyForms) {
+    std::vector<const cpu::AttnKernels*> tables{cpu::attn_kernels_scalar()};
+    if (cpu::detected_isa() != cpu::Isa::scalar && cpu::attn_kernels_avx2()) tables.push_back(cpu::attn_kernels_avx2());
+    if (cpu::detected_isa() == cpu::Isa::avx512 && cpu::attn_kernels_avx512()) tables.push_back(cpu::attn_kernels_avx512());
+    const cpu::AttnKernels* ref = cpu::attn_kernels_scalar();
+    std::mt19937 rng(9);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    for (const cpu::AttnKernels* k : tables)
+        for (int64_t n : {1, 16, 31, 64, 65, 128, 200, 512, 576}) {
+            SCOPED_TRACE(std::string(cpu::isa_name(k->isa)) + " n=" + std::to_string(n));
+            std::vector<float> qs(4 * n), b(n);
+            for (auto& v : qs) v = nd(rng);
+            for (auto& v : b) v = nd(rng);
+            const float* qa[4] = {&qs[0], &qs[n], &qs[2 * n], &qs[3 * n]};
+            float o[4];
+            k->dot4(qa, b.data(), n, o);
+            for (int q = 0; q < 4; ++q) {
+                EXPECT_EQ(o[q], k->dot(qa[q], b.data(), n)) << "dot4 query " << q;
+                EXPECT_NEAR(o[q], ref->dot(qa[q], b.data(), n), 1e-4 * std::sqrt((double)n));
+            }
+            for (int nq : {1, 2, 3, 4, 5, 9}) {
+                const int64_t nk = 13, ps = 16;
+                std::vector<float> acc(nq * n), acc2, v(nk * n), p(nq * ps, 0.0f), rescale(nq);
+                for (auto& x : acc) x = nd(rng);
+                for (auto& x : v) x = nd(rng);
+                for (int q = 0; q < nq; ++q) {
+                    rescale[q] = q == 1 ? 1.0f : std::exp(-std::fabs(nd(rng)));
+                    for (int64_t j = 0; j < nk; ++j) p[q * ps + j] = (j + q) % 5 == 0 ? 0.0f : std::exp(-std::fabs(nd(rng)));
+                }
+                acc2 = acc;
+                std::vector<float> acc3 = acc;
+                k->pv_tile(acc.data(), n, rescale.data(), p.data(), ps, nq, v.data(), nk, n);
+                ref->pv_tile(acc3.data(), n, rescale.data(), p.data(), ps, nq, v.data(), nk, n);
+                for (int q = 0; q < nq; ++q) {
+                    float* y = acc2.data() + q * n;
+                    bool first = true;
+                    for (int64_t j = 0; j < nk; ++j) {
+                        if (p[q * ps + j] == 0.0f && !first) continue;
+                        k->scale_axpy(y, first ? rescale[q] : 1.0f, p[q * ps + j], v.data() + j * n, n);
+                        first = false;
+                    }
+                }
+                for (int64_t i = 0; i < nq * n; ++i) {
+                    if (k->isa != cpu::Isa::scalar) ASSERT_EQ(acc[i], acc2[i]) << "pv_tile vs scale_axpy loop, nq=" << nq << " i=" << i;
+                    else ASSERT_NEAR(acc[i], acc2[i], 1e-5f * (1 + std::fabs(acc2[i])));
+                    ASSERT_NEAR(acc[i], acc3[i], 1e-5f * (1 + std::fabs(acc3[i]))) << "vs scalar table";
+                }
             }
         }
 }

@@ -6,6 +6,7 @@
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
+#include <cmath>
 
 namespace ikllm::cpu {
 namespace {
@@ -29,12 +30,39 @@ float dot(const float* a, const float* b, int64_t n) {
     for (; i < n; ++i) s += a[i] * b[i];
     return s;
 }
+void dot4(const float* const* a, const float* b, int64_t n, float* out) {
+    for (int q = 0; q < 4; ++q) out[q] = dot(a[q], b, n);
+}
 void scale_axpy(float* y, float s, float w, const float* x, int64_t n) {
     const __m256 vs = _mm256_set1_ps(s), vw = _mm256_set1_ps(w);
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
         _mm256_storeu_ps(y + i, _mm256_fmadd_ps(vw, _mm256_loadu_ps(x + i), _mm256_mul_ps(_mm256_loadu_ps(y + i), vs)));
-    for (; i < n; ++i) y[i] = y[i] * s + w * x[i];
+    for (; i < n; ++i) y[i] = std::fma(w, x[i], y[i] * s);  // as the vector lanes
+}
+// One query at a time, 32 columns (4 registers) kept across the keys.
+void pv_tile(float* acc, int64_t acc_stride, const float* rescale, const float* p, int64_t ps, int nq, const float* v, int64_t nk,
+             int64_t n) {
+    for (int q = 0; q < nq; ++q) {
+        float* a = acc + q * acc_stride;
+        const float* pq = p + q * ps;
+        const __m256 s = _mm256_set1_ps(rescale[q]);
+        int64_t i0 = 0;
+        for (; i0 + 32 <= n; i0 += 32) {
+            __m256 y[4];
+            for (int r = 0; r < 4; ++r) y[r] = _mm256_mul_ps(_mm256_loadu_ps(a + i0 + 8 * r), s);
+            for (int64_t j = 0; j < nk; ++j) {
+                const __m256 pw = _mm256_set1_ps(pq[j]);
+                for (int r = 0; r < 4; ++r) y[r] = _mm256_fmadd_ps(pw, _mm256_loadu_ps(v + j * n + i0 + 8 * r), y[r]);
+            }
+            for (int r = 0; r < 4; ++r) _mm256_storeu_ps(a + i0 + 8 * r, y[r]);
+        }
+        for (; i0 < n; ++i0) {
+            float y = a[i0] * rescale[q];
+            for (int64_t j = 0; j < nk; ++j) y = std::fma(pq[j], v[j * n + i0], y);
+            a[i0] = y;
+        }
+    }
 }
 void load_row(uint32_t type, const void* src, float* dst, int64_t n) {
     if (type != quant::T_F16) {
@@ -47,7 +75,7 @@ void load_row(uint32_t type, const void* src, float* dst, int64_t n) {
         _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i))));
     for (; i < n; ++i) dst[i] = _cvtsh_ss(h[i]);
 }
-constexpr AttnKernels kAvx2{Isa::avx2, dot, scale_axpy, load_row};
+constexpr AttnKernels kAvx2{Isa::avx2, dot, dot4, scale_axpy, pv_tile, load_row};
 }  // namespace
 const AttnKernels* attn_kernels_avx2() { return &kAvx2; }
 }  // namespace ikllm::cpu

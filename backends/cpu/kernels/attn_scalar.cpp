@@ -10,11 +10,23 @@ float dot(const float* a, const float* b, int64_t n) {
     for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
     return s;
 }
+void dot4(const float* const* a, const float* b, int64_t n, float* out) {
+    for (int q = 0; q < 4; ++q) out[q] = dot(a[q], b, n);
+}
 void scale_axpy(float* y, float s, float w, const float* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] = y[i] * s + w * x[i];
 }
+void pv_tile(float* acc, int64_t acc_stride, const float* rescale, const float* p, int64_t p_stride, int nq, const float* v,
+             int64_t nk, int64_t n) {
+    for (int q = 0; q < nq; ++q)
+        for (int64_t i = 0; i < n; ++i) {
+            float y = acc[q * acc_stride + i] * rescale[q];
+            for (int64_t j = 0; j < nk; ++j) y = y + p[q * p_stride + j] * v[j * n + i];
+            acc[q * acc_stride + i] = y;
+        }
+}
 void load_row(uint32_t type, const void* src, float* dst, int64_t n) { quant::kv_decode_row(type, src, dst, n); }
-constexpr AttnKernels kScalar{Isa::scalar, dot, scale_axpy, load_row};
+constexpr AttnKernels kScalar{Isa::scalar, dot, dot4, scale_axpy, pv_tile, load_row};
 }  // namespace
 
 const AttnKernels* attn_kernels_scalar() { return &kScalar; }
