@@ -27,6 +27,15 @@ inline __m256i dot32(__m256i v, __m256i av, __m256i a) {
     else return _mm256_madd_epi16(_mm256_maddubs_epi16(av, _mm256_sign_epi8(a, v)), ones);
 }
 
+// The four blocks of a Q8_2_X4 group: values and their magnitudes (for the sign trick).
+template <class P>
+inline void group_values(const uint8_t* wb, __m256i v[4], __m256i av[4]) {
+    for (int k = 0; k < 4; ++k) {
+        v[k] = P::values(wb + k * P::kBytes);
+        av[k] = _mm256_sign_epi8(v[k], v[k]);
+    }
+}
+
 // One weight row against T tokens.
 template <class P, int T>
 void row_tile(const uint8_t* wr, int64_t ne0, const uint8_t* act, size_t arb, float* y, int64_t ys) {
@@ -36,10 +45,7 @@ void row_tile(const uint8_t* wr, int64_t ne0, const uint8_t* act, size_t arb, fl
     for (int64_t g = 0; g < ng; ++g) {
         const uint8_t* wb = wr + 4 * g * P::kBytes;
         __m256i v[4], av[4];
-        for (int k = 0; k < 4; ++k) {
-            v[k] = P::values(wb + k * P::kBytes);
-            av[k] = _mm256_sign_epi8(v[k], v[k]);
-        }
+        group_values<P>(wb, v, av);
         const __m128 dw = P::scales4(wb);
         __m128 mw = _mm_setzero_ps();
         if constexpr (P::kAffine) mw = P::mins4(wb);
@@ -94,10 +100,7 @@ void row_tile_sym(const uint8_t* wr, int64_t ne0, const uint8_t* act, size_t arb
     for (int64_t g = 0; g < ng; ++g) {
         const uint8_t* wb = wr + 4 * g * P::kBytes;
         __m256i v[4], av[4];
-        for (int k = 0; k < 4; ++k) {
-            v[k] = P::values(wb + k * P::kBytes);
-            av[k] = _mm256_sign_epi8(v[k], v[k]);
-        }
+        group_values<P>(wb, v, av);
         const __m128 dw = P::scales4(wb);
         const __m128 mo = _mm_mul_ps(dw, _mm_set1_ps(-(float)P::kOffset));
         for (int t = 0; t < T; ++t) {
