@@ -11,9 +11,6 @@ namespace ikllm::grammar {
 
 namespace {
 
-// Largest number of copies one {m,n} repetition may expand to (keeps the grammar finite in size).
-constexpr uint64_t kMaxRepeat = 100000;
-
 bool is_name_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
 }
@@ -324,7 +321,7 @@ private:
         if (!(peek() >= '0' && peek() <= '9')) error("expected a number");
         while (peek() >= '0' && peek() <= '9') {
             v = v * 10 + (uint64_t)(peek() - '0');
-            if (v > kMaxRepeat) error_at(at, "repetition count above " + std::to_string(kMaxRepeat));
+            if (v > kMaxRepeat) error_at(at, "repetition count above the limit of " + std::to_string(kMaxRepeat));
             ++p_;
         }
         return v;

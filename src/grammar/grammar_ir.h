@@ -34,6 +34,9 @@ struct GrammarIR {
 };
 
 constexpr uint32_t kMaxCodePoint = 0x10FFFF;
+// Largest count of a {m,n} repetition (each copy is expanded: keeps grammars finite in size).
+// The JSON-Schema converter checks its counts against it so its output always compiles.
+constexpr uint64_t kMaxRepeat = 100000;
 
 // Parses GBNF text (see docs/structured-output.md). Throws Error(grammar_error) with
 // "line L, column C: ..." on malformed text, undefined rules or a missing root rule.

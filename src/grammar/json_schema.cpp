@@ -80,6 +80,11 @@ private:
     std::set<std::string> names_;
     std::map<std::string, std::string> ref_rules_;  // pointer -> rule name
 
+    // Length and item counts become {m,n} repetitions: bounded like the grammar compiler's.
+    static void check_count(const std::string& ptr, const char* key, int64_t n) {
+        if (n > (int64_t)kMaxRepeat)
+            error(ptr + "/" + key, std::to_string(n) + " is above the grammar's repetition limit of " + std::to_string(kMaxRepeat));
+    }
     [[noreturn]] static void error(const std::string& ptr, const std::string& msg) {
         fail(Status::grammar_error, "json_schema at '" + (ptr.empty() ? std::string("#") : ptr) + "': " + msg);
     }
@@ -295,6 +300,8 @@ private:
         const int64_t mx = get_int(s, "maxLength", ptr, &has_max);
         if (!has_min && !has_max) return prim("string");
         if (has_max && mx < mn) error(ptr, "maxLength is below minLength");
+        check_count(ptr, "minLength", mn);
+        if (has_max) check_count(ptr, "maxLength", mx);
         const std::string rep = "{" + std::to_string(mn) + "," + (has_max ? std::to_string(mx) : "") + "}";
         return rule(hint, q + " " + prim("char") + rep + " " + q);
     }
@@ -490,6 +497,8 @@ private:
         const int64_t mn = get_int(s, "minItems", ptr, &has_min);
         int64_t mx = get_int(s, "maxItems", ptr, &has_max);
         if (has_max && mx < mn) error(ptr, "maxItems is below minItems");
+        check_count(ptr, "minItems", mn);
+        if (has_max) check_count(ptr, "maxItems", mx);
         std::string item;  // "" = no items after the prefix
         const JsonValue* it = s.get("items");
         if (it && !(it->is(T::boolean) && !it->b)) item = visit(*it, ptr + "/items", hint + "-item");

@@ -225,6 +225,9 @@ private:
             if (lo.size() > 9 || hi.size() > 9) error("repetition count too large");
             if (!lo.empty() && !hi.empty() && std::stol(lo) > std::stol(hi))
                 error("min repeat greater than max repeat");
+            for (const std::string* n : {&lo, &hi})
+                if (!n->empty() && (uint64_t)std::stol(*n) > kMaxRepeat)
+                    error("repetition count " + *n + " above the grammar limit of " + std::to_string(kMaxRepeat));
             q = "{" + inner + "}";
             p_ = close + 1;
         } else {

@@ -244,4 +244,12 @@ TEST(GrammarSchema, ErrorsNameThePointer) {
               "json_schema at '#': no integer-valued bounds fit between minimum and maximum");
     EXPECT_EQ(schema_error("{\"type\":\n \"object\",}"), "json_schema: line 2, column 11: expected a string key");
     EXPECT_EQ(schema_error("{\"type\": tru}"), "json_schema: line 1, column 10: unexpected character 't'");
+    // Counts the grammar compiler would refuse are refused by the converter (fuzz finding 10).
+    EXPECT_EQ(schema_error(R"({"type":"string","maxLength":1000000})"),
+              "json_schema at '/maxLength': 1000000 is above the grammar's repetition limit of 100000");
+    EXPECT_EQ(schema_error(R"({"type":"array","minItems":100001})"),
+              "json_schema at '/minItems': 100001 is above the grammar's repetition limit of 100000");
+    EXPECT_NE(schema_error(R"({"type":"string","pattern":"^a{41,66666666}$"})").find("above the grammar limit of 100000"),
+              std::string::npos);
+    EXPECT_EQ(schema_error(R"({"type":"string","maxLength":100000})"), "");  // the limit itself is fine
 }
