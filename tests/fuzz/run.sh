@@ -4,6 +4,9 @@
 # Exits non-zero when any target crashed, leaked, timed out or ran out of memory; the inputs are
 # saved in build-fuzz/artifacts/<target>/ and the logs in build-fuzz/logs/.
 # usage: tests/fuzz/run.sh [SECONDS] [TARGET...]
+# IKLLM_FUZZ_FIXED=1 (test.sh): instead of SECONDS, a fixed number of executions per target
+# (about 20-30 s each on a 2-core machine) with a fixed seed, so a CI smoke is reproducible and
+# only fails on a change, not on the luck of a run; long campaigns use SECONDS.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -25,6 +28,22 @@ fi
 cmake --build "$build" -j"$jobs" --target $targets
 "$here/make_seeds.sh" "$build/seeds" >/dev/null
 
+# Executions per target of a fixed (reproducible) smoke.
+runs_for() {
+  case "$1" in
+    gguf_fuzz) echo 100000 ;;
+    model_load_fuzz) echo 8000 ;;
+    tokenizer_fuzz) echo 40000 ;;
+    detok_fuzz) echo 25000 ;;
+    utf8_stream_fuzz) echo 250000 ;;
+    chat_template_fuzz) echo 15000 ;;
+    grammar_fuzz) echo 120000 ;;
+    json_schema_fuzz) echo 40000 ;;
+    state_load_fuzz) echo 3000 ;;
+    *) echo 10000 ;;
+  esac
+}
+
 dict_for() {
   case "$1" in
     gguf_fuzz|model_load_fuzz) echo "-dict=$here/dicts/gguf.dict" ;;
@@ -43,9 +62,15 @@ run_one() {
   local before rc execs cov crashes
   before="$(ls "$artifacts" | grep -vc '^slow-unit-' || true)"
   # New inputs go to the first directory (kept between runs); seeds and regressions are only read.
+  local budget=(-max_total_time="$secs")
+  if [ "${IKLLM_FUZZ_FIXED:-0}" = 1 ]; then
+    # Reproducible: a fresh corpus, a fixed seed and a fixed number of executions.
+    rm -rf "$corpus" && mkdir -p "$corpus"
+    budget=(-runs="$(runs_for "$t")" -seed=1)
+  fi
   set +e
   ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=0" UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
-    "$build/tests/fuzz/$t" -max_total_time="$secs" -timeout=30 -rss_limit_mb=2048 -print_final_stats=1 \
+    "$build/tests/fuzz/$t" "${budget[@]}" -timeout=30 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$artifacts/" $(dict_for "$t") "$corpus" "$build/seeds/$t" "${extra[@]}" >"$log" 2>&1
   rc=$?
   set -e
