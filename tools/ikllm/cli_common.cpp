@@ -122,9 +122,9 @@ ikllm_options* session_options(const Args& a, int n_seq, int default_ctx) {
     if (a.has("-ctk")) check(ikllm_options_set_string(so, "kv_type", a.get("-ctk").c_str()), "option -ctk");
     if (a.has("--ser")) check(ikllm_options_set_string(so, "ser", a.get("--ser").c_str()), "option --ser");
     if (a.has("-ser")) check(ikllm_options_set_string(so, "ser", a.get("-ser").c_str()), "option -ser");
-    if (a.has("-amb")) check(ikllm_options_set_float(so, "attn_scratch_mib", std::stod(a.get("-amb"))), "option -amb");
+    if (a.has("-amb")) check(ikllm_options_set_float(so, "attn_scratch_mib", a.get_float("-amb", 0)), "option -amb");
     if (a.has("--attn-scratch-mib"))
-        check(ikllm_options_set_float(so, "attn_scratch_mib", std::stod(a.get("--attn-scratch-mib"))),
+        check(ikllm_options_set_float(so, "attn_scratch_mib", a.get_float("--attn-scratch-mib", 0)),
               "option --attn-scratch-mib");
     return so;
 }
