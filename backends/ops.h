@@ -94,6 +94,9 @@ struct Op {
     // moe_route / moe_ffn: routing parameters; expert weights (gate, up, down; gate may be a
     // merged gate_up tensor with up == null); aux = the second output of moe_route (ids).
     MoeParams moe;
+    // matrix products (mul_mat, mul_mat_swiglu, mul_mat_heads, moe_ffn): every token's result must not
+    // depend on the other tokens of the batch (session option batch_invariant)
+    bool batch_invariant = false;
     Tensor* ex[3] = {nullptr, nullptr, nullptr};
     Tensor* aux = nullptr;
 };

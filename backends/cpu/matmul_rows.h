@@ -16,8 +16,22 @@ const MatmulKernel& kernel_for(const Tensor& w);
 // Rows [r0, r1) of the matrix starting at `w` (row_bytes apart) times nt encoded activation
 // rows; result row r (relative to r0) of token t goes to y[t * y_stride + (r - r0)].
 // r0 must be a multiple of the type's interleave.
+// max_tokens > 0 splits the tokens into balanced calls of at most that many.
 void run_rows(const MatmulKernel& k, const uint8_t* w, size_t row_bytes, int64_t ne0, int64_t r0, int64_t r1,
-              const uint8_t* act, size_t act_row_bytes, int64_t nt, float* y, int64_t y_stride);
+              const uint8_t* act, size_t act_row_bytes, int64_t nt, float* y, int64_t y_stride, int64_t max_tokens = 0);
+
+// Batch invariance: every kernel computes a token of a call of at most kInvariantTokens tokens
+// exactly as it computes that token alone (the batch forms that re-encode weights or change
+// the float order start at 32 tokens; test CpuMatmulThreads.BatchInvariantOpsMatchSingleTokens).
+// So a batch-invariant op caps its kernel calls there.
+constexpr int64_t kInvariantTokens = 31;
+inline int64_t max_call_tokens(const Op& op) { return op.batch_invariant ? kInvariantTokens : 0; }
+// Size of balanced blocks of at most max_tokens (0 = one block of nt).
+inline int64_t balanced_block(int64_t nt, int64_t max_tokens) {
+    if (max_tokens <= 0 || nt <= max_tokens) return nt < 1 ? 1 : nt;
+    const int64_t n = (nt + max_tokens - 1) / max_tokens;
+    return (nt + n - 1) / n;
+}
 
 // Granularity of row splits for a kernel: its row group, or 16 rows for kernels that
 // re-encode weights in 16-row panels.

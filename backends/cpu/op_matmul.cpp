@@ -33,9 +33,21 @@ const MatmulKernel& kernel_for(const Tensor& w) {
 }
 
 void run_rows(const MatmulKernel& k, const uint8_t* w, size_t row_bytes, int64_t ne0, int64_t r0, int64_t r1,
-              const uint8_t* act, size_t act_row_bytes, int64_t nt, float* y, int64_t y_stride) {
-    k.run(w + (size_t)r0 * row_bytes, row_bytes, ne0, 0, r1 - r0, act, act_row_bytes, nt, y, y_stride);
+              const uint8_t* act, size_t act_row_bytes, int64_t nt, float* y, int64_t y_stride, int64_t max_tokens) {
+    const int64_t tb = balanced_block(nt, max_tokens);
+    for (int64_t t0 = 0; t0 < nt; t0 += tb)
+        k.run(w + (size_t)r0 * row_bytes, row_bytes, ne0, 0, r1 - r0, act + act_row_bytes * (size_t)t0, act_row_bytes,
+              std::min(tb, nt - t0), y + t0 * y_stride, y_stride);
 }
+
+namespace {
+// Token block of one kernel call: the whole batch for kernels that want it, else cache-sized
+// blocks; batch-invariant ops stay at or below kInvariantTokens.
+int64_t call_tokens(const Op& op, bool whole_batch, int64_t T) {
+    if (op.batch_invariant) return balanced_block(T, kInvariantTokens);
+    return whole_batch ? T : TokenBlocks(T).size;
+}
+}  // namespace
 
 int64_t row_unit(const MatmulKernel& k, const quant::TypeTraits& tt) {
     return k.whole_batch ? 16 : std::max<int64_t>(1, tt.interleave);
@@ -82,7 +94,7 @@ void op_mul_mat_swiglu(const Op& op, ThreadPool& pool, Scratch& scratch) {
         const int64_t r0 = c * chunk, r1 = std::min(N, r0 + chunk), n = r1 - r0;
         float* g = scratch.per_thread[thread].data();
         float* u = g + n * T;
-        const int64_t tb = kg.whole_batch && ku.whole_batch ? T : TokenBlocks(T).size;
+        const int64_t tb = call_tokens(op, kg.whole_batch && ku.whole_batch, T);
         for (int64_t t0 = 0; t0 < T; t0 += tb) {
             const int64_t nt = std::min(tb, T - t0);
             run_rows(kg, static_cast<const uint8_t*>(wg.data), wg.nb[1], K, r0, r1, act_g + arg * t0, arg, nt, g + t0 * n, n);
@@ -119,7 +131,7 @@ void op_mul_mat_heads(const Op& op, ThreadPool& pool, Scratch& scratch) {
         const int64_t r0 = c * chunk, r1 = std::min(N, r0 + chunk), n = r1 - r0;
         float* tmp = scratch.per_thread[thread].data();
         run_rows(k, static_cast<const uint8_t*>(w.data) + h * w.nb[2], w.nb[1], K, r0, r1, act + ar * h * T, ar, T,
-                 tmp, n);
+                 tmp, n, max_call_tokens(op));
         for (int64_t t = 0; t < T; ++t) std::memcpy(y.row<float>(h, t) + r0, tmp + t * n, sizeof(float) * n);
     });
 }
@@ -154,7 +166,7 @@ void op_mul_mat(const Op& op, ThreadPool& pool, Scratch& scratch) {
         const int64_t r1 = std::min(N, r0 + groups_per_chunk * group);
         // Token blocks keep the activations being reused within the cache while the chunk's
         // weight rows stay resident (a 512-token prompt's activations do not fit in L2).
-        const int64_t tb = k->whole_batch ? T : TokenBlocks(T).size;
+        const int64_t tb = call_tokens(op, k->whole_batch, T);
         for (int64_t t0 = 0; t0 < T; t0 += tb)
             k->run(wd, w_row, K, r0, r1, act + act_row * t0, act_row, std::min(tb, T - t0), yd + t0 * y_stride, y_stride);
         if (bias) {

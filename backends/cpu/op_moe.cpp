@@ -170,11 +170,11 @@ void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch) {
         float* u = g + n * w.n;
         const uint8_t* a = act + ar * w.first;
         const uint8_t* gbase = static_cast<const uint8_t*>(wg.data) + (size_t)w.expert * wg.nb[2];
-        run_rows(kg, gbase, wg.nb[1], E, r0, r1, a, ar, w.n, g, n);
-        if (merged) run_rows(kg, gbase, wg.nb[1], E, n_ff + r0, n_ff + r1, a, ar, w.n, u, n);
+        run_rows(kg, gbase, wg.nb[1], E, r0, r1, a, ar, w.n, g, n, max_call_tokens(op));
+        if (merged) run_rows(kg, gbase, wg.nb[1], E, n_ff + r0, n_ff + r1, a, ar, w.n, u, n, max_call_tokens(op));
         else
             run_rows(ku, static_cast<const uint8_t*>(wu->data) + (size_t)w.expert * wu->nb[2], wu->nb[1], E, r0, r1, a,
-                     ar, w.n, u, n);
+                     ar, w.n, u, n, max_call_tokens(op));
         for (int64_t t = 0; t < w.n; ++t) {
             float* h = hidden + (size_t)(w.first + t) * n_ff + r0;
             for (int64_t r = 0; r < n; ++r) {
@@ -199,7 +199,7 @@ void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch) {
         const ExpertWork& w = work[(size_t)(task / per_exp_d)];
         const int64_t r0 = (task % per_exp_d) * chunk_d, r1 = std::min(E, r0 + chunk_d);
         run_rows(kd, static_cast<const uint8_t*>(wd.data) + (size_t)w.expert * wd.nb[2], wd.nb[1], n_ff, r0, r1,
-                 act_d + dr * w.first, dr, w.n, eout + (size_t)w.first * E + r0, E);
+                 act_d + dr * w.first, dr, w.n, eout + (size_t)w.first * E + r0, E, max_call_tokens(op));
     });
 
     // 6. Weighted sum per token, in selection order.

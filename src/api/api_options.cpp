@@ -27,6 +27,8 @@ const OptionSpec kSpecs[] = {
      "Smart expert reduction 'K,f': use at most K routed experts per token, dropping those whose weight is below f x the top one (kept weights rescaled to the original sum); empty = off"},
     {IKLLM_OPTIONS_SESSION, "attn_scratch_mib", IKLLM_OPTION_FLOAT, "0", "0", "1048576",
      "Upper bound on the attention scratch memory of all threads together, MiB (reference -amb); 0 = no bound (tiles already keep it independent of the context)"},
+    {IKLLM_OPTIONS_SESSION, "batch_invariant", IKLLM_OPTION_INT, "0", "0", "1",
+     "Make every sequence's logits independent of what else is in the batch (bit for bit: the same whether decoded alone, beside others or in prompt batches of any size); prompt batches run the small-batch kernels (slower for some types)"},
     {IKLLM_OPTIONS_SESSION, "embeddings", IKLLM_OPTION_INT, "0", "0", "1",
      "Keep every batch token's final hidden state (output-norm row before the LM head) and pooled per-sequence embeddings"},
     {IKLLM_OPTIONS_SESSION, "pooling", IKLLM_OPTION_STRING, "", "", "",
@@ -151,6 +153,7 @@ SessionOptions session_options(const ikllm_options* o, int32_t lib_default_threa
     s.kv_type = quant::kv_type_from_name(opt_string(o, K, "kv_type"), &ok);
     parse_ser(opt_string(o, K, "ser"), &s.ser_max, &s.ser_frac);
     s.attn_scratch_mib = (float)opt_float(o, K, "attn_scratch_mib");
+    s.batch_invariant = opt_int(o, K, "batch_invariant") != 0;
     s.embeddings = opt_int(o, K, "embeddings") != 0;
     s.embd_normalize = opt_int(o, K, "embd_normalize") != 0;
     Pooling p = Pooling::none;

@@ -119,6 +119,8 @@ void Session::decode(const int32_t* tokens, const int32_t* positions, const int3
             arena_.reset();
             if (model_.hp.arch == Arch::deepseek2) build_deepseek2(graph_, arena_, model_, b, *kv_);
             else build_llama_family(graph_, arena_, model_, b, *kv_);
+            if (opts_.batch_invariant)
+                for (Op& op : graph_.ops) op.batch_invariant = true;
             exec_->run(graph_, 0, graph_.ops.size(), cancel_);
         }
         if (opts_.embeddings && pooling_ != Pooling::none)

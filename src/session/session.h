@@ -22,6 +22,7 @@ struct SessionOptions {
     int32_t ser_max = 0;     // smart expert reduction (0 = off)
     float ser_frac = 0.0f;
     float attn_scratch_mib = 0.0f;  // bound on attention scratch, all threads (0 = none)
+    bool batch_invariant = false;   // matmul results per token independent of the batch
     bool embeddings = false;     // keep the final-norm hidden state of every batch token (and pool it)
     int32_t pooling = -1;        // a Pooling value; -1: the model's <arch>.pooling_type
     bool embd_normalize = true;  // L2-normalise pooled embeddings

@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "cpu_ops.h"
+#include "matmul_rows.h"
 #include "kernels/matmul.h"
 #include "quant/type_traits.h"
 
@@ -20,8 +22,15 @@ struct Case {
     int64_t ne0, rows, nt;
 };
 
+uint32_t f32_bits(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+}
+
+// mul_mat (or, with swiglu, mul_mat_swiglu using w as both gate and up weights) through the op.
 std::vector<float> run_op(const quant::TypeTraits& tt, const std::vector<uint8_t>& w, const std::vector<float>& x,
-                          const Case& c, int threads) {
+                          const Case& c, int threads, bool invariant = false, bool swiglu = false) {
     Tensor W, X, Y;
     W.type = tt.id;
     W.ne[0] = c.ne0;
@@ -43,13 +52,16 @@ std::vector<float> run_op(const quant::TypeTraits& tt, const std::vector<uint8_t
     Y.nb[1] = 4 * c.rows;
     Y.data = y.data();
     Op op;
-    op.kind = OpKind::mul_mat;
+    op.kind = swiglu ? OpKind::mul_mat_swiglu : OpKind::mul_mat;
     op.src[0] = &W;
     op.src[1] = &X;
+    if (swiglu) op.src[2] = &W;
+    op.batch_invariant = invariant;
     op.dst = &Y;
     cpu::ThreadPool pool(threads);
     cpu::Scratch scratch;
-    cpu::op_mul_mat(op, pool, scratch);
+    if (swiglu) cpu::op_mul_mat_swiglu(op, pool, scratch);
+    else cpu::op_mul_mat(op, pool, scratch);
     return y;
 }
 
@@ -102,4 +114,79 @@ TEST(CpuMatmulThreads, EveryTypeAnyThreadCountMatchesScalar) {
     EXPECT_GT(tested, 60);
 }
 
+}  // namespace
+
+namespace {
+// Batch invariance (session option batch_invariant): every kernel, on every ISA, computes a token
+// of a call of up to kInvariantTokens tokens exactly as it computes that token alone, and the
+// ops built on them keep their calls that small. Checked for every computable type with a
+// 100-token batch (4 calls) against single-token products.
+TEST(CpuMatmulThreads, BatchInvariantOpsMatchSingleTokens) {
+    size_t n = 0;
+    const quant::TypeTraits* all = quant::all_types(&n);
+    std::mt19937 rng(9);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::vector<cpu::Isa> isas{cpu::Isa::scalar};
+    if (cpu::detected_isa() == cpu::Isa::avx2 || cpu::detected_isa() == cpu::Isa::avx512) isas.push_back(cpu::Isa::avx2);
+    if (cpu::detected_isa() == cpu::Isa::avx512) isas.push_back(cpu::Isa::avx512);
+    int tested = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const quant::TypeTraits& tt = all[i];
+        if (!tt.quantize || tt.is_activation_only || !cpu::find_matmul(tt.id, cpu::best_isa())) continue;
+        const int64_t il = tt.interleave;
+        const int64_t ne0 = std::max<int64_t>(512, 2 * tt.block_elems), rows = 2 * std::max<int64_t>(il, 16), T = 100;
+        std::vector<float> wf((size_t)(ne0 * rows)), x((size_t)(ne0 * T));
+        for (auto& v : wf) v = nd(rng) * 0.1f;
+        for (auto& v : x) v = nd(rng);
+        const size_t rb = quant::row_bytes(tt, ne0);
+        std::vector<uint8_t> w(rb * (size_t)rows);
+        for (int64_t r = 0; r < rows; r += il) tt.quantize(wf.data() + r * ne0, w.data() + r * rb, ne0, nullptr);
+        for (cpu::Isa isa : isas) {
+            const cpu::MatmulKernel* k = cpu::find_matmul(tt.id, isa);
+            ASSERT_NE(k, nullptr) << tt.name;
+            const size_t arb = k->act->row_bytes(ne0);
+            std::vector<uint8_t> act(arb * (size_t)T);
+            for (int64_t t = 0; t < T; ++t) k->act->encode_row(x.data() + t * ne0, act.data() + t * arb, ne0);
+            std::vector<float> batch((size_t)(rows * T)), one((size_t)rows);
+            cpu::run_rows(*k, w.data(), rb, ne0, 0, rows, act.data(), arb, T, batch.data(), rows, cpu::kInvariantTokens);
+            for (int64_t t = 0; t < T; ++t) {
+                k->run(w.data(), rb, ne0, 0, rows, act.data() + t * arb, arb, 1, one.data(), rows);
+                for (int64_t r = 0; r < rows; ++r)
+                    ASSERT_EQ(f32_bits(one[(size_t)r]), f32_bits(batch[(size_t)(t * rows + r)]))
+                        << tt.name << " " << cpu::isa_name(k->isa) << " token " << t << " row " << r;
+            }
+        }
+        ++tested;
+    }
+    EXPECT_GT(tested, 60);
+}
+
+// The same through the ops (best ISA, 2 threads): a 100-token mul_mat and mul_mat_swiglu with
+// batch_invariant set give each token the bits of a 1-token op; without it the batch forms differ.
+TEST(CpuMatmulThreads, BatchInvariantFlagThroughOps) {
+    std::mt19937 rng(11);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    for (const char* name : {"q4_0", "q4_K", "q6_K", "iq4_xs", "iq4_k"}) {
+        const quant::TypeTraits* tt = quant::find_type_by_name(name);
+        ASSERT_NE(tt, nullptr) << name;
+        const Case c{1024, 64, 100};
+        std::vector<float> wf((size_t)(c.ne0 * c.rows)), x((size_t)(c.ne0 * c.nt));
+        for (auto& v : wf) v = nd(rng) * 0.1f;
+        for (auto& v : x) v = nd(rng);
+        const size_t rb = quant::row_bytes(*tt, c.ne0);
+        std::vector<uint8_t> w(rb * (size_t)c.rows);
+        for (int64_t r = 0; r < c.rows; r += tt->interleave) tt->quantize(wf.data() + r * c.ne0, w.data() + r * rb, c.ne0, nullptr);
+        const std::vector<float> inv = run_op(*tt, w, x, c, 2, true);
+        const std::vector<float> swi = run_op(*tt, w, x, c, 2, true, true);
+        for (int64_t t = 0; t < c.nt; ++t) {
+            const std::vector<float> xt(x.begin() + t * c.ne0, x.begin() + (t + 1) * c.ne0);
+            const std::vector<float> one = run_op(*tt, w, xt, Case{c.ne0, c.rows, 1}, 2, true);
+            const std::vector<float> one_swi = run_op(*tt, w, xt, Case{c.ne0, c.rows, 1}, 2, true, true);
+            for (int64_t r = 0; r < c.rows; ++r) {
+                ASSERT_EQ(f32_bits(one[(size_t)r]), f32_bits(inv[(size_t)(t * c.rows + r)])) << name << " token " << t;
+                ASSERT_EQ(f32_bits(one_swi[(size_t)r]), f32_bits(swi[(size_t)(t * c.rows + r)])) << name << " swiglu token " << t;
+            }
+        }
+    }
+}
 }  // namespace

@@ -52,7 +52,7 @@ inline void q45k_scales(const uint8_t* b, bool conv, __m256* D, __m256* M) {
 template <int T, bool Five>
 inline void q45k_tile_avx2(const uint8_t* row, int64_t nb, bool conv, const uint8_t* act, size_t arb, float* y,
                            int64_t ys) {
-    constexpr int NA = T == 1 ? 2 : 1;  // independent accumulators (latency of a single token)
+    constexpr int NA = 1;  // independent accumulators (latency of a single token)
     constexpr int bytes = Five ? 176 : 144;
     __m256 facc[T][NA];
     for (int t = 0; t < T; ++t)
@@ -97,7 +97,7 @@ inline void q45k_tile_avx2(const uint8_t* row, int64_t nb, bool conv, const uint
 
 template <int T>
 inline void q6k_tile_avx2(const uint8_t* row, int64_t nb, bool, const uint8_t* act, size_t arb, float* y, int64_t ys) {
-    constexpr int NA = T == 1 ? 2 : 1;
+    constexpr int NA = 1;
     __m256 facc[T][NA];
     for (int t = 0; t < T; ++t)
         for (int i = 0; i < NA; ++i) facc[t][i] = _mm256_setzero_ps();
@@ -154,7 +154,7 @@ template <int T, bool Five>
 inline void q45k_tile_avx512(const uint8_t* row, int64_t nb, bool conv, const uint8_t* act, size_t arb, float* y,
                              int64_t ys) {
     constexpr int bytes = Five ? 176 : 144;
-    constexpr int NA = T == 1 ? 2 : 1;  // independent accumulators (latency of a single token)
+    constexpr int NA = 1;  // independent accumulators (latency of a single token)
     __m512 facc[T][NA];
     __m256 macc[T];
     for (int t = 0; t < T; ++t) {
@@ -195,7 +195,7 @@ inline void q45k_tile_avx512(const uint8_t* row, int64_t nb, bool conv, const ui
 template <int T>
 inline void q6k_tile_avx512(const uint8_t* row, int64_t nb, bool, const uint8_t* act, size_t arb, float* y,
                             int64_t ys) {
-    constexpr int NA = T == 1 ? 2 : 1;
+    constexpr int NA = 1;
     __m512 facc[T][NA];
     for (int t = 0; t < T; ++t)
         for (int i = 0; i < NA; ++i) facc[t][i] = _mm512_setzero_ps();

@@ -20,7 +20,8 @@ BatchScheduler::BatchScheduler(const ikllm_model* model, const SchedulerConfig& 
     bool ok = ikllm_options_set_int(so, "n_ctx", config.n_ctx) == IKLLM_OK &&
               ikllm_options_set_int(so, "n_seq_max", n_prefix + config.parallel) == IKLLM_OK &&
               ikllm_options_set_int(so, "n_batch", config.batch_tokens) == IKLLM_OK &&
-              (config.n_threads <= 0 || ikllm_options_set_int(so, "n_threads", config.n_threads) == IKLLM_OK);
+              (config.n_threads <= 0 || ikllm_options_set_int(so, "n_threads", config.n_threads) == IKLLM_OK) &&
+              ikllm_options_set_int(so, "batch_invariant", config.batch_invariant ? 1 : 0) == IKLLM_OK;
     if (!ok) {
         const std::string e = last_error("session options");
         ikllm_options_free(so);

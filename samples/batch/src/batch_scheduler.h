@@ -18,6 +18,7 @@ struct SchedulerConfig {
     int n_ctx = 0;           // KV cells of the session
     int batch_tokens = 512;  // most tokens per decode call (generation + prompt pieces)
     int n_threads = 0;       // 0 = library default
+    bool batch_invariant = true;  // outputs bit-identical whatever --parallel (session option)
     std::map<std::string, std::string> sampling;  // ikllm sampler options by name (text values)
     std::string grammar;                          // GBNF for constrained jobs
 };

@@ -13,6 +13,7 @@ const char* const kUsage =
     "usage:\n"
     "  ikllm-batch run --model M.gguf --input DIR|FILE.jsonl|FILE.csv --task TASK.json --out RESULTS.jsonl\n"
     "                  [--parallel N] [--resume] [--shard K/N] [--threads T] [--batch-tokens B] [--ctx C]\n"
+    "                  [--no-batch-invariance]\n"
     "  ikllm-batch merge --out ALL.jsonl SHARD1.jsonl SHARD2.jsonl ...\n"
     "See samples/batch/README.md.\n";
 

@@ -72,7 +72,7 @@ int run_command(int argc, char** argv) {
     const CliArgs a = parse_args(argc, argv,
                                  {"--model", "--input", "--task", "--out", "--parallel", "--shard", "--threads",
                                   "--batch-tokens", "--ctx"},
-                                 {"--resume"});
+                                 {"--resume", "--no-batch-invariance"});
     for (const char* k : {"--model", "--input", "--task", "--out"})
         if (!a.has(k)) throw std::runtime_error(std::string("run: missing ") + k);
     const int parallel = (int)a.get_int("--parallel", 4, 1, 250);
@@ -118,6 +118,7 @@ int run_command(int argc, char** argv) {
     SchedulerConfig sc;
     sc.parallel = parallel;
     sc.n_threads = (int)a.get_int("--threads", 0, 0, 1024);
+    sc.batch_invariant = !a.has("--no-batch-invariance");
     sc.batch_tokens = (int)a.get_int("--batch-tokens", 512, 16, 65536);
     sc.sampling = task.sampling;
     sc.grammar = grammar;

@@ -1,7 +1,8 @@
 // Probe: are a sequence's logits bit-identical whatever else is decoded with it?
 // Decodes a reference sequence alone, then beside 1..15 other sequences, in two ways: in the same
 // batches (their prompts mixed with its decoding), and in their own decode calls (they only share
-// the KV cache). Prints the largest logit difference per case. usage: batch_invariance_probe MODEL [steps] [threads] [--strict]
+// the KV cache). Prints the largest logit difference per case. usage: batch_invariance_probe MODEL [steps] [threads] [--strict] [--batch-invariant]
+// (--batch-invariant sets the session option of that name, as ikllm-batch does.)
 // Exit 0 (with --strict: only when every size matches bit for bit, else 1), 77 when the model is absent.
 #include <cmath>
 #include <cstdio>
@@ -21,12 +22,13 @@ struct Probe {
 // Greedy-decodes `steps` tokens of sequence 0 (prompt ref) while `others` extra sequences run
 // beside it: their prompts are fed in pieces mixed with seq 0's steps, then they decode too.
 std::vector<std::vector<float>> run(const Probe& p, const std::vector<ikllm_token>& ref, int others, int steps,
-                                    int n_threads, bool separate = false) {
+                                    int n_threads, bool invariant, bool separate = false) {
     ikllm_options* so = nullptr;
     ikllm_options_create(IKLLM_OPTIONS_SESSION, &so);
     ikllm_options_set_int(so, "n_ctx", 4096);
     ikllm_options_set_int(so, "n_seq_max", others + 1);
     if (n_threads > 0) ikllm_options_set_int(so, "n_threads", n_threads);
+    if (invariant) ikllm_options_set_int(so, "batch_invariant", 1);
     ikllm_session* s = nullptr;
     if (ikllm_session_create(p.model, so, &s) != IKLLM_OK) {
         std::fprintf(stderr, "session: %s\n", ikllm_last_error());
@@ -110,7 +112,7 @@ std::vector<std::vector<float>> run(const Probe& p, const std::vector<ikllm_toke
 
 int main(int argc, char** argv) {
     if (argc < 2) {
-        std::fprintf(stderr, "usage: batch_invariance_probe MODEL.gguf [steps] [threads] [--strict]\n");
+        std::fprintf(stderr, "usage: batch_invariance_probe MODEL.gguf [steps] [threads] [--strict] [--batch-invariant]\n");
         return 2;
     }
     FILE* f = std::fopen(argv[1], "rb");
@@ -119,8 +121,16 @@ int main(int argc, char** argv) {
         return 77;
     }
     std::fclose(f);
-    const int steps = argc > 2 ? std::atoi(argv[2]) : 12;
-    const int threads = argc > 3 ? std::atoi(argv[3]) : 0;
+    std::vector<std::string> pos_args;
+    bool strict = false, invariant = false;
+    for (int i = 2; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--strict") strict = true;
+        else if (a == "--batch-invariant") invariant = true;
+        else pos_args.push_back(a);
+    }
+    const int steps = pos_args.size() > 0 ? std::atoi(pos_args[0].c_str()) : 12;
+    const int threads = pos_args.size() > 1 ? std::atoi(pos_args[1].c_str()) : 0;
     ikllm_lib* lib = nullptr;
     ikllm_lib_create(0, &lib);
     Probe p;
@@ -131,11 +141,11 @@ int main(int argc, char** argv) {
     p.n_vocab = ikllm_model_n_vocab(p.model);
     std::vector<ikllm_token> ref = {1};
     for (int i = 0; i < 20; ++i) ref.push_back((ikllm_token)(200 + i * 53 % 1700));
-    const auto alone = run(p, ref, 0, steps, threads);
+    const auto alone = run(p, ref, 0, steps, threads, invariant);
     bool all_same = true;
     for (int mode = 0; mode < 2; ++mode)
     for (int others : {1, 3, 7, 15}) {
-        const auto mixed = run(p, ref, others, steps, threads, mode == 1);
+        const auto mixed = run(p, ref, others, steps, threads, invariant, mode == 1);
         double max_diff = 0;
         int first_step = -1;
         for (int st = 0; st < steps; ++st)
@@ -152,6 +162,5 @@ int main(int argc, char** argv) {
     }
     ikllm_model_free(p.model);
     ikllm_lib_free(lib);
-    const bool strict = argc > 4 && std::string(argv[4]) == "--strict";
     return all_same || !strict ? 0 : 1;
 }
