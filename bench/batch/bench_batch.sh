@@ -5,6 +5,7 @@
 # Prints a markdown table. Runs niced (shared machines); timings include model loading.
 # The one-process-per-document rate is measured on the first ONE_DOCS documents (it is the slow
 # baseline; every document costs the same there; 0 skips it).
+# Extra ikllm-batch flags for every run: BATCH_ARGS (e.g. --no-batch-invariance).
 # usage: bench/batch/bench_batch.sh BUILD_DIR MODEL.gguf [N_DOCS=32] [MAX_TOKENS=48] [THREADS=2]
 #                                   [PARALLEL="1 4 8 16"] [ONE_DOCS=N_DOCS] [DOC_WORDS=60]
 # Documents have DOC_WORDS to DOC_WORDS+29 words: short documents with long outputs show the decoding
@@ -34,7 +35,7 @@ measure() {
   local t0 t1
   t0=$(date +%s.%N)
   nice -n 10 "$tool" run --model "$model" --input "$work/docs.jsonl" --task "$work/task.json" --out "$out" \
-    --threads "$threads" "$@" 2> "$work/log.txt"
+    --threads "$threads" ${BATCH_ARGS:-} "$@" 2> "$work/log.txt"
   t1=$(date +%s.%N)
   local line; line=$(grep 'done:' "$work/log.txt" | tail -1)
   local prompt gen

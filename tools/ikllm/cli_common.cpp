@@ -34,7 +34,7 @@ Args parse(int argc, char** argv, const std::vector<std::string>& flags) {
         if (s.size() > 1 && s[0] == '-' && !(s.size() > 1 && std::isdigit((unsigned char)s[1]))) {
             // Flags every command understands (model loading, logging) plus the command's own.
             bool is_flag = s == "--verbose" || s == "--no-mmap" || s == "-rtr" || s == "--run-time-repack" ||
-                           s == "--huge-pages";
+                           s == "--huge-pages" || s == "--batch-invariant";
             for (auto& f : flags) is_flag |= f == s;
             if (is_flag) {
                 a.opts[s];
@@ -126,6 +126,7 @@ ikllm_options* session_options(const Args& a, int n_seq, int default_ctx) {
     if (a.has("--attn-scratch-mib"))
         check(ikllm_options_set_float(so, "attn_scratch_mib", a.get_float("--attn-scratch-mib", 0)),
               "option --attn-scratch-mib");
+    if (a.has("--batch-invariant")) check(ikllm_options_set_int(so, "batch_invariant", 1), "option --batch-invariant");
     return so;
 }
 
