@@ -5,7 +5,8 @@
 # Prints a markdown table. Runs niced (shared machines); timings include model loading.
 # The one-process-per-document rate is measured on the first ONE_DOCS documents (it is the slow
 # baseline; every document costs the same there; 0 skips it).
-# Extra ikllm-batch flags for every run: BATCH_ARGS (e.g. --no-batch-invariance).
+# Extra ikllm-batch flags for every run: BATCH_ARGS (e.g. --no-batch-invariance); REPEAT=R runs the
+# --parallel list R times, interleaved, and reports median seconds.
 # usage: bench/batch/bench_batch.sh BUILD_DIR MODEL.gguf [N_DOCS=32] [MAX_TOKENS=48] [THREADS=2]
 #                                   [PARALLEL="1 4 8 16"] [ONE_DOCS=N_DOCS] [DOC_WORDS=60]
 # Documents have DOC_WORDS to DOC_WORDS+29 words: short documents with long outputs show the decoding
@@ -72,12 +73,23 @@ if [ "$one_docs" -gt 0 ]; then
   one_rate=$(echo "$one_docs / $one_s" | bc -l)
 fi
 
+# REPEAT rounds over the --parallel list (interleaved, so that a slow spell of a shared machine
+# hits every mode alike); each row reports the median round.
+repeat=${REPEAT:-1}
+declare -A all_s
 results=()
+for ((round = 0; round < repeat; ++round)); do
+  for p in $parallel_list; do
+    read -r s d pr g < <(measure "$work/p$p.jsonl" --parallel "$p")
+    all_s[$p]+="$s "
+    [ "$round" = 0 ] && results+=("$p $d $pr $g")
+  done
+done
+median() { tr ' ' '\n' <<< "$1" | grep -v '^$' | sort -g | awk '{v[NR] = $1} END {print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}'; }
 p1_rate=0
-for p in $parallel_list; do
-  read -r s d pr g < <(measure "$work/p$p.jsonl" --parallel "$p")
-  results+=("$p $s $d $pr $g")
-  [ "$p" = 1 ] && p1_rate=$(echo "$d / $s" | bc -l)
+for r in "${results[@]}"; do
+  read -r p d pr g <<< "$r"
+  [ "$p" = 1 ] && p1_rate=$(echo "$d / $(median "${all_s[1]}")" | bc -l)
 done
 echo "| mode | seconds | documents/s | generated tokens/s | all tokens/s | speed-up vs one process per document | speed-up vs --parallel 1 |"
 echo "| --- | --- | --- | --- | --- | --- | --- |"
@@ -87,6 +99,9 @@ if [ "$one_docs" -gt 0 ]; then
   row "$label" "$one_s" "$one_docs" "$prompt" "$gen" 0 0
 fi
 for r in "${results[@]}"; do
-  read -r p s d pr g <<< "$r"
-  row "--parallel $p" "$s" "$d" "$pr" "$g" "$one_rate" "$p1_rate"
+  read -r p d pr g <<< "$r"
+  row "--parallel $p" "$(median "${all_s[$p]}")" "$d" "$pr" "$g" "$one_rate" "$p1_rate"
 done
+if [ "$repeat" -gt 1 ]; then
+  for p in $parallel_list; do echo "--parallel $p: seconds per round ${all_s[$p]}(median in the table)"; done
+fi
