@@ -166,6 +166,27 @@ inline __m512i uvalues2(const uint8_t* b) {
     return _mm512_add_epi8(values2<P>(b), _mm512_set1_epi8((char)P::kOffset));
 }
 
+// The blocks after the last full group of 4 (one row, one token), in SymTileAccum order: each adds
+// its 8 quad sums to the 8 lanes and a quarter of its offset term to each side lane; then the
+// final reduction ((lo + hi) + side, summed as (x0 + x2) + (x1 + x3)).
+template <class P>
+inline float sym_finish(const uint8_t* wr, int64_t ne0, const uint8_t* act_t, __m256 acc, __m128 side) {
+    const int64_t nb = ne0 / 32;
+    for (int64_t ib = nb / 4 * 4; ib < nb; ++ib) {  // 36-byte activation blocks
+        const uint8_t* wb = wr + ib * P::kBytes;
+        const __m256i u = _mm256_add_epi8(P::values(wb), _mm256_set1_epi8((char)P::kOffset));
+        const float dw = P::scale(wb);
+        const quant::Q8x4BlockRef ab = quant::q8_2_x4_block(act_t, ne0, ib);
+        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs));
+        const __m256i q = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, a);
+        const float da = bf16_to_f32(ab.d_bf16);
+        const float quarter = ((-dw * (float)P::kOffset) * (da * (float)ab.sum)) * 0.25f;
+        side = _mm_add_ps(side, _mm_set1_ps(quarter));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(dw * da), _mm256_cvtepi32_ps(q), acc);
+    }
+    return hsum128(_mm_add_ps(_mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)), side));
+}
+
 template <class P, int R, int T>
 void tile_sym(const uint8_t* wr, size_t wrb, int64_t ne0, const uint8_t* act, size_t arb, float* y, int64_t ys) {
     const int64_t nb = ne0 / 32, ng = nb / 4;
@@ -208,28 +229,8 @@ void tile_sym(const uint8_t* wr, size_t wrb, int64_t ne0, const uint8_t* act, si
             }
         }
     }
-    for (int64_t ib = 4 * ng; ib < nb; ++ib) {  // leftover blocks: 36-byte activation blocks
-        for (int r = 0; r < R; ++r) {
-            const uint8_t* wb = wr + r * wrb + ib * P::kBytes;
-            const __m256i u = _mm256_add_epi8(P::values(wb), _mm256_set1_epi8((char)P::kOffset));
-            const float dw = P::scale(wb);
-            for (int t = 0; t < T; ++t) {
-                const quant::Q8x4BlockRef ab = quant::q8_2_x4_block(act + t * arb, ne0, ib);
-                const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs));
-                const __m256i q = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, a);
-                const float da = bf16_to_f32(ab.d_bf16);
-                const float quarter = ((-dw * (float)P::kOffset) * (da * (float)ab.sum)) * 0.25f;
-                side[r][t] = _mm_add_ps(side[r][t], _mm_set1_ps(quarter));
-                acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * da), _mm256_cvtepi32_ps(q), acc[r][t]);
-            }
-        }
-    }
     for (int r = 0; r < R; ++r)
-        for (int t = 0; t < T; ++t) {
-            const __m128 x = _mm_add_ps(
-                _mm_add_ps(_mm256_castps256_ps128(acc[r][t]), _mm256_extractf128_ps(acc[r][t], 1)), side[r][t]);
-            y[t * ys + r] = hsum128(x);
-        }
+        for (int t = 0; t < T; ++t) y[t * ys + r] = sym_finish<P>(wr + r * wrb, ne0, act + t * arb, acc[r][t], side[r][t]);
 }
 
 // Token-pair form of tile_sym for small batches (decoding many sequences at once): the same
@@ -333,22 +334,9 @@ void tile_sym_pairs(const uint8_t* wr, size_t wrb, int64_t ne0, const PairGroup*
         for (int p = 0; p < NP; ++p)
             for (int k = 0; k < 2 && 2 * p + k < ntok; ++k) {
                 const int t = 2 * p + k;
-                __m256 a = k == 0 ? _mm512_castps512_ps256(acc[r][p]) : _mm512_extractf32x8_ps(acc[r][p], 1);
-                __m128 sd = k == 0 ? _mm256_castps256_ps128(side[r][p]) : _mm256_extractf128_ps(side[r][p], 1);
-                for (int64_t ib = 4 * ng; ib < nb; ++ib) {  // leftover blocks, as in tile_sym
-                    const uint8_t* wb = wr + r * wrb + ib * P::kBytes;
-                    const __m256i u = _mm256_add_epi8(P::values(wb), _mm256_set1_epi8((char)P::kOffset));
-                    const float dw = P::scale(wb);
-                    const quant::Q8x4BlockRef ab = quant::q8_2_x4_block(act + t * arb, ne0, ib);
-                    const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs));
-                    const __m256i q = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, av);
-                    const float da = bf16_to_f32(ab.d_bf16);
-                    const float quarter = ((-dw * (float)P::kOffset) * (da * (float)ab.sum)) * 0.25f;
-                    sd = _mm_add_ps(sd, _mm_set1_ps(quarter));
-                    a = _mm256_fmadd_ps(_mm256_set1_ps(dw * da), _mm256_cvtepi32_ps(q), a);
-                }
-                const __m128 x = _mm_add_ps(_mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1)), sd);
-                y[t * ys + r] = hsum128(x);
+                const __m256 a = k == 0 ? _mm512_castps512_ps256(acc[r][p]) : _mm512_extractf32x8_ps(acc[r][p], 1);
+                const __m128 sd = k == 0 ? _mm256_castps256_ps128(side[r][p]) : _mm256_extractf128_ps(side[r][p], 1);
+                y[t * ys + r] = sym_finish<P>(wr + r * wrb, ne0, act + t * arb, a, sd);
             }
 }
 
@@ -361,8 +349,6 @@ constexpr std::array<PairFn, R * NP> make_pair_fns(std::index_sequence<I...>) {
 template <class P>
 void run_sym_pairs(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
                    int64_t nt, float* y, int64_t ys) {
-    using PairFn = void (*)(const uint8_t*, size_t, int64_t, const PairGroup*, const uint8_t*, size_t, int, float*,
-                            int64_t);
     // One row at a time against up to 8 pairs measured fastest (2 rows x 4 pairs: -20% at 16 tokens).
     constexpr int kR = 1, kNP = 8;
     static constexpr auto fns = make_pair_fns<P, kR, kNP>(std::make_index_sequence<kR * kNP>{});
