@@ -6,7 +6,8 @@
 # usage: tests/fuzz/run.sh [SECONDS] [TARGET...]
 # IKLLM_FUZZ_FIXED=1 (test.sh): instead of SECONDS, a fixed number of executions per target
 # (about 20-30 s each on a 2-core machine) with a fixed seed, so a CI smoke is reproducible and
-# only fails on a change, not on the luck of a run; long campaigns use SECONDS.
+# only fails on a change, not on the luck of a run; long campaigns use SECONDS, or IKLLM_FUZZ_RUNS=N
+# for N executions per target (the 10^7 campaign: IKLLM_FUZZ_RUNS=10000000 tests/fuzz/run.sh 0 TARGET...).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -67,6 +68,8 @@ run_one() {
     # Reproducible: a fresh corpus, a fixed seed and a fixed number of executions.
     rm -rf "$corpus" && mkdir -p "$corpus"
     budget=(-runs="$(runs_for "$t")" -seed=1)
+  elif [ -n "${IKLLM_FUZZ_RUNS:-}" ]; then
+    budget=(-runs="$IKLLM_FUZZ_RUNS")  # a campaign of that many executions (corpus kept)
   fi
   set +e
   ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=0" UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
