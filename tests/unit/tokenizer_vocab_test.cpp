@@ -458,7 +458,8 @@ TEST(TokenizerVocab, InconsistentDataRejected) {
 
 // Encodes 2 MB with each tokenizer family and prints the speed. Informative only: speed is not
 // asserted in unit tests (a loaded machine or a sanitizer build would make it flaky); the brief's
-// "a few MB/s" is read off this output (release build: 1.0-2.8 MB/s on the 2-core machine).
+// "a few MB/s" is read off this output (release build on the 2-core machine: 5.6-25.6 MB/s;
+// under ASan about 1-3 MB/s).
 TEST(TokenizerVocab, Throughput) {
     IKLLM_REQUIRE_REFDATA();
     const std::string base = test::read_text_file(vocab_path("llama-bpe") + ".inp");
