@@ -11,7 +11,8 @@ import harness
 
 
 def stream(port, max_tokens, out):
-    data = json.dumps({"prompt": "Go on", "max_tokens": max_tokens, "stream": True}).encode()
+    # A fixed seed: with a random one the random-weight model can end the stream early (end of text).
+    data = json.dumps({"prompt": "Go on", "max_tokens": max_tokens, "stream": True, "seed": 7}).encode()
     s = socket.create_connection(("127.0.0.1", port), timeout=60)
     s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n"
               b"Content-Length: %d\r\n\r\n" % len(data) + data)
