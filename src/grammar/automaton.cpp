@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 
 #include "core/error.h"
 #include "grammar/token_trie.h"
@@ -27,54 +28,63 @@ int32_t Automaton::build_initial() {
 
 uint32_t Automaton::frame(uint32_t pos, int32_t parent) {
     const uint64_t key = ((uint64_t)pos << 32) | (uint32_t)parent;
-    auto [it, fresh] = frame_ids_.try_emplace(key, (uint32_t)frames_.size());
+    bool fresh = false;
+    const uint32_t id = frame_ids_.intern(key, (uint32_t)frames_.size(), &fresh);
     if (fresh) {
         frames_.push_back({pos, parent});
         seen_.push_back(0);
     }
-    return it->second;
+    return id;
 }
 
 // A frame positioned at element pos (over parent). Frames at the end of their alternative are
 // never stored: finishing one resumes the parent directly (so right recursion, the form every
 // repetition takes, does not grow the stack).
 void Automaton::enter(uint32_t pos, int32_t parent) {
-    if (g_->elems[pos].kind == ByteGrammar::kEnd) {
-        resume(parent);
-        return;
-    }
-    expand(frame(pos, parent));
+    if (g_->elems[pos].kind == ByteGrammar::kEnd) resume(parent);
+    else expand(frame(pos, parent));
 }
 
 void Automaton::resume(int32_t parent) {
-    if (parent < 0) {
-        out_accept_ = true;
-        return;
-    }
-    expand((uint32_t)parent);
+    if (parent < 0) out_accept_ = true;
+    else expand((uint32_t)parent);
 }
 
+// Expands frame f and everything reachable from it without reading a byte. An explicit work
+// list, not recursion: a grammar like ("a"?){0,99999} chains 10^5 empty steps, which would
+// overflow the native stack.
 void Automaton::expand(uint32_t f) {
-    if (seen_[f] == stamp_) return;  // already expanded in this step
-    seen_[f] = stamp_;
-    const Frame fr = frames_[f];
-    const ByteGrammar::Elem& e = g_->elems[fr.pos];
-    if (e.kind == ByteGrammar::kBytes) {
-        out_.push_back(f);
-        return;
-    }
-    // A rule reference: its alternatives run over the continuation of this frame.
-    const uint32_t cont = fr.pos + 1;
-    const int32_t below = g_->elems[cont].kind == ByteGrammar::kEnd ? fr.parent : (int32_t)frame(cont, fr.parent);
-    for (uint32_t a : g_->alts[e.value]) {
-        if (g_->elems[a].kind == ByteGrammar::kEnd) resume(below);
-        else expand(frame(a, below));
+    work_.clear();
+    work_.push_back(f);
+    while (!work_.empty()) {
+        const uint32_t cur = work_.back();
+        work_.pop_back();
+        if (seen_[cur] == stamp_) continue;  // already expanded in this step
+        seen_[cur] = stamp_;
+        const Frame fr = frames_[cur];
+        const ByteGrammar::Elem& e = g_->elems[fr.pos];
+        if (e.kind == ByteGrammar::kBytes) {
+            out_.push_back(cur);
+            continue;
+        }
+        // A rule reference: its alternatives run over the continuation of this frame.
+        const uint32_t cont = fr.pos + 1;
+        const int32_t below =
+            g_->elems[cont].kind == ByteGrammar::kEnd ? fr.parent : (int32_t)frame(cont, fr.parent);
+        for (uint32_t a : g_->alts[e.value]) {
+            if (g_->elems[a].kind != ByteGrammar::kEnd) work_.push_back(frame(a, below));
+            else if (below < 0) out_accept_ = true;
+            else work_.push_back((uint32_t)below);
+        }
     }
 }
 
 int32_t Automaton::intern_out() {
     std::sort(out_.begin(), out_.end());
     out_.erase(std::unique(out_.begin(), out_.end()), out_.end());
+    if (out_.size() > kMaxStacks)
+        fail(Status::grammar_error, "grammar too ambiguous: more than the limit of " + std::to_string(kMaxStacks) +
+                                        " ways to continue at once");
     if (out_.empty() && !out_accept_) return kDead;
     std::string key((const char*)out_.data(), out_.size() * sizeof(uint32_t));
     key += out_accept_ ? '\1' : '\0';
@@ -111,39 +121,72 @@ int32_t Automaton::compute(int32_t s, uint8_t b) {
     return t;
 }
 
-// Breadth-first over the set of states reachable by k plain bytes: the first level holding a
-// dead end gives the depth; a level equal to the previous one repeats forever.
+// Breadth-first over the states reachable by plain bytes, each examined once (a state first
+// reached after j bytes dies no sooner from there than from j): the first level holding a dead
+// end gives the depth. A state whose depth is already known is not expanded: it ends the search
+// k + its depth bytes away. The search gives up after kMaxVisited states (only hostile grammars
+// come near: free-text states loop back on themselves), or after stepping kMaxWork stacks, with
+// the depth verified so far, a safe lower bound (callers then check byte by byte), so each state
+// costs bounded work.
 int32_t Automaton::compute_plain_depth(int32_t s) {
     constexpr int32_t kCap = 127;
-    std::vector<int32_t> level{s}, next_level;
-    int32_t depth = 0;
-    while (depth < kCap) {
+    constexpr size_t kMaxVisited = 16;
+    constexpr size_t kMaxWork = 1u << 14;  // stacks stepped through for new transitions
+    size_t work = 0;
+    int32_t best = kCap;  // the answer so far (kCap: no dead end found)
+    std::vector<int32_t> level{s}, next_level, fresh, merged;
+    std::vector<int32_t> visited{s};  // sorted
+    int32_t depth = 0;                // strings of up to `depth` plain bytes are known to survive
+    while (depth < best) {
         next_level.clear();
         for (int32_t x : level)
             for (int b = 0x20; b <= 0x7E; ++b) {
                 if (!is_plain_byte((uint8_t)b)) continue;
+                ++plain_depth_steps_;
+                if (row(x)[b] == kUnknown) {  // a new transition: work in proportion to the stacks
+                    work += states_[x].stacks.size() + 1;
+                    if (work > kMaxWork) {
+                        best = std::min(best, depth);
+                        goto done;
+                    }
+                }
                 const int32_t t = next(x, (uint8_t)b);
                 if (t == kDead) {
-                    plain_depth_[s] = (int8_t)depth;
-                    return depth;
+                    best = depth;
+                    goto done;
                 }
                 next_level.push_back(t);
             }
         std::sort(next_level.begin(), next_level.end());
         next_level.erase(std::unique(next_level.begin(), next_level.end()), next_level.end());
         ++depth;
-        if (next_level == level) {
-            depth = kCap;
+        // Keep only states not seen at a shorter distance; known ones end their branch.
+        fresh.clear();
+        std::set_difference(next_level.begin(), next_level.end(), visited.begin(), visited.end(),
+                            std::back_inserter(fresh));
+        level.clear();
+        for (int32_t t : fresh) {
+            if (plain_depth_[t] >= 0) best = std::min(best, depth + plain_depth_[t]);
+            else level.push_back(t);
+        }
+        if (level.empty()) break;  // every continuation was examined
+        if (visited.size() + fresh.size() > kMaxVisited) {
+            best = std::min(best, depth);
             break;
         }
-        level.swap(next_level);
+        merged.clear();
+        std::merge(visited.begin(), visited.end(), fresh.begin(), fresh.end(), std::back_inserter(merged));
+        visited.swap(merged);
     }
-    plain_depth_[s] = (int8_t)depth;
-    return depth;
+done:
+    best = std::min(best, kCap);
+    plain_depth_[s] = (int8_t)best;
+    return best;
 }
 
 size_t Automaton::memory_bytes() const {
-    size_t n = frames_.size() * (sizeof(Frame) + 24 + sizeof(uint32_t)) + trans_.size() * sizeof(int32_t);
+    size_t n = frames_.size() * (sizeof(Frame) + sizeof(uint32_t)) + frame_ids_.memory_bytes() +
+               trans_.size() * sizeof(int32_t);
     for (const State& st : states_) n += st.stacks.size() * (2 * sizeof(uint32_t)) + 64;
     return n;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "grammar/byte_grammar.h"
+#include "grammar/frame_table.h"
 
 namespace ikllm::grammar {
 
@@ -18,6 +19,10 @@ class Automaton {
 public:
     static constexpr int32_t kDead = -1;
     static constexpr int32_t kUnknown = -2;
+    // Most parse stacks one state may hold: each byte costs work in proportion, so a grammar
+    // ambiguous enough to exceed it (e.g. ("a"?){0,5000}: 5 000 ways after any "a") fails
+    // with a grammar error instead of slowing every step down without bound.
+    static constexpr size_t kMaxStacks = 4096;
 
     explicit Automaton(std::shared_ptr<const ByteGrammar> g);
 
@@ -37,6 +42,9 @@ public:
         const int8_t d = plain_depth_[s];
         return d >= 0 ? d : compute_plain_depth(s);
     }
+
+    // Transitions looked at by plain_depth so far (each search looks at a state's at most once).
+    uint64_t plain_depth_steps() const { return plain_depth_steps_; }
 
     bool accepting(int32_t s) const { return states_[s].accept; }     // the start rule is complete
     bool can_continue(int32_t s) const { return !states_[s].stacks.empty(); }  // more bytes may follow
@@ -59,15 +67,17 @@ private:
     };
     std::shared_ptr<const ByteGrammar> g_;
     std::vector<Frame> frames_;
-    std::unordered_map<uint64_t, uint32_t> frame_ids_;
+    FrameTable frame_ids_;
     std::vector<State> states_;
     std::unordered_map<std::string, int32_t> state_ids_;
     std::vector<int32_t> trans_;
     std::vector<int8_t> plain_depth_;  // per state, -1 = not computed
+    uint64_t plain_depth_steps_ = 0;
     int32_t initial_ = 0;
     // scratch for one step
     std::vector<uint32_t> out_;
     bool out_accept_ = false;
+    std::vector<uint32_t> work_;  // frames left to expand
     std::vector<uint32_t> seen_;  // per frame: stamp of the last step that expanded it
     uint32_t stamp_ = 0;
 

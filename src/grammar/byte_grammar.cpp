@@ -118,27 +118,39 @@ private:
 // matcher's expansion loop forever; find it up front.
 void check_left_recursion(const ByteGrammar& g, const GrammarIR& ir) {
     const size_t n = g.alts.size();
+    // Nullable rules by a work list (linear; a fixpoint sweep over all rules was quadratic on
+    // long chains of rules): an alternative of only rule references becomes nullable once each
+    // reference is; users[s] lists the alternatives (once per occurrence) that reference s.
     std::vector<char> nullable(n, 0);
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (size_t r = 0; r < n; ++r) {
-            if (nullable[r]) continue;
-            for (uint32_t a : g.alts[r]) {
-                bool all = true;
-                for (uint32_t p = a; g.elems[p].kind != ByteGrammar::kEnd; ++p) {
-                    const auto& e = g.elems[p];
-                    if (e.kind == ByteGrammar::kBytes || !nullable[e.value]) {
-                        all = false;
-                        break;
-                    }
-                }
-                if (all) {
-                    nullable[r] = 1;
-                    changed = true;
-                    break;
-                }
+    std::vector<uint32_t> alt_rule, pending;
+    std::vector<std::vector<uint32_t>> users(n);
+    std::vector<uint32_t> ready;
+    for (size_t r = 0; r < n; ++r)
+        for (uint32_t a : g.alts[r]) {
+            bool bytes = false;
+            uint32_t refs = 0;
+            for (uint32_t p = a; g.elems[p].kind != ByteGrammar::kEnd; ++p) {
+                if (g.elems[p].kind == ByteGrammar::kBytes) bytes = true;
+                else ++refs;
+            }
+            if (bytes) continue;
+            const uint32_t id = (uint32_t)alt_rule.size();
+            alt_rule.push_back((uint32_t)r);
+            pending.push_back(refs);
+            for (uint32_t p = a; g.elems[p].kind != ByteGrammar::kEnd; ++p) users[g.elems[p].value].push_back(id);
+            if (refs == 0 && !nullable[r]) {
+                nullable[r] = 1;
+                ready.push_back((uint32_t)r);
             }
         }
+    while (!ready.empty()) {
+        const uint32_t s = ready.back();
+        ready.pop_back();
+        for (uint32_t id : users[s])
+            if (--pending[id] == 0 && !nullable[alt_rule[id]]) {
+                nullable[alt_rule[id]] = 1;
+                ready.push_back(alt_rule[id]);
+            }
     }
     // Edges r -> s when s can be the first thing r expands to.
     std::vector<std::vector<uint32_t>> first(n);

@@ -44,21 +44,25 @@ private:
     std::map<std::string, uint32_t> names_;
     std::map<uint32_t, size_t> first_use_;  // rule -> offset of its first reference
     std::map<uint32_t, int> generated_;     // owner rule -> count of generated helper rules
+    uint64_t items_ = 0;                    // items in all rules so far (kMaxGrammarItems)
+    // Last offset line_col() was asked for and its answer: offsets mostly grow, so each call
+    // continues from there (rescanning from the start made long grammars quadratic).
+    size_t lc_off_ = 0;
+    int lc_line_ = 1, lc_col_ = 1;
 
-    [[noreturn]] void error_at(size_t off, const std::string& msg) const {
-        int line = 1, col = 1;
-        for (size_t i = 0; i < off && i < s_.size(); ++i) {
-            const unsigned char c = (unsigned char)s_[i];
-            if (c == '\n') {
-                ++line;
-                col = 1;
-            } else if ((c & 0xC0) != 0x80) {
-                ++col;
-            }
-        }
+    void grow(uint64_t n, size_t at) {
+        items_ += n;
+        if (items_ > kMaxGrammarItems)
+            error_at(at, "grammar too large: over the limit of " + std::to_string(kMaxGrammarItems) +
+                             " items once repetitions are expanded");
+    }
+
+    [[noreturn]] void error_at(size_t off, const std::string& msg) {
+        int line, col;
+        line_col(off, &line, &col);
         fail(Status::grammar_error, "line " + std::to_string(line) + ", column " + std::to_string(col) + ": " + msg);
     }
-    [[noreturn]] void error(const std::string& msg) const { error_at(p_, msg); }
+    [[noreturn]] void error(const std::string& msg) { error_at(p_, msg); }
 
     bool eof() const { return p_ >= s_.size(); }
     char peek(size_t k = 0) const { return p_ + k < s_.size() ? s_[p_ + k] : '\0'; }
@@ -132,17 +136,23 @@ private:
         return id;
     }
 
-    void line_col(size_t off, int* line, int* col) const {
-        *line = 1;
-        *col = 1;
-        for (size_t i = 0; i < off && i < s_.size(); ++i) {
+    void line_col(size_t off, int* line, int* col) {
+        off = std::min(off, s_.size());
+        if (off < lc_off_) {
+            lc_off_ = 0;
+            lc_line_ = lc_col_ = 1;
+        }
+        for (size_t i = lc_off_; i < off; ++i) {
             if (s_[i] == '\n') {
-                ++*line;
-                *col = 1;
+                ++lc_line_;
+                lc_col_ = 1;
             } else if (((unsigned char)s_[i] & 0xC0) != 0x80) {
-                ++*col;
+                ++lc_col_;
             }
         }
+        lc_off_ = off;
+        *line = lc_line_;
+        *col = lc_col_;
     }
 
     std::string parse_name() {
@@ -293,6 +303,7 @@ private:
     void repeat(Sequence& seq, Sequence&& atom, uint32_t owner, size_t off, uint64_t mn, int64_t mx) {
         if (atom.empty()) return;
         if (mx == 0) return;
+        grow(mn + 2 * (mx < 0 ? 1 : (uint64_t)mx - mn), off);
         Item x = as_item(std::move(atom), owner, off);
         for (uint64_t i = 0; i < mn; ++i) seq.push_back(x);
         if (mx < 0) {  // R ::= x R | empty
@@ -306,10 +317,14 @@ private:
         uint32_t prev = 0;
         for (uint64_t k = 1; k <= (uint64_t)mx - mn; ++k) {
             const uint32_t r = new_rule(owner, off);
-            Sequence s{x};
+            Sequence s;
+            s.reserve(2);
+            s.push_back(x);
             if (k > 1) s.push_back(ref(prev));
-            g_.rules[r].alts.push_back(std::move(s));
-            g_.rules[r].alts.push_back({});
+            auto& alts = g_.rules[r].alts;
+            alts.reserve(2);
+            alts.push_back(std::move(s));
+            alts.emplace_back();
             prev = r;
         }
         if ((uint64_t)mx > mn) seq.push_back(ref(prev));
@@ -346,6 +361,8 @@ private:
                 it.ranges = complement_ranges({});
                 atom.push_back(std::move(it));
             } else if (c == '(') {
+                if (depth >= kMaxNesting)
+                    error_at(at, "parentheses nested deeper than the limit of " + std::to_string(kMaxNesting) + " levels");
                 ++p_;
                 skip_all_space();
                 const uint32_t r = new_rule(owner, at);
@@ -386,6 +403,7 @@ private:
                 if (mx >= 0 && (uint64_t)mx < mn) error_at(op, "repetition maximum is below its minimum");
                 repeat(seq, std::move(atom), owner, op, mn, mx);
             } else {
+                grow(atom.size(), at);
                 for (auto& it : atom) seq.push_back(std::move(it));
                 continue;
             }

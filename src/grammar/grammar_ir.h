@@ -37,6 +37,11 @@ constexpr uint32_t kMaxCodePoint = 0x10FFFF;
 // Largest count of a {m,n} repetition (each copy is expanded: keeps grammars finite in size).
 // The JSON-Schema converter checks its counts against it so its output always compiles.
 constexpr uint64_t kMaxRepeat = 100000;
+// Most items a grammar may hold once repetitions are expanded (~64 MiB of IR), and deepest
+// nesting of parentheses (the parser recurses per level): hostile text gets an error, not an
+// out-of-memory or a native stack overflow.
+constexpr uint64_t kMaxGrammarItems = 1000000;
+constexpr int kMaxNesting = 256;
 
 // Parses GBNF text (see docs/structured-output.md). Throws Error(grammar_error) with
 // "line L, column C: ..." on malformed text, undefined rules or a missing root rule.

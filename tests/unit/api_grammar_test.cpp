@@ -162,3 +162,31 @@ TEST(ApiGrammar, OptionsAreListed) {
     }
     EXPECT_EQ(found, 3);
 }
+
+// A grammar ambiguous enough to exceed the automaton's limit (grammar::Automaton::kMaxStacks):
+// at creation when its start already does, else at the token that gets there; the error names
+// the limit, the sampler keeps its state and works again after a reset.
+TEST(ApiGrammar, AmbiguityLimitIsACleanError) {
+    IKLLM_REQUIRE_REFDATA();
+    Fixture f;
+    ikllm_sampler* s = nullptr;
+    EXPECT_EQ(f.make("grammar", "root ::= (\"a\"?){0,5000} \"c\"", &s), IKLLM_ERR_GRAMMAR);
+    EXPECT_NE(std::string(ikllm_last_error()).find("too ambiguous: more than the limit of 4096"), std::string::npos)
+        << ikllm_last_error();
+    EXPECT_EQ(s, nullptr);
+    ASSERT_EQ(f.make("grammar", "root ::= \"b\" (\"a\"?){0,5000} \"c\" | \"a\"", &s), IKLLM_OK) << ikllm_last_error();
+    const ikllm_token b = f.token_of("b");
+    EXPECT_EQ(ikllm_sampler_accept(s, &b, 1), IKLLM_ERR_GRAMMAR);
+    EXPECT_NE(std::string(ikllm_last_error()).find("too ambiguous"), std::string::npos) << ikllm_last_error();
+    EXPECT_EQ(f.state(s), IKLLM_GRAMMAR_INCOMPLETE);  // still at the start
+    std::vector<float> logits((size_t)f.n_vocab, 0.f);
+    logits[(size_t)b] = 100.f;
+    ikllm_token t = -1;
+    const ikllm_status st = ikllm_sampler_sample_logits(s, logits.data(), f.n_vocab, &t);
+    EXPECT_EQ(st, IKLLM_ERR_GRAMMAR) << ikllm_status_name(st);  // the mask walk steps into "b" too
+    EXPECT_EQ(ikllm_sampler_reset(s), IKLLM_OK);
+    const ikllm_token a = f.token_of("a");
+    EXPECT_EQ(ikllm_sampler_accept(s, &a, 1), IKLLM_OK);
+    EXPECT_EQ(f.state(s), IKLLM_GRAMMAR_DONE);
+    ikllm_sampler_free(s);
+}

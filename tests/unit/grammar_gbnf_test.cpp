@@ -136,3 +136,52 @@ TEST(GrammarGbnf, ErrorsNameLineAndColumn) {
     EXPECT_NE(lr.find("line 2, column 1: rule 'expr' is left-recursive"), std::string::npos) << lr;
     EXPECT_NE(error_of("root ::= (\"a\"?)*").find("left-recursive"), std::string::npos);
 }
+
+// Hostile sizes found by probing the fuzz target's neighbourhood: each used to crash (native stack
+// overflow) or take seconds to a minute; now each compiles and matches, or fails with a limit.
+TEST(GrammarGbnf, DeepNestingIsAnErrorNotAStackOverflow) {
+    const auto nested = [](int n) { return "root ::= " + std::string(n, '(') + "\"a\"" + std::string(n, ')'); };
+    EXPECT_TRUE(matches(nested(200), "a"));
+    const std::string e = error_of(nested(100000));
+    EXPECT_NE(e.find("nested deeper than the limit of 256"), std::string::npos) << e;
+    EXPECT_NE(e.find("line 1, column 266"), std::string::npos) << e;  // the 257th '('
+}
+
+TEST(GrammarGbnf, LongChainsOfEmptySteps) {
+    // 4 000 nullable copies: expanding a state walks all of them (an explicit work list).
+    EXPECT_TRUE(matches("root ::= (\"a\"?){0,4000} \"c\"", "aaac"));
+    EXPECT_TRUE(matches("root ::= (\"a\"?){0,4000} \"c\"", "c"));
+    EXPECT_FALSE(matches("root ::= (\"a\"?){0,4000} \"c\"", "aaa"));
+    // 10^5 of them: every state would hold 10^5 ways to go on, each byte costing as much.
+    try {
+        Automaton a(compile_gbnf("root ::= (\"a\"?){0,99999} \"c\""));
+        ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.status, Status::grammar_error);
+        EXPECT_NE(std::string(e.what()).find("too ambiguous: more than the limit of 4096"), std::string::npos)
+            << e.what();
+    }
+    // 20 000 rules, each only a reference to the next, the last one empty.
+    std::string chain = "root ::= x0 \"!\"\n";
+    for (int i = 0; i < 20000; ++i) {
+        chain += 'x';
+        chain += std::to_string(i);
+        chain += " ::= x";
+        chain += std::to_string(i + 1);
+        chain += '\n';
+    }
+    chain += "x20000 ::= \"\" | \"z\"\n";
+    EXPECT_TRUE(matches(chain, "!"));
+    EXPECT_TRUE(matches(chain, "z!"));
+    // Positions stay right far into a long text, also for an error found before the last one.
+    const std::string e = error_of(chain + "y ::= undefined-rule\n");
+    EXPECT_NE(e.find("line 20003, column 7"), std::string::npos) << e;
+}
+
+TEST(GrammarGbnf, TotalSizeLimit) {
+    std::string big = "root ::=";
+    for (int i = 0; i < 9; ++i) big += " \"a\"{100000}";
+    EXPECT_EQ(error_of(big), "");  // 900 000 items: within the limit
+    const std::string e = error_of(big + " [0-9]{0,60000}");
+    EXPECT_NE(e.find("grammar too large: over the limit of 1000000 items"), std::string::npos) << e;
+}
