@@ -16,6 +16,7 @@
 #include "kernels/act_q8_2_x4_simd.h"
 #include "kernels/legacy_simd.h"
 #include "kernels/legacy_sym_accum.h"
+#include "kernels/sym_lanes_avx2.h"
 #include "quant/act_q8_0.h"
 
 namespace ikllm::cpu {
@@ -256,122 +257,29 @@ constexpr RowTileFn tile_for() {
     else return &row_tile_sym<P, T>;
 }
 
-// Batches (SymBatchAccum order: whole-block sums with offset 127, two float sums per row and
-// token). Eight tokens share a register, one per lane: their activation blocks are transposed
-// once per call so that step s holds every token's bytes 4s..4s+3, and each of the block's 8
-// weight dwords is broadcast against a step (sign/maddubs/madd): after 8 steps every lane holds
-// its token's exact block dot, with no horizontal adds; the float sums then run lane-wise with
-// the reference's operations (bit-identical to the scalar kernel).
-struct alignas(32) LaneBlock {
-    uint8_t q[8][32];  // step s: the 8 tokens' code dwords s
-    int32_t off[8];    // 127 * the tokens' block code sums (the offset part of the dot)
-    float da[8];       // the tokens' block scales
-    float das[8];      // da * block code sum
-};
-
-// Tokens [0, nt) as ceil(nt/8) lane groups x nb blocks (missing tokens of the last group: zeros).
-inline void build_lanes(const uint8_t* act, size_t arb, int64_t ne0, int64_t nt, LaneBlock* out) {
-    const int64_t nb = ne0 / 32, ngr = (nt + 7) / 8;
-    for (int64_t gr = 0; gr < ngr; ++gr)
-        for (int64_t ib = 0; ib < nb; ++ib) {
-            LaneBlock& lb = out[gr * nb + ib];
-            __m256i r[8];
-            for (int l = 0; l < 8; ++l) {
-                const int64_t t = gr * 8 + l;
-                if (t >= nt) {
-                    r[l] = _mm256_setzero_si256();
-                    lb.off[l] = 0;
-                    lb.da[l] = lb.das[l] = 0.0f;
-                    continue;
-                }
-                const quant::Q8x4BlockRef ab = quant::q8_2_x4_block(act + (size_t)t * arb, ne0, ib);
-                r[l] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs));
-                lb.off[l] = kSymBatchOffset * (int32_t)ab.sum;
-                lb.da[l] = bf16_to_f32(ab.d_bf16);
-                lb.das[l] = lb.da[l] * (float)ab.sum;
-            }
-            // 8x8 dword transpose: rows = tokens, columns = steps.
-            __m256i t4[8], t8[8];
-            for (int l = 0; l < 8; l += 2) {
-                t4[l] = _mm256_unpacklo_epi32(r[l], r[l + 1]);
-                t4[l + 1] = _mm256_unpackhi_epi32(r[l], r[l + 1]);
-            }
-            for (int l = 0; l < 8; l += 4)
-                for (int k = 0; k < 2; ++k) {
-                    t8[l + k] = _mm256_unpacklo_epi64(t4[l + k], t4[l + 2 + k]);
-                    t8[l + 2 + k] = _mm256_unpackhi_epi64(t4[l + k], t4[l + 2 + k]);
-                }
-            // t8[0..3]: steps 0,2,1,3 (low half) / 4,6,5,7 (high half) of tokens 0-3; t8[4..7]: tokens 4-7.
-            const int order[4] = {0, 2, 1, 3};
-            for (int k = 0; k < 4; ++k) {
-                const __m256i lo = _mm256_permute2x128_si256(t8[k], t8[4 + k], 0x20);
-                const __m256i hi = _mm256_permute2x128_si256(t8[k], t8[4 + k], 0x31);
-                _mm256_store_si256(reinterpret_cast<__m256i*>(lb.q[order[k]]), lo);
-                _mm256_store_si256(reinterpret_cast<__m256i*>(lb.q[4 + order[k]]), hi);
-            }
-        }
-}
-
-// One weight row against G lane groups (8 tokens each) whose blocks start at lb (nb per group).
-template <class P, int G>
-void row_tile_lanes(const uint8_t* wr, int64_t nb, const LaneBlock* lb, int ntok, float* y, int64_t ys) {
-    const __m256i ones16 = _mm256_set1_epi16(1);
-    __m256 a[G], b[G];
-    for (int g = 0; g < G; ++g) a[g] = b[g] = _mm256_setzero_ps();
-    alignas(32) int32_t wv[8], wa[8];
-    for (int64_t ib = 0; ib < nb; ++ib) {
-        const uint8_t* wb = wr + ib * P::kBytes;
-        const __m256i v = P::values(wb);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(wv), v);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(wa), _mm256_sign_epi8(v, v));
-        const __m256 dw = _mm256_set1_ps(sym_batch_scale(P::scale(wb), P::kE8M0));
-        __m256i isum[G];
-        for (int g = 0; g < G; ++g) isum[g] = _mm256_load_si256(reinterpret_cast<const __m256i*>(lb[g * nb + ib].off));
-        for (int st = 0; st < 8; ++st) {
-            const __m256i w = _mm256_set1_epi32(wv[st]), aw = _mm256_set1_epi32(wa[st]);
-            for (int g = 0; g < G; ++g) {
-                const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(lb[g * nb + ib].q[st]));
-                isum[g] = _mm256_add_epi32(isum[g], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(q, w)), ones16));
-            }
-        }
-        for (int g = 0; g < G; ++g) {
-            const LaneBlock& B = lb[g * nb + ib];
-            a[g] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_load_ps(B.da)), _mm256_cvtepi32_ps(isum[g]), a[g]);
-            b[g] = _mm256_fmadd_ps(dw, _mm256_load_ps(B.das), b[g]);
-        }
-    }
-    for (int g = 0; g < G; ++g) {
-        alignas(32) float out[8];
-        _mm256_store_ps(out, _mm256_fmadd_ps(_mm256_set1_ps(-(float)kSymBatchOffset), b[g], a[g]));
-        for (int l = 0; l < 8 && 8 * g + l < ntok; ++l) y[(8 * g + l) * ys] = out[l];
-    }
-}
-
+// Batches: 8 tokens per register in the SymBatchAccum order (sym_lanes_avx2.h).
 template <class P>
-void rows_batch_sym(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
-                    int64_t nt, float* y, int64_t ys) {
-    constexpr int G = 2;  // 16 tokens per tile: their transposed blocks stay in L2 while the rows stream
-    const int64_t nb = ne0 / 32, ngr = (nt + 7) / 8;
-    std::vector<LaneBlock> lanes((size_t)std::max<int64_t>(1, ngr * nb));
-    build_lanes(act, arb, ne0, nt, lanes.data());
-    for (int64_t gr = 0; gr < ngr; gr += G) {
-        const int gg = (int)std::min<int64_t>(G, ngr - gr);
-        const int ntok = (int)std::min<int64_t>(8 * gg, nt - 8 * gr);
-        for (int64_t r = r0; r < r1; ++r) {
-            const uint8_t* wr = w + (size_t)r * wrb;
-            float* yo = y + 8 * gr * ys + r;
-            if (gg == 2) row_tile_lanes<P, 2>(wr, nb, lanes.data() + gr * nb, ntok, yo, ys);
-            else row_tile_lanes<P, 1>(wr, nb, lanes.data() + gr * nb, ntok, yo, ys);
-        }
-    }
-}
+struct LegacyLaneRows {
+    const uint8_t* w;
+    size_t wrb;
+    struct Row {
+        const uint8_t* wr;
+        __m256i values(int64_t ib) const { return P::values(wr + ib * P::kBytes); }
+        float scale(int64_t ib) const { return sym_batch_scale(P::scale(wr + ib * P::kBytes), P::kE8M0); }
+    };
+    void prepare(int64_t, int64_t) {}
+    Row row(int64_t r) const { return {w + (size_t)r * wrb}; }
+};
 
 template <class P>
 void run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb, int64_t nt,
          float* y, int64_t ys) {
     constexpr int TM = 4;
     if constexpr (!P::kAffine) {
-        if (nt >= kSymBatchTokens) return rows_batch_sym<P>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+        if (nt >= kSymBatchTokens) {
+            LegacyLaneRows<P> rows{w, wrb};
+            return lanes_matmul(rows, ne0, r0, r1, act, arb, nt, y, ys);
+        }
         if (nt >= kStepMinTokens) return run_sym_steps<P>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
     }
     for (int64_t r = r0; r < r1; ++r) {
