@@ -1,13 +1,13 @@
 // Portable kernels of the grid i-quants (quant-formats.md §9) against Q8_K activations (§15):
 // dequantize, then multiply with the decoded activations. Reference for the SIMD paths.
-#include "kernels/interleaved_common.h"
+#include "kernels/grid_int.h"
 
 namespace ikllm::cpu {
 
 KernelTable grid_kernels_scalar() {
     using namespace quant;
     static const MatmulKernel kKernels[] = {
-#define K(T) {T, Isa::scalar, &kGtiActQ8K, gti_generic_run<T, decode_q8_k_row>}
+#define K(T) {T, Isa::scalar, &kGtiActQ8K, grid_int_run<T>}
         K(T_IQ2_XXS), K(T_IQ2_XS), K(T_IQ2_S), K(T_IQ3_XXS), K(T_IQ3_S), K(T_IQ1_S), K(T_IQ1_M),
 #undef K
     };

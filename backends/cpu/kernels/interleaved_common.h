@@ -163,26 +163,32 @@ inline float grid_block_d(uint32_t type, const uint8_t* b) {
     }
     return gti_half(h);
 }
+// Re-encodes one dequantized block yb (block unit u): q[j] integer codes, returns the scale.
+template <uint32_t Type>
+float grid_conv_block(float u, const float* yb, int q[256]) {
+    constexpr GridConv gc = grid_conv(Type);
+    int mx = 0;
+    for (int j = 0; j < 256; ++j) {
+        q[j] = u == 0.0f ? 0 : (int)std::lround(yb[j] / u);  // exact: w is an exact multiple of u
+        mx = std::max(mx, q[j] < 0 ? -q[j] : q[j]);
+    }
+    float dnew = (float)mx * gc.d0;
+    const bool keep = dnew < 1.0f;
+    if (keep) dnew = 1.0f;
+    const float inv = 1.0f / dnew, scale = gti_round_half(u * dnew);
+    if (!keep)
+        for (int j = 0; j < 256; ++j) q[j] = (int)(((float)q[j] * inv + 12582912.0f) - 12582912.0f);  // RNE
+    return scale;
+}
 // Re-encodes a dequantized grid row y (in place: y = scale * q) from its blocks at `row`.
 template <uint32_t Type>
 void grid_conv_row(const uint8_t* row, float* y, int64_t ne0) {
     constexpr GridConv gc = grid_conv(Type);
     for (int64_t b = 0; b < ne0 / 256; ++b) {
         float* yb = y + 256 * b;
-        const float u = grid_block_d(Type, row + (size_t)b * gc.block_bytes) * gc.unit;
-        int P[256], mx = 0;
-        for (int j = 0; j < 256; ++j) {
-            P[j] = u == 0.0f ? 0 : (int)std::lround(yb[j] / u);  // exact: w is an exact multiple of u
-            mx = std::max(mx, P[j] < 0 ? -P[j] : P[j]);
-        }
-        float dnew = (float)mx * gc.d0;
-        const bool keep = dnew < 1.0f;
-        if (keep) dnew = 1.0f;
-        const float inv = 1.0f / dnew, scale = gti_round_half(u * dnew);
-        for (int j = 0; j < 256; ++j) {
-            const float q = keep ? (float)P[j] : ((float)P[j] * inv + 12582912.0f) - 12582912.0f;  // RNE
-            yb[j] = scale * q;
-        }
+        int q[256];
+        const float scale = grid_conv_block<Type>(grid_block_d(Type, row + (size_t)b * gc.block_bytes) * gc.unit, yb, q);
+        for (int j = 0; j < 256; ++j) yb[j] = scale * (float)q[j];
     }
 }
 

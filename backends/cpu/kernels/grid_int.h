@@ -1,0 +1,245 @@
+// Integer products of the grid i-quants (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M;
+// quant-formats.md §9) against Q8_K activations. Each 256-weight block is decoded once per row into
+// int8 codes with one float scale per 16 weights, weight = scale * code exactly (the IQ2/IQ3 grid
+// magnitudes with their signs; IQ1: codes 8g +- 1 with scale dl/8, since dl * (g +- 1/8) is
+// exact both ways), and every token's product is then integer per 4 weights (maddubs with the
+// sign trick, |code| <= 127) and float per lane. The generic path (dequantize to floats, float
+// dot) spent ~10x longer. Batches of kGridConvMinTokens or more take the reference's re-encoding
+// (grid_conv_block) of the same codes.
+// Anonymous namespace like the other kernel headers: each ISA file compiles its own copy.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "kernels/interleaved_common.h"
+#include "quant/act_q8_k.h"
+#include "quant/grid_tables.h"
+#include "quant/grid_util.h"
+
+namespace ikllm::cpu {
+namespace {
+
+struct GridCodes {
+    int8_t q[256];
+    float qsc[64];  // scale of each group of 4 codes (the 16-weight scale repeated 4 times)
+};
+
+// Byte masks (0xff = negate) of the 8 bits of a plain sign byte.
+struct SignMasks {
+    uint64_t m[256];
+    constexpr SignMasks() : m{} {
+        for (int s = 0; s < 256; ++s)
+            for (int j = 0; j < 8; ++j)
+                if ((s >> j) & 1) m[s] |= (uint64_t)0xff << (8 * j);
+    }
+};
+inline constexpr SignMasks kSignMasks{};
+
+// 8 codes = grid magnitudes (never 0) negated where the mask says: (g ^ m) - m per byte, no
+// carries since no byte of g is 0.
+inline void put_codes(int8_t* q, uint64_t grid, uint64_t mask) {
+    const uint64_t v = (grid ^ mask) + (mask & 0x0101010101010101ull);
+    std::memcpy(q, &v, 8);
+}
+// 8 IQ1 codes: 8 * g + delta, g signed bytes in {-1, 0, 1}, delta +-1.
+inline void put_codes_iq1(int8_t* q, uint64_t grid, int delta) {
+    for (int j = 0; j < 8; ++j) q[j] = (int8_t)(8 * (int8_t)(grid >> (8 * j)) + delta);
+}
+inline void set_scale(GridCodes& o, int k, float s) {  // 16-weight group k
+    for (int i = 0; i < 4; ++i) o.qsc[4 * k + i] = s;
+}
+
+template <uint32_t Type>
+void grid_decode_codes(const uint8_t* src, GridCodes& o) {
+    using namespace quant;
+    if constexpr (Type == T_IQ2_XXS) {
+        const float d = rd_f16(src);
+        for (int ib = 0; ib < 8; ++ib) {
+            const uint8_t* q = src + 2 + 8 * ib;
+            const uint32_t a = rd_u32(q + 4);
+            const float db = (d * (0.5f + (float)(a >> 28))) * 0.25f;
+            set_scale(o, 2 * ib, db);
+            set_scale(o, 2 * ib + 1, db);
+            for (int l = 0; l < 4; ++l) put_codes(o.q + 32 * ib + 8 * l, kIq2xxsGrid[q[l]], kKsigns64[bits(a, 7 * l, 7)]);
+        }
+    } else if constexpr (Type == T_IQ2_XS) {
+        const float d = rd_f16(src);
+        for (int ib = 0; ib < 8; ++ib) {
+            const uint8_t sc = src[66 + ib];
+            for (int h = 0; h < 2; ++h) set_scale(o, 2 * ib + h, (d * (0.5f + (float)nib(sc, h))) * 0.25f);
+            for (int l = 0; l < 4; ++l) {
+                const uint16_t v = rd_u16(src + 2 + 2 * (4 * ib + l));
+                put_codes(o.q + 32 * ib + 8 * l, kIq2xsGrid[v & 511], kKsigns64[v >> 9]);
+            }
+        }
+    } else if constexpr (Type == T_IQ2_S) {
+        const float d = rd_f16(src);
+        for (int ib = 0; ib < 8; ++ib) {
+            const uint8_t sc = src[74 + ib];
+            for (int h = 0; h < 2; ++h) set_scale(o, 2 * ib + h, (d * (0.5f + (float)nib(sc, h))) * 0.25f);
+            for (int l = 0; l < 4; ++l) {
+                const int idx = src[2 + 4 * ib + l] | bits(src[66 + ib], 2 * l, 2) << 8;
+                put_codes(o.q + 32 * ib + 8 * l, kIq2sGrid[idx], kSignMasks.m[src[34 + 4 * ib + l]]);
+            }
+        }
+    } else if constexpr (Type == T_IQ3_XXS) {
+        const float d = rd_f16(src);
+        for (int ib = 0; ib < 8; ++ib) {
+            const uint32_t a = rd_u32(src + 66 + 4 * ib);
+            const float db = (d * (0.5f + (float)(a >> 28))) * 0.5f;
+            set_scale(o, 2 * ib, db);
+            set_scale(o, 2 * ib + 1, db);
+            for (int l = 0; l < 4; ++l) {
+                const uint64_t g = (uint64_t)kIq3xxsGrid[src[2 + 8 * ib + 2 * l]] |
+                                   (uint64_t)kIq3xxsGrid[src[2 + 8 * ib + 2 * l + 1]] << 32;
+                put_codes(o.q + 32 * ib + 8 * l, g, kKsigns64[bits(a, 7 * l, 7)]);
+            }
+        }
+    } else if constexpr (Type == T_IQ3_S) {
+        const float d = rd_f16(src);
+        for (int ib = 0; ib < 8; ++ib) {
+            const float db = d * (float)(1 + 2 * nib(src[106 + ib / 2], ib % 2));
+            set_scale(o, 2 * ib, db);
+            set_scale(o, 2 * ib + 1, db);
+            for (int p = 0; p < 4; ++p) {  // 8 weights: grid entries m = 2p, 2p + 1 and one sign byte
+                const int i0 = src[2 + 8 * ib + 2 * p] | bit(src[66 + ib], 2 * p) << 8;
+                const int i1 = src[2 + 8 * ib + 2 * p + 1] | bit(src[66 + ib], 2 * p + 1) << 8;
+                const uint64_t g = (uint64_t)kIq3sGrid[i0] | (uint64_t)kIq3sGrid[i1] << 32;
+                put_codes(o.q + 32 * ib + 8 * p, g, kSignMasks.m[src[74 + 4 * ib + p]]);
+            }
+        }
+    } else if constexpr (Type == T_IQ1_S) {
+        const float d = rd_f16(src);
+        for (int ib = 0; ib < 8; ++ib) {
+            const uint16_t h = rd_u16(src + 34 + 2 * ib);
+            const float s = (d * (float)(2 * bits(h, 12, 3) + 1)) * 0.125f;
+            set_scale(o, 2 * ib, s);
+            set_scale(o, 2 * ib + 1, s);
+            const int delta = bit(h, 15) ? -1 : 1;
+            for (int l = 0; l < 4; ++l) {
+                const int idx = src[2 + 4 * ib + l] | bits(h, 3 * l, 3) << 8;
+                put_codes_iq1(o.q + 32 * ib + 8 * l, kIq1sGrid[idx], delta);
+            }
+        }
+    } else if constexpr (Type == T_IQ1_M) {
+        uint16_t sc[4];
+        for (int i = 0; i < 4; ++i) sc[i] = rd_u16(src + 48 + 2 * i);
+        const uint16_t u = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000));
+        const float d = f16_to_f32(u);
+        for (int ib = 0; ib < 8; ++ib) {
+            const uint16_t t = sc[ib / 2];
+            const int off = 6 * (ib % 2);
+            set_scale(o, 2 * ib, (d * (float)(2 * bits(t, off, 3) + 1)) * 0.125f);
+            set_scale(o, 2 * ib + 1, (d * (float)(2 * bits(t, off + 3, 3) + 1)) * 0.125f);
+            const uint8_t h0 = src[32 + 2 * ib], h1 = src[33 + 2 * ib];
+            const int idx[4] = {src[4 * ib] | bits(h0, 0, 3) << 8, src[4 * ib + 1] | bits(h0, 4, 3) << 8,
+                                src[4 * ib + 2] | bits(h1, 0, 3) << 8, src[4 * ib + 3] | bits(h1, 4, 3) << 8};
+            const int neg[4] = {bit(h0, 3), bit(h0, 7), bit(h1, 3), bit(h1, 7)};
+            for (int l = 0; l < 4; ++l) put_codes_iq1(o.q + 32 * ib + 8 * l, kIq1sGrid[idx[l]], neg[l] ? -1 : 1);
+        }
+    }
+}
+
+// One decoded row (nb blocks) against one token's Q8_K row.
+inline float grid_row_dot(const GridCodes* c, const uint8_t* act, int64_t nb) {
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+    const __m512i ones = _mm512_set1_epi16(1);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* ab = act + b * quant::kQ8KBlockBytes;
+        float da;
+        std::memcpy(&da, ab + quant::kQ8KOffD, 4);
+        __m512 blk = _mm512_setzero_ps();
+        for (int z = 0; z < 4; ++z) {
+            const __m512i q = _mm512_loadu_si512(c[b].q + 64 * z);
+            const __m512i a = _mm512_loadu_si512(ab + quant::kQ8KOffQs + 64 * z);
+            // |q| * (a with q's sign): AVX-512 has no sign_epi8, so negate a where q < 0 (where
+            // q == 0 the product is 0 anyway).
+            const __m512i sa = _mm512_mask_sub_epi8(a, _mm512_movepi8_mask(q), _mm512_setzero_si512(), a);
+            const __m512i p = _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_abs_epi8(q), sa), ones);
+            blk = _mm512_fmadd_ps(_mm512_loadu_ps(c[b].qsc + 16 * z), _mm512_cvtepi32_ps(p), blk);
+        }
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(da), blk, acc);
+    }
+    return _mm512_reduce_add_ps(acc);
+#elif defined(__AVX2__) && defined(__FMA__)
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* ab = act + b * quant::kQ8KBlockBytes;
+        float da;
+        std::memcpy(&da, ab + quant::kQ8KOffD, 4);
+        __m256 blk = _mm256_setzero_ps();
+        for (int z = 0; z < 8; ++z) {
+            const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c[b].q + 32 * z));
+            const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab + quant::kQ8KOffQs + 32 * z));
+            const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(a, q)), ones);
+            blk = _mm256_fmadd_ps(_mm256_loadu_ps(c[b].qsc + 8 * z), _mm256_cvtepi32_ps(p), blk);
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(da), blk, acc);
+    }
+    const __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    const __m128 h = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+#else
+    float acc = 0.0f;
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* ab = act + b * quant::kQ8KBlockBytes;
+        float da;
+        std::memcpy(&da, ab + quant::kQ8KOffD, 4);
+        const int8_t* a = reinterpret_cast<const int8_t*>(ab + quant::kQ8KOffQs);
+        float blk = 0.0f;
+        for (int k = 0; k < 16; ++k) {
+            int32_t s = 0;
+            for (int i = 0; i < 16; ++i) s += (int32_t)c[b].q[16 * k + i] * a[16 * k + i];
+            blk += c[b].qsc[4 * k] * (float)s;
+        }
+        acc += da * blk;
+    }
+    return acc;
+#endif
+}
+
+// Batches of kGridConvMinTokens or more: the reference's re-encoding (grid_conv_block: 8-bit codes,
+// one fp16 scale per 256) applied to the decoded block, bit-identical to grid_conv_row.
+template <uint32_t Type>
+void grid_decode_conv(const uint8_t* src, GridCodes& o) {
+    GridCodes c;
+    grid_decode_codes<Type>(src, c);
+    float yb[256];
+    for (int j = 0; j < 256; ++j) yb[j] = c.qsc[j / 4] * (float)c.q[j];
+    int q[256];
+    const float scale = grid_conv_block<Type>(grid_block_d(Type, src) * grid_conv(Type).unit, yb, q);
+    for (int j = 0; j < 256; ++j) o.q[j] = (int8_t)q[j];  // |q| <= 1 / d0 <= 127
+    for (float& s : o.qsc) s = scale;
+}
+
+// The kernel: rows r0..r1 of grid type Type against nt Q8_K activation rows. Rows are decoded 16
+// at a time, so each token's activation row is read once per 16 rows, from cache.
+template <uint32_t Type>
+void grid_int_run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
+                  int64_t nt, float* y, int64_t ys) {
+    constexpr int64_t kRowChunk = 16;
+    constexpr int kBlockBytes = grid_conv(Type).block_bytes;
+    const int64_t nb = ne0 / 256;
+    const bool conv = nt >= kGridConvMinTokens;
+    std::vector<GridCodes> codes((size_t)(nb * kRowChunk));
+    for (int64_t rc = r0; rc < r1; rc += kRowChunk) {
+        const int64_t re = std::min(r1, rc + kRowChunk);
+        for (int64_t r = rc; r < re; ++r)
+            for (int64_t b = 0; b < nb; ++b) {
+                const uint8_t* blk = w + (size_t)r * wrb + (size_t)b * kBlockBytes;
+                GridCodes& o = codes[(size_t)((r - rc) * nb + b)];
+                if (conv) grid_decode_conv<Type>(blk, o);
+                else grid_decode_codes<Type>(blk, o);
+            }
+        for (int64_t t = 0; t < nt; ++t)
+            for (int64_t r = rc; r < re; ++r)
+                y[t * ys + r] = grid_row_dot(codes.data() + (r - rc) * nb, act + (size_t)t * arb, nb);
+    }
+}
+
+}  // namespace
+}  // namespace ikllm::cpu
