@@ -38,7 +38,7 @@ runs_for() {
     detok_fuzz) echo 25000 ;;
     utf8_stream_fuzz) echo 250000 ;;
     chat_template_fuzz) echo 15000 ;;
-    grammar_fuzz) echo 40000 ;;
+    grammar_fuzz) echo 15000 ;;
     json_schema_fuzz) echo 40000 ;;
     state_load_fuzz) echo 3000 ;;
     *) echo 10000 ;;
