@@ -110,16 +110,21 @@ inline float sym_finish(const uint8_t* wr, int64_t ne0, const uint8_t* act_t, __
     return hsum128(_mm_add_ps(_mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)), side));
 }
 
+template <int T>
+inline void zero_sym_accs(__m256 (&acc)[T], __m128 (&side)[T]) {
+    for (int t = 0; t < T; ++t) {
+        acc[t] = _mm256_setzero_ps();
+        side[t] = _mm_setzero_ps();
+    }
+}
+
 // One weight row against T tokens, symmetric types, SymTileAccum order.
 template <class P, int T>
 void row_tile_sym(const uint8_t* wr, int64_t ne0, const uint8_t* act, size_t arb, float* y, int64_t ys) {
     const int64_t nb = ne0 / 32, ng = nb / 4;
     __m256 acc[T];
     __m128 side[T];
-    for (int t = 0; t < T; ++t) {
-        acc[t] = _mm256_setzero_ps();
-        side[t] = _mm_setzero_ps();
-    }
+    zero_sym_accs<T>(acc, side);
     for (int64_t g = 0; g < ng; ++g) {
         const uint8_t* wb = wr + 4 * g * P::kBytes;
         __m256i v[4], av[4];
@@ -200,10 +205,7 @@ void row_tile_steps(const uint8_t* wr, int64_t ne0, const StepGroup* sg, const u
     const __m256i ones16 = _mm256_set1_epi16(1);
     __m256 acc[T];
     __m128 side[T];
-    for (int t = 0; t < T; ++t) {
-        acc[t] = _mm256_setzero_ps();
-        side[t] = _mm_setzero_ps();
-    }
+    zero_sym_accs<T>(acc, side);
     for (int64_t g = 0; g < ng; ++g) {
         const uint8_t* wb = wr + 4 * g * P::kBytes;
         __m256i v[4], vs[4], avs[4];
