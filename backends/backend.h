@@ -13,6 +13,8 @@ namespace ikllm::backend {
 struct Capabilities {
     std::string name;          // "CPU", "CUDA0"
     std::string description;   // e.g. CPU model / ISA, GPU name
+    int compute_major = 0;     // GPUs: compute capability (9.0 for Hopper)
+    int compute_minor = 0;
     uint64_t memory_total = 0;
     uint64_t memory_free = 0;
     // What new allocations can still get without failing or thrashing (host: MemAvailable plus
@@ -43,8 +45,15 @@ public:
     virtual ~Executor() = default;
     // null: no observer. Backends with device memory hand the observer host copies.
     virtual void set_observer(OpObserver* observer) = 0;
-    // Runs ops [begin, end) of the graph in order. cancel may be null.
+    // Runs ops [begin, end) of the graph in order. cancel may be null. Device backends may
+    // return before the work is done (stream order); copies and synchronize() wait for it.
     virtual void run(const Graph& graph, size_t begin, size_t end, const volatile int32_t* cancel) = 0;
+    // Copies between host memory and this backend's memory, ordered after the work run so far
+    // (CPU: memcpy). to_device may return before the copy is done when `host` is not touched
+    // again before the next synchronize(); to_host returns when the bytes are there.
+    virtual void to_device(void* dev, const void* host, size_t n) = 0;
+    virtual void to_host(void* host, const void* dev, size_t n) = 0;
+    virtual void synchronize() = 0;
 };
 
 class Backend {
@@ -56,9 +65,20 @@ public:
     // Can weights of this type be used by this backend's mul_mat / get_rows?
     virtual bool supports_weight_type(uint32_t type) const = 0;
     virtual std::unique_ptr<Buffer> alloc(size_t bytes) = 0;
+    // True when buffers are ordinary host memory (the CPU backend).
+    virtual bool host_memory() const { return true; }
+    // Synchronous copies into / out of a buffer of this backend, and zero-filling.
+    virtual void upload(void* dev, const void* host, size_t n) = 0;
+    virtual void download(void* host, const void* dev, size_t n) = 0;
+    virtual void fill_zero(void* dev, size_t n) = 0;
     virtual std::unique_ptr<Executor> make_executor(int n_threads) = 0;
 };
 
 std::unique_ptr<Backend> make_cpu_backend();
+// Tests: a "GPU" that runs the CPU kernels on memory of its own (IKLLM_TEST_GPU_DOUBLE=1).
+std::unique_ptr<Backend> make_host_device_double();
+
+// Version of this interface; a plug-in built against another version is not loaded.
+constexpr int kInterfaceVersion = 1;
 
 }  // namespace ikllm::backend

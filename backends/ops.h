@@ -16,6 +16,9 @@ struct Tensor {
     void* data = nullptr;
     const char* name = "";
     int device = 0;               // index of the backend holding the memory (0 = CPU)
+    // Weights held by another device: their bytes in host memory (the file mapping) when
+    // still available, for host-side readers (dequantize API, checks); else null.
+    const void* host = nullptr;
 
     int64_t n_rows() const { return ne[1] * ne[2] * ne[3]; }
     int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }

@@ -205,6 +205,50 @@ IKLLM_API ikllm_status ikllm_model_tensor_dequantize(const ikllm_model* model, c
 /* Static name of a tensor type id ("q4_K", "iq4_k_r4"); NULL if unknown. */
 IKLLM_API const char* ikllm_type_name(int32_t type);
 
+/* ---- devices and memory planning (docs/placement.md) ---------------------------------- */
+/* Model options n_gpu_layers and tensor_placement choose a device per weight tensor: the last
+   n_gpu_layers layers go to the GPU (more than the layer count: the output head too), then the
+   rules "REGEX=DEVICE,REGEX=DEVICE" (DEVICE: CPU or CUDA<n>, any case; first match wins, searched
+   in the tensor name) override. Tensors a GPU cannot run, and requests for a GPU that is not
+   available, stay on the CPU with a line in the placement report (not an error).
+
+   Devices holding the model's weights: index 0 is always "CPU", then the GPUs in use
+   ("CUDA0", ...). The number of devices (0 for NULL): */
+IKLLM_API int32_t ikllm_model_device_count(const ikllm_model* model);
+/* Name of device `index` ("CPU", "CUDA0"), model-owned; NULL when out of range. */
+IKLLM_API const char* ikllm_model_device_name(const ikllm_model* model, int32_t index);
+/* Bytes of weights held by device `index` (0 when out of range). */
+IKLLM_API uint64_t ikllm_model_device_weight_bytes(const ikllm_model* model, int32_t index);
+/* Device index (into the list above) of a weight tensor named as in the file.
+   IKLLM_ERR_NOT_FOUND for a name the model does not have. */
+IKLLM_API ikllm_status ikllm_model_tensor_device(const ikllm_model* model, const char* name, int32_t* out_device);
+/* What placement could not do as asked, one line per item joined by '\n' ("" when nothing):
+   rules that matched no tensor, GPU requests without a GPU, tensors kept on the CPU because the
+   GPU has no kernel for their type. Model-owned, valid until ikllm_model_free. */
+IKLLM_API const char* ikllm_model_placement_report(const ikllm_model* model);
+
+/* Memory plan of a model file without loading its weights: reads the GGUF index only.
+   model_options may be NULL (defaults: all on the CPU); else IKLLM_OPTIONS_MODEL, whose
+   n_gpu_layers and tensor_placement give the placement to plan. session_options may be NULL
+   (defaults); else IKLLM_OPTIONS_SESSION, whose n_ctx, n_batch and kv_type size the KV cache and
+   the activation scratch. The GPU planned for is this machine's first GPU when it has one, else
+   a hypothetical "CUDA0" assumed to run every weight type except row-interleaved (_R4/_R8...)
+   layouts: planning works on machines without a GPU. vram_budget > 0 also asks for a suggestion: the placement that puts the
+   most on the GPU within vram_budget bytes (everything but the routed experts first, then whole
+   layers' experts from the last layer down; else whole layers ngl-style). flags must be 0.
+   *out_json receives a JSON object (release it with ikllm_free; NULL on failure):
+     {"architecture", "n_layer", "n_ctx", "n_batch", "kv_type", "kv_bytes_per_token", "gpu", "gpu_available",
+      "requested": {"n_gpu_layers", "tensor_placement", "devices": [{"name", "weights", "kv",
+                    "scratch", "total"}...], "report": [lines]},
+      "suggestion" (only when vram_budget > 0): {"vram_budget", "n_gpu_layers", "tensor_placement",
+                    "strategy", "expert_layers_on_gpu", "fits", "devices": [...], "report": [...]}}
+   Byte counts are integers; "scratch" is an estimate (formula in docs/placement.md). Errors:
+   IKLLM_ERR_INVALID_ARGUMENT (bad rules, options of the wrong kind), IKLLM_ERR_IO,
+   IKLLM_ERR_INVALID_FILE, IKLLM_ERR_UNSUPPORTED (architecture). */
+IKLLM_API ikllm_status ikllm_plan(ikllm_lib* lib, const char* path, const ikllm_options* model_options,
+                                  const ikllm_options* session_options, uint64_t vram_budget, uint32_t flags,
+                                  char** out_json);
+
 /* ---- tokenizer ------------------------------------------------------------------------ */
 #define IKLLM_TOKENIZE_ADD_SPECIAL 1u    /* add BOS/EOS as the vocabulary asks */
 #define IKLLM_TOKENIZE_PARSE_SPECIAL 2u  /* match special-token text (e.g. "<|im_start|>") */

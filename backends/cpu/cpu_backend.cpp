@@ -42,6 +42,9 @@ class CpuExecutor final : public Executor {
 public:
     explicit CpuExecutor(int n_threads) : pool_(n_threads) {}
     void set_observer(OpObserver* observer) override { observer_ = observer; }
+    void to_device(void* dev, const void* host, size_t n) override { std::memcpy(dev, host, n); }
+    void to_host(void* host, const void* dev, size_t n) override { std::memcpy(host, dev, n); }
+    void synchronize() override {}
     void run(const Graph& graph, size_t begin, size_t end, const volatile int32_t* cancel) override {
         for (size_t i = begin; i < end; ++i) {
             if (cancel_requested(cancel)) throw Error(Status::cancelled, "cancelled");
@@ -85,7 +88,7 @@ uint64_t available_memory(uint64_t free_swap) {
     return kib ? kib * 1024 + free_swap : 0;
 }
 
-class CpuBackend final : public Backend {
+class CpuBackend : public Backend {
 public:
     Capabilities capabilities() const override {
         Capabilities c;
@@ -117,11 +120,38 @@ public:
         return true;
     }
     std::unique_ptr<Buffer> alloc(size_t bytes) override { return std::make_unique<HostBuffer>(bytes); }
+    void upload(void* dev, const void* host, size_t n) override { std::memcpy(dev, host, n); }
+    void download(void* host, const void* dev, size_t n) override { std::memcpy(host, dev, n); }
+    void fill_zero(void* dev, size_t n) override { std::memset(dev, 0, n); }
     std::unique_ptr<Executor> make_executor(int n_threads) override { return std::make_unique<CpuExecutor>(n_threads); }
+};
+
+// A stand-in GPU for tests on machines without one: the CPU kernels, but memory of its own
+// (filled with 0xff, i.e. NaN, until written) that the scheduler must copy activations into
+// and out of, and no row-interleaved weight types (like CUDA).
+class HostDeviceDouble final : public CpuBackend {
+public:
+    Capabilities capabilities() const override {
+        Capabilities c = CpuBackend::capabilities();
+        c.name = "CUDA0";
+        c.description = "test double (CPU kernels, separate memory)";
+        return c;
+    }
+    bool host_memory() const override { return false; }
+    bool supports_weight_type(uint32_t type) const override {
+        const quant::TypeTraits* tt = quant::find_type(type);
+        return tt && tt->interleave == 1 && CpuBackend::supports_weight_type(type);
+    }
+    std::unique_ptr<Buffer> alloc(size_t bytes) override {
+        auto b = std::make_unique<HostBuffer>(bytes);
+        std::memset(b->data(), 0xff, bytes);
+        return b;
+    }
 };
 
 }  // namespace
 
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+std::unique_ptr<Backend> make_host_device_double() { return std::make_unique<HostDeviceDouble>(); }
 
 }  // namespace ikllm::backend

@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "ikllm.h"
 #include "model/model.h"
+#include "registry.h"
 
 namespace ikllm::api {
 
@@ -66,6 +67,8 @@ struct ikllm_lib {
     int32_t default_threads = 0;
     // The caller's handle plus one per model loaded through it (models log through it).
     std::atomic<int32_t> refs{1};
+    // CPU built in; GPUs from the CUDA plug-in, looked for on first use.
+    ikllm::backend::Registry backends;
 };
 
 struct ikllm_options {
@@ -81,6 +84,8 @@ struct ikllm_model {
     // drops the caller's reference, so objects that outlive it keep working (documented in ikllm.h).
     mutable std::atomic<int32_t> refs{1};
     std::unique_ptr<ikllm::Model> m;
+    // Model::placement_report joined with '\n' (ikllm_model_placement_report), set at load.
+    std::string placement_report;
     // Vocabulary trie for grammar sampling, built on first use and shared by all samplers.
     mutable std::once_flag grammar_vocab_once;
     mutable std::shared_ptr<const ikllm::grammar::TokenTrie> grammar_vocab;

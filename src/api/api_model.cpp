@@ -40,7 +40,9 @@ ikllm_status ikllm_model_load(ikllm_lib* lib, const char* path, const ikllm_opti
             return true;
         };
         auto handle = std::make_unique<ikllm_model>();
-        handle->m = load_model(path, api::model_options(options), pf, lib->log);
+        handle->m = load_model(path, api::model_options(options), pf, lib->log, &lib->backends);
+        for (const std::string& line : handle->m->placement_report)
+            handle->placement_report += (handle->placement_report.empty() ? "" : "\n") + line;
         lib->refs.fetch_add(1, std::memory_order_relaxed);
         handle->lib = lib;
         *out = handle.release();

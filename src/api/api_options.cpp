@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "api/options.h"
+#include "model/tensor_placement.h"
 #include "quant/kv_codec.h"
 #include "quant/type_traits.h"
 
@@ -17,6 +18,10 @@ const OptionSpec kSpecs[] = {
     {IKLLM_OPTIONS_MODEL, "numa", IKLLM_OPTION_STRING, "", "", "", "NUMA policy for the mapped weights: '' (default), 'interleave' or 'bind:N'"},
     {IKLLM_OPTIONS_MODEL, "repack", IKLLM_OPTION_INT, "0", "0", "1",
      "Convert CPU weights to the row-interleaved layout at load for faster products (those tensors leave the mmap)"},
+    {IKLLM_OPTIONS_MODEL, "n_gpu_layers", IKLLM_OPTION_INT, "0", "0", "100000",
+     "Put the last N layers' weights on the GPU (more than the layer count: the output head too); 0 = none"},
+    {IKLLM_OPTIONS_MODEL, "tensor_placement", IKLLM_OPTION_STRING, "", "", "",
+     "Per-tensor device rules 'REGEX=DEVICE,...' (DEVICE: CPU or CUDA<n>), first match wins, applied after n_gpu_layers"},
 
     {IKLLM_OPTIONS_SESSION, "n_ctx", IKLLM_OPTION_INT, "4096", "1", "16777216", "KV-cache size in tokens (cells), shared by all sequences"},
     {IKLLM_OPTIONS_SESSION, "n_seq_max", IKLLM_OPTION_INT, "1", "1", "256", "Number of sequences the session can hold"},
@@ -138,6 +143,9 @@ ModelOptions model_options(const ikllm_options* o) {
     m.repack = opt_int(o, IKLLM_OPTIONS_MODEL, "repack") != 0;
     m.huge_pages = opt_int(o, IKLLM_OPTIONS_MODEL, "huge_pages") != 0;
     m.numa = opt_string(o, IKLLM_OPTIONS_MODEL, "numa");
+    m.n_gpu_layers = (int32_t)opt_int(o, IKLLM_OPTIONS_MODEL, "n_gpu_layers");
+    m.tensor_placement = opt_string(o, IKLLM_OPTIONS_MODEL, "tensor_placement");
+    parse_placement_rules(m.tensor_placement);  // throws invalid_argument naming the bad rule
     return m;
 }
 
@@ -206,6 +214,8 @@ static void store(ikllm_options* o, const char* key, int32_t type, int64_t i, do
             float f;
             parse_ser(v.s, &k, &f);  // throws on a bad form
         }
+        if (o->kind == IKLLM_OPTIONS_MODEL && std::strcmp(key, "tensor_placement") == 0)
+            parse_placement_rules(v.s);  // throws invalid_argument naming the bad rule
         if (o->kind == IKLLM_OPTIONS_CHAT && std::strcmp(key, "now") == 0 && !v.s.empty()) check_chat_now(v.s);
         if (std::strcmp(key, "chain") == 0) {
             SamplerOptions so;

@@ -38,6 +38,11 @@ public:
         used_ = bytes;
         return blocks_[block_].data.get();
     }
+    // Every block allocated so far (device mirrors are made per block).
+    template <typename F>
+    void for_each_block(F&& f) const {
+        for (auto& b : blocks_) f(static_cast<const void*>(b.data.get()), b.size);
+    }
     size_t capacity() const {
         size_t s = 0;
         for (auto& b : blocks_) s += b.size;

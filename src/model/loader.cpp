@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "model/model.h"
 #include "model/memory_placement.h"
+#include "model/device_placement.h"
 #include "model/repack_weights.h"
 #include "quant/act_q8_0.h"
 #include "quant/type_traits.h"
@@ -327,7 +328,7 @@ void bind_deepseek2(Model& m, Binder& b) {
 }  // namespace
 
 std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& opts, const ProgressFn& progress,
-                                  const Logger& log) {
+                                  const Logger& log, backend::Registry* registry) {
     std::unique_ptr<Model> m;
     // Between steps: cancellation, and a file that changed size under us (a mapping would fault).
     auto check_cancel = [&](float p) {
@@ -380,6 +381,7 @@ std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& o
         repack_weights(*m, mm, log);
     }
     check_cancel(0.9f);
+    place_weights(*m, opts, registry, log, check_cancel);
     log.log(log_info, "loaded %s: %s, %d layers, %.1f M params, %.1f MiB", path.c_str(), m->hp.arch_str.c_str(),
             m->hp.n_layer, m->n_params / 1e6, m->weight_bytes / 1048576.0);
     check_cancel(1.0f);

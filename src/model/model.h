@@ -47,6 +47,11 @@ struct ModelOptions {
     bool repack = false;         // convert CPU weights to row-interleaved layouts at load (leave the mmap)
     bool huge_pages = false;     // madvise(MADV_HUGEPAGE) on the mapped weights
     std::string numa;            // "", "interleave", "bind:N"
+    // Tensor placement (docs/cuda.md): layers [n_layer - n_gpu_layers, n_layer) go to the first
+    // GPU (n_gpu_layers > n_layer: the output head too); then the ordered rules
+    // "REGEX=DEVICE[,REGEX=DEVICE...]" (first match wins) override per tensor name.
+    int32_t n_gpu_layers = 0;
+    std::string tensor_placement;
 };
 
 // Called between load steps: return false to cancel.
@@ -77,10 +82,22 @@ public:
     std::map<std::string, Tensor*, std::less<>> by_name;
     std::deque<std::string> derived_names;  // names of tensors made at load (stable storage)
     std::vector<std::unique_ptr<backend::Buffer>> buffers;  // converted/copied weights
+
+    // Devices that hold weights: [0] is always the CPU backend (== cpu), then GPUs in use.
+    // Tensor::device indexes this list.
+    std::vector<backend::Backend*> devices;
+    std::vector<std::string> device_names;        // "CPU", "CUDA0"
+    std::vector<uint64_t> device_weight_bytes;    // weight bytes per device
+    std::vector<std::string> placement_report;    // rules that matched nothing, forced fallbacks
+    std::vector<std::unique_ptr<backend::Backend>> gpu_backends;  // owned GPU backends
+    // Device of layer l's attention (its KV cache lives there).
+    std::vector<int> layer_attn_device;
 };
 
+namespace backend { class Registry; }
+// registry: where GPU backends come from (null: CPU only).
 std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& opts, const ProgressFn& progress,
-                                  const Logger& log);
+                                  const Logger& log, backend::Registry* registry = nullptr);
 
 // Geometry callback for gguf::File::open backed by the type registry.
 bool type_geometry(uint32_t type, gguf::TypeGeometry* out);

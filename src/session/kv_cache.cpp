@@ -176,6 +176,7 @@ void KvCache::unshare(int32_t seq, int32_t p0, int32_t p1) {
         throw Error(Status::context_full, "KV cache full: " + std::to_string(shared.size()) +
                     " cells shared with other sequences must be copied first, " +
                     std::to_string(n_ctx_ - used_cells()) + " are free");
+    host_read();
     for (size_t i = 0; i < shared.size(); ++i) {
         const int32_t src = shared[i], dst = fresh[i];
         for (size_t l = 0; l < k_.size(); ++l) {
@@ -189,6 +190,7 @@ void KvCache::unshare(int32_t seq, int32_t p0, int32_t p1) {
         occupy(dst, seq, pos_[src], tok_[src]);
         seqs_[(size_t)src * words_ + seq / 64] &= ~(1ull << (seq % 64));
     }
+    host_wrote();
 }
 
 int32_t KvCache::seq_pos_max(int32_t seq) const {

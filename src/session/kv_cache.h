@@ -52,6 +52,26 @@ public:
     Snapshot snapshot() const { return {pos_, seqs_}; }
     void restore(Snapshot s) { pos_ = std::move(s.pos); seqs_ = std::move(s.seqs); }
 
+    // Layers whose attention runs on a GPU keep their rows there too (the scheduler's mirror
+    // of this host memory). Host code that reads or writes cache rows brackets the access with
+    // host_read() / host_wrote(), which bring the host copy up to date / mark it newest.
+    struct DeviceSync {
+        virtual ~DeviceSync() = default;
+        virtual void to_host() = 0;
+        virtual void host_changed() = 0;
+    };
+    void set_device_sync(DeviceSync* s) { sync_ = s; }
+    void host_read() const {
+        if (sync_) sync_->to_host();
+    }
+    void host_wrote() {
+        if (sync_) sync_->host_changed();
+    }
+    void set_layer_device(int layer, int device) {
+        k_[(size_t)layer].device = device;
+        v_[(size_t)layer].device = device;
+    }
+
     // Sequence operations (p1 < 0: to the end).
     void seq_remove(int32_t seq, int32_t p0, int32_t p1);  // seq < 0: every sequence
     void seq_copy(int32_t src, int32_t dst, int32_t p0, int32_t p1);
@@ -75,6 +95,7 @@ private:
     std::vector<int32_t> pos_;    // -1: free
     std::vector<int32_t> tok_;    // token of each cell (-1: unknown); meaningful while held
     std::vector<uint64_t> seqs_;  // n_ctx * words_
+    DeviceSync* sync_ = nullptr;
 };
 
 }  // namespace ikllm

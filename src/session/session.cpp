@@ -22,6 +22,25 @@ Session::Session(const Model& model, const SessionOptions& opts) : model_(model)
     opts_.n_threads = threads;
     kv_ = std::make_unique<KvCache>(model.hp, opts_.n_ctx, opts_.n_seq_max, opts_.kv_type, *model.cpu);
     exec_ = model.cpu->make_executor(threads);
+    if (model.devices.size() > 1) {
+        // Some weights live on a GPU: ops run through the scheduler, and the KV rows of layers
+        // whose attention is there get a device copy.
+        std::vector<backend::Executor*> execs{exec_.get()};
+        for (size_t d = 1; d < model.devices.size(); ++d) {
+            gpu_execs_.push_back(model.devices[d]->make_executor(threads));
+            execs.push_back(gpu_execs_.back().get());
+        }
+        sched_ = std::make_unique<Scheduler>(model.devices, execs);
+        for (int l = 0; l < model.hp.n_layer; ++l) {
+            const int d = model.layer_attn_device[(size_t)l];
+            if (d == 0) continue;
+            kv_->set_layer_device(l, d);
+            sched_->add_mirror(kv_->k(l)->data, kv_->k(l)->nb[3], d);
+            if (!kv_->is_mla()) sched_->add_mirror(kv_->v(l)->data, kv_->v(l)->nb[3], d);
+        }
+        kv_sync_ = std::make_unique<SchedulerKvSync>(*sched_);
+        kv_->set_device_sync(kv_sync_.get());
+    }
     if (opts_.embeddings) {
         pooling_ = opts_.pooling >= 0 ? (Pooling)opts_.pooling : model_pooling(model);
         if (pooling_ == Pooling::rank)
@@ -121,7 +140,14 @@ void Session::decode(const int32_t* tokens, const int32_t* positions, const int3
             else build_llama_family(graph_, arena_, model_, b, *kv_);
             if (opts_.batch_invariant)
                 for (Op& op : graph_.ops) op.batch_invariant = true;
-            exec_->run(graph_, 0, graph_.ops.size(), cancel_);
+            if (sched_) {
+                std::vector<std::pair<void*, size_t>> outputs;
+                if (b.logits) outputs.emplace_back(b.logits, sizeof(float) * (size_t)b.n_out * n_vocab);
+                if (b.hidden) outputs.emplace_back(b.hidden, sizeof(float) * (size_t)b.n_tokens * n_embd);
+                sched_->run(graph_, arena_, outputs, cancel_);
+            } else {
+                exec_->run(graph_, 0, graph_.ops.size(), cancel_);
+            }
         }
         if (opts_.embeddings && pooling_ != Pooling::none)
             pooled = pool_sequences(hidden.data(), n_tokens, n_embd, seq.data(), pos.data(), opts_.n_seq_max, pooling_,
@@ -183,6 +209,11 @@ void Session::seq_shift(int32_t seq, int32_t p0, int32_t p1, int32_t delta) {
     // Only the rotated part of each row moves: all of it for standard heads, the k_rope tail
     // of the latent row for MLA caches.
     const int64_t off = kv_->rope_offset();
+    kv_->host_read();
+    struct MarkWritten {
+        KvCache& kv;
+        ~MarkWritten() { kv.host_wrote(); }
+    } mark{*kv_};
     for (int l = 0; l < hp.n_layer; ++l) {
         Tensor* k = kv_->k(l);
         std::vector<float> row((size_t)k->ne[0]);

@@ -7,6 +7,7 @@
 
 #include "backend.h"
 #include "graph/arena.h"
+#include "graph/scheduler.h"
 #include "model/model.h"
 #include "session/kv_cache.h"
 #include "session/pooling.h"
@@ -71,6 +72,17 @@ private:
     SessionOptions opts_;
     std::unique_ptr<KvCache> kv_;
     std::unique_ptr<backend::Executor> exec_;
+    // With weights on a GPU: its executors, the scheduler that splits each graph between
+    // devices, and the hook that keeps host and device KV rows in step.
+    struct SchedulerKvSync final : KvCache::DeviceSync {
+        explicit SchedulerKvSync(Scheduler& s) : sched(s) {}
+        void to_host() override { sched.mirrors_to_host(); }
+        void host_changed() override { sched.mirrors_host_written(); }
+        Scheduler& sched;
+    };
+    std::vector<std::unique_ptr<backend::Executor>> gpu_execs_;
+    std::unique_ptr<Scheduler> sched_;
+    std::unique_ptr<SchedulerKvSync> kv_sync_;
     Arena arena_;
     Graph graph_;
     std::vector<float> logits_;        // [n_out, n_vocab]

@@ -262,6 +262,7 @@ void save_state(const Session& s, const std::vector<int32_t>& seqs, const Sample
         o.u32((uint32_t)kv.token(c));
         for (uint32_t w = 0; w < sel.words; ++w) o.u64(sel.masks[i * sel.words + w]);
     }
+    kv.host_read();
     for (int32_t l = 0; l < kv.n_layer(); ++l) {
         const uint8_t* kd = static_cast<const uint8_t*>(kv.k(l)->data);
         for (int32_t c : sel.cells) o.bytes(kd + (size_t)c * h.k_cell_bytes, h.k_cell_bytes);
@@ -378,6 +379,11 @@ void load_state(Session& s, ByteSource& src, Sampler* sampler, bool replace_all)
         clear_targets();
         if (sampler) sampler->load_state(old_sampler.data(), old_sampler.size());
     };
+    kv.host_read();
+    struct MarkWritten {  // whatever happens below, the host rows are the newest
+        KvCache& kv;
+        ~MarkWritten() { kv.host_wrote(); }
+    } mark{kv};
     try {
         src.rewind();
         In in2(src);

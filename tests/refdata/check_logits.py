@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Runs `ikllm logits` on reference models and checks them with ../shared/tools/compare_logits.py.
 
-usage: check_logits.py IKLLM_CLI SHARED_DIR MODEL_STEM [MODEL_STEM ...]
+usage: check_logits.py IKLLM_CLI SHARED_DIR [--args "EXTRA CLI ARGS"] MODEL_STEM [MODEL_STEM ...]
 A stem names refdata/{models,quant}/STEM.gguf and refdata/refs/STEM/. Prints 'N passed, M failed'.
 Exits 0 (with a message) when the reference data is absent.
 """
@@ -9,6 +9,9 @@ import os, subprocess, sys, tempfile
 
 def main():
     cli, shared, stems = sys.argv[1], sys.argv[2], sys.argv[3:]
+    extra = []
+    if stems[:1] == ['--args']:  # e.g. placement flags: --args "-ngl 99 -ot exps=CPU"
+        extra, stems = stems[1].split(), stems[2:]
     R = os.path.join(shared, 'refdata')
     cmp = os.path.join(shared, 'tools', 'compare_logits.py')
     if not os.path.exists(cmp):
@@ -23,7 +26,7 @@ def main():
         n_vocab = os.path.getsize(f'{ref}/logits.f32') // 4 // len(open(f'{ref}/tokens.txt').read().split())
         with tempfile.TemporaryDirectory() as d:
             r = subprocess.run([cli, 'logits', '-m', model, '--tokens', f'{ref}/tokens.txt', '--out', f'{d}/l.f32',
-                                '--then', f'{ref}/greedy.txt', '--then-out', f'{d}/s.f32', '-t', '2'],
+                                '--then', f'{ref}/greedy.txt', '--then-out', f'{d}/s.f32', '-t', '2'] + extra,
                                capture_output=True, timeout=600)
             if r.returncode != 0:
                 print(f'FAIL {stem}: {r.stderr.decode()[-300:]}')
@@ -31,7 +34,7 @@ def main():
                 continue
             verdicts = []
             for a, b in (('logits.f32', 'l.f32'), ('steps.f32', 's.f32')):
-                c = subprocess.run(['/usr/bin/python3', cmp, f'{ref}/{a}', f'{d}/{b}', str(n_vocab), kind],
+                c = subprocess.run([sys.executable, cmp, f'{ref}/{a}', f'{d}/{b}', str(n_vocab), kind],
                                    capture_output=True, text=True)
                 verdicts.append(c.stdout.strip())
             good = all(v.endswith('PASS') for v in verdicts)

@@ -1,5 +1,6 @@
 // Shared helpers of the ikllm command-line tool. The tool uses only the public C API.
 #pragma once
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -37,6 +38,11 @@ struct Loaded {
         ikllm_lib_free(lib);
     }
 };
+// Model options -ngl/--n-gpu-layers N and -ot/--override-tensor RULES (repeatable, joined with ',').
+void apply_placement_flags(const Args& a, ikllm_options* model_options);
+// "1073741824", "512M", "24GiB", "20GB": K/M/G/T and KiB/MiB/GiB/TiB are powers of 1024, KB/MB/GB/TB
+// powers of 1000; a fraction is allowed ("1.5G"). Exits with a message naming `what` otherwise.
+uint64_t parse_bytes(const std::string& text, const char* what);
 // Loads -m MODEL (progress on a terminal, logs at warn+ to stderr).
 void load(const Args& a, Loaded& out, const std::string& model_path = "", bool vocab_only = false);
 std::vector<int32_t> read_ids(const std::string& path);
@@ -61,5 +67,6 @@ int cmd_template(int argc, char** argv);
 int cmd_embed(int argc, char** argv);
 int cmd_perplexity(int argc, char** argv);
 int cmd_chat(int argc, char** argv);
+int cmd_plan(int argc, char** argv);
 
 }  // namespace cli

@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -71,6 +72,41 @@ static int32_t progress_bar(void* user, float p) {
     return 0;
 }
 
+void apply_placement_flags(const Args& a, ikllm_options* mo) {
+    for (const char* k : {"-ngl", "--n-gpu-layers", "--gpu-layers"})
+        if (a.has(k)) check(ikllm_options_set_int(mo, "n_gpu_layers", a.get_int(k, 0)), (std::string("option ") + k).c_str());
+    // -ot / --override-tensor may repeat: the rules are joined in order (first match wins).
+    std::string rules;
+    for (const char* k : {"-ot", "--override-tensor"}) {
+        auto it = a.opts.find(k);
+        if (it == a.opts.end()) continue;
+        for (const std::string& r : it->second) rules += (rules.empty() ? "" : ",") + r;
+    }
+    if (!rules.empty()) check(ikllm_options_set_string(mo, "tensor_placement", rules.c_str()), "option -ot");
+}
+
+uint64_t parse_bytes(const std::string& text, const char* what) {
+    char* end = nullptr;
+    errno = 0;
+    const double v = std::strtod(text.c_str(), &end);
+    std::string suf = end ? end : "";
+    for (char& c : suf) c = (char)std::toupper((unsigned char)c);
+    double mul = 0;
+    if (suf.empty() || suf == "B") mul = 1;
+    else if (suf == "K" || suf == "KIB") mul = 1024.0;
+    else if (suf == "M" || suf == "MIB") mul = 1024.0 * 1024;
+    else if (suf == "G" || suf == "GIB") mul = 1024.0 * 1024 * 1024;
+    else if (suf == "T" || suf == "TIB") mul = 1024.0 * 1024 * 1024 * 1024;
+    else if (suf == "KB") mul = 1e3;
+    else if (suf == "MB") mul = 1e6;
+    else if (suf == "GB") mul = 1e9;
+    else if (suf == "TB") mul = 1e12;
+    if (text.empty() || end == text.c_str() || errno || mul == 0 || !(v >= 0) || v * mul > 1.8e19)
+        die(std::string("option ") + what + " expects a size (bytes, or with K/M/G/T = KiB/MiB/GiB/TiB or KB/MB/GB/TB), got '" +
+            text + "'");
+    return (uint64_t)(v * mul);
+}
+
 void load(const Args& a, Loaded& out, const std::string& model_path, bool vocab_only) {
     const std::string path = model_path.empty() ? a.get("-m") : model_path;
     if (path.empty()) die("missing -m MODEL");
@@ -84,6 +120,7 @@ void load(const Args& a, Loaded& out, const std::string& model_path, bool vocab_
     if (a.has("-rtr") || a.has("--run-time-repack")) check(ikllm_options_set_int(mo, "repack", 1), "option repack");
     if (a.has("--huge-pages")) check(ikllm_options_set_int(mo, "huge_pages", 1), "option --huge-pages");
     if (a.has("--numa")) check(ikllm_options_set_string(mo, "numa", a.get("--numa").c_str()), "option --numa");
+    apply_placement_flags(a, mo);
     ikllm_status st = ikllm_model_load(out.lib, path.c_str(), mo, progress_bar, &tty, nullptr, &out.model);
     ikllm_options_free(mo);
     check(st, ("cannot load model '" + path + "'").c_str());

@@ -1,6 +1,7 @@
 // `ikllm info`, `ikllm tokenize`, `ikllm dequant`.
 #include <cinttypes>
 #include <fstream>
+#include <string>
 
 #include "cli.h"
 
@@ -25,6 +26,22 @@ int cmd_info(int argc, char** argv) {
         if (ikllm_model_kv_bytes_per_token(m, kv, &b) == IKLLM_OK)
             std::printf("KV cache %s : %" PRIu64 " bytes/token\n", kv, b);
     }
+    std::printf("devices      :");
+    for (int32_t d = 0; d < ikllm_model_device_count(m); ++d)
+        std::printf("%s %s %.2f MiB", d ? "," : "", ikllm_model_device_name(m, d),
+                    ikllm_model_device_weight_bytes(m, d) / 1048576.0);
+    std::printf("\n");
+    const std::string report = ikllm_model_placement_report(m);
+    if (!report.empty()) {
+        std::printf("placement report:\n");
+        size_t b = 0;
+        while (b <= report.size()) {
+            size_t e = report.find('\n', b);
+            if (e == std::string::npos) e = report.size();
+            std::printf("  %s\n", report.substr(b, e - b).c_str());
+            b = e + 1;
+        }
+    }
     std::printf("\nmetadata (%d keys):\n", ikllm_model_meta_count(m));
     std::vector<char> buf(4096);
     for (int32_t i = 0; i < ikllm_model_meta_count(m); ++i) {
@@ -42,7 +59,7 @@ int cmd_info(int argc, char** argv) {
         std::printf("  %-44s = %s\n", key, v.c_str());
     }
     std::printf("\ntensors (%d):\n", ikllm_model_tensor_count(m));
-    std::printf("  %-40s %-10s %-28s %12s\n", "name", "type", "shape", "bytes");
+    std::printf("  %-40s %-10s %-28s %12s %s\n", "name", "type", "shape", "bytes", "device");
     for (int32_t i = 0; i < ikllm_model_tensor_count(m); ++i) {
         const char* name;
         int32_t type;
@@ -52,7 +69,9 @@ int cmd_info(int argc, char** argv) {
         char shape[96];
         std::snprintf(shape, sizeof shape, "[%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "]", ne[0], ne[1], ne[2], ne[3]);
         const char* tn = ikllm_type_name(type);
-        std::printf("  %-40s %-10s %-28s %12" PRIu64 "\n", name, tn ? tn : "?", shape, bytes);
+        int32_t dev = 0;
+        const char* dn = ikllm_model_tensor_device(m, name, &dev) == IKLLM_OK ? ikllm_model_device_name(m, dev) : nullptr;
+        std::printf("  %-40s %-10s %-28s %12" PRIu64 " %s\n", name, tn ? tn : "?", shape, bytes, dn ? dn : "?");
     }
     return 0;
 }

@@ -30,7 +30,12 @@ static void usage() {
                  "           the model's; pooled vectors are L2-normalised unless --no-normalize)\n"
                  "  perplexity -m MODEL -f TEXT [-c CTX] [-b BATCH] [--chunks N] [--format text|jsonl]\n"
                  "           [--kl-divergence-base FILE [--kl-divergence]]   perplexity / KL divergence vs a base\n"
-                 "  (model commands accept -rtr: repack weights to row-interleaved layouts at load)\n"
+                 "  plan     -m MODEL [-c CTX] [-b N] [-ctk TYPE] [-ngl N] [-ot RULES]... [--vram-budget SIZE] [--json]\n"
+                 "           memory per device (weights, KV cache, scratch) without loading the weights, and with\n"
+                 "           --vram-budget the placement that fills the GPU best (SIZE: bytes or 512M, 24G, 24GiB, 20GB)\n"
+                 "  (model commands accept -rtr: repack weights to row-interleaved layouts at load;\n"
+                 "   -ngl/--n-gpu-layers N: last N layers on the GPU; -ot/--override-tensor REGEX=DEVICE[,...]:\n"
+                 "   per-tensor device rules, repeatable, first match wins; see docs/placement.md)\n"
                  "  version\n");
 }
 
@@ -52,6 +57,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(cmd, "embed")) return cli::cmd_embed(argc - 2, argv + 2);
     if (!std::strcmp(cmd, "perplexity")) return cli::cmd_perplexity(argc - 2, argv + 2);
     if (!std::strcmp(cmd, "chat")) return cli::cmd_chat(argc - 2, argv + 2);
+    if (!std::strcmp(cmd, "plan")) return cli::cmd_plan(argc - 2, argv + 2);
     if (!std::strcmp(cmd, "version")) {
         std::printf("ikllm %s (ABI %d)\n", ikllm_version_string(), ikllm_abi_version());
         return 0;

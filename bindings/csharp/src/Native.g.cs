@@ -276,6 +276,18 @@ namespace Ikllm.Native
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         public static extern IntPtr ikllm_type_name(int type);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        public static extern int ikllm_model_device_count(ModelHandle model);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        public static extern IntPtr ikllm_model_device_name(ModelHandle model, int index);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        public static extern ulong ikllm_model_device_weight_bytes(ModelHandle model, int index);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        public static extern int ikllm_model_tensor_device(ModelHandle model, byte[] name, out int out_device);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        public static extern IntPtr ikllm_model_placement_report(ModelHandle model);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        public static extern int ikllm_plan(LibHandle lib, byte[] path, OptionsHandle model_options, OptionsHandle session_options, ulong vram_budget, uint flags, out IntPtr out_json);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         public static extern int ikllm_tokenize(ModelHandle model, byte[] text, UIntPtr text_len, uint flags, [In, Out] int[] tokens, UIntPtr capacity, out UIntPtr n_tokens);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         public static extern int ikllm_token_to_piece(ModelHandle model, int token, uint flags, [In, Out] byte[] buf, UIntPtr buf_size, out UIntPtr needed);

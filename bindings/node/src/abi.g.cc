@@ -79,6 +79,12 @@ struct Fns {
     ikllm_status (*ikllm_model_tensor_info)(const ikllm_model* model, int32_t index, const char** out_name, int32_t* out_type, int64_t* out_ne4, uint64_t* out_bytes);
     ikllm_status (*ikllm_model_tensor_dequantize)(const ikllm_model* model, const char* name, float* out, size_t capacity, size_t* needed);
     const char* (*ikllm_type_name)(int32_t type);
+    int32_t (*ikllm_model_device_count)(const ikllm_model* model);
+    const char* (*ikllm_model_device_name)(const ikllm_model* model, int32_t index);
+    uint64_t (*ikllm_model_device_weight_bytes)(const ikllm_model* model, int32_t index);
+    ikllm_status (*ikllm_model_tensor_device)(const ikllm_model* model, const char* name, int32_t* out_device);
+    const char* (*ikllm_model_placement_report)(const ikllm_model* model);
+    ikllm_status (*ikllm_plan)(ikllm_lib* lib, const char* path, const ikllm_options* model_options, const ikllm_options* session_options, uint64_t vram_budget, uint32_t flags, char** out_json);
     ikllm_status (*ikllm_tokenize)(const ikllm_model* model, const char* text, size_t text_len, uint32_t flags, ikllm_token* tokens, size_t capacity, size_t* n_tokens);
     ikllm_status (*ikllm_token_to_piece)(const ikllm_model* model, ikllm_token token, uint32_t flags, char* buf, size_t buf_size, size_t* needed);
     ikllm_status (*ikllm_detokenize)(const ikllm_model* model, const ikllm_token* tokens, size_t n_tokens, uint32_t flags, char* buf, size_t buf_size, size_t* needed);
@@ -1432,6 +1438,169 @@ struct Call_ikllm_type_name {
     }
     void cleanup(napi_env env) {
         (void)env;
+    }
+};
+
+struct Call_ikllm_model_device_count {
+    static constexpr size_t kArgs = 1;
+    static constexpr const char* kName = "ikllm_model_device_count";
+    const Fns* f = nullptr;
+    int32_t ret{};
+    ikllm_model* a_model = nullptr;
+    bool parse(Ctx& c, bool keep) {
+        (void)keep;
+        a_model = (ikllm_model*)to_handle(c, 0, "model", &kTag_ikllm_model, false);
+        return !c.failed;
+    }
+    void run() {
+        ret = f->ikllm_model_device_count(a_model);
+    }
+    napi_value result(napi_env env) {
+        return js_num(env, (double)ret);
+    }
+    void cleanup(napi_env env) {
+        (void)env;
+    }
+};
+
+struct Call_ikllm_model_device_name {
+    static constexpr size_t kArgs = 2;
+    static constexpr const char* kName = "ikllm_model_device_name";
+    const Fns* f = nullptr;
+    const char* ret{};
+    ikllm_model* a_model = nullptr;
+    int32_t a_index{};
+    bool parse(Ctx& c, bool keep) {
+        (void)keep;
+        a_model = (ikllm_model*)to_handle(c, 0, "model", &kTag_ikllm_model, false);
+        a_index = (int32_t)to_int(c, 1, "index");
+        return !c.failed;
+    }
+    void run() {
+        ret = f->ikllm_model_device_name(a_model, a_index);
+    }
+    napi_value result(napi_env env) {
+        return js_str(env, ret);
+    }
+    void cleanup(napi_env env) {
+        (void)env;
+    }
+};
+
+struct Call_ikllm_model_device_weight_bytes {
+    static constexpr size_t kArgs = 2;
+    static constexpr const char* kName = "ikllm_model_device_weight_bytes";
+    const Fns* f = nullptr;
+    uint64_t ret{};
+    ikllm_model* a_model = nullptr;
+    int32_t a_index{};
+    bool parse(Ctx& c, bool keep) {
+        (void)keep;
+        a_model = (ikllm_model*)to_handle(c, 0, "model", &kTag_ikllm_model, false);
+        a_index = (int32_t)to_int(c, 1, "index");
+        return !c.failed;
+    }
+    void run() {
+        ret = f->ikllm_model_device_weight_bytes(a_model, a_index);
+    }
+    napi_value result(napi_env env) {
+        return js_num(env, (double)ret);
+    }
+    void cleanup(napi_env env) {
+        (void)env;
+    }
+};
+
+struct Call_ikllm_model_tensor_device {
+    static constexpr size_t kArgs = 2;
+    static constexpr const char* kName = "ikllm_model_tensor_device";
+    const Fns* f = nullptr;
+    ikllm_status ret{};
+    std::string err;
+    ikllm_model* a_model = nullptr;
+    Str a_name;
+    int32_t o_out_device{};
+    bool parse(Ctx& c, bool keep) {
+        (void)keep;
+        a_model = (ikllm_model*)to_handle(c, 0, "model", &kTag_ikllm_model, false);
+        a_name = to_str(c, 1, "name", false);
+        return !c.failed;
+    }
+    void run() {
+        ret = f->ikllm_model_tensor_device(a_model, a_name.ptr(), &o_out_device);
+        if (ret != IKLLM_OK) err = f->ikllm_last_error();  // same thread as the call
+    }
+    napi_value result(napi_env env) {
+        napi_value r = js_object(env);
+        set(env, r, "status", js_num(env, ret));
+        if (ret != IKLLM_OK) set(env, r, "error", js_str(env, err.c_str()));
+        set(env, r, "out_device", js_num(env, (double)o_out_device));
+        return r;
+    }
+    void cleanup(napi_env env) {
+        (void)env;
+    }
+};
+
+struct Call_ikllm_model_placement_report {
+    static constexpr size_t kArgs = 1;
+    static constexpr const char* kName = "ikllm_model_placement_report";
+    const Fns* f = nullptr;
+    const char* ret{};
+    ikllm_model* a_model = nullptr;
+    bool parse(Ctx& c, bool keep) {
+        (void)keep;
+        a_model = (ikllm_model*)to_handle(c, 0, "model", &kTag_ikllm_model, false);
+        return !c.failed;
+    }
+    void run() {
+        ret = f->ikllm_model_placement_report(a_model);
+    }
+    napi_value result(napi_env env) {
+        return js_str(env, ret);
+    }
+    void cleanup(napi_env env) {
+        (void)env;
+    }
+};
+
+struct Call_ikllm_plan {
+    static constexpr size_t kArgs = 6;
+    static constexpr const char* kName = "ikllm_plan";
+    const Fns* f = nullptr;
+    ikllm_status ret{};
+    std::string err;
+    ikllm_lib* a_lib = nullptr;
+    Str a_path;
+    ikllm_options* a_model_options = nullptr;
+    ikllm_options* a_session_options = nullptr;
+    uint64_t a_vram_budget{};
+    uint32_t a_flags{};
+    char* o_out_json = nullptr;
+    bool parse(Ctx& c, bool keep) {
+        (void)keep;
+        a_lib = (ikllm_lib*)to_handle(c, 0, "lib", &kTag_ikllm_lib, false);
+        a_path = to_str(c, 1, "path", false);
+        a_model_options = (ikllm_options*)to_handle(c, 2, "model_options", &kTag_ikllm_options, true);
+        a_session_options = (ikllm_options*)to_handle(c, 3, "session_options", &kTag_ikllm_options, true);
+        a_vram_budget = (uint64_t)to_int(c, 4, "vram_budget");
+        a_flags = (uint32_t)to_int(c, 5, "flags");
+        return !c.failed;
+    }
+    void run() {
+        ret = f->ikllm_plan(a_lib, a_path.ptr(), a_model_options, a_session_options, a_vram_budget, a_flags, &o_out_json);
+        if (ret != IKLLM_OK) err = f->ikllm_last_error();  // same thread as the call
+    }
+    napi_value result(napi_env env) {
+        napi_value r = js_object(env);
+        set(env, r, "status", js_num(env, ret));
+        if (ret != IKLLM_OK) set(env, r, "error", js_str(env, err.c_str()));
+        set(env, r, "out_json", js_str(env, o_out_json));
+        return r;
+    }
+    void cleanup(napi_env env) {
+        (void)env;
+        if (o_out_json) f->ikllm_free(o_out_json);
     }
 };
 
@@ -3424,6 +3593,12 @@ napi_value load(napi_env env, napi_callback_info info) {
     if (!(f.ikllm_model_tensor_info = (decltype(f.ikllm_model_tensor_info))dlsym(dl, "ikllm_model_tensor_info"))) missing = "ikllm_model_tensor_info";
     if (!(f.ikllm_model_tensor_dequantize = (decltype(f.ikllm_model_tensor_dequantize))dlsym(dl, "ikllm_model_tensor_dequantize"))) missing = "ikllm_model_tensor_dequantize";
     if (!(f.ikllm_type_name = (decltype(f.ikllm_type_name))dlsym(dl, "ikllm_type_name"))) missing = "ikllm_type_name";
+    if (!(f.ikllm_model_device_count = (decltype(f.ikllm_model_device_count))dlsym(dl, "ikllm_model_device_count"))) missing = "ikllm_model_device_count";
+    if (!(f.ikllm_model_device_name = (decltype(f.ikllm_model_device_name))dlsym(dl, "ikllm_model_device_name"))) missing = "ikllm_model_device_name";
+    if (!(f.ikllm_model_device_weight_bytes = (decltype(f.ikllm_model_device_weight_bytes))dlsym(dl, "ikllm_model_device_weight_bytes"))) missing = "ikllm_model_device_weight_bytes";
+    if (!(f.ikllm_model_tensor_device = (decltype(f.ikllm_model_tensor_device))dlsym(dl, "ikllm_model_tensor_device"))) missing = "ikllm_model_tensor_device";
+    if (!(f.ikllm_model_placement_report = (decltype(f.ikllm_model_placement_report))dlsym(dl, "ikllm_model_placement_report"))) missing = "ikllm_model_placement_report";
+    if (!(f.ikllm_plan = (decltype(f.ikllm_plan))dlsym(dl, "ikllm_plan"))) missing = "ikllm_plan";
     if (!(f.ikllm_tokenize = (decltype(f.ikllm_tokenize))dlsym(dl, "ikllm_tokenize"))) missing = "ikllm_tokenize";
     if (!(f.ikllm_token_to_piece = (decltype(f.ikllm_token_to_piece))dlsym(dl, "ikllm_token_to_piece"))) missing = "ikllm_token_to_piece";
     if (!(f.ikllm_detokenize = (decltype(f.ikllm_detokenize))dlsym(dl, "ikllm_detokenize"))) missing = "ikllm_detokenize";
@@ -3586,6 +3761,18 @@ NAPI_MODULE_INIT() {
         {"ikllm_model_tensor_dequantize_async", nullptr, async_entry<Call_ikllm_model_tensor_dequantize>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
         {"ikllm_type_name", nullptr, sync_entry<Call_ikllm_type_name>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
         {"ikllm_type_name_async", nullptr, async_entry<Call_ikllm_type_name>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+        {"ikllm_model_device_count", nullptr, sync_entry<Call_ikllm_model_device_count>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+        {"ikllm_model_device_count_async", nullptr, async_entry<Call_ikllm_model_device_count>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+        {"ikllm_model_device_name", nullptr, sync_entry<Call_ikllm_model_device_name>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+        {"ikllm_model_device_name_async", nullptr, async_entry<Call_ikllm_model_device_name>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+        {"ikllm_model_device_weight_bytes", nullptr, sync_entry<Call_ikllm_model_device_weight_bytes>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+        {"ikllm_model_device_weight_bytes_async", nullptr, async_entry<Call_ikllm_model_device_weight_bytes>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+        {"ikllm_model_tensor_device", nullptr, sync_entry<Call_ikllm_model_tensor_device>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+        {"ikllm_model_tensor_device_async", nullptr, async_entry<Call_ikllm_model_tensor_device>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+        {"ikllm_model_placement_report", nullptr, sync_entry<Call_ikllm_model_placement_report>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+        {"ikllm_model_placement_report_async", nullptr, async_entry<Call_ikllm_model_placement_report>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+        {"ikllm_plan", nullptr, sync_entry<Call_ikllm_plan>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+        {"ikllm_plan_async", nullptr, async_entry<Call_ikllm_plan>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
         {"ikllm_tokenize", nullptr, sync_entry<Call_ikllm_tokenize>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
         {"ikllm_tokenize_async", nullptr, async_entry<Call_ikllm_tokenize>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
         {"ikllm_token_to_piece", nullptr, sync_entry<Call_ikllm_token_to_piece>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},

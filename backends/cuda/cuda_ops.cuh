@@ -1,0 +1,62 @@
+// The CUDA backend's op kernels. The executor hands each function an Op whose pointers are
+// all device pointers: every Tensor::data (activations, weights, KV cache), op.i32,
+// op.seq_ids, op.kv.cell_pos, op.kv.cell_seqs and op.rope.freq_factors. The Tensor structs
+// themselves are host structs (read shapes and strides on the host, pass them by value to
+// kernels). Semantics are exactly those of the CPU backend (backends/cpu/op_*.cpp), which the
+// op-by-op tests compare against.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ops.h"
+
+namespace ikllm::cuda {
+
+// Device scratch for temporaries of one op: a bump allocator over one device buffer, reset
+// by the executor before each op. alloc() throws std::bad_alloc when the buffer is too small
+// (the executor then grows it and retries the op... it does not: size it with need()).
+class Scratch {
+public:
+    virtual ~Scratch() = default;
+    // 256-byte aligned device memory valid until the op returns (stream-ordered).
+    virtual void* alloc(size_t bytes) = 0;
+};
+
+struct OpEnv {
+    cudaStream_t stream = nullptr;
+    Scratch* scratch = nullptr;
+    int sm_count = 0;
+};
+
+// Throws std::runtime_error naming the call when a CUDA call failed.
+void check(cudaError_t e, const char* what);
+#define IKLLM_CUDA_CHECK(call) ::ikllm::cuda::check((call), #call)
+// After a launch: reports launch-configuration errors right away.
+#define IKLLM_CUDA_LAUNCHED(name) ::ikllm::cuda::check(cudaGetLastError(), name)
+
+// Element-wise and normalisation ops (ops_basic.cu).
+void run_rms_norm(const Op& op, const OpEnv& env);
+void run_add(const Op& op, const OpEnv& env);
+void run_swiglu(const Op& op, const OpEnv& env);
+void run_copy(const Op& op, const OpEnv& env);
+void run_gather_rows(const Op& op, const OpEnv& env);
+void run_rope(const Op& op, const OpEnv& env);
+void run_kv_store(const Op& op, const OpEnv& env);
+// Attention (ops_attention.cu): standard heads (GQA) and MLA latent caches, f32/f16/bf16/q8_0 cache.
+void run_attention(const Op& op, const OpEnv& env);
+// MoE routing (ops_moe_route.cu).
+void run_moe_route(const Op& op, const OpEnv& env);
+
+// Weight ops (matmul.cu, moe.cu, get_rows.cu).
+void run_get_rows(const Op& op, const OpEnv& env);
+void run_mul_mat(const Op& op, const OpEnv& env);
+void run_mul_mat_swiglu(const Op& op, const OpEnv& env);
+void run_mul_mat_heads(const Op& op, const OpEnv& env);
+void run_moe_ffn(const Op& op, const OpEnv& env);
+
+// Which weight types the matrix kernels and get_rows decode (block_decode.cuh).
+bool weight_type_supported(uint32_t type);
+
+}  // namespace ikllm::cuda

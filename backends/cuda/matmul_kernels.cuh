@@ -1,0 +1,32 @@
+// Matrix kernels over any weight type with a BlockDecoder: a warp-per-row matrix-vector
+// kernel for small token counts (generation) and a tensor-core (fp16 WMMA, fp32 accumulate)
+// tiled kernel for prompt batches. Both read the weights once per launch in their storage
+// type and decode in registers / shared memory.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ikllm::cuda {
+
+// One batched product: for each z in [0, Z): y_z[n, t] = w_z[n, :] . x_z[:, t] (+ bias[n]).
+// Strides are in bytes. x_rows (optional, per z) maps token t to the x row it reads.
+struct MatArgs {
+    uint32_t type = 0;
+    const uint8_t* w = nullptr;
+    size_t w_row = 0, w_z = 0;
+    const float* x = nullptr;
+    size_t x_t = 0, x_z = 0;
+    const int32_t* x_rows = nullptr;
+    float* y = nullptr;
+    size_t y_t = 0, y_z = 0;
+    const float* bias = nullptr;
+    int64_t K = 0, N = 0, T = 0, Z = 1;
+    bool round_x_f16 = false;  // round activations to f16 first (F16 expert numerics)
+};
+
+// Picks the kernel by T; throws std::runtime_error for an unsupported type.
+void launch_mat(const MatArgs& a, cudaStream_t stream);
+
+}  // namespace ikllm::cuda

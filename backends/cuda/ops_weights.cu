@@ -1,0 +1,244 @@
+// Ops that read weights: get_rows, mul_mat (+ fused gate/up, per-head products) and the routed
+// experts of a MoE layer. The products themselves are in matmul.cu.
+#include <cuda_fp16.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "block_decode.cuh"
+#include "cuda_ops.cuh"
+#include "matmul_kernels.cuh"
+
+namespace ikllm::cuda {
+
+namespace {
+
+template <class D>
+__global__ void get_rows_kernel(const uint8_t* table, size_t row_bytes, const int32_t* ids, int64_t ne0, float* dst,
+                                size_t dst_row) {
+    const int64_t t = blockIdx.x;
+    const uint8_t* row = table + (int64_t)ids[t] * row_bytes;
+    float* out = reinterpret_cast<float*>(reinterpret_cast<char*>(dst) + t * dst_row);
+    constexpr int cpb = D::kBlockElems / 8;
+    for (int64_t c = threadIdx.x; c < ne0 / 8; c += blockDim.x) {
+        float v[8];
+        D::decode8(row, c / cpb, (int)(c % cpb), v);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) out[c * 8 + e] = v[e];
+    }
+}
+
+__device__ inline float silu(float g) { return g / (1.0f + expf(-g)); }
+
+// y[t][n] = silu(g[t][n]) * u[t][n]; g, u contiguous [T][N]; optionally rounded to f16.
+__global__ void swiglu_rows_kernel(const float* g, const float* u, int64_t N, int64_t T, float* y, size_t y_t,
+                                   bool round_f16) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= N * T) return;
+    const int64_t t = i / N, n = i % N;
+    float v = silu(g[i]) * u[i];
+    if (round_f16) v = __half2float(__float2half_rn(v));
+    reinterpret_cast<float*>(reinterpret_cast<char*>(y) + t * y_t)[n] = v;
+}
+
+// out[t][i] = sum_j wt[t][j] * eout[slot[t*k + j]][i], in selection order.
+__global__ void moe_combine_kernel(const float* eout, const int32_t* slot, const float* wts, size_t wts_t, int64_t k,
+                                   int64_t E, float* y, size_t y_t) {
+    const int64_t t = blockIdx.y;
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= E) return;
+    const float* wt = reinterpret_cast<const float*>(reinterpret_cast<const char*>(wts) + t * wts_t);
+    float s = 0.f;
+    for (int64_t j = 0; j < k; ++j) {
+        const int32_t sl = slot[t * k + j];
+        if (sl >= 0) s += wt[j] * eout[(int64_t)sl * E + i];
+    }
+    reinterpret_cast<float*>(reinterpret_cast<char*>(y) + t * y_t)[i] = s;
+}
+
+MatArgs weight_args(const Tensor& w) {
+    MatArgs a;
+    a.type = w.type;
+    a.w = static_cast<const uint8_t*>(w.data);
+    a.w_row = w.nb[1];
+    a.w_z = w.nb[2];
+    a.K = w.ne[0];
+    a.N = w.ne[1];
+    return a;
+}
+
+unsigned blocks_for(int64_t n, int threads) { return (unsigned)((n + threads - 1) / threads); }
+
+}  // namespace
+
+void run_get_rows(const Op& op, const OpEnv& env) {
+    const Tensor& table = *op.src[0];
+    const Tensor& dst = *op.dst;
+    if (op.n_i32 <= 0) return;
+    const bool ok = dispatch_weight_type(table.type, [&](auto d) {
+        using D = decltype(d);
+        get_rows_kernel<D><<<(unsigned)op.n_i32, 128, 0, env.stream>>>(static_cast<const uint8_t*>(table.data), table.nb[1],
+                                                                       op.i32, table.ne[0], static_cast<float*>(dst.data),
+                                                                       dst.nb[1]);
+    });
+    if (!ok) throw std::runtime_error(std::string("CUDA get_rows: no kernel for the type of ") + table.name);
+    IKLLM_CUDA_LAUNCHED("get_rows_kernel");
+}
+
+void run_mul_mat(const Op& op, const OpEnv& env) {
+    const Tensor& w = *op.src[0];
+    const Tensor& x = *op.src[1];
+    const Tensor& y = *op.dst;
+    MatArgs a = weight_args(w);
+    a.x = static_cast<const float*>(x.data);
+    a.x_t = x.nb[1];
+    a.T = x.ne[1];
+    a.y = static_cast<float*>(y.data);
+    a.y_t = y.nb[1];
+    a.bias = op.src[2] ? static_cast<const float*>(op.src[2]->data) : nullptr;
+    launch_mat(a, env.stream);
+}
+
+void run_mul_mat_swiglu(const Op& op, const OpEnv& env) {
+    const Tensor& wg = *op.src[0];
+    const Tensor& x = *op.src[1];
+    const Tensor& wu = *op.src[2];
+    const Tensor& y = *op.dst;
+    const int64_t N = wg.ne[1], T = x.ne[1];
+    float* g = static_cast<float*>(env.scratch->alloc(sizeof(float) * N * T * 2));
+    float* u = g + N * T;
+    MatArgs a = weight_args(wg);
+    a.x = static_cast<const float*>(x.data);
+    a.x_t = x.nb[1];
+    a.T = T;
+    a.y = g;
+    a.y_t = sizeof(float) * N;
+    launch_mat(a, env.stream);
+    MatArgs b = a;
+    b.type = wu.type;
+    b.w = static_cast<const uint8_t*>(wu.data);
+    b.w_row = wu.nb[1];
+    b.y = u;
+    launch_mat(b, env.stream);
+    swiglu_rows_kernel<<<blocks_for(N * T, 256), 256, 0, env.stream>>>(g, u, N, T, static_cast<float*>(y.data), y.nb[1],
+                                                                       false);
+    IKLLM_CUDA_LAUNCHED("swiglu_rows_kernel");
+}
+
+void run_mul_mat_heads(const Op& op, const OpEnv& env) {
+    const Tensor& w = *op.src[0];  // [K, N, H]
+    const Tensor& x = *op.src[1];  // [K, H, T]
+    const Tensor& y = *op.dst;     // [N, H, T]
+    MatArgs a = weight_args(w);
+    a.Z = w.ne[2];
+    a.x = static_cast<const float*>(x.data);
+    a.x_z = x.nb[1];
+    a.x_t = x.nb[2];
+    a.T = x.ne[2];
+    a.y = static_cast<float*>(y.data);
+    a.y_z = y.nb[1];
+    a.y_t = y.nb[2];
+    launch_mat(a, env.stream);
+}
+
+// Routed experts. The expert ids come back to the host once per layer (a small copy) so the
+// (token, slot) pairs can be grouped by expert; each used expert then runs gate/up, SwiGLU
+// and down over its tokens, and one kernel sums the k outputs per token.
+void run_moe_ffn(const Op& op, const OpEnv& env) {
+    const Tensor& x = *op.src[0];
+    const Tensor& ids = *op.src[1];
+    const Tensor& wts = *op.src[2];
+    const Tensor& y = *op.dst;
+    const Tensor& wg = *op.ex[0];
+    const Tensor* wu = op.ex[1];
+    const Tensor& wd = *op.ex[2];
+    const bool merged = wu == nullptr;
+    const int64_t E = x.ne[0], T = x.ne[1], k = ids.ne[0];
+    const int64_t n_ff = wd.ne[0], n_exp = wd.ne[2];
+
+    std::vector<int32_t> h_ids((size_t)(k * T));
+    IKLLM_CUDA_CHECK(cudaMemcpy2DAsync(h_ids.data(), sizeof(int32_t) * k, ids.data, ids.nb[1], sizeof(int32_t) * k, T,
+                                       cudaMemcpyDeviceToHost, env.stream));
+    IKLLM_CUDA_CHECK(cudaStreamSynchronize(env.stream));
+    std::vector<int64_t> count((size_t)n_exp, 0);
+    for (int32_t e : h_ids) {
+        if (e >= n_exp) throw std::runtime_error("moe_ffn: expert id out of range");
+        if (e >= 0) ++count[(size_t)e];
+    }
+    std::vector<int64_t> start((size_t)n_exp, 0);
+    int64_t total = 0;
+    for (int64_t e = 0; e < n_exp; ++e) {
+        start[(size_t)e] = total;
+        total += count[(size_t)e];
+    }
+    // tok[s]: the token of pair s; slot[t*k+j]: the pair of token t's j-th choice.
+    std::vector<int32_t> host((size_t)(total + k * T), -1);
+    int32_t* tok = host.data();
+    int32_t* slot = host.data() + total;
+    {
+        std::vector<int64_t> fill = start;
+        for (int64_t t = 0; t < T; ++t)
+            for (int64_t j = 0; j < k; ++j) {
+                const int32_t e = h_ids[(size_t)(t * k + j)];
+                if (e < 0) continue;
+                const int64_t s = fill[(size_t)e]++;
+                tok[s] = (int32_t)t;
+                slot[t * k + j] = (int32_t)s;
+            }
+    }
+    int32_t* d_idx = static_cast<int32_t*>(env.scratch->alloc(sizeof(int32_t) * host.size()));
+    IKLLM_CUDA_CHECK(cudaMemcpyAsync(d_idx, host.data(), sizeof(int32_t) * host.size(), cudaMemcpyHostToDevice, env.stream));
+    const int64_t pairs = total > 0 ? total : 1;
+    float* g = static_cast<float*>(env.scratch->alloc(sizeof(float) * pairs * n_ff));
+    float* u = static_cast<float*>(env.scratch->alloc(sizeof(float) * pairs * n_ff));
+    float* eout = static_cast<float*>(env.scratch->alloc(sizeof(float) * pairs * E));
+    for (int64_t e = 0; e < n_exp; ++e) {
+        const int64_t n = count[(size_t)e], first = start[(size_t)e];
+        if (!n) continue;
+        MatArgs a = weight_args(wg);
+        a.w += e * wg.nb[2];
+        a.N = n_ff;
+        a.x = static_cast<const float*>(x.data);
+        a.x_t = x.nb[1];
+        a.x_rows = d_idx + first;
+        a.T = n;
+        a.y = g + first * n_ff;
+        a.y_t = sizeof(float) * n_ff;
+        a.round_x_f16 = op.moe.round_f16;
+        launch_mat(a, env.stream);
+        MatArgs b = a;
+        if (merged) {
+            b.w += n_ff * wg.nb[1];
+        } else {
+            b.type = wu->type;
+            b.w = static_cast<const uint8_t*>(wu->data) + e * wu->nb[2];
+            b.w_row = wu->nb[1];
+        }
+        b.y = u + first * n_ff;
+        launch_mat(b, env.stream);
+    }
+    if (total > 0) {
+        swiglu_rows_kernel<<<blocks_for(total * n_ff, 256), 256, 0, env.stream>>>(g, u, n_ff, total, g,
+                                                                                  sizeof(float) * n_ff, op.moe.round_f16);
+        IKLLM_CUDA_LAUNCHED("swiglu_rows_kernel");
+    }
+    for (int64_t e = 0; e < n_exp; ++e) {
+        const int64_t n = count[(size_t)e], first = start[(size_t)e];
+        if (!n) continue;
+        MatArgs a = weight_args(wd);
+        a.w += e * wd.nb[2];
+        a.x = g + first * n_ff;
+        a.x_t = sizeof(float) * n_ff;
+        a.T = n;
+        a.y = eout + first * E;
+        a.y_t = sizeof(float) * E;
+        launch_mat(a, env.stream);
+    }
+    const dim3 grid(blocks_for(E, 256), (unsigned)T);
+    moe_combine_kernel<<<grid, 256, 0, env.stream>>>(eout, d_idx + total, static_cast<const float*>(wts.data), wts.nb[1], k,
+                                                     E, static_cast<float*>(y.data), y.nb[1]);
+    IKLLM_CUDA_LAUNCHED("moe_combine_kernel");
+}
+
+}  // namespace ikllm::cuda

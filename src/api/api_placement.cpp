@@ -1,0 +1,102 @@
+// C boundary for device placement: per-device queries of a loaded model and the memory plan of
+// a model file (docs/placement.md).
+#include <cstdlib>
+
+#include "api/api_internal.h"
+#include "api/options.h"
+#include "gguf/gguf_file.h"
+#include "model/memory_plan.h"
+
+using namespace ikllm;
+
+namespace {
+
+// Until the loader fills device_names, a model has one device, the CPU, holding every weight.
+bool single_cpu(const ikllm_model* m) { return m->m->device_names.empty(); }
+
+}  // namespace
+
+extern "C" {
+
+int32_t ikllm_model_device_count(const ikllm_model* m) {
+    if (!m) return 0;
+    return single_cpu(m) ? 1 : (int32_t)m->m->device_names.size();
+}
+
+const char* ikllm_model_device_name(const ikllm_model* m, int32_t i) {
+    if (!m || i < 0 || i >= ikllm_model_device_count(m)) return nullptr;
+    return single_cpu(m) ? "CPU" : m->m->device_names[(size_t)i].c_str();
+}
+
+uint64_t ikllm_model_device_weight_bytes(const ikllm_model* m, int32_t i) {
+    if (!m || i < 0 || i >= ikllm_model_device_count(m)) return 0;
+    if (single_cpu(m)) return m->m->weight_bytes;
+    const auto& b = m->m->device_weight_bytes;
+    return (size_t)i < b.size() ? b[(size_t)i] : 0;
+}
+
+ikllm_status ikllm_model_tensor_device(const ikllm_model* m, const char* name, int32_t* out_device) {
+    return api::guard([&] {
+        IKLLM_REQUIRE(m && name && out_device, "NULL argument");
+        const Model& model = *m->m;
+        auto it = model.by_name.find(std::string_view(name));
+        if (it != model.by_name.end()) {
+            const int d = it->second->device;
+            *out_device = single_cpu(m) || d < 0 || d >= (int)model.device_names.size() ? 0 : d;
+            return;
+        }
+        // In the file but not bound as a weight (read at load to derive others, or a
+        // vocabulary-only load): its bytes stay in host memory.
+        if (model.file && model.file->find_tensor(name)) {
+            *out_device = 0;
+            return;
+        }
+        fail(Status::not_found, std::string("tensor '") + name + "' not found");
+    });
+}
+
+const char* ikllm_model_placement_report(const ikllm_model* m) { return m ? m->placement_report.c_str() : ""; }
+
+ikllm_status ikllm_plan(ikllm_lib* lib, const char* path, const ikllm_options* model_options,
+                        const ikllm_options* session_options, uint64_t vram_budget, uint32_t flags, char** out_json) {
+    if (out_json) *out_json = nullptr;
+    return api::guard([&] {
+        IKLLM_REQUIRE(lib, "lib is NULL");
+        IKLLM_REQUIRE(path, "path is NULL");
+        IKLLM_REQUIRE(out_json, "out_json is NULL");
+        IKLLM_REQUIRE(flags == 0, "flags must be 0");
+        IKLLM_REQUIRE(!model_options || model_options->kind == IKLLM_OPTIONS_MODEL,
+                      "model_options are not model options");
+        IKLLM_REQUIRE(!session_options || session_options->kind == IKLLM_OPTIONS_SESSION,
+                      "session_options are not session options");
+        const ModelOptions mo = api::model_options(model_options);  // validates the rules
+        const SessionOptions so = api::session_options(session_options, 0);
+        std::unique_ptr<gguf::File> f = gguf::File::open(path, &type_geometry, true);
+        const PlanModel pm = plan_model_from_file(*f);
+        PlanRequest req;
+        req.n_ctx = so.n_ctx;
+        req.n_batch = so.n_batch;
+        req.kv_type = so.kv_type;
+        req.n_gpu_layers = mo.n_gpu_layers;
+        req.tensor_placement = mo.tensor_placement;
+        // The first GPU when this machine has one, else a hypothetical CUDA0 (default type
+        // support): planning works anywhere.
+        if (backend::Backend* gpu = lib->backends.gpu_count() > 0 ? lib->backends.gpu(0) : nullptr) {
+            req.gpu_name = gpu->capabilities().name;
+            req.gpu_supports_type = [gpu](uint32_t t) { return gpu->supports_weight_type(t); };
+            req.gpu_present = true;
+        } else {
+            req.gpu_name = "CUDA0";
+        }
+        const MemoryPlan plan = plan_memory(pm, req);
+        PlacementSuggestion sug;
+        if (vram_budget > 0) sug = suggest_placement(pm, req, vram_budget);
+        const std::string json = plan_json(pm, req, plan, vram_budget > 0 ? &sug : nullptr);
+        char* p = static_cast<char*>(std::malloc(json.size() + 1));
+        if (!p) throw std::bad_alloc();
+        std::memcpy(p, json.c_str(), json.size() + 1);
+        *out_json = p;
+    });
+}
+
+}  // extern "C"

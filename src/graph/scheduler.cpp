@@ -1,0 +1,359 @@
+#include "graph/scheduler.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "core/error.h"
+#include "quant/type_traits.h"
+
+namespace ikllm {
+
+// ---- ValidityMap ---------------------------------------------------------------------------
+
+void ValidityMap::split(uintptr_t at) {
+    auto it = segs_.upper_bound(at);
+    if (it == segs_.begin()) return;
+    --it;
+    if (it->first < at && at < it->second.hi) {
+        const Seg right{it->second.hi, it->second.mask};
+        it->second.hi = at;
+        segs_.emplace(at, right);
+    }
+}
+
+std::vector<ValidityMap::Piece> ValidityMap::missing(uintptr_t lo, uintptr_t hi, int dev) {
+    std::vector<Piece> out;
+    auto it = segs_.upper_bound(lo);
+    if (it != segs_.begin()) --it;
+    for (; it != segs_.end() && it->first < hi; ++it) {
+        const uintptr_t a = std::max(lo, it->first), b = std::min(hi, it->second.hi);
+        if (a < b && !(it->second.mask & (1u << dev))) out.push_back({a, b, it->second.mask});
+    }
+    return out;
+}
+
+void ValidityMap::add_holder(uintptr_t lo, uintptr_t hi, int dev) {
+    split(lo);
+    split(hi);
+    for (auto it = segs_.lower_bound(lo); it != segs_.end() && it->first < hi; ++it) it->second.mask |= 1u << dev;
+}
+
+void ValidityMap::forget(uintptr_t lo, uintptr_t hi) {
+    split(lo);
+    split(hi);
+    segs_.erase(segs_.lower_bound(lo), segs_.lower_bound(hi));
+}
+
+void ValidityMap::written(uintptr_t lo, uintptr_t hi, int dev) {
+    if (lo >= hi) return;
+    forget(lo, hi);
+    segs_.emplace(lo, Seg{hi, 1u << dev});
+}
+
+int ValidityMap::sole_holder(uintptr_t p) const {
+    auto it = segs_.upper_bound(p);
+    if (it == segs_.begin()) return -1;
+    --it;
+    if (p >= it->second.hi) return -1;
+    const uint32_t m = it->second.mask;
+    if (m == 0 || (m & (m - 1))) return -1;
+    return __builtin_ctz(m);
+}
+
+// ---- Scheduler -----------------------------------------------------------------------------
+
+namespace {
+
+// [lo, hi) of the bytes a tensor view covers.
+std::pair<uintptr_t, uintptr_t> extent(const Tensor& t) {
+    const uintptr_t lo = reinterpret_cast<uintptr_t>(t.data);
+    size_t row;
+    const quant::TypeTraits* tt = quant::find_type(t.type);
+    if (t.type == quant::T_I32 || t.type == quant::T_F32) row = 4 * (size_t)t.ne[0];
+    else if (tt) row = quant::row_bytes(*tt, t.ne[0]);
+    else row = t.nb[0] * (size_t)t.ne[0];
+    size_t last = 0;
+    for (int i = 1; i < 4; ++i) last += (size_t)(t.ne[i] - 1) * t.nb[i];
+    return {lo, lo + last + row};
+}
+
+bool is_weight_op_input(const Op& op, int slot) {
+    switch (op.kind) {
+        case OpKind::get_rows:
+        case OpKind::mul_mat:
+        case OpKind::mul_mat_heads: return slot == 0 || (op.kind == OpKind::mul_mat && slot == 2);
+        case OpKind::mul_mat_swiglu: return slot == 0 || slot == 2;
+        case OpKind::rms_norm: return slot == 1;
+        case OpKind::moe_route: return slot == 1;
+        default: return false;
+    }
+}
+
+}  // namespace
+
+Scheduler::Scheduler(std::vector<backend::Backend*> devices, std::vector<backend::Executor*> executors)
+    : devices_(std::move(devices)), execs_(std::move(executors)) {
+    staging_.resize(devices_.size());
+    staging_used_.resize(devices_.size(), 0);
+}
+
+Scheduler::~Scheduler() {
+    for (size_t d = 1; d < execs_.size(); ++d) {
+        try {
+            execs_[d]->synchronize();
+        } catch (...) {
+        }
+    }
+}
+
+void Scheduler::add_mirror(const void* host, size_t bytes, int device) {
+    auto buf = devices_[(size_t)device]->alloc(bytes);
+    devices_[(size_t)device]->fill_zero(buf->data(), bytes);
+    void* dev = buf->data();
+    regions_.push_back({reinterpret_cast<uintptr_t>(host), bytes, device, dev, true, std::move(buf)});
+}
+
+Scheduler::Region* Scheduler::region_of(uintptr_t lo, uintptr_t hi, int device) {
+    for (Region& r : regions_)
+        if (r.device == device && lo >= r.host && hi <= r.host + r.bytes) return &r;
+    return nullptr;
+}
+
+// Where a tensor's bytes are on `device`: weights placed there are used as they are; host
+// memory goes through its mirror (made on first use for arena blocks and output buffers).
+void* Scheduler::device_ptr(const Tensor& t, int device) {
+    if (device == 0) return t.data;
+    const auto [lo, hi] = extent(t);
+    if (Region* r = region_of(lo, hi, device)) return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(r->dev) + (lo - r->host));
+    if (t.device == device) return t.data;  // a weight that lives on the device itself
+    throw Error(Status::internal, std::string("scheduler: tensor '") + (t.name ? t.name : "") +
+                "' has no memory on device " + std::to_string(device));
+}
+
+// Copies the parts of t's bytes that `device` does not hold from where they are current.
+void Scheduler::ensure_on(const Tensor& t, int device) {
+    const auto [lo, hi] = extent(t);
+    if (device != 0 && !region_of(lo, hi, device)) return;  // device-resident (a weight)
+    for (const ValidityMap::Piece& p : valid_.missing(lo, hi, device)) {
+        const int from = __builtin_ctz(p.mask);
+        flush();
+        const size_t n = p.hi - p.lo;
+        if (device == 0) {
+            Region* r = region_of(p.lo, p.hi, from);
+            if (!r) throw Error(Status::internal, "scheduler: no device copy to read back");
+            execs_[(size_t)from]->to_host(reinterpret_cast<void*>(p.lo),
+                                          reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(r->dev) + (p.lo - r->host)), n);
+        } else if (from == 0) {
+            Region* r = region_of(p.lo, p.hi, device);
+            execs_[(size_t)device]->to_device(reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(r->dev) + (p.lo - r->host)),
+                                              reinterpret_cast<const void*>(p.lo), n);
+        } else {
+            throw Error(Status::unsupported, "scheduler: copies between two GPUs are not supported yet");
+        }
+        valid_.add_holder(p.lo, p.hi, device);
+    }
+}
+
+// The op's device: that of the weights it reads, else of the KV cache it touches, else where
+// its main input was last written (ties: the previous op's device).
+int Scheduler::place(const Op& op, int prev) const {
+    switch (op.kind) {
+        case OpKind::get_rows:
+        case OpKind::mul_mat:
+        case OpKind::mul_mat_swiglu:
+        case OpKind::mul_mat_heads: return op.src[0]->device;
+        case OpKind::moe_ffn: return op.ex[0]->device;
+        case OpKind::rms_norm:
+            if (op.src[1]) return op.src[1]->device;
+            break;
+        case OpKind::kv_store: return op.dst->device;
+        case OpKind::attention: return op.src[1]->device;
+        default: break;
+    }
+    const Tensor* in = op.kind == OpKind::rope ? op.dst : op.src[0];
+    if (in) {
+        const int d = valid_.sole_holder(reinterpret_cast<uintptr_t>(in->data));
+        if (d >= 0) return d;
+    }
+    return prev < 0 ? 0 : prev;
+}
+
+int Scheduler::owner_of_spare(const backend::Buffer* b) const {
+    auto it = spare_owner_.find(b);
+    return it == spare_owner_.end() ? -1 : it->second;
+}
+
+const void* Scheduler::stage(const void* host, size_t bytes, int device) {
+    if (!host || bytes == 0) return host;
+    auto key = std::make_pair(host, device);
+    auto it = staged_.find(key);
+    if (it != staged_.end()) return it->second;
+    const size_t need = (bytes + 255) / 256 * 256;
+    auto& buf = staging_[(size_t)device];
+    size_t& used = staging_used_[(size_t)device];
+    if (!buf || used + need > buf->size()) {
+        // Grow only between runs' uses: wait for queued work that may read the old buffer.
+        execs_[(size_t)device]->synchronize();
+        const size_t size = std::max<size_t>({need * 2, (buf ? buf->size() * 2 : 0), (size_t)1 << 20});
+        if (buf && used > 0) {
+            // Keep the old buffer alive (already staged pointers still refer to it).
+            owned_.push_back(std::move(buf));
+        }
+        buf = devices_[(size_t)device]->alloc(size);
+        used = 0;
+    }
+    void* dst = static_cast<uint8_t*>(buf->data()) + used;
+    used += need;
+    execs_[(size_t)device]->to_device(dst, host, bytes);
+    staged_[key] = dst;
+    return dst;
+}
+
+Op Scheduler::translate(const Op& op, int device, Graph& g) {
+    Op d = op;
+    auto tr = [&](Tensor* t) -> Tensor* {
+        if (!t) return nullptr;
+        Tensor* c = g.new_tensor();
+        *c = *t;
+        c->data = device_ptr(*t, device);
+        return c;
+    };
+    d.dst = tr(op.dst);
+    for (int i = 0; i < 3; ++i) d.src[i] = tr(op.src[i]);
+    for (int i = 0; i < 3; ++i) d.ex[i] = tr(op.ex[i]);
+    d.aux = tr(op.aux);
+    d.i32 = static_cast<const int32_t*>(stage(op.i32, sizeof(int32_t) * (size_t)op.n_i32, device));
+    if (op.kind == OpKind::attention) {
+        d.seq_ids = static_cast<const int32_t*>(stage(op.seq_ids, sizeof(int32_t) * (size_t)op.n_i32, device));
+        d.kv.cell_pos = static_cast<const int32_t*>(stage(op.kv.cell_pos, sizeof(int32_t) * (size_t)op.kv.n_cells, device));
+        d.kv.cell_seqs = static_cast<const uint64_t*>(
+            stage(op.kv.cell_seqs, sizeof(uint64_t) * (size_t)op.kv.n_cells * (size_t)op.kv.seq_words, device));
+    }
+    if (op.kind == OpKind::rope && op.rope.freq_factors)
+        d.rope.freq_factors = static_cast<const float*>(stage(op.rope.freq_factors, sizeof(float) * (size_t)(op.rope.n_dims / 2), device));
+    return d;
+}
+
+void Scheduler::flush() {
+    if (seg_device_ < 0) return;
+    const int d = seg_device_;
+    seg_device_ = -1;
+    if (d == 0) {
+        if (cpu_end_ > cpu_begin_) execs_[0]->run(*graph_, cpu_begin_, cpu_end_, cancel_);
+    } else if (seg_graph_ && !seg_graph_->ops.empty()) {
+        execs_[(size_t)d]->run(*seg_graph_, 0, seg_graph_->ops.size(), cancel_);
+    }
+    seg_graph_.reset();
+}
+
+void Scheduler::run(const Graph& graph, Arena& arena, const std::vector<std::pair<void*, size_t>>& outputs,
+                    const volatile int32_t* cancel) {
+    graph_ = &graph;
+    cancel_ = cancel;
+    staged_.clear();
+    std::fill(staging_used_.begin(), staging_used_.end(), 0);
+    // Mirrors of the arena blocks and this run's output buffers on every GPU.
+    std::vector<std::pair<uintptr_t, size_t>> transient;
+    arena.for_each_block([&](const void* p, size_t n) { transient.emplace_back(reinterpret_cast<uintptr_t>(p), n); });
+    for (auto& [p, n] : outputs) transient.emplace_back(reinterpret_cast<uintptr_t>(p), n);
+    for (size_t dev = 1; dev < devices_.size(); ++dev)
+        for (auto& [p, n] : transient) {
+            if (!n || region_of(p, p + n, (int)dev)) continue;
+            // Output buffers move between runs: retire stale non-persistent regions overlapping
+            // this one, keeping their device memory for reuse (no allocation per decode step).
+            for (auto it = regions_.begin(); it != regions_.end();) {
+                if (!it->persistent && it->device == (int)dev && it->host < p + n && p < it->host + it->bytes) {
+                    spare_.push_back(std::move(it->buffer));
+                    it = regions_.erase(it);
+                } else {
+                    ++it;
+                }
+            }
+            std::unique_ptr<backend::Buffer> buf;
+            for (auto it = spare_.begin(); it != spare_.end(); ++it)
+                if ((*it)->size() >= n && (*it)->size() <= 2 * n + (1u << 20) && owner_of_spare(it->get()) == dev) {
+                    buf = std::move(*it);
+                    spare_.erase(it);
+                    break;
+                }
+            if (!buf) buf = devices_[dev]->alloc(n);
+            void* d = buf->data();
+            spare_owner_[buf.get()] = (int)dev;
+            regions_.push_back({p, n, (int)dev, d, false, std::move(buf)});
+        }
+    for (auto& [p, n] : transient) valid_.forget(p, p + n);
+
+    int prev = -1;
+    try {
+        for (size_t i = 0; i < graph.ops.size(); ++i) {
+            const Op& op = graph.ops[i];
+            const int d = place(op, prev);
+            if (d != 0 && !devices_[(size_t)d]->supports(op))
+                throw Error(Status::unsupported, std::string("op on device ") + std::to_string(d) + " is not supported there (" +
+                            (op.src[0] && op.src[0]->name ? op.src[0]->name : "") + ")");
+            // Inputs (and the destination, which views may partly keep) must be current here.
+            for (int s = 0; s < 3; ++s)
+                if (op.src[s] && !is_weight_op_input(op, s)) ensure_on(*op.src[s], d);
+            if (op.dst) ensure_on(*op.dst, d);
+            if (seg_device_ != d) {
+                flush();
+                seg_device_ = d;
+                if (d == 0) cpu_begin_ = cpu_end_ = i;
+                else seg_graph_ = std::make_unique<Graph>();
+            }
+            if (d == 0) cpu_end_ = i + 1;
+            else seg_graph_->ops.push_back(translate(op, d, *seg_graph_));
+            if (op.dst) {
+                const auto [lo, hi] = extent(*op.dst);
+                valid_.written(lo, hi, d);
+            }
+            if (op.aux) {
+                const auto [lo, hi] = extent(*op.aux);
+                valid_.written(lo, hi, d);
+            }
+            prev = d;
+        }
+        flush();
+        for (auto& [p, n] : outputs) {
+            Tensor t;
+            t.type = quant::T_I32;  // byte range of n bytes
+            t.data = p;
+            t.ne[0] = (int64_t)(n / 4);
+            ensure_on(t, 0);
+        }
+        for (size_t dev = 1; dev < execs_.size(); ++dev) execs_[dev]->synchronize();
+    } catch (...) {
+        seg_graph_.reset();
+        seg_device_ = -1;
+        for (size_t dev = 1; dev < execs_.size(); ++dev) {
+            try {
+                execs_[dev]->synchronize();
+            } catch (...) {
+            }
+        }
+        for (auto& [p, n] : transient) valid_.forget(p, p + n);
+        graph_ = nullptr;
+        throw;
+    }
+    for (auto& [p, n] : transient) valid_.forget(p, p + n);
+    graph_ = nullptr;
+}
+
+void Scheduler::mirrors_to_host() {
+    for (const Region& r : regions_)
+        if (r.persistent) {
+            Tensor t;
+            t.type = quant::T_I32;
+            t.data = reinterpret_cast<void*>(r.host);
+            t.ne[0] = (int64_t)(r.bytes / 4);
+            ensure_on(t, 0);
+        }
+}
+
+void Scheduler::mirrors_host_written() {
+    for (const Region& r : regions_)
+        if (r.persistent) valid_.written(r.host, r.host + r.bytes, 0);
+}
+
+}  // namespace ikllm

@@ -1,0 +1,187 @@
+#include "model/device_placement.h"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <set>
+#include <string>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "model/tensor_placement.h"
+#include "quant/type_traits.h"
+#include "registry.h"
+
+namespace ikllm {
+
+namespace {
+
+int32_t layer_of(const char* name) {
+    int layer = -1;
+    if (std::sscanf(name, "blk.%d.", &layer) == 1) return layer;
+    return -1;
+}
+
+uint64_t tensor_bytes(const Tensor& t) { return (uint64_t)t.nb[1] * (uint64_t)t.n_rows(); }
+
+// Tensors one op reads together must share a device: fused gate/up, the three expert
+// tensors, a matrix and its bias. A split group goes to the CPU, with a report line.
+void tie_groups(Model& m, std::vector<std::string>& report) {
+    auto tie = [&](std::initializer_list<Tensor*> group) {
+        int dev = -1;
+        bool mixed = false;
+        for (Tensor* t : group)
+            if (t) {
+                if (dev < 0) dev = t->device;
+                else if (t->device != dev) mixed = true;
+            }
+        if (!mixed) return;
+        std::string names;
+        for (Tensor* t : group)
+            if (t) {
+                t->device = 0;
+                names += std::string(names.empty() ? "" : ", ") + t->name;
+            }
+        report.push_back("kept on CPU together (one op reads them): " + names);
+    };
+    for (LayerWeights& l : m.layers) {
+        tie({l.ffn_gate, l.ffn_up});
+        tie({l.ffn_gate_exps, l.ffn_up_exps, l.ffn_down_exps});
+        tie({l.ffn_gate_shexp, l.ffn_up_shexp});
+        tie({l.ffn_gate_inp, l.exp_probs_b});
+        tie({l.wq, l.bq});
+        tie({l.wk, l.bk});
+        tie({l.wv, l.bv});
+        tie({l.wo, l.bo});
+        tie({l.ffn_gate, l.ffn_gate_b});
+        tie({l.ffn_up, l.ffn_up_b});
+        tie({l.ffn_down, l.ffn_down_b});
+    }
+}
+
+}  // namespace
+
+void place_weights(Model& m, const ModelOptions& opts, backend::Registry* registry, const Logger& log,
+                   const std::function<void(float)>& check_cancel) {
+    m.devices = {m.cpu.get()};
+    m.device_names = {"CPU"};
+    m.device_weight_bytes = {m.weight_bytes};
+    m.layer_attn_device.assign((size_t)m.hp.n_layer, 0);
+    const std::vector<PlacementRule> rules = parse_placement_rules(opts.tensor_placement);
+    if (opts.n_gpu_layers <= 0 && rules.empty()) return;
+
+    backend::Backend* gpu = registry && registry->gpu_count() > 0 ? registry->gpu(0) : nullptr;
+    const std::string gpu_name = gpu ? gpu->capabilities().name : "";
+    if (!gpu && registry) m.placement_report.push_back(registry->status());
+
+    // A tied LM head gets its own GPU copy when the head is offloaded (the embedding lookup
+    // stays on the CPU).
+    if (gpu && m.output == m.tok_embd && opts.n_gpu_layers > m.hp.n_layer && gpu->supports_weight_type(m.tok_embd->type)) {
+        auto t = std::make_unique<Tensor>(*m.tok_embd);
+        m.derived_names.push_back("output.weight");
+        t->name = m.derived_names.back().c_str();
+        m.output = t.get();
+        m.weights.push_back(std::move(t));
+    }
+
+    std::vector<PlacementTensor> list;
+    list.reserve(m.weights.size());
+    for (auto& t : m.weights) {
+        PlacementTensor p;
+        p.name = t->name;
+        p.layer = layer_of(t->name);
+        p.type = t->type;
+        p.bytes = tensor_bytes(*t);
+        list.push_back(std::move(p));
+    }
+    PlacementResult res = place_tensors(list, m.hp.n_layer, opts.n_gpu_layers, rules, gpu_name,
+                                        [&](uint32_t type) { return gpu && gpu->supports_weight_type(type); });
+    for (std::string& r : res.report) m.placement_report.push_back(std::move(r));
+    for (size_t i = 0; i < m.weights.size(); ++i) m.weights[i]->device = gpu && res.device_of[i] != "CPU" ? 1 : 0;
+    tie_groups(m, m.placement_report);
+    for (const std::string& r : m.placement_report) log.log(log_warn, "placement: %s", r.c_str());
+    if (!gpu) {
+        for (auto& t : m.weights) t->device = 0;
+        return;
+    }
+
+    // One device buffer for all offloaded weights. A tensor that is a view of another's bytes
+    // (deepseek2's 3-D view of a split attn_k_b) shares its device copy.
+    std::vector<Tensor*> order;
+    for (auto& t : m.weights)
+        if (t->device == 1) order.push_back(t.get());
+    std::stable_sort(order.begin(), order.end(), [](const Tensor* a, const Tensor* b) { return tensor_bytes(*a) > tensor_bytes(*b); });
+    struct Span {
+        const uint8_t* lo;
+        const uint8_t* hi;
+        uint64_t offset;
+    };
+    std::vector<Span> spans;
+    std::vector<std::pair<Tensor*, int64_t>> placed;  // tensor, span index
+    uint64_t total = 0;
+    for (Tensor* t : order) {
+        const uint8_t* lo = static_cast<const uint8_t*>(t->data);
+        const uint8_t* hi = lo + tensor_bytes(*t);
+        int64_t found = -1;
+        for (size_t i = 0; i < spans.size() && found < 0; ++i)
+            if (lo >= spans[i].lo && hi <= spans[i].hi) found = (int64_t)i;
+        if (found < 0) {
+            spans.push_back({lo, hi, total});
+            total += (tensor_bytes(*t) + 255) / 256 * 256;
+            found = (int64_t)spans.size() - 1;
+        }
+        placed.emplace_back(t, found);
+    }
+    m.devices.push_back(gpu);
+    m.device_names.push_back(gpu_name);
+    m.device_weight_bytes = {0, total};
+    if (total > 0) {
+        const backend::Capabilities cap = gpu->capabilities();
+        std::unique_ptr<backend::Buffer> buf;
+        try {
+            buf = gpu->alloc(total);
+        } catch (const std::bad_alloc&) {
+            fail(Status::out_of_memory, gpu_name + ": " + std::to_string(total >> 20) + " MiB of weights do not fit (" +
+                 std::to_string(cap.memory_free >> 20) + " MiB free): offload fewer layers or keep experts on the CPU "
+                 "(see `ikllm plan`)");
+        }
+        uint8_t* base = static_cast<uint8_t*>(buf->data());
+        uint64_t done = 0;
+        for (const Span& sp : spans) {
+            gpu->upload(base + sp.offset, sp.lo, (size_t)(sp.hi - sp.lo));
+            done += (uint64_t)(sp.hi - sp.lo);
+            check_cancel(0.9f + 0.09f * (float)done / (float)total);
+        }
+        for (auto& [t, i] : placed) {
+            const Span& sp = spans[(size_t)i];
+            t->host = t->data;
+            t->data = base + sp.offset + (static_cast<const uint8_t*>(t->data) - sp.lo);
+        }
+        m.buffers.push_back(std::move(buf));
+    }
+    // CPU bytes: distinct host spans of the tensors left there.
+    {
+        std::vector<std::pair<const uint8_t*, const uint8_t*>> cpu_spans;
+        for (auto& t : m.weights)
+            if (t->device == 0) {
+                const uint8_t* lo = static_cast<const uint8_t*>(t->data);
+                cpu_spans.emplace_back(lo, lo + tensor_bytes(*t));
+            }
+        std::sort(cpu_spans.begin(), cpu_spans.end());
+        const uint8_t* end = nullptr;
+        for (auto& [lo, hi] : cpu_spans) {
+            if (end && hi <= end) continue;
+            m.device_weight_bytes[0] += (uint64_t)(hi - std::max(lo, end ? end : lo));
+            end = hi;
+        }
+    }
+    for (int l = 0; l < m.hp.n_layer; ++l) {
+        const LayerWeights& lw = m.layers[(size_t)l];
+        const Tensor* a = lw.wk ? lw.wk : lw.wkv_a_mqa ? lw.wkv_a_mqa : lw.wo;
+        m.layer_attn_device[(size_t)l] = a ? a->device : 0;
+    }
+    log.log(log_info, "placement: %.1f MiB of weights on %s, %.1f MiB on CPU", m.device_weight_bytes[1] / 1048576.0,
+            gpu_name.c_str(), m.device_weight_bytes[0] / 1048576.0);
+}
+
+}  // namespace ikllm

@@ -1,0 +1,133 @@
+// Tensor placement: ngl layers, REGEX=DEVICE rules, type fallbacks (tensor_placement.h).
+#include "model/tensor_placement.h"
+
+#include <cctype>
+
+#include "core/error.h"
+#include "quant/type_traits.h"
+
+namespace ikllm {
+
+namespace {
+
+std::string trim(const std::string& s) {
+    size_t b = 0, e = s.size();
+    while (b < e && std::isspace((unsigned char)s[b])) ++b;
+    while (e > b && std::isspace((unsigned char)s[e - 1])) --e;
+    return s.substr(b, e - b);
+}
+
+bool is_gpu(const std::string& device) { return device != "CPU"; }
+
+}  // namespace
+
+std::string normalize_device_name(const std::string& name) {
+    std::string up;
+    for (char c : name) up += (char)std::toupper((unsigned char)c);
+    if (up == "CPU") return up;
+    if (up.size() > 4 && up.compare(0, 4, "CUDA") == 0) {
+        for (size_t i = 4; i < up.size(); ++i)
+            if (!std::isdigit((unsigned char)up[i])) return "";
+        if (up.size() > 7) return "";            // CUDA0..CUDA999
+        if (up.size() > 5 && up[4] == '0') return "";  // no leading zeros
+        return up;
+    }
+    return "";
+}
+
+std::vector<PlacementRule> parse_placement_rules(const std::string& text) {
+    std::vector<PlacementRule> rules;
+    size_t start = 0;
+    while (start <= text.size()) {
+        size_t end = text.find_first_of(",;", start);
+        if (end == std::string::npos) end = text.size();
+        const std::string item = trim(text.substr(start, end - start));
+        start = end + 1;
+        if (item.empty()) continue;  // "a=CPU," and blank text
+        const size_t eq = item.rfind('=');
+        if (eq == std::string::npos)
+            fail(Status::invalid_argument, "tensor placement rule '" + item + "' has no '=' (expected REGEX=DEVICE)");
+        PlacementRule r;
+        r.pattern = trim(item.substr(0, eq));
+        const std::string dev = trim(item.substr(eq + 1));
+        if (r.pattern.empty()) fail(Status::invalid_argument, "tensor placement rule '" + item + "' has an empty pattern");
+        r.device = normalize_device_name(dev);
+        if (r.device.empty())
+            fail(Status::invalid_argument, "tensor placement rule '" + item + "': unknown device '" + dev +
+                 "' (expected CPU or CUDA<n>)");
+        try {
+            r.re = std::make_shared<const std::regex>(r.pattern, std::regex::ECMAScript);
+        } catch (const std::regex_error& e) {
+            fail(Status::invalid_argument, "tensor placement rule '" + item + "': invalid regex: " + e.what());
+        }
+        rules.push_back(std::move(r));
+    }
+    return rules;
+}
+
+int32_t layer_of_tensor_name(const std::string& name) {
+    if (name.compare(0, 4, "blk.") != 0) return -1;
+    size_t i = 4;
+    int64_t v = 0;
+    while (i < name.size() && std::isdigit((unsigned char)name[i]) && i < 14) v = v * 10 + (name[i++] - '0');
+    if (i == 4 || i >= name.size() || name[i] != '.' || v > INT32_MAX) return -1;
+    return (int32_t)v;
+}
+
+bool default_gpu_supports_type(uint32_t type) {
+    const quant::TypeTraits* t = quant::find_type(type);
+    return t && t->dequant && !t->is_activation_only && t->interleave == 1;
+}
+
+PlacementResult place_tensors(const std::vector<PlacementTensor>& tensors, int32_t n_layer, int32_t n_gpu_layers,
+                              const std::vector<PlacementRule>& rules, const std::string& gpu_name,
+                              const std::function<bool(uint32_t type)>& gpu_supports_type) {
+    PlacementResult res;
+    res.device_of.assign(tensors.size(), "CPU");
+    const bool have_gpu = !gpu_name.empty();
+    if (n_gpu_layers > 0 && !have_gpu)
+        res.report.push_back("n_gpu_layers = " + std::to_string(n_gpu_layers) +
+                             " asks for a GPU but none is available: every tensor stays on the CPU");
+    std::vector<uint64_t> matched(rules.size(), 0);
+    std::vector<std::string> wanted(tensors.size(), "CPU");
+    for (size_t i = 0; i < tensors.size(); ++i) {
+        const PlacementTensor& t = tensors[i];
+        const int32_t layer = t.layer >= 0 ? t.layer : layer_of_tensor_name(t.name);
+        std::string dev = "CPU";
+        if (n_gpu_layers > 0) {
+            const bool head = t.name == "output.weight" || t.name == "output_norm.weight";
+            if ((layer >= 0 && (int64_t)layer >= (int64_t)n_layer - n_gpu_layers) || (head && n_gpu_layers > n_layer))
+                dev = gpu_name.empty() ? "GPU" : gpu_name;  // resolved below
+        }
+        for (size_t r = 0; r < rules.size(); ++r)
+            if (std::regex_search(t.name, *rules[r].re)) {
+                dev = rules[r].device;
+                ++matched[r];
+                break;
+            }
+        wanted[i] = dev;
+    }
+    for (size_t r = 0; r < rules.size(); ++r) {
+        if (!matched[r]) res.report.push_back("rule '" + rules[r].text() + "' matched no tensor");
+        else if (is_gpu(rules[r].device) && !have_gpu)
+            res.report.push_back("rule '" + rules[r].text() + "': no GPU is available, its " +
+                                 std::to_string(matched[r]) + " tensor(s) stay on the CPU");
+        else if (is_gpu(rules[r].device) && rules[r].device != gpu_name)
+            res.report.push_back("rule '" + rules[r].text() + "': device " + rules[r].device +
+                                 " is not available (GPU in use: " + gpu_name + "), its tensors stay on the CPU");
+    }
+    for (size_t i = 0; i < tensors.size(); ++i) {
+        const std::string& dev = wanted[i];
+        if (!is_gpu(dev) || !have_gpu || dev != gpu_name) continue;  // CPU, or reported above
+        if (gpu_supports_type && !gpu_supports_type(tensors[i].type)) {
+            const quant::TypeTraits* tt = quant::find_type(tensors[i].type);
+            res.report.push_back(tensors[i].name + ": " + (tt ? tt->name : "type " + std::to_string(tensors[i].type)) +
+                                 " has no " + gpu_name + " kernel, kept on CPU");
+            continue;
+        }
+        res.device_of[i] = dev;
+    }
+    return res;
+}
+
+}  // namespace ikllm

@@ -1,0 +1,64 @@
+// Which device holds each weight tensor (docs/placement.md): layers offloaded ngl-style, then
+// ordered "REGEX=DEVICE" rules (first match wins), then types the GPU cannot run fall back to
+// the CPU. Pure functions of names, types and options: the loader and the memory planner both
+// use them, so "will it fit?" and the actual load agree.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace ikllm {
+
+struct PlacementRule {
+    std::string pattern;   // ECMAScript regex, searched anywhere in the tensor name
+    std::string device;    // normalised: "CPU" or "CUDA<n>"
+    std::shared_ptr<const std::regex> re;  // compiled pattern
+    std::string text() const { return pattern + "=" + device; }
+};
+
+// Parses "REGEX=DEVICE,REGEX=DEVICE" (',' or ';' separate rules; whitespace around items is
+// ignored; an empty text gives no rules). Devices: CPU or CUDA<n>, any case ("cuda0" ->
+// "CUDA0"). Throws Error(invalid_argument) naming the bad item: no '=', empty pattern, invalid
+// regex, unknown device.
+std::vector<PlacementRule> parse_placement_rules(const std::string& text);
+
+// "CPU" / "CUDA<n>" in canonical form, or "" when `name` is neither (any case accepted).
+std::string normalize_device_name(const std::string& name);
+
+struct PlacementTensor {
+    std::string name;
+    int32_t layer = -1;    // N of a "blk.N." prefix, else -1
+    uint32_t type = 0;     // GGUF type id
+    uint64_t bytes = 0;
+};
+
+// N of a "blk.N." name prefix, or -1.
+int32_t layer_of_tensor_name(const std::string& name);
+
+struct PlacementResult {
+    std::vector<std::string> device_of;  // per tensor: "CPU" / "CUDA0"
+    std::vector<std::string> report;     // unmatched rules, unavailable devices, type fallbacks
+};
+
+// Decides a device per tensor:
+//   1. layers [n_layer - n_gpu_layers, n_layer) go to gpu_name; n_gpu_layers > n_layer also the
+//      output head (output.weight, output_norm.weight); token_embd and other tensors without a
+//      "blk.N." prefix (rope_freqs, ...) stay on the CPU;
+//   2. rules override, first match wins (std::regex_search on the whole name); a rule that
+//      matches no tensor gives a report line;
+//   3. a tensor asked onto a GPU whose type gpu_supports_type rejects (row-interleaved _R4/_R8
+//      layouts, ...) stays on the CPU with a report line.
+// gpu_name "" = no GPU available: everything is CPU; n_gpu_layers > 0 or a rule naming a GPU
+// gives a report line (not an error). A rule naming a GPU other than gpu_name likewise.
+PlacementResult place_tensors(const std::vector<PlacementTensor>& tensors, int32_t n_layer, int32_t n_gpu_layers,
+                              const std::vector<PlacementRule>& rules, const std::string& gpu_name,
+                              const std::function<bool(uint32_t type)>& gpu_supports_type);
+
+// Weight types a GPU backend is assumed to run when none is loaded (planning): every type the
+// registry can decode that is not row-interleaved (interleave == 1).
+bool default_gpu_supports_type(uint32_t type);
+
+}  // namespace ikllm

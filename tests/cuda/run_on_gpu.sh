@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Builds ikllm with CUDA on a machine with an NVIDIA GPU, runs every CUDA test and the GPU
+# benchmarks, and prints one summary table.
+#
+#   tests/cuda/run_on_gpu.sh [REFDATA_DIR] [--build DIR] [--no-build] [--no-bench] [--bench-dir DIR]
+#
+# REFDATA_DIR defaults to ../shared/refdata (its parent's tools/compare_logits.py judges the
+# reference logits); parts whose inputs are absent are reported as skipped. --no-build uses the
+# binaries already in the build directory. Logs go to $IKLLM_GPU_LOG_DIR (default BUILD/gpu-logs).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+refdata=../shared/refdata
+build=build-gpu
+do_build=1
+do_bench=1
+bench_dir=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build) build=$2; shift ;;
+    --no-build) do_build=0 ;;
+    --no-bench) do_bench=0 ;;
+    --bench-dir) bench_dir=$2; shift ;;
+    -*) echo "unknown option $1" >&2; exit 2 ;;
+    *) refdata=$1 ;;
+  esac
+  shift
+done
+refdata=$(cd "$refdata" 2>/dev/null && pwd || echo "$refdata")
+shared=$(dirname "$refdata")
+logs=${IKLLM_GPU_LOG_DIR:-$build/gpu-logs}
+mkdir -p "$logs"
+bench_dir=${bench_dir:-$build/bench-models}
+declare -a rows
+row() { rows+=("$(printf '| %-44s | %-7s | %s |' "$1" "$2" "$3")"); echo "== $1: $2 $3"; }
+
+nvidia-smi -L 2>&1 | tee "$logs/nvidia-smi.txt" || true
+
+if [ "$do_build" = 1 ]; then
+  gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
+  cuda=(); [ -x /usr/local/cuda/bin/nvcc ] && cuda=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
+  if cmake -S . -B "$build" "${gen[@]}" "${cuda[@]}" -DCMAKE_BUILD_TYPE=Release -DIKLLM_CUDA=ON -DIKLLM_BUILD_TESTS=OFF \
+       -DIKLLM_CUDA_TESTS=ON -DIKLLM_BUILD_BENCH=OFF -DIKLLM_BUILD_SAMPLES=OFF >"$logs/configure.txt" 2>&1 &&
+     cmake --build "$build" -j"$(nproc)" --target ikllm_cli ikllm_cuda cuda_ops_test cuda_decode_host_test ikllm-make-bench \
+       >"$logs/build.txt" 2>&1; then
+    row build ok "$build"
+  else
+    row build FAIL "see $logs/build.txt"; tail -30 "$logs/build.txt"
+    printf '%s\n' "${rows[@]}"; exit 1
+  fi
+fi
+cli=$build/ikllm
+fail=0
+py=""
+for c in python3 /usr/bin/python3; do "$c" -c 'import numpy' 2>/dev/null && { py=$(command -v "$c"); break; }; done
+
+run_test() {  # name, log file, command...
+  local name=$1 log=$2; shift 2
+  if [ ! -x "$1" ]; then row "$name" skip "$1 not built"; return; fi
+  "$@" >"$log" 2>&1
+  local rc=$?
+  if [ $rc = 0 ]; then row "$name" ok "$(tail -1 "$log")"
+  elif [ $rc = 77 ]; then row "$name" skip "$(tail -1 "$log")"
+  else row "$name" FAIL "$(tail -1 "$log")"; fail=1; tail -20 "$log"; fi
+}
+
+# 1. Device code against the CPU, op by op.
+dec=$build/cuda_decode_host_test; [ -x "$dec" ] || dec=$build/backends/cuda/cuda_decode_host_test
+run_test "block decoders (host + device)" "$logs/decode.txt" "$dec"
+run_test "ops vs CPU backend" "$logs/ops.txt" "$build/cuda_ops_test"
+
+# 2. Reference models through full offload and the experts-on-CPU hybrid.
+models=$refdata/models
+if [ -f "$shared/tools/compare_logits.py" ]; then
+  stems=""
+  for s in llama-tiny-f16 llama-tied-f16 qwen3-tiny-f16 qwen2-tiny-f16 llama-q-f32 llama-q-F16 llama-q-BF16 llama-q-Q8_0 \
+           llama-q-Q4_0 qwen3-tiny-Q4_0 qwen3moe-tiny-f16 deepseek2-tiny-f16 deepseek2-lite-tiny-f16 deepseek2-split-tiny-f16 \
+           deepseek2-tiny-IQ4_K deepseek2-tiny-Q8_0 qwen3moe-tiny-Q4_K_M qwen3moe-tiny-IQ4_K; do
+    if [ -d "$refdata/refs/$s" ] && { [ -f "$refdata/models/$s.gguf" ] || [ -f "$refdata/quant/$s.gguf" ]; }; then stems="$stems $s"; fi
+  done
+  for p in "full:-ngl 99" "exps_cpu:-ngl 99 -ot exps=CPU"; do
+    tag=${p%%:*}; args=${p#*:}
+    run_test "refdata logits, $tag ($args)" "$logs/refdata_$tag.txt" "${py:-python3}" tests/refdata/check_logits.py \
+      "$cli" "$shared" --args "$args" $stems
+  done
+else
+  row "refdata logits" skip "no $shared/tools/compare_logits.py"
+fi
+
+# 3. Every CUDA weight type: a reference model quantized here, GPU against CPU.
+base=""
+for c in "$refdata/models/llama-tiny-f16.gguf" "$refdata/models/qwen3-tiny-f16.gguf"; do [ -f "$c" ] && { base=$c; break; }; done
+if [ -n "$base" ] && [ -f "$refdata/refs/llama-tiny-f16/tokens.txt" ]; then
+  qdir=$build/gpu-quant; mkdir -p "$qdir"
+  for t in F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q6_0 Q4_K Q5_K Q6_K Q2_K Q3_K IQ4_NL IQ4_XS IQ2_K IQ3_K IQ4_K IQ5_K IQ6_K IQ4_KS \
+           IQ5_KS IQ2_KS IQ3_KS IQ4_KSS IQ2_KL IQ2_KT IQ3_KT IQ4_KT IQ1_KT Q4_K_R4; do
+    f=$qdir/$t.gguf
+    [ -f "$f" ] || "$cli" quantize "$base" "$f" "$t" --pure --ignore-imatrix-rules -t "$(nproc)" >"$logs/quantize_$t.txt" 2>&1 || { row "GPU vs CPU $t" FAIL "quantize failed"; fail=1; continue; }
+    info=""; case $t in IQ4_XS|IQ*_K|IQ*_KS|IQ4_KSS|IQ*_KT|IQ2_KL) info=--steps-info ;; esac
+    run_test "GPU vs CPU $t" "$logs/cmp_$t.txt" "${py:-python3}" tests/cuda/compare_cpu_gpu.py $info "$cli" "$f" \
+      "$refdata/refs/llama-tiny-f16/tokens.txt" "-ngl 99"
+  done
+else
+  row "GPU vs CPU per type" skip "no llama-tiny-f16 in $refdata"
+fi
+
+# 4. Benchmarks: realistic shapes (ikllm-make-bench), full offload and experts on the CPU.
+if [ "$do_bench" = 1 ] && [ -x "$build/ikllm-make-bench" ]; then
+  IKLLM_MAKE_BENCH=$build/ikllm-make-bench bench/make_gpu_bench_models.sh "$bench_dir" >"$logs/make_bench_models.txt" 2>&1 ||
+    row "benchmark models" FAIL "see $logs/make_bench_models.txt"
+  bench() {  # label, model, args
+    local label=$1 m=$2; shift 2
+    [ -f "$m" ] || { row "bench $label" skip "no $m"; return; }
+    if "$cli" bench -m "$m" -t "$(nproc)" -r 3 "$@" >"$logs/bench_$label.txt" 2>&1; then
+      row "bench $label" ok "$(grep -E '\| (pp|tg)[0-9]+ \|' "$logs/bench_$label.txt" | awk -F'|' '{printf "%s:%s;", $5, $6}') $(grep -o 'weights read per generated token: [0-9.]* [MG]iB' "$logs/bench_$label.txt")"
+    else
+      row "bench $label" FAIL "$(tail -1 "$logs/bench_$label.txt")"; fail=1
+    fi
+  }
+  for m in llama-8b-q4_0 llama-8b-q8_0 llama-8b-iq4_k; do
+    bench "$m full PP512/TG128" "$bench_dir/$m.gguf" -ngl 99 -p 512 -n 128
+    bench "$m full PP2048" "$bench_dir/$m.gguf" -ngl 99 -p 2048 -n 0
+  done
+  for m in qwen3moe-a3b-8l-q4_K_M deepseek2-v3-4l-iq4_k; do
+    bench "$m full" "$bench_dir/$m.gguf" -ngl 99 -p 512 -n 128
+    bench "$m exps=CPU" "$bench_dir/$m.gguf" -ngl 99 -ot exps=CPU -p 512 -n 128
+  done
+fi
+
+echo
+echo "| check                                        | result  | detail |"
+echo "|----------------------------------------------|---------|--------|"
+printf '%s\n' "${rows[@]}"
+exit $fail

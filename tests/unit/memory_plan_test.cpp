@@ -1,0 +1,292 @@
+// Memory plan and placement suggestion over the reference models, checked against sums computed
+// here from the GGUF tensor table; plus the C API of placement (options, queries, ikllm_plan).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "core/error.h"
+#include "gguf/gguf_file.h"
+#include "ikllm.h"
+#include "model/memory_plan.h"
+#include "model/model.h"
+#include "quant/type_traits.h"
+#include "test_support.h"
+
+using namespace ikllm;
+
+namespace {
+
+std::string model_path(const std::string& name) { return test::refdata_dir() + "/models/" + name + ".gguf"; }
+
+// KV bytes per token and layer through the public API (independent of the planner's code).
+uint64_t api_kv_per_layer(const std::string& path, const char* kv_type) {
+    ikllm_lib* lib = nullptr;
+    EXPECT_EQ(ikllm_lib_create(0, &lib), IKLLM_OK);
+    ikllm_model* m = nullptr;
+    EXPECT_EQ(ikllm_model_load(lib, path.c_str(), nullptr, nullptr, nullptr, nullptr, &m), IKLLM_OK);
+    uint64_t b = 0;
+    EXPECT_EQ(ikllm_model_kv_bytes_per_token(m, kv_type, &b), IKLLM_OK);
+    const int32_t n_layer = ikllm_model_n_layer(m);
+    ikllm_model_free(m);
+    ikllm_lib_free(lib);
+    return b / (uint64_t)n_layer;
+}
+
+bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
+
+struct Sums {
+    uint64_t cpu = 0, gpu = 0;
+};
+
+// Weight bytes per device for "last n layers on the GPU, except routed experts of layers in
+// cpu_expert_layers" straight from the file's tensor table (no derived tensors: the models used
+// here have none).
+Sums expected_weights(const gguf::File& f, int n_layer, int ngl, const std::vector<int>& cpu_expert_layers) {
+    Sums s;
+    for (const auto& t : f.tensors()) {
+        bool gpu = false;
+        for (int l = n_layer - ngl; l < n_layer; ++l)
+            if (l >= 0 && starts_with(t.name, "blk." + std::to_string(l) + ".")) {
+                gpu = true;
+                if (t.name.find("_exps") != std::string::npos)
+                    for (int c : cpu_expert_layers)
+                        if (c == l) gpu = false;
+            }
+        if (ngl > n_layer && (t.name == "output.weight" || t.name == "output_norm.weight")) gpu = true;
+        (gpu ? s.gpu : s.cpu) += t.nbytes;
+    }
+    return s;
+}
+
+}  // namespace
+
+TEST(MemoryPlan, WeightsAndKvPerDeviceMatchFileSums) {
+    IKLLM_REQUIRE_REFDATA();
+    const std::string path = model_path("qwen3moe-tiny-f16");
+    auto f = gguf::File::open(path, &type_geometry, true);
+    const PlanModel pm = plan_model_from_file(*f);
+    const int L = pm.hp.n_layer;
+    ASSERT_GE(L, 2);
+    const uint64_t kv_layer = api_kv_per_layer(path, "f16");
+    ASSERT_GT(kv_layer, 0u);
+
+    PlanRequest req;
+    req.n_ctx = 1000;
+    req.n_batch = 64;
+    // Everything on the CPU.
+    MemoryPlan p = plan_memory(pm, req);
+    Sums e = expected_weights(*f, L, 0, {});
+    ASSERT_EQ(p.devices.size(), 2u);
+    EXPECT_EQ(p.devices[0].weights, e.cpu);
+    EXPECT_EQ(p.devices[1].weights, 0u);
+    EXPECT_EQ(p.devices[0].kv, kv_layer * 1000 * L);
+    EXPECT_EQ(p.devices[1].kv, 0u);
+    EXPECT_EQ(p.devices[1].scratch, 0u);  // holds nothing
+    EXPECT_TRUE(p.report.empty());
+
+    // Last layer on the GPU, its experts kept on the CPU.
+    req.n_gpu_layers = 1;
+    req.tensor_placement = "exps=CPU";
+    p = plan_memory(pm, req);
+    e = expected_weights(*f, L, 1, {L - 1});
+    EXPECT_EQ(p.find("CPU")->weights, e.cpu);
+    EXPECT_EQ(p.find("CUDA0")->weights, e.gpu);
+    EXPECT_EQ(p.find("CUDA0")->kv, kv_layer * 1000);
+    EXPECT_EQ(p.find("CPU")->kv, kv_layer * 1000 * (L - 1));
+    EXPECT_EQ(p.find("CUDA0")->total(), p.find("CUDA0")->weights + p.find("CUDA0")->kv + p.find("CUDA0")->scratch);
+    EXPECT_GT(p.find("CUDA0")->scratch, 0u);
+
+    // Everything, with the head; q8_0 cache.
+    req.n_gpu_layers = L + 1;
+    req.tensor_placement = "";
+    req.kv_type = quant::T_Q8_0;
+    p = plan_memory(pm, req);
+    e = expected_weights(*f, L, L + 1, {});
+    EXPECT_EQ(p.find("CUDA0")->weights, e.gpu);
+    EXPECT_EQ(p.find("CPU")->weights, e.cpu);  // token_embd
+    EXPECT_EQ(p.find("CUDA0")->kv, api_kv_per_layer(path, "q8_0") * 1000 * L);
+    EXPECT_EQ(p.find("CPU")->kv, 0u);
+}
+
+TEST(MemoryPlan, MlaKvAndDerivedTensors) {
+    IKLLM_REQUIRE_REFDATA();
+    const std::string path = model_path("deepseek2-tiny-f16");
+    auto f = gguf::File::open(path, &type_geometry, true);
+    const PlanModel pm = plan_model_from_file(*f);
+    PlanRequest req;
+    req.n_ctx = 256;
+    const MemoryPlan p = plan_memory(pm, req);
+    const uint64_t kv_layer = api_kv_per_layer(path, "f16");
+    EXPECT_EQ(p.find("CPU")->kv, kv_layer * 256 * pm.hp.n_layer);
+    // attn_kv_b stays and the loader derives attn_k_b / attn_v_b: dn x rkv x H (f16) + rkv x dv x H (f16).
+    uint64_t file_bytes = 0;
+    for (const auto& t : f->tensors()) file_bytes += t.nbytes;
+    const HParams& hp = pm.hp;
+    const uint64_t derived = ((uint64_t)hp.d_nope * hp.kv_lora_rank * hp.n_head + (uint64_t)hp.kv_lora_rank * hp.d_v * hp.n_head) * 2;
+    EXPECT_EQ(p.find("CPU")->weights, file_bytes + derived * hp.n_layer);
+}
+
+TEST(MemoryPlan, TiedHeadCopiedOnlyWhenOffloaded) {
+    IKLLM_REQUIRE_REFDATA();
+    auto f = gguf::File::open(model_path("llama-tied-f16"), &type_geometry, true);
+    const PlanModel pm = plan_model_from_file(*f);
+    ASSERT_TRUE(pm.tied_output);
+    const uint64_t emb = f->find_tensor("token_embd.weight")->nbytes;
+    uint64_t file_bytes = 0;
+    for (const auto& t : f->tensors()) file_bytes += t.nbytes;
+    PlanRequest req;
+    MemoryPlan p = plan_memory(pm, req);
+    EXPECT_EQ(p.find("CPU")->weights, file_bytes);
+    req.n_gpu_layers = pm.hp.n_layer + 1;
+    p = plan_memory(pm, req);
+    EXPECT_EQ(p.find("CPU")->weights, emb);
+    EXPECT_EQ(p.find("CUDA0")->weights, file_bytes - emb + emb);  // layers + norm + the head copy
+}
+
+TEST(MemoryPlan, SuggestionFitsAndIsMaximal) {
+    IKLLM_REQUIRE_REFDATA();
+    auto f = gguf::File::open(model_path("qwen3moe-tiny-f16"), &type_geometry, true);
+    const PlanModel pm = plan_model_from_file(*f);
+    const int L = pm.hp.n_layer;
+    PlanRequest req;
+    req.n_ctx = 512;
+    req.n_batch = 32;
+    auto gpu_total = [&](int ngl, const std::string& rules) {
+        PlanRequest r = req;
+        r.n_gpu_layers = ngl;
+        r.tensor_placement = rules;
+        return plan_memory(pm, r).find("CUDA0")->total();
+    };
+    const uint64_t base = gpu_total(L + 1, "exps=CPU");
+    const uint64_t full = gpu_total(L + 1, "");
+    ASSERT_LT(base, full);
+    // Everything fits.
+    PlacementSuggestion s = suggest_placement(pm, req, full);
+    EXPECT_TRUE(s.fits);
+    EXPECT_EQ(s.strategy, "all");
+    EXPECT_EQ(s.n_gpu_layers, L + 1);
+    EXPECT_EQ(s.tensor_placement, "");
+    EXPECT_EQ(s.plan.find("CUDA0")->total(), full);
+    // Between the base and everything: some layers' experts, from the last one down.
+    for (uint64_t budget : {base, (base + full) / 2, full - 1}) {
+        s = suggest_placement(pm, req, budget);
+        EXPECT_TRUE(s.fits);
+        EXPECT_EQ(s.strategy, "experts-partial");
+        EXPECT_EQ(s.n_gpu_layers, L + 1);
+        EXPECT_LE(s.plan.find("CUDA0")->total(), budget);
+        EXPECT_EQ(gpu_total(s.n_gpu_layers, s.tensor_placement), s.plan.find("CUDA0")->total());
+        const int k = s.expert_layers_on_gpu;
+        ASSERT_LT(k, L);
+        // Maximal: one more layer's experts (the next one down) does not fit.
+        std::string more = "ffn_.*_exps=CPU";
+        if (L - k - 1 > 0) {
+            more = "blk\\.(";
+            for (int i = 0; i < L - k - 1; ++i) more += (i ? "|" : "") + std::to_string(i);
+            more += ")\\.ffn_.*_exps=CPU";
+        } else {
+            more = "";
+        }
+        EXPECT_GT(gpu_total(L + 1, more), budget) << "budget " << budget << " k " << k;
+    }
+    // Less than the base: whole layers.
+    s = suggest_placement(pm, req, base - 1);
+    EXPECT_EQ(s.strategy, "layers");
+    EXPECT_TRUE(s.fits);
+    EXPECT_LE(s.plan.find("CUDA0")->total(), base - 1);
+    EXPECT_LE(s.n_gpu_layers, L);
+    EXPECT_GT(gpu_total(s.n_gpu_layers + 1, ""), base - 1);
+    // Tiny budget: nothing.
+    s = suggest_placement(pm, req, 1);
+    EXPECT_EQ(s.n_gpu_layers, 0);
+    EXPECT_TRUE(s.fits);
+}
+
+TEST(PlacementApi, OptionsValidateRules) {
+    ikllm_options* o = nullptr;
+    ASSERT_EQ(ikllm_options_create(IKLLM_OPTIONS_MODEL, &o), IKLLM_OK);
+    EXPECT_EQ(ikllm_options_set_string(o, "tensor_placement", "exps=CPU, attn=cuda0"), IKLLM_OK);
+    EXPECT_EQ(ikllm_options_set_string(o, "tensor_placement", "exps=GPU"), IKLLM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(ikllm_last_error()).find("exps=GPU"), std::string::npos) << ikllm_last_error();
+    EXPECT_EQ(ikllm_options_set_string(o, "tensor_placement", "blk.(=CPU"), IKLLM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(ikllm_last_error()).find("invalid regex"), std::string::npos) << ikllm_last_error();
+    EXPECT_EQ(ikllm_options_set_int(o, "n_gpu_layers", 99), IKLLM_OK);
+    EXPECT_EQ(ikllm_options_set_int(o, "n_gpu_layers", -1), IKLLM_ERR_INVALID_ARGUMENT);
+    int64_t v = 0;
+    EXPECT_EQ(ikllm_options_get_int(o, "n_gpu_layers", &v), IKLLM_OK);
+    EXPECT_EQ(v, 99);
+    ikllm_options_free(o);
+}
+
+TEST(PlacementApi, CpuModelQueries) {
+    IKLLM_REQUIRE_REFDATA();
+    ikllm_lib* lib = nullptr;
+    ASSERT_EQ(ikllm_lib_create(0, &lib), IKLLM_OK);
+    ikllm_model* m = nullptr;
+    ASSERT_EQ(ikllm_model_load(lib, model_path("llama-tiny-f16").c_str(), nullptr, nullptr, nullptr, nullptr, &m),
+              IKLLM_OK);
+    ASSERT_EQ(ikllm_model_device_count(m), 1);
+    EXPECT_STREQ(ikllm_model_device_name(m, 0), "CPU");
+    EXPECT_EQ(ikllm_model_device_name(m, 1), nullptr);
+    EXPECT_EQ(ikllm_model_device_name(m, -1), nullptr);
+    EXPECT_EQ(ikllm_model_device_weight_bytes(m, 0), ikllm_model_size_bytes(m));
+    EXPECT_EQ(ikllm_model_device_weight_bytes(m, 1), 0u);
+    int32_t d = -1;
+    EXPECT_EQ(ikllm_model_tensor_device(m, "blk.0.attn_q.weight", &d), IKLLM_OK);
+    EXPECT_EQ(d, 0);
+    EXPECT_EQ(ikllm_model_tensor_device(m, "no.such.tensor", &d), IKLLM_ERR_NOT_FOUND);
+    EXPECT_EQ(ikllm_model_tensor_device(m, nullptr, &d), IKLLM_ERR_INVALID_ARGUMENT);
+    EXPECT_STREQ(ikllm_model_placement_report(m), "");
+    EXPECT_EQ(ikllm_model_device_count(nullptr), 0);
+    EXPECT_STREQ(ikllm_model_placement_report(nullptr), "");
+    ikllm_model_free(m);
+    ikllm_lib_free(lib);
+}
+
+TEST(PlacementApi, Plan) {
+    IKLLM_REQUIRE_REFDATA();
+    ikllm_lib* lib = nullptr;
+    ASSERT_EQ(ikllm_lib_create(0, &lib), IKLLM_OK);
+    const std::string path = model_path("qwen3moe-tiny-f16");
+    ikllm_options* mo = nullptr;
+    ikllm_options* so = nullptr;
+    ASSERT_EQ(ikllm_options_create(IKLLM_OPTIONS_MODEL, &mo), IKLLM_OK);
+    ASSERT_EQ(ikllm_options_create(IKLLM_OPTIONS_SESSION, &so), IKLLM_OK);
+    ASSERT_EQ(ikllm_options_set_int(mo, "n_gpu_layers", 1), IKLLM_OK);
+    ASSERT_EQ(ikllm_options_set_string(mo, "tensor_placement", "exps=CPU,nothing_here=CPU"), IKLLM_OK);
+    ASSERT_EQ(ikllm_options_set_int(so, "n_ctx", 1000), IKLLM_OK);
+    char* json = nullptr;
+    ASSERT_EQ(ikllm_plan(lib, path.c_str(), mo, so, 0, 0, &json), IKLLM_OK) << ikllm_last_error();
+    ASSERT_NE(json, nullptr);
+    std::string j = json;
+    ikllm_free(json);
+    EXPECT_NE(j.find("\"n_ctx\": 1000"), std::string::npos) << j;
+    EXPECT_NE(j.find("\"name\": \"CPU\""), std::string::npos) << j;
+    EXPECT_NE(j.find("\"weights\": "), std::string::npos) << j;
+    EXPECT_NE(j.find("rule 'nothing_here=CPU' matched no tensor"), std::string::npos) << j;
+    EXPECT_EQ(j.find("\"suggestion\""), std::string::npos) << j;
+    // Same numbers as the planner.
+    {
+        auto f = gguf::File::open(path, &type_geometry, true);
+        PlanRequest req;
+        req.n_ctx = 1000;
+        req.n_gpu_layers = 1;
+        req.tensor_placement = "exps=CPU,nothing_here=CPU";
+        const MemoryPlan p = plan_memory(plan_model_from_file(*f), req);
+        EXPECT_NE(j.find("\"total\": " + std::to_string(p.devices[0].total())), std::string::npos) << j;
+    }
+    ASSERT_EQ(ikllm_plan(lib, path.c_str(), nullptr, nullptr, 1u << 30, 0, &json), IKLLM_OK) << ikllm_last_error();
+    j = json;
+    ikllm_free(json);
+    EXPECT_NE(j.find("\"suggestion\": {\"vram_budget\": 1073741824"), std::string::npos) << j;
+    EXPECT_NE(j.find("\"fits\": true"), std::string::npos) << j;
+    // Errors.
+    EXPECT_EQ(ikllm_plan(lib, path.c_str(), so, nullptr, 0, 0, &json), IKLLM_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(json, nullptr);
+    EXPECT_EQ(ikllm_plan(lib, path.c_str(), nullptr, nullptr, 0, 1, &json), IKLLM_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(ikllm_plan(lib, "/nonexistent/model.gguf", nullptr, nullptr, 0, 0, &json), IKLLM_ERR_IO);
+    EXPECT_EQ(ikllm_plan(nullptr, path.c_str(), nullptr, nullptr, 0, 0, &json), IKLLM_ERR_INVALID_ARGUMENT);
+    ikllm_options_free(mo);
+    ikllm_options_free(so);
+    ikllm_lib_free(lib);
+}

@@ -1,0 +1,167 @@
+// Tensor placement: rule parsing, ngl semantics, first match wins, reports and fallbacks.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "model/tensor_placement.h"
+#include "quant/type_traits.h"
+
+using namespace ikllm;
+
+namespace {
+
+std::vector<PlacementTensor> toy_model(int n_layer, bool tied = false) {
+    std::vector<PlacementTensor> ts;
+    auto add = [&](const std::string& n, uint32_t type = quant::T_F16) {
+        ts.push_back({n, layer_of_tensor_name(n), type, 100});
+    };
+    add("token_embd.weight");
+    add("rope_freqs.weight", quant::T_F32);
+    for (int l = 0; l < n_layer; ++l) {
+        const std::string p = "blk." + std::to_string(l) + ".";
+        add(p + "attn_norm.weight", quant::T_F32);
+        add(p + "attn_q.weight");
+        add(p + "attn_k.weight");
+        add(p + "ffn_gate_exps.weight");
+        add(p + "ffn_down_exps.weight");
+    }
+    add("output_norm.weight", quant::T_F32);
+    if (!tied) add("output.weight");
+    return ts;
+}
+
+std::string dev(const std::vector<PlacementTensor>& ts, const PlacementResult& r, const std::string& name) {
+    for (size_t i = 0; i < ts.size(); ++i)
+        if (ts[i].name == name) return r.device_of[i];
+    return "<missing>";
+}
+
+bool all_types(uint32_t) { return true; }
+
+bool report_has(const PlacementResult& r, const std::string& needle) {
+    for (const auto& l : r.report)
+        if (l.find(needle) != std::string::npos) return true;
+    return false;
+}
+
+Status status_of(const std::string& text, std::string* msg) {
+    try {
+        parse_placement_rules(text);
+        return Status::ok;
+    } catch (const Error& e) {
+        *msg = e.what();
+        return e.status;
+    }
+}
+
+}  // namespace
+
+TEST(PlacementRules, ParsesAndNormalises) {
+    auto r = parse_placement_rules(" exps=cpu , attn=Cuda0;blk\\.1\\.=CUDA12 ;");
+    ASSERT_EQ(r.size(), 3u);
+    EXPECT_EQ(r[0].pattern, "exps");
+    EXPECT_EQ(r[0].device, "CPU");
+    EXPECT_EQ(r[1].pattern, "attn");
+    EXPECT_EQ(r[1].device, "CUDA0");
+    EXPECT_EQ(r[2].pattern, "blk\\.1\\.");
+    EXPECT_EQ(r[2].device, "CUDA12");
+    EXPECT_TRUE(parse_placement_rules("").empty());
+    EXPECT_TRUE(parse_placement_rules("  ,; ").empty());
+}
+
+TEST(PlacementRules, RejectsBadItemsNamingThem) {
+    std::string msg;
+    EXPECT_EQ(status_of("exps", &msg), Status::invalid_argument);
+    EXPECT_NE(msg.find("'exps'"), std::string::npos) << msg;
+    EXPECT_EQ(status_of("a=CPU,=CUDA0", &msg), Status::invalid_argument);
+    EXPECT_NE(msg.find("empty pattern"), std::string::npos) << msg;
+    EXPECT_EQ(status_of("blk.(=CPU", &msg), Status::invalid_argument);
+    EXPECT_NE(msg.find("invalid regex"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("blk.(=CPU"), std::string::npos) << msg;
+    EXPECT_EQ(status_of("attn=GPU", &msg), Status::invalid_argument);
+    EXPECT_NE(msg.find("unknown device 'GPU'"), std::string::npos) << msg;
+    EXPECT_EQ(status_of("attn=CUDA", &msg), Status::invalid_argument);
+    EXPECT_EQ(status_of("attn=CUDAx", &msg), Status::invalid_argument);
+    EXPECT_EQ(status_of("attn=", &msg), Status::invalid_argument);
+}
+
+TEST(PlacementRules, LayerOfName) {
+    EXPECT_EQ(layer_of_tensor_name("blk.0.attn_q.weight"), 0);
+    EXPECT_EQ(layer_of_tensor_name("blk.61.ffn_down_exps.weight"), 61);
+    EXPECT_EQ(layer_of_tensor_name("token_embd.weight"), -1);
+    EXPECT_EQ(layer_of_tensor_name("blk.x.attn"), -1);
+    EXPECT_EQ(layer_of_tensor_name("blk.3"), -1);
+}
+
+TEST(PlacementRules, NglLastLayersAndOutputHead) {
+    const auto ts = toy_model(4);
+    auto r = place_tensors(ts, 4, 2, {}, "CUDA0", all_types);
+    EXPECT_EQ(dev(ts, r, "blk.0.attn_q.weight"), "CPU");
+    EXPECT_EQ(dev(ts, r, "blk.1.ffn_gate_exps.weight"), "CPU");
+    EXPECT_EQ(dev(ts, r, "blk.2.attn_q.weight"), "CUDA0");
+    EXPECT_EQ(dev(ts, r, "blk.3.attn_norm.weight"), "CUDA0");
+    EXPECT_EQ(dev(ts, r, "output.weight"), "CPU");
+    EXPECT_EQ(dev(ts, r, "output_norm.weight"), "CPU");
+    EXPECT_TRUE(r.report.empty());
+    // n_gpu_layers == n_layer: every layer, not the head
+    r = place_tensors(ts, 4, 4, {}, "CUDA0", all_types);
+    EXPECT_EQ(dev(ts, r, "blk.0.attn_q.weight"), "CUDA0");
+    EXPECT_EQ(dev(ts, r, "output.weight"), "CPU");
+    // more than n_layer: the head too; token_embd and rope_freqs stay on the CPU
+    r = place_tensors(ts, 4, 5, {}, "CUDA0", all_types);
+    EXPECT_EQ(dev(ts, r, "output.weight"), "CUDA0");
+    EXPECT_EQ(dev(ts, r, "output_norm.weight"), "CUDA0");
+    EXPECT_EQ(dev(ts, r, "token_embd.weight"), "CPU");
+    EXPECT_EQ(dev(ts, r, "rope_freqs.weight"), "CPU");
+    r = place_tensors(ts, 4, 0, {}, "CUDA0", all_types);
+    for (const auto& d : r.device_of) EXPECT_EQ(d, "CPU");
+}
+
+TEST(PlacementRules, RulesOverrideFirstMatchWins) {
+    const auto ts = toy_model(4);
+    auto rules = parse_placement_rules("blk\\.3\\.ffn_gate_exps=CUDA0,exps=CPU,token_embd=CUDA0,blk\\.3\\.ffn_=CUDA0");
+    auto r = place_tensors(ts, 4, 5, rules, "CUDA0", all_types);
+    EXPECT_EQ(dev(ts, r, "blk.3.ffn_gate_exps.weight"), "CUDA0");  // first rule
+    EXPECT_EQ(dev(ts, r, "blk.3.ffn_down_exps.weight"), "CPU");    // second rule beats the fourth
+    EXPECT_EQ(dev(ts, r, "blk.0.ffn_gate_exps.weight"), "CPU");
+    EXPECT_EQ(dev(ts, r, "blk.0.attn_q.weight"), "CUDA0");         // ngl
+    EXPECT_EQ(dev(ts, r, "token_embd.weight"), "CUDA0");           // rule
+    // The fourth rule is shadowed by the second for every tensor it would match.
+    EXPECT_TRUE(report_has(r, "rule 'blk\\.3\\.ffn_=CUDA0' matched no tensor"));
+    EXPECT_EQ(r.report.size(), 1u);
+}
+
+TEST(PlacementRules, UnmatchedRuleReported) {
+    const auto ts = toy_model(2);
+    auto r = place_tensors(ts, 2, 0, parse_placement_rules("foo=CPU"), "CUDA0", all_types);
+    ASSERT_EQ(r.report.size(), 1u);
+    EXPECT_EQ(r.report[0], "rule 'foo=CPU' matched no tensor");
+}
+
+TEST(PlacementRules, UnsupportedTypeFallsBackToCpu) {
+    auto ts = toy_model(2);
+    for (auto& t : ts)
+        if (t.name == "blk.1.ffn_down_exps.weight") t.type = quant::T_IQ4_K_R4;
+    auto r = place_tensors(ts, 2, 3, {}, "CUDA0", default_gpu_supports_type);
+    EXPECT_EQ(dev(ts, r, "blk.1.ffn_down_exps.weight"), "CPU");
+    EXPECT_EQ(dev(ts, r, "blk.1.ffn_gate_exps.weight"), "CUDA0");
+    EXPECT_TRUE(report_has(r, "blk.1.ffn_down_exps.weight: iq4_k_r4 has no CUDA0 kernel, kept on CPU"));
+    EXPECT_EQ(r.report.size(), 1u);
+    EXPECT_TRUE(default_gpu_supports_type(quant::T_Q4_K));
+    EXPECT_FALSE(default_gpu_supports_type(quant::T_Q4_0_R8));
+}
+
+TEST(PlacementRules, NoGpuKeepsEverythingOnCpuWithReport) {
+    const auto ts = toy_model(2);
+    auto r = place_tensors(ts, 2, 99, parse_placement_rules("attn=CUDA0,exps=CPU"), "", all_types);
+    for (const auto& d : r.device_of) EXPECT_EQ(d, "CPU");
+    EXPECT_TRUE(report_has(r, "n_gpu_layers = 99 asks for a GPU but none is available"));
+    EXPECT_TRUE(report_has(r, "rule 'attn=CUDA0': no GPU is available"));
+    EXPECT_EQ(r.report.size(), 2u);  // the CPU rule is fine
+}
+
+TEST(PlacementRules, OtherGpuNotAvailable) {
+    const auto ts = toy_model(2);
+    auto r = place_tensors(ts, 2, 0, parse_placement_rules("attn=CUDA1"), "CUDA0", all_types);
+    for (const auto& d : r.device_of) EXPECT_EQ(d, "CPU");
+    EXPECT_TRUE(report_has(r, "device CUDA1 is not available"));
+}

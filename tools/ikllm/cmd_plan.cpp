@@ -1,0 +1,179 @@
+// `ikllm plan`: memory per device for a placement, and a placement suggestion for a VRAM budget,
+// from the model file's index alone (ikllm_plan; docs/placement.md).
+#include <cctype>
+#include <cinttypes>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+
+namespace cli {
+
+namespace {
+
+// A small reader for the JSON ikllm_plan writes (objects, arrays, strings, numbers, literals).
+struct JVal {
+    enum Kind { null, boolean, number, string, array, object } kind = null;
+    bool b = false;
+    std::string s;  // numbers keep their text (uint64 exact)
+    std::vector<JVal> items;
+    std::map<std::string, JVal> fields;
+    const JVal& operator[](const std::string& k) const {
+        static const JVal none;
+        auto it = fields.find(k);
+        return it == fields.end() ? none : it->second;
+    }
+    uint64_t u64() const { return kind == number ? std::strtoull(s.c_str(), nullptr, 10) : 0; }
+};
+
+class JReader {
+public:
+    explicit JReader(const std::string& t) : t_(t) {}
+    JVal value() {
+        ws();
+        JVal v;
+        if (i_ >= t_.size()) die("plan: malformed JSON");
+        const char c = t_[i_];
+        if (c == '{') {
+            v.kind = JVal::object;
+            ++i_;
+            ws();
+            if (peek('}')) return ++i_, v;
+            for (;;) {
+                ws();
+                std::string k = str();
+                ws();
+                expect(':');
+                v.fields[k] = value();
+                ws();
+                if (peek(',')) { ++i_; continue; }
+                expect('}');
+                return v;
+            }
+        }
+        if (c == '[') {
+            v.kind = JVal::array;
+            ++i_;
+            ws();
+            if (peek(']')) return ++i_, v;
+            for (;;) {
+                v.items.push_back(value());
+                ws();
+                if (peek(',')) { ++i_; continue; }
+                expect(']');
+                return v;
+            }
+        }
+        if (c == '"') {
+            v.kind = JVal::string;
+            v.s = str();
+            return v;
+        }
+        if (t_.compare(i_, 4, "true") == 0) { i_ += 4; v.kind = JVal::boolean; v.b = true; return v; }
+        if (t_.compare(i_, 5, "false") == 0) { i_ += 5; v.kind = JVal::boolean; return v; }
+        if (t_.compare(i_, 4, "null") == 0) { i_ += 4; return v; }
+        v.kind = JVal::number;
+        while (i_ < t_.size() && (std::isdigit((unsigned char)t_[i_]) || std::strchr("+-.eE", t_[i_]))) v.s += t_[i_++];
+        if (v.s.empty()) die("plan: malformed JSON");
+        return v;
+    }
+
+private:
+    void ws() { while (i_ < t_.size() && std::isspace((unsigned char)t_[i_])) ++i_; }
+    bool peek(char c) const { return i_ < t_.size() && t_[i_] == c; }
+    void expect(char c) {
+        if (!peek(c)) die("plan: malformed JSON");
+        ++i_;
+    }
+    std::string str() {
+        expect('"');
+        std::string out;
+        while (i_ < t_.size() && t_[i_] != '"') {
+            if (t_[i_] == '\\' && i_ + 1 < t_.size()) {
+                const char e = t_[++i_];
+                if (e == 'n') out += '\n';
+                else if (e == 't') out += '\t';
+                else if (e == 'u' && i_ + 4 < t_.size()) { out += '?'; i_ += 4; }
+                else out += e;
+                ++i_;
+            } else {
+                out += t_[i_++];
+            }
+        }
+        expect('"');
+        return out;
+    }
+    const std::string& t_;
+    size_t i_ = 0;
+};
+
+std::string mib(uint64_t b) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.2f MiB", b / 1048576.0);
+    return buf;
+}
+
+void print_devices(const JVal& devs) {
+    std::printf("  %-8s %14s %14s %14s %14s\n", "device", "weights", "KV cache", "scratch", "total");
+    for (const JVal& d : devs.items)
+        std::printf("  %-8s %14s %14s %14s %14s\n", d["name"].s.c_str(), mib(d["weights"].u64()).c_str(),
+                    mib(d["kv"].u64()).c_str(), mib(d["scratch"].u64()).c_str(), mib(d["total"].u64()).c_str());
+}
+
+void print_report(const JVal& rep) {
+    for (const JVal& line : rep.items) std::printf("  note: %s\n", line.s.c_str());
+}
+
+}  // namespace
+
+int cmd_plan(int argc, char** argv) {
+    Args a = parse(argc, argv, {"--verbose", "--json"});
+    const std::string path = a.get("-m");
+    if (path.empty()) die("plan: missing -m MODEL");
+    Loaded L;  // only the library instance: the model is not loaded
+    check(ikllm_lib_create(0, &L.lib), "init");
+    ikllm_options* mo = nullptr;
+    check(ikllm_options_create(IKLLM_OPTIONS_MODEL, &mo), "options");
+    std::unique_ptr<ikllm_options, void (*)(ikllm_options*)> mo_guard(mo, ikllm_options_free);
+    apply_placement_flags(a, mo);
+    std::unique_ptr<ikllm_options, void (*)(ikllm_options*)> so(session_options(a), ikllm_options_free);
+    uint64_t budget = 0;
+    if (a.has("--vram-budget")) budget = parse_bytes(a.get("--vram-budget"), "--vram-budget");
+    char* json = nullptr;
+    check(ikllm_plan(L.lib, path.c_str(), mo, so.get(), budget, 0, &json), ("plan '" + path + "'").c_str());
+    const std::string text = json;
+    ikllm_free(json);
+    if (a.has("--json")) {
+        std::printf("%s\n", text.c_str());
+        return 0;
+    }
+    JReader rd(text);
+    const JVal plan = rd.value();
+    std::printf("model        : %s (%s, %" PRIu64 " layers)\n", path.c_str(), plan["architecture"].s.c_str(),
+                plan["n_layer"].u64());
+    std::printf("context      : %" PRIu64 " tokens, batch %" PRIu64 ", KV %s (%" PRIu64 " bytes/token)\n",
+                plan["n_ctx"].u64(), plan["n_batch"].u64(), plan["kv_type"].s.c_str(), plan["kv_bytes_per_token"].u64());
+    const JVal& req = plan["requested"];
+    std::printf("\nrequested placement: n_gpu_layers %" PRIu64 ", rules '%s'\n", req["n_gpu_layers"].u64(),
+                req["tensor_placement"].s.c_str());
+    print_devices(req["devices"]);
+    print_report(req["report"]);
+    const JVal& sug = plan["suggestion"];
+    if (sug.kind == JVal::object) {
+        std::printf("\nsuggestion for %s of %s (%s): %s\n", plan["gpu"].s.c_str(), mib(sug["vram_budget"].u64()).c_str(),
+                    sug["strategy"].s.c_str(), sug["fits"].b ? "fits" : "does NOT fit");
+        std::string rules = sug["tensor_placement"].s;
+        std::printf("  -ngl %" PRIu64 "%s%s%s   (%" PRIu64 " MoE layers' experts on the GPU)\n", sug["n_gpu_layers"].u64(),
+                    rules.empty() ? "" : " -ot '", rules.c_str(), rules.empty() ? "" : "'",
+                    sug["expert_layers_on_gpu"].u64());
+        print_devices(sug["devices"]);
+        print_report(sug["report"]);
+    }
+    std::printf("\n(scratch is an estimate; planning assumes a GPU named %s)\n", plan["gpu"].s.c_str());
+    return 0;
+}
+
+}  // namespace cli
