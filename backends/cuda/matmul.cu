@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "act_round.cuh"
 #include "block_decode.cuh"
 #include "cuda_ops.cuh"
 #include "matmul_kernels.cuh"
@@ -48,17 +49,29 @@ __global__ void __launch_bounds__(32 * kVecRowsPerBlock) mat_vec_kernel(MatArgs 
     for (int i = 0; i < NT; ++i) acc[i] = 0.f;
     constexpr int cpb = D::kBlockElems / 8;
     const int64_t n_chunks = a.K / 8;
-    for (int64_t c = lane; c < n_chunks; c += 32) {
-        float w8[8];
-        D::decode8(row, c / cpb, (int)(c % cpb), w8);
+    // kUnroll chunks per lane per step: their loads are all issued before the first is used,
+    // so each warp keeps several memory requests in flight.
+    constexpr int kUnroll = NT == 1 ? 4 : 2;
+    for (int64_t c0 = lane; c0 < n_chunks; c0 += 32 * kUnroll) {
+        float w8[kUnroll][8];
 #pragma unroll
-        for (int i = 0; i < NT; ++i) {
-            if (i < nt) {
-                const float* xp = xr[i] + c * 8;
-                float s = 0.f;
+        for (int u = 0; u < kUnroll; ++u) {
+            const int64_t c = c0 + 32 * u;
+            if (c < n_chunks) D::decode8(row, c / cpb, (int)(c % cpb), w8[u]);
+        }
 #pragma unroll
-                for (int j = 0; j < 8; ++j) s += w8[j] * maybe_round(xp[j], a.round_x_f16);
-                acc[i] += s;
+        for (int u = 0; u < kUnroll; ++u) {
+            const int64_t c = c0 + 32 * u;
+            if (c >= n_chunks) break;
+#pragma unroll
+            for (int i = 0; i < NT; ++i) {
+                if (i < nt) {
+                    const float* xp = xr[i] + c * 8;
+                    float s = 0.f;
+#pragma unroll
+                    for (int j = 0; j < 8; ++j) s += w8[u][j] * maybe_round(xp[j], a.round_x_f16);
+                    acc[i] += s;
+                }
             }
         }
     }
@@ -72,76 +85,145 @@ __global__ void __launch_bounds__(32 * kVecRowsPerBlock) mat_vec_kernel(MatArgs 
     }
 }
 
-// Prompt batches: 64 weight rows x 64 tokens per block of 4 warps; weights decoded to fp16
-// in shared memory, activations rounded to fp16, tensor-core products accumulated in fp32.
-constexpr int kTileM = 64, kTileN = 64, kTileK = 32, kLdAB = kTileK + 8, kLdC = kTileM + 4;
+// Prompt batches: 128 weight rows x 64 tokens per block of 8 warps (each 32 x 32), K in steps
+// of 64. Weights are decoded to fp16 in shared memory, activations rounded to fp16, products
+// accumulated in fp32 on the tensor cores. The next step's weights and activations are read
+// into registers while the tensor cores work on the current one.
+constexpr int kTileM = 128, kTileN = 64, kTileK = 64, kLdAB = kTileK + 8, kLdC = kTileM + 4;
+constexpr int kTcThreads = 256;
+constexpr int kAChunks = kTileM * (kTileK / 8) / kTcThreads;  // 8-value weight chunks per thread
+constexpr int kBValues = kTileN * kTileK / kTcThreads;        // activations per thread
+constexpr size_t kTcSmemAB = sizeof(__half) * (size_t)(kTileM + kTileN) * kLdAB;
+constexpr size_t kTcSmemC = sizeof(float) * (size_t)kTileN * kLdC;
+constexpr size_t kTcSmem = kTcSmemAB > kTcSmemC ? kTcSmemAB : kTcSmemC;
 
 template <class D>
-__global__ void __launch_bounds__(128) mat_tc_kernel(MatArgs a) {
+__device__ inline void tc_load(const MatArgs& a, const uint8_t* wbase, int64_t n0, int64_t t0, int64_t z, int64_t k0,
+                               float (&wv)[kAChunks][8], float (&xv)[kBValues]) {
+    const int tid = threadIdx.x;
+#pragma unroll
+    for (int i = 0; i < kAChunks; ++i) {
+        const int j = tid + i * kTcThreads;
+        const int r = j / (kTileK / 8), ch = j % (kTileK / 8);
+        const int64_t n = n0 + r, kk = k0 + ch * 8;
+        if (n < a.N && kk < a.K) {  // K is a multiple of 32, not always of the 64-wide step
+            D::decode8(wbase + n * a.w_row, kk / D::kBlockElems, (int)((kk % D::kBlockElems) / 8), wv[i]);
+        } else {
+#pragma unroll
+            for (int e = 0; e < 8; ++e) wv[i][e] = 0.f;
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < kBValues; ++i) {
+        const int j = tid + i * kTcThreads;
+        const int t = j / kTileK, kk = j % kTileK;
+        xv[i] = t0 + t < a.T && k0 + kk < a.K ? x_row(a, z, t0 + t)[k0 + kk] : 0.f;
+    }
+}
+
+__device__ inline void tc_store(__half* As, __half* Bs, const float (&wv)[kAChunks][8], const float (&xv)[kBValues]) {
+    const int tid = threadIdx.x;
+#pragma unroll
+    for (int i = 0; i < kAChunks; ++i) {
+        const int j = tid + i * kTcThreads;
+        const int r = j / (kTileK / 8), ch = j % (kTileK / 8);
+#pragma unroll
+        for (int e = 0; e < 8; e += 2)
+            *reinterpret_cast<__half2*>(&As[r * kLdAB + ch * 8 + e]) = __floats2half2_rn(wv[i][e], wv[i][e + 1]);
+    }
+#pragma unroll
+    for (int i = 0; i < kBValues; ++i) {
+        const int j = tid + i * kTcThreads;
+        Bs[(j / kTileK) * kLdAB + j % kTileK] = __float2half_rn(xv[i]);
+    }
+}
+
+template <class D>
+__global__ void __launch_bounds__(kTcThreads) mat_tc_kernel(MatArgs a) {
     using namespace nvcuda;
-    __shared__ __align__(32) __half As[kTileM][kLdAB];
-    __shared__ __align__(32) __half Bs[kTileN][kLdAB];
-    __shared__ __align__(32) float Cs[kTileN][kLdC];
-    const int tid = threadIdx.x, warp = tid / 32;
+    __shared__ __align__(128) unsigned char smem[kTcSmem];
+    __half* As = reinterpret_cast<__half*>(smem);
+    __half* Bs = As + kTileM * kLdAB;
+    float* Cs = reinterpret_cast<float*>(smem);  // reused for the epilogue
+    const int warp = threadIdx.x / 32;
     const int64_t n0 = (int64_t)blockIdx.x * kTileM, t0 = (int64_t)blockIdx.y * kTileN, z = blockIdx.z;
-    const int wm = (warp % 2) * 32, wn = (warp / 2) * 32;
+    const int wm = (warp % 4) * 32, wn = (warp / 4) * 32;
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
 #pragma unroll
     for (int i = 0; i < 2; ++i)
 #pragma unroll
         for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.f);
     const uint8_t* wbase = a.w + z * a.w_z;
+    float wv[kAChunks][8];
+    float xv[kBValues];
+    tc_load<D>(a, wbase, n0, t0, z, 0, wv, xv);
     for (int64_t k0 = 0; k0 < a.K; k0 += kTileK) {
-        for (int j = tid; j < kTileM * (kTileK / 8); j += 128) {
-            const int r = j / (kTileK / 8), ch = j % (kTileK / 8);
-            const int64_t n = n0 + r;
-            float v[8];
-            if (n < a.N) {
-                const int64_t kk = k0 + ch * 8;
-                D::decode8(wbase + n * a.w_row, kk / D::kBlockElems, (int)((kk % D::kBlockElems) / 8), v);
-            } else {
-#pragma unroll
-                for (int e = 0; e < 8; ++e) v[e] = 0.f;
-            }
-#pragma unroll
-            for (int e = 0; e < 8; ++e) As[r][ch * 8 + e] = __float2half_rn(v[e]);
-        }
-        for (int j = tid; j < kTileN * kTileK; j += 128) {
-            const int t = j / kTileK, kk = j % kTileK;
-            float v = 0.f;
-            if (t0 + t < a.T) v = x_row(a, z, t0 + t)[k0 + kk];
-            Bs[t][kk] = __float2half_rn(v);
-        }
+        __syncthreads();  // the previous step's fragments are loaded
+        tc_store(As, Bs, wv, xv);
         __syncthreads();
+        if (k0 + kTileK < a.K) tc_load<D>(a, wbase, n0, t0, z, k0 + kTileK, wv, xv);
 #pragma unroll
         for (int kk = 0; kk < kTileK; kk += 16) {
             wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa[2];
             wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb[2];
 #pragma unroll
-            for (int i = 0; i < 2; ++i) wmma::load_matrix_sync(fa[i], &As[wm + i * 16][kk], kLdAB);
+            for (int i = 0; i < 2; ++i) wmma::load_matrix_sync(fa[i], &As[(wm + i * 16) * kLdAB + kk], kLdAB);
 #pragma unroll
-            for (int j = 0; j < 2; ++j) wmma::load_matrix_sync(fb[j], &Bs[wn + j * 16][kk], kLdAB);
+            for (int j = 0; j < 2; ++j) wmma::load_matrix_sync(fb[j], &Bs[(wn + j * 16) * kLdAB + kk], kLdAB);
 #pragma unroll
             for (int i = 0; i < 2; ++i)
 #pragma unroll
                 for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
         }
-        __syncthreads();
     }
+    __syncthreads();
 #pragma unroll
     for (int i = 0; i < 2; ++i)
 #pragma unroll
         for (int j = 0; j < 2; ++j)
-            wmma::store_matrix_sync(&Cs[wn + j * 16][wm + i * 16], acc[i][j], kLdC, wmma::mem_col_major);
+            wmma::store_matrix_sync(&Cs[(wn + j * 16) * kLdC + wm + i * 16], acc[i][j], kLdC, wmma::mem_col_major);
     __syncthreads();
-    for (int j = tid; j < kTileM * kTileN; j += 128) {
+    for (int j = threadIdx.x; j < kTileM * kTileN; j += kTcThreads) {
         const int t = j / kTileM, m = j % kTileM;
         const int64_t n = n0 + m, tt = t0 + t;
         if (n < a.N && tt < a.T) {
             float* y = reinterpret_cast<float*>(reinterpret_cast<char*>(a.y) + z * a.y_z + tt * a.y_t);
-            y[n] = Cs[t][m] + (a.bias ? a.bias[n] : 0.f);
+            y[n] = Cs[t * kLdC + m] + (a.bias ? a.bias[n] : 0.f);
         }
     }
+}
+
+// Rounds activations like the CPU kernels' 8-bit formats (act_round.cuh): one warp per 256
+// values of a row, 8 per lane; scales reduced over 4 lanes (blocks of 32) or the warp (256).
+__global__ void act_round_kernel(MatArgs a, int mode, float* out) {
+    const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int lane = threadIdx.x % 32;
+    const int64_t per_row = (a.K + 255) / 256;
+    const int64_t z = blockIdx.y;
+    const int64_t t = warp / per_row, seg = warp % per_row;
+    if (t >= a.T) return;
+    const float* x = x_row(a, z, t);
+    float* y = out + (z * a.T + t) * a.K;
+    const int64_t k0 = seg * 256 + lane * 8;
+    float v[8];
+    float amax = 0.f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+        v[e] = k0 + e < a.K ? maybe_round(x[k0 + e], a.round_x_f16) : 0.f;
+        amax = fmaxf(amax, fabsf(v[e]));
+    }
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+    if (mode == act_round_q8_256) {
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 4));
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 8));
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 16));
+    }
+    float d, id;
+    act_scale(mode, amax, &d, &id);
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+        if (k0 + e < a.K) y[k0 + e] = act_code_value(v[e], d, id);
 }
 
 template <class D>
@@ -160,11 +242,31 @@ void launch_typed(const MatArgs& a, cudaStream_t s) {
         return;
     }
     const dim3 grid((unsigned)((a.N + kTileM - 1) / kTileM), (unsigned)((a.T + kTileN - 1) / kTileN), (unsigned)a.Z);
-    mat_tc_kernel<D><<<grid, 128, 0, s>>>(a);
+    mat_tc_kernel<D><<<grid, kTcThreads, 0, s>>>(a);
     IKLLM_CUDA_LAUNCHED("mat_tc_kernel");
 }
 
 }  // namespace
+
+void launch_mat(const MatArgs& a, const OpEnv& env) {
+    const int mode = act_round_for(a.type);
+    if (mode == act_round_none || a.N <= 0 || a.T <= 0 || a.Z <= 0) {
+        launch_mat(a, env.stream);
+        return;
+    }
+    float* xr = static_cast<float*>(env.scratch->alloc(sizeof(float) * (size_t)(a.Z * a.T * a.K)));
+    const int64_t warps = a.T * ((a.K + 255) / 256);
+    const dim3 grid((unsigned)((warps * 32 + 127) / 128), (unsigned)a.Z);
+    act_round_kernel<<<grid, 128, 0, env.stream>>>(a, mode, xr);
+    IKLLM_CUDA_LAUNCHED("act_round_kernel");
+    MatArgs b = a;
+    b.x = xr;
+    b.x_t = sizeof(float) * (size_t)a.K;
+    b.x_z = sizeof(float) * (size_t)(a.T * a.K);
+    b.x_rows = nullptr;
+    b.round_x_f16 = false;
+    launch_mat(b, env.stream);
+}
 
 void launch_mat(const MatArgs& a, cudaStream_t stream) {
     if (a.N <= 0 || a.T <= 0 || a.Z <= 0) return;

@@ -26,7 +26,12 @@ struct MatArgs {
     bool round_x_f16 = false;  // round activations to f16 first (F16 expert numerics)
 };
 
-// Picks the kernel by T; throws std::runtime_error for an unsupported type.
+// Picks the kernel by T; throws std::runtime_error for an unsupported type. Activations are
+// used as they are.
 void launch_mat(const MatArgs& a, cudaStream_t stream);
+struct OpEnv;
+// The same after rounding the activations like the CPU kernels do for this weight type
+// (act_round.cuh); the rounded copy lives in env.scratch.
+void launch_mat(const MatArgs& a, const OpEnv& env);
 
 }  // namespace ikllm::cuda

@@ -97,7 +97,7 @@ void run_mul_mat(const Op& op, const OpEnv& env) {
     a.y = static_cast<float*>(y.data);
     a.y_t = y.nb[1];
     a.bias = op.src[2] ? static_cast<const float*>(op.src[2]->data) : nullptr;
-    launch_mat(a, env.stream);
+    launch_mat(a, env);
 }
 
 void run_mul_mat_swiglu(const Op& op, const OpEnv& env) {
@@ -114,13 +114,13 @@ void run_mul_mat_swiglu(const Op& op, const OpEnv& env) {
     a.T = T;
     a.y = g;
     a.y_t = sizeof(float) * N;
-    launch_mat(a, env.stream);
+    launch_mat(a, env);
     MatArgs b = a;
     b.type = wu.type;
     b.w = static_cast<const uint8_t*>(wu.data);
     b.w_row = wu.nb[1];
     b.y = u;
-    launch_mat(b, env.stream);
+    launch_mat(b, env);
     swiglu_rows_kernel<<<blocks_for(N * T, 256), 256, 0, env.stream>>>(g, u, N, T, static_cast<float*>(y.data), y.nb[1],
                                                                        false);
     IKLLM_CUDA_LAUNCHED("swiglu_rows_kernel");
@@ -139,7 +139,7 @@ void run_mul_mat_heads(const Op& op, const OpEnv& env) {
     a.y = static_cast<float*>(y.data);
     a.y_z = y.nb[1];
     a.y_t = y.nb[2];
-    launch_mat(a, env.stream);
+    launch_mat(a, env);
 }
 
 // Routed experts. The expert ids come back to the host once per layer (a small copy) so the
@@ -206,7 +206,7 @@ void run_moe_ffn(const Op& op, const OpEnv& env) {
         a.y = g + first * n_ff;
         a.y_t = sizeof(float) * n_ff;
         a.round_x_f16 = op.moe.round_f16;
-        launch_mat(a, env.stream);
+        launch_mat(a, env);
         MatArgs b = a;
         if (merged) {
             b.w += n_ff * wg.nb[1];
@@ -216,7 +216,7 @@ void run_moe_ffn(const Op& op, const OpEnv& env) {
             b.w_row = wu->nb[1];
         }
         b.y = u + first * n_ff;
-        launch_mat(b, env.stream);
+        launch_mat(b, env);
     }
     if (total > 0) {
         swiglu_rows_kernel<<<blocks_for(total * n_ff, 256), 256, 0, env.stream>>>(g, u, n_ff, total, g,
@@ -233,7 +233,7 @@ void run_moe_ffn(const Op& op, const OpEnv& env) {
         a.T = n;
         a.y = eout + first * E;
         a.y_t = sizeof(float) * E;
-        launch_mat(a, env.stream);
+        launch_mat(a, env);
     }
     const dim3 grid(blocks_for(E, 256), (unsigned)T);
     moe_combine_kernel<<<grid, 256, 0, env.stream>>>(eout, d_idx + total, static_cast<const float*>(wts.data), wts.nb[1], k,

@@ -6,7 +6,8 @@ positions of one batch plus greedy single-token steps, and compares each GPU run
 rms_rel = ||gpu - cpu|| / ||cpu|| over all logits, top-1 agreement, mean KL(cpu || gpu).
 The CPU quantizes activations to 8 bits for quantized weights; the GPU keeps them in f32 (<= 8 tokens)
 or f16 (tensor cores), so the two differ by about the CPU's own activation rounding.
-Tolerance: rms_rel <= 3e-2, top1 >= 0.9, mean KL <= 2e-3 (the reference-data 'quant' class).
+Tolerance: rms_rel <= 3e-2, top1 >= 0.9 (where the CPU's best logit leads by >= 0.05), mean KL <= 2e-3 (the
+reference-data 'quant' class). With activations rounded like the CPU's (act_round.cuh) the two agree far closer.
 Prints one line per placement; exit 1 if any fails.
 --steps-info: the single-token steps are printed but not judged. For the IQ*_K / IQ*_KS / IQ4_XS / *_KT types
 the CPU follows the reference engine's numerics below 32 tokens per call, which are 3-15% (relative L2) away
@@ -15,7 +16,7 @@ from the exact product (tests/cuda/cuda_ops_test.cu measures it); the 48-token b
 import os, subprocess, sys, tempfile
 import numpy as np
 
-TOL = dict(rms_rel=3e-2, top1=0.90, mean_kl=2e-3)
+TOL = dict(rms_rel=3e-2, top1=0.90, mean_kl=2e-3, tie_eps=5e-2)
 
 
 def logits(cli, model, tokens, extra, out, steps_out, steps_tokens):
@@ -33,7 +34,9 @@ def compare(a, b, n_vocab):
     if not np.isfinite(b).all():
         return False, 'non-finite GPU logits'
     rms = np.sqrt(((a - b) ** 2).mean() / (a ** 2).mean())
-    top1 = (a.argmax(1) == b.argmax(1)).mean()
+    top2 = np.sort(a, axis=1)[:, -2:]
+    clear = top2[:, 1] - top2[:, 0] >= TOL['tie_eps']  # near-ties may flip on rounding alone
+    top1 = (a.argmax(1) == b.argmax(1))[clear].mean() if clear.any() else 1.0
     la = a - a.max(1, keepdims=True); la -= np.log(np.exp(la).sum(1, keepdims=True))
     lb = b - b.max(1, keepdims=True); lb -= np.log(np.exp(lb).sum(1, keepdims=True))
     kl = (np.exp(la) * (la - lb)).sum(1).mean()
