@@ -4,7 +4,10 @@
 // error type is not, since each shared object has its own copy of its type info).
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -84,10 +87,13 @@ public:
         IKLLM_CUDA_CHECK(cudaSetDevice(device));
         IKLLM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
         IKLLM_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device));
+        const char* r = std::getenv("IKLLM_CUDA_ACT_ROUND");
+        act_round_ = !(r && std::string(r) == "0");
     }
     ~CudaExecutor() override {
         cudaStreamSynchronize(stream_);
         cudaStreamDestroy(stream_);
+        if (pinned_) cudaFreeHost(pinned_);
     }
     // Observers (importance-matrix collection) see CPU ops only.
     void set_observer(OpObserver* observer) override { observer_ = observer; }
@@ -97,6 +103,7 @@ public:
         env.stream = stream_;
         env.scratch = &scratch_;
         env.sm_count = sm_count_;
+        env.act_round = act_round_;
         for (size_t i = begin; i < end; ++i) {
             if (cancel && *cancel) throw std::runtime_error("cancelled");
             const Op& op = graph.ops[i];
@@ -119,21 +126,46 @@ public:
             }
         }
     }
+    // Through pinned memory, so the copy is truly asynchronous (a copy from pageable memory
+    // would wait for the stream's queued work); the staging space is reused after synchronize().
     void to_device(void* dev, const void* host, size_t n) override {
-        IKLLM_CUDA_CHECK(cudaMemcpyAsync(dev, host, n, cudaMemcpyHostToDevice, stream_));
+        const size_t need = (n + 255) / 256 * 256;
+        if (pinned_used_ + need > pinned_size_) {
+            IKLLM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+            pinned_used_ = 0;
+            if (need > pinned_size_) {
+                if (pinned_) cudaFreeHost(pinned_);
+                pinned_ = nullptr;
+                pinned_size_ = 0;
+                const size_t size = std::max<size_t>(need, 4u << 20);
+                IKLLM_CUDA_CHECK(cudaMallocHost(&pinned_, size));
+                pinned_size_ = size;
+            }
+        }
+        uint8_t* stage = static_cast<uint8_t*>(pinned_) + pinned_used_;
+        std::memcpy(stage, host, n);
+        pinned_used_ += need;
+        IKLLM_CUDA_CHECK(cudaMemcpyAsync(dev, stage, n, cudaMemcpyHostToDevice, stream_));
     }
     void to_host(void* host, const void* dev, size_t n) override {
         IKLLM_CUDA_CHECK(cudaMemcpyAsync(host, dev, n, cudaMemcpyDeviceToHost, stream_));
         IKLLM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        pinned_used_ = 0;
     }
-    void synchronize() override { IKLLM_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+    void synchronize() override {
+        IKLLM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        pinned_used_ = 0;
+    }
 
 private:
     int device_;
     cudaStream_t stream_ = nullptr;
     int sm_count_ = 0;
+    bool act_round_ = true;
     ChunkScratch scratch_;
     OpObserver* observer_ = nullptr;
+    void* pinned_ = nullptr;
+    size_t pinned_size_ = 0, pinned_used_ = 0;
 };
 
 bool is_kv_type(uint32_t t) { return t == 0 || t == 1 || t == 8 || t == 30; }  // f32 f16 q8_0 bf16

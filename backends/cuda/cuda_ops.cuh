@@ -28,6 +28,10 @@ struct OpEnv {
     cudaStream_t stream = nullptr;
     Scratch* scratch = nullptr;
     int sm_count = 0;
+    // Round activations like the CPU kernels before quantized products (act_round.cuh);
+    // IKLLM_CUDA_ACT_ROUND=0 turns it off (plain f32 activations: closer to the exact product,
+    // further from the CPU backend and the reference engine).
+    bool act_round = true;
 };
 
 // Throws std::runtime_error naming the call when a CUDA call failed.

@@ -249,7 +249,7 @@ void launch_typed(const MatArgs& a, cudaStream_t s) {
 }  // namespace
 
 void launch_mat(const MatArgs& a, const OpEnv& env) {
-    const int mode = act_round_for(a.type);
+    const int mode = env.act_round ? act_round_for(a.type) : act_round_none;
     if (mode == act_round_none || a.N <= 0 || a.T <= 0 || a.Z <= 0) {
         launch_mat(a, env.stream);
         return;

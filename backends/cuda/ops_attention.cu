@@ -14,6 +14,7 @@
 // tile max, one rescale of the running sum/accumulator, then P x V. Online softmax in float.
 // A token's result depends only on its own query and the cache (cells, layout), not on the
 // other tokens of the batch.
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -48,7 +49,6 @@ struct AttnArgs {
 };
 
 constexpr unsigned kFull = 0xffffffffu;
-constexpr int kMaxWarps = 8;
 
 __device__ __forceinline__ float load_kv(uint32_t type, const uint8_t* row, int e) {
     switch (type) {
@@ -68,89 +68,146 @@ __device__ __forceinline__ float warp_max(float v) {
     return v;
 }
 
-// KPL / VPL: K / V elements per lane (d_k <= 32 * KPL, d_v <= 32 * VPL).
-template <int KPL, int VPL>
-__global__ void attention_kernel(AttnArgs a) {
-    const int lane = threadIdx.x % 32;
-    const int warp = threadIdx.x / 32;
-    const int64_t t = blockIdx.x;
-    const int64_t g = blockIdx.y;  // KV head
-    const int hh = (int)blockIdx.z * (int)(blockDim.x / 32) + warp;
-    if (hh >= a.group) return;  // whole warp leaves; the kernel has no block-level barriers
-    const int64_t h = g * a.group + hh;  // query head
+// Split attention ("flash decoding"): block (token t, query head h, split s) of 128 threads
+// walks the cells of its split in chunks of 128 -- one cell per thread for the score (the
+// whole q . k row product), block max / sum, then P x V with threads splitting the value
+// dimensions -- keeping an online softmax over the chunks. With one split the block writes the
+// result; with several, each writes (acc, m, l) and attention_combine_kernel merges them. The
+// number of splits grows only when tokens x heads alone cannot fill the GPU (generation).
+constexpr int kAttnThreads = 128;
+constexpr int kChunk = 128;
+constexpr int kMaxDk = 576;
 
-    const float* qrow = reinterpret_cast<const float*>(a.q + h * a.q_nb1 + t * a.q_nb2);
-    float qv[KPL];
+__device__ __forceinline__ float block_reduce(float v, float* red, bool is_max) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    v = is_max ? warp_max(v) : warp_sum(v);
+    __syncthreads();  // red is free (previous use finished)
+    if (lane == 0) red[warp] = v;
+    __syncthreads();
+    float r = red[0];
+    for (int w = 1; w < kAttnThreads / 32; ++w) r = is_max ? fmaxf(r, red[w]) : r + red[w];
+    return r;
+}
+
+// q . k over d_k values of one cached row (f16 rows: 16-byte loads).
+__device__ __forceinline__ float qk_dot(const float* qs, uint32_t type, const uint8_t* krow, int d_k) {
+    float acc = 0.0f;
+    if (type == quant::T_F16 && (d_k % 8) == 0 && (reinterpret_cast<uintptr_t>(krow) % 16) == 0) {
+        const uint4* p = reinterpret_cast<const uint4*>(krow);
+        for (int i = 0; i < d_k / 8; ++i) {
+            const uint4 w = p[i];
+            const uint32_t u[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
-    for (int i = 0; i < KPL; ++i) {
-        const int e = lane + 32 * i;
-        qv[i] = e < a.d_k ? qrow[e] : 0.0f;
+            for (int j = 0; j < 4; ++j) {
+                acc += qs[8 * i + 2 * j] * math::f16_to_f32((uint16_t)(u[j] & 0xffffu));
+                acc += qs[8 * i + 2 * j + 1] * math::f16_to_f32((uint16_t)(u[j] >> 16));
+            }
+        }
+        return acc;
     }
+    for (int e = 0; e < d_k; ++e) acc += qs[e] * load_kv(type, krow, e);
+    return acc;
+}
+
+template <int DVT>  // value dimensions per thread: d_v <= 128 * DVT
+__global__ void __launch_bounds__(kAttnThreads) attention_split_kernel(AttnArgs a, int n_splits, int split_cells,
+                                                                       float* partial) {
+    __shared__ float qs[kMaxDk];
+    __shared__ float sc[kChunk];
+    __shared__ float red[kAttnThreads / 32];
+    const int tid = threadIdx.x;
+    const int64_t t = blockIdx.x, h = blockIdx.y, sp = blockIdx.z;
+    const int64_t g = h / a.group;
+    const float* qrow = reinterpret_cast<const float*>(a.q + h * a.q_nb1 + t * a.q_nb2);
+    for (int e = tid; e < a.d_k; e += kAttnThreads) qs[e] = qrow[e];
+    __syncthreads();
     const uint8_t* kbase = a.k + g * a.k_nb1;
     const uint8_t* vbase = a.v + g * a.v_nb1;
-
     const int32_t pos = a.positions[t];
     const int32_t seq = a.seq_ids[t];
     const bool seq_ok = seq >= 0 && seq < 64 * a.seq_words;
     const int32_t word = seq_ok ? seq / 64 : 0;
     const int32_t bit = seq_ok ? seq % 64 : 0;
+    const int32_t c_begin = (int32_t)sp * split_cells;
+    const int32_t c_end = min(a.n_cells, c_begin + split_cells);
 
     float m = -INFINITY, l = 0.0f;
-    float acc[VPL];
+    float acc[DVT];
 #pragma unroll
-    for (int i = 0; i < VPL; ++i) acc[i] = 0.0f;
-
-    for (int32_t c0 = 0; c0 < a.n_cells; c0 += 32) {
-        const int32_t c = c0 + lane;
-        bool vis = false;
-        if (seq_ok && c < a.n_cells) {
+    for (int i = 0; i < DVT; ++i) acc[i] = 0.0f;
+    for (int32_t c0 = c_begin; c0 < c_end; c0 += kChunk) {
+        const int32_t c = c0 + tid;
+        float s = -INFINITY;
+        if (seq_ok && c < c_end) {
             const int32_t cp = a.cell_pos[c];
-            vis = cp >= 0 && cp <= pos && ((a.cell_seqs[(int64_t)c * a.seq_words + word] >> bit) & 1ull);
+            if (cp >= 0 && cp <= pos && ((a.cell_seqs[(int64_t)c * a.seq_words + word] >> bit) & 1ull))
+                s = qk_dot(qs, a.k_type, kbase + (int64_t)c * a.k_nb2, a.d_k) * a.scale;
         }
-        const unsigned mask = __ballot_sync(kFull, vis);
-        if (mask == 0) continue;
-
-        // Scores of the visible cells: lane j keeps the score of cell c0 + j.
-        float my_s = -INFINITY;
-        for (unsigned mm = mask; mm != 0; mm &= mm - 1) {
-            const int j = __ffs((int)mm) - 1;
-            const uint8_t* krow = kbase + (int64_t)(c0 + j) * a.k_nb2;
-            float part = 0.0f;
-#pragma unroll
-            for (int i = 0; i < KPL; ++i) {
-                const int e = lane + 32 * i;
-                if (e < a.d_k) part += qv[i] * load_kv(a.k_type, krow, e);
-            }
-            const float s = warp_sum(part) * a.scale;
-            if (lane == j) my_s = s;
-        }
-        const float tmax = warp_max(vis ? my_s : -INFINITY);
-        if (tmax == -INFINITY) continue;  // nothing finite in this tile: state unchanged (as the CPU)
-        const float m_new = fmaxf(m, tmax);
-        const float resc = expf(m - m_new);  // 0 on the first visible tile (m = -inf)
-        const float p = vis ? expf(my_s - m_new) : 0.0f;
-        l = l * resc + warp_sum(p);
+        const float mx = block_reduce(s, red, true);
+        if (mx == -INFINITY) continue;  // nothing visible in this chunk (uniform over the block)
+        const float m_new = fmaxf(m, mx);
+        const float resc = expf(m - m_new);  // 0 for the first visible chunk
+        const float p = s == -INFINITY ? 0.0f : expf(s - m_new);
+        sc[tid] = p;
+        l = l * resc + block_reduce(p, red, false);  // its barriers also publish sc
         m = m_new;
 #pragma unroll
-        for (int i = 0; i < VPL; ++i) acc[i] *= resc;
-        for (unsigned mm = mask; mm != 0; mm &= mm - 1) {
-            const int j = __ffs((int)mm) - 1;
-            const float pj = __shfl_sync(kFull, p, j);
+        for (int i = 0; i < DVT; ++i) acc[i] *= resc;
+        const int n = min(kChunk, c_end - c0);
+        for (int j = 0; j < n; ++j) {
+            const float pj = sc[j];
+            if (pj == 0.0f) continue;  // masked cells are never read
             const uint8_t* vrow = vbase + (int64_t)(c0 + j) * a.v_nb2;
 #pragma unroll
-            for (int i = 0; i < VPL; ++i) {
-                const int e = lane + 32 * i;
-                if (e < a.d_v) acc[i] += pj * load_kv(a.v_type, vrow, e);
+            for (int i = 0; i < DVT; ++i) {
+                const int d = tid + kAttnThreads * i;
+                if (d < a.d_v) acc[i] += pj * load_kv(a.v_type, vrow, d);
             }
         }
+        __syncthreads();  // sc is rewritten by the next chunk
     }
-
-    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-    float* orow = reinterpret_cast<float*>(a.out + t * a.out_nb1) + h * a.d_v;
+    if (n_splits == 1) {
+        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+        float* orow = reinterpret_cast<float*>(a.out + t * a.out_nb1) + h * a.d_v;
 #pragma unroll
-    for (int i = 0; i < VPL; ++i) {
-        const int e = lane + 32 * i;
-        if (e < a.d_v) orow[e] = acc[i] * inv;
+        for (int i = 0; i < DVT; ++i) {
+            const int d = tid + kAttnThreads * i;
+            if (d < a.d_v) orow[d] = acc[i] * inv;
+        }
+        return;
+    }
+    const int64_t n_head = (int64_t)gridDim.y;
+    float* part = partial + ((t * n_head + h) * n_splits + sp) * (int64_t)(a.d_v + 2);
+#pragma unroll
+    for (int i = 0; i < DVT; ++i) {
+        const int d = tid + kAttnThreads * i;
+        if (d < a.d_v) part[d] = acc[i];
+    }
+    if (tid == 0) {
+        part[a.d_v] = m;
+        part[a.d_v + 1] = l;
+    }
+}
+
+__global__ void attention_combine_kernel(AttnArgs a, int n_splits, const float* partial) {
+    const int64_t t = blockIdx.x, h = blockIdx.y, n_head = gridDim.y;
+    const float* base = partial + (t * n_head + h) * n_splits * (int64_t)(a.d_v + 2);
+    float M = -INFINITY;
+    for (int s = 0; s < n_splits; ++s) M = fmaxf(M, base[s * (a.d_v + 2) + a.d_v]);
+    float L = 0.0f;
+    for (int s = 0; s < n_splits; ++s) {
+        const float ms = base[s * (a.d_v + 2) + a.d_v];
+        if (ms != -INFINITY) L += base[s * (a.d_v + 2) + a.d_v + 1] * expf(ms - M);
+    }
+    const float inv = L > 0.0f ? 1.0f / L : 0.0f;
+    float* orow = reinterpret_cast<float*>(a.out + t * a.out_nb1) + h * a.d_v;
+    for (int d = threadIdx.x; d < a.d_v; d += blockDim.x) {
+        float v = 0.0f;
+        for (int s = 0; s < n_splits; ++s) {
+            const float ms = base[s * (a.d_v + 2) + a.d_v];
+            if (ms != -INFINITY) v += base[s * (a.d_v + 2) + d] * expf(ms - M);
+        }
+        orow[d] = v * inv;
     }
 }
 
@@ -160,10 +217,29 @@ bool is_kv_type(uint32_t t) {
     return t == quant::T_F32 || t == quant::T_F16 || t == quant::T_BF16 || t == quant::T_Q8_0;
 }
 
-template <int KPL, int VPL>
-void launch(const AttnArgs& a, dim3 grid, int threads, cudaStream_t stream) {
-    attention_kernel<KPL, VPL><<<grid, threads, 0, stream>>>(a);
-    IKLLM_CUDA_LAUNCHED("attention_kernel");
+template <int DVT>
+void launch_split(const AttnArgs& a, int64_t T, int64_t n_head, const OpEnv& env) {
+    // Splits only when tokens x heads leave the GPU idle (generation, short batches).
+    const int64_t blocks = T * n_head;
+    const int64_t target = 8LL * (env.sm_count > 0 ? env.sm_count : 100);
+    int64_t n_splits = 1;
+    if (blocks < target && a.n_cells > kChunk)
+        n_splits = std::min<int64_t>((a.n_cells + kChunk - 1) / kChunk, (target + blocks - 1) / blocks);
+    if (n_splits > 64) n_splits = 64;
+    const int64_t split_cells = ((a.n_cells + n_splits - 1) / n_splits + kChunk - 1) / kChunk * kChunk;
+    n_splits = split_cells > 0 ? (a.n_cells + split_cells - 1) / split_cells : 1;
+    if (n_splits < 1) n_splits = 1;
+    float* partial = nullptr;
+    if (n_splits > 1)
+        partial = static_cast<float*>(env.scratch->alloc(sizeof(float) * (size_t)(blocks * n_splits * (a.d_v + 2))));
+    const dim3 grid((unsigned)T, (unsigned)n_head, (unsigned)n_splits);
+    attention_split_kernel<DVT><<<grid, kAttnThreads, 0, env.stream>>>(a, (int)n_splits, (int)std::max<int64_t>(split_cells, 1),
+                                                                       partial);
+    IKLLM_CUDA_LAUNCHED("attention_split_kernel");
+    if (n_splits > 1) {
+        attention_combine_kernel<<<dim3((unsigned)T, (unsigned)n_head), 128, 0, env.stream>>>(a, (int)n_splits, partial);
+        IKLLM_CUDA_LAUNCHED("attention_combine_kernel");
+    }
 }
 
 }  // namespace
@@ -219,14 +295,11 @@ void run_attention(const Op& op, const OpEnv& env) {
     a.seq_words = op.kv.seq_words;
     a.n_cells = op.kv.n_cells;
 
-    const int warps = a.group < kMaxWarps ? a.group : kMaxWarps;
-    const int64_t zb = (a.group + warps - 1) / warps;
-    if (n_head_kv > 65535 || zb > 65535) bad("too many heads");
-    const dim3 grid((unsigned)T, (unsigned)n_head_kv, (unsigned)zb);
-    const int threads = 32 * warps;
-    if (d_k <= 128 && d_v <= 128) launch<4, 4>(a, grid, threads, env.stream);
-    else if (d_k <= 256 && d_v <= 256) launch<8, 8>(a, grid, threads, env.stream);
-    else if (d_k <= 576 && d_v <= 512) launch<18, 16>(a, grid, threads, env.stream);
+    if (T > 2147483647LL || n_head > 65535) bad("too many tokens or heads");
+    if (d_k > kMaxDk) bad("head size too large (d_k " + std::to_string(d_k) + ")");
+    if (d_v <= 128) launch_split<1>(a, T, n_head, env);
+    else if (d_v <= 256) launch_split<2>(a, T, n_head, env);
+    else if (d_v <= 512) launch_split<4>(a, T, n_head, env);
     else bad("head size too large (d_k " + std::to_string(d_k) + ", d_v " + std::to_string(d_v) + ")");
 }
 

@@ -818,7 +818,9 @@ void test_moe_ffn(cpu::ThreadPool& pool, cpu::Scratch& cs, Env& env, const MoeCa
         if (c.round16 && max_tokens <= 8) tol = 1e-4;
         // The hidden rows are rounded to 8 bits before the down product: a code on the other side
         // of a rounding boundary than the exact reference's (one step in ~10^3 values) shows here.
-        if (cuda::act_round_for(D.type) != cuda::act_round_none) tol = std::max(tol, 2e-3);
+        // On the tensor-core path (more than 8 tokens per expert) the f16 products add their own
+        // rounding on top (measured up to 3.5e-3 on an H200).
+        if (cuda::act_round_for(D.type) != cuda::act_round_none) tol = std::max(tol, max_tokens <= 8 ? 2e-3 : 6e-3);
         judge({"moe_ffn", tname, label + " (max " + std::to_string(max_tokens) + " tok/expert)", tol}, yg, yc, l, exact);
     });
 }

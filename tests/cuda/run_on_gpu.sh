@@ -111,10 +111,11 @@ if [ "$do_bench" = 1 ] && [ -x "$build/ikllm-make-bench" ]; then
   bench() {  # label, model, args
     local label=$1 m=$2; shift 2
     [ -f "$m" ] || { row "bench $label" skip "no $m"; return; }
-    if "$cli" bench -m "$m" -t "$(nproc)" -r 3 "$@" >"$logs/bench_$label.txt" 2>&1; then
-      row "bench $label" ok "$(grep -E '\| (pp|tg)[0-9]+ \|' "$logs/bench_$label.txt" | awk -F'|' '{printf "%s:%s;", $5, $6}') $(grep -o 'weights read per generated token: [0-9.]* [MG]iB' "$logs/bench_$label.txt")"
+    local log="$logs/bench_$(echo "$label" | tr -c 'A-Za-z0-9_.=-' '_').txt"
+    if "$cli" bench -m "$m" -t "$(nproc)" -r 3 "$@" >"$log" 2>&1; then
+      row "bench $label" ok "$(grep -E '\| (pp|tg)[0-9]+ \|' "$log" | awk -F'|' '{printf "%s:%s;", $5, $6}') $(grep -o 'weights read per generated token: [0-9.]* [MG]iB' "$log")"
     else
-      row "bench $label" FAIL "$(tail -1 "$logs/bench_$label.txt")"; fail=1
+      row "bench $label" FAIL "$(tail -1 "$log")"; fail=1
     fi
   }
   for m in llama-8b-q4_0 llama-8b-q8_0 llama-8b-iq4_k; do
