@@ -30,59 +30,57 @@ __device__ inline float warp_sum(float v) {
     return v;
 }
 
-// Generation: each warp owns one weight row and up to NT tokens; lanes split the row into
-// 8-value chunks, so the row's bytes are read once for all NT tokens.
-template <class D, int NT>
+// Generation: each warp owns R weight rows and up to NT tokens; lanes split the rows into
+// 8-value chunks. Every activation chunk is read once (16-byte loads) for the R rows, and the
+// R rows' weights are independent loads in flight together. Activation rows must be 16-byte
+// aligned (launch_mat(env) copies them when they are not).
+template <class D, int NT, int R>
 __global__ void __launch_bounds__(32 * kVecRowsPerBlock) mat_vec_kernel(MatArgs a) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int64_t n = (int64_t)blockIdx.x * kVecRowsPerBlock + warp;
+    const int64_t n0 = ((int64_t)blockIdx.x * kVecRowsPerBlock + warp) * R;
     const int64_t t0 = (int64_t)blockIdx.y * NT;
     const int64_t z = blockIdx.z;
-    if (n >= a.N) return;
-    const uint8_t* row = a.w + z * a.w_z + n * a.w_row;
+    if (n0 >= a.N) return;
+    const uint8_t* rows[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) rows[r] = a.w + z * a.w_z + min(n0 + r, a.N - 1) * a.w_row;
     const int nt = (int)min((int64_t)NT, a.T - t0);
     const float* xr[NT];
 #pragma unroll
     for (int i = 0; i < NT; ++i) xr[i] = x_row(a, z, t0 + (i < nt ? i : 0));
-    float acc[NT];
+    float acc[R][NT];
 #pragma unroll
-    for (int i = 0; i < NT; ++i) acc[i] = 0.f;
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int i = 0; i < NT; ++i) acc[r][i] = 0.f;
     constexpr int cpb = D::kBlockElems / 8;
     const int64_t n_chunks = a.K / 8;
-    // kUnroll chunks per lane per step: their loads are all issued before the first is used,
-    // so each warp keeps several memory requests in flight.
-    constexpr int kUnroll = NT == 1 ? 4 : 2;
-    for (int64_t c0 = lane; c0 < n_chunks; c0 += 32 * kUnroll) {
-        float w8[kUnroll][8];
+    for (int64_t c = lane; c < n_chunks; c += 32) {
+        float w8[R][8];
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-            const int64_t c = c0 + 32 * u;
-            if (c < n_chunks) D::decode8(row, c / cpb, (int)(c % cpb), w8[u]);
-        }
+        for (int r = 0; r < R; ++r) D::decode8(rows[r], c / cpb, (int)(c % cpb), w8[r]);
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-            const int64_t c = c0 + 32 * u;
-            if (c >= n_chunks) break;
+        for (int i = 0; i < NT; ++i) {
+            if (i < nt) {
+                const float4* xp = reinterpret_cast<const float4*>(xr[i] + c * 8);
+                const float4 x0 = xp[0], x1 = xp[1];
 #pragma unroll
-            for (int i = 0; i < NT; ++i) {
-                if (i < nt) {
-                    const float* xp = xr[i] + c * 8;
-                    float s = 0.f;
-#pragma unroll
-                    for (int j = 0; j < 8; ++j) s += w8[u][j] * maybe_round(xp[j], a.round_x_f16);
-                    acc[i] += s;
-                }
+                for (int r = 0; r < R; ++r)
+                    acc[r][i] += w8[r][0] * x0.x + w8[r][1] * x0.y + w8[r][2] * x0.z + w8[r][3] * x0.w +
+                                 w8[r][4] * x1.x + w8[r][5] * x1.y + w8[r][6] * x1.z + w8[r][7] * x1.w;
             }
         }
     }
 #pragma unroll
-    for (int i = 0; i < NT; ++i) {
-        const float v = warp_sum(acc[i]);
-        if (lane == 0 && i < nt) {
-            float* y = reinterpret_cast<float*>(reinterpret_cast<char*>(a.y) + z * a.y_z + (t0 + i) * a.y_t);
-            y[n] = v + (a.bias ? a.bias[n] : 0.f);
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int i = 0; i < NT; ++i) {
+            const float v = warp_sum(acc[r][i]);
+            if (lane == 0 && i < nt && n0 + r < a.N) {
+                float* y = reinterpret_cast<float*>(reinterpret_cast<char*>(a.y) + z * a.y_z + (t0 + i) * a.y_t);
+                y[n0 + r] = v + (a.bias ? a.bias[n0 + r] : 0.f);
+            }
         }
-    }
 }
 
 // Prompt batches: 128 weight rows x 64 tokens per block of 8 warps (each 32 x 32), K in steps
@@ -220,6 +218,12 @@ __global__ void act_round_kernel(MatArgs a, int mode, float* out) {
         amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 16));
     }
     float d, id;
+    if (mode == act_round_none) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+            if (k0 + e < a.K) y[k0 + e] = v[e];
+        return;
+    }
     act_scale(mode, amax, &d, &id);
 #pragma unroll
     for (int e = 0; e < 8; ++e)
@@ -231,12 +235,14 @@ void launch_typed(const MatArgs& a, cudaStream_t s) {
     if (a.T <= kVecMaxTokens) {
         const dim3 block(32 * kVecRowsPerBlock);
         if (a.T == 1) {
-            const dim3 grid((unsigned)((a.N + kVecRowsPerBlock - 1) / kVecRowsPerBlock), 1, (unsigned)a.Z);
-            mat_vec_kernel<D, 1><<<grid, block, 0, s>>>(a);
+            constexpr int R = 4;
+            const dim3 grid((unsigned)((a.N + kVecRowsPerBlock * R - 1) / (kVecRowsPerBlock * R)), 1, (unsigned)a.Z);
+            mat_vec_kernel<D, 1, R><<<grid, block, 0, s>>>(a);
         } else {
-            const dim3 grid((unsigned)((a.N + kVecRowsPerBlock - 1) / kVecRowsPerBlock),
+            constexpr int R = 2;
+            const dim3 grid((unsigned)((a.N + kVecRowsPerBlock * R - 1) / (kVecRowsPerBlock * R)),
                             (unsigned)((a.T + kVecMaxTokens - 1) / kVecMaxTokens), (unsigned)a.Z);
-            mat_vec_kernel<D, kVecMaxTokens><<<grid, block, 0, s>>>(a);
+            mat_vec_kernel<D, kVecMaxTokens, R><<<grid, block, 0, s>>>(a);
         }
         IKLLM_CUDA_LAUNCHED("mat_vec_kernel");
         return;
@@ -250,7 +256,11 @@ void launch_typed(const MatArgs& a, cudaStream_t s) {
 
 void launch_mat(const MatArgs& a, const OpEnv& env) {
     const int mode = env.act_round ? act_round_for(a.type) : act_round_none;
-    if (mode == act_round_none || a.N <= 0 || a.T <= 0 || a.Z <= 0) {
+    if (a.N <= 0 || a.T <= 0 || a.Z <= 0) return;
+    // The matrix-vector kernel reads activations 16 bytes at a time and never rounds to f16
+    // itself: misaligned rows and f16 rounding go through the copy below.
+    const bool aligned = (reinterpret_cast<uintptr_t>(a.x) | a.x_t | a.x_z) % 16 == 0;
+    if (mode == act_round_none && !a.round_x_f16 && (aligned || a.T > kVecMaxTokens)) {
         launch_mat(a, env.stream);
         return;
     }
