@@ -227,6 +227,20 @@ IKLLM_API ikllm_status ikllm_model_tensor_device(const ikllm_model* model, const
    GPU has no kernel for their type. Model-owned, valid until ikllm_model_free. */
 IKLLM_API const char* ikllm_model_placement_report(const ikllm_model* model);
 
+/* GPUs this library instance can use. The CUDA backend is a plug-in (libikllm-cuda.so beside
+   libikllm.so, or the path in $IKLLM_CUDA_PLUGIN; "none" disables it), looked for on the first
+   of these calls or the first model load that asks for a GPU; without the plug-in, a driver or
+   a GPU the count is 0 and ikllm_lib_gpu_status says why -- never an error. */
+IKLLM_API int32_t ikllm_lib_gpu_count(ikllm_lib* lib);
+/* One line, lib-owned, valid until ikllm_lib_free: "CUDA: 1 device: CUDA0: NVIDIA H100 80GB HBM3
+   (sm_90, 79.1 GiB)" or the reason there is none ("CUDA: plug-in libikllm-cuda.so not loaded (...)",
+   "CUDA: CUDA unavailable: ..."). */
+IKLLM_API const char* ikllm_lib_gpu_status(ikllm_lib* lib);
+/* Capabilities of GPU `index` as a JSON object, released with ikllm_free:
+   {"name": "CUDA0", "description": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0",
+    "memory_total": bytes, "memory_free": bytes}. IKLLM_ERR_NOT_FOUND when index is out of range. */
+IKLLM_API ikllm_status ikllm_lib_gpu_info(ikllm_lib* lib, int32_t index, char** out_json);
+
 /* Memory plan of a model file without loading its weights: reads the GGUF index only.
    model_options may be NULL (defaults: all on the CPU); else IKLLM_OPTIONS_MODEL, whose
    n_gpu_layers and tensor_placement give the placement to plan. session_options may be NULL

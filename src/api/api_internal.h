@@ -69,6 +69,8 @@ struct ikllm_lib {
     std::atomic<int32_t> refs{1};
     // CPU built in; GPUs from the CUDA plug-in, looked for on first use.
     ikllm::backend::Registry backends;
+    std::once_flag gpu_status_once;
+    std::string gpu_status;  // ikllm_lib_gpu_status's text (made once)
 };
 
 struct ikllm_options {

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "api/api_internal.h"
+#include "core/json_escape.h"
 #include "api/options.h"
 #include "gguf/gguf_file.h"
 #include "model/memory_plan.h"
@@ -56,6 +57,52 @@ ikllm_status ikllm_model_tensor_device(const ikllm_model* m, const char* name, i
 }
 
 const char* ikllm_model_placement_report(const ikllm_model* m) { return m ? m->placement_report.c_str() : ""; }
+
+int32_t ikllm_lib_gpu_count(ikllm_lib* lib) {
+    if (!lib) return 0;
+    try {
+        return lib->backends.gpu_count();
+    } catch (...) {
+        return 0;
+    }
+}
+
+const char* ikllm_lib_gpu_status(ikllm_lib* lib) {
+    if (!lib) return "";
+    try {
+        std::call_once(lib->gpu_status_once, [lib] { lib->gpu_status = lib->backends.status(); });
+    } catch (...) {
+        return "";
+    }
+    return lib->gpu_status.c_str();
+}
+
+ikllm_status ikllm_lib_gpu_info(ikllm_lib* lib, int32_t index, char** out_json) {
+    if (out_json) *out_json = nullptr;
+    return api::guard([&] {
+        IKLLM_REQUIRE(lib, "lib is NULL");
+        IKLLM_REQUIRE(out_json, "out_json is NULL");
+        backend::Backend* gpu = lib->backends.gpu(index);
+        if (!gpu)
+            fail(Status::not_found, "no GPU with index " + std::to_string(index) + " (this library has " +
+                 std::to_string(lib->backends.gpu_count()) + ")");
+        const backend::Capabilities c = gpu->capabilities();
+        auto esc = [](const std::string& v) {
+            std::string o;
+            json_escape_append(v, o);
+            return o;
+        };
+        const std::string json = "{\"name\": \"" + esc(c.name) + "\", \"description\": \"" +
+                                 esc(c.description) + "\", \"compute_capability\": \"" +
+                                 std::to_string(c.compute_major) + "." + std::to_string(c.compute_minor) +
+                                 "\", \"memory_total\": " + std::to_string(c.memory_total) +
+                                 ", \"memory_free\": " + std::to_string(c.memory_free) + "}";
+        char* p = static_cast<char*>(std::malloc(json.size() + 1));
+        if (!p) throw std::bad_alloc();
+        std::memcpy(p, json.c_str(), json.size() + 1);
+        *out_json = p;
+    });
+}
 
 ikllm_status ikllm_plan(ikllm_lib* lib, const char* path, const ikllm_options* model_options,
                         const ikllm_options* session_options, uint64_t vram_budget, uint32_t flags, char** out_json) {

@@ -68,6 +68,10 @@ run_test() {  # name, log file, command...
 dec=$build/cuda_decode_host_test; [ -x "$dec" ] || dec=$build/backends/cuda/cuda_decode_host_test
 run_test "block decoders (host + device)" "$logs/decode.txt" "$dec"
 run_test "ops vs CPU backend" "$logs/ops.txt" "$build/cuda_ops_test"
+# Session paths (decode, state save/load, shifts, sequence copies) on the GPU vs the CPU, when
+# the gtest suite was built (IKLLM_BUILD_TESTS=ON).
+gbt=$build/tests/gpu_backend_test; [ -x "$gbt" ] || gbt=$build/gpu_backend_test
+IKLLM_SHARED_DIR=$shared run_test "session paths on the GPU (gtest)" "$logs/gpu_backend_test.txt" "$gbt"
 
 # 2. Reference models through full offload and the experts-on-CPU hybrid.
 models=$refdata/models

@@ -36,6 +36,7 @@ static void usage() {
                  "  (model commands accept -rtr: repack weights to row-interleaved layouts at load;\n"
                  "   -ngl/--n-gpu-layers N: last N layers on the GPU; -ot/--override-tensor REGEX=DEVICE[,...]:\n"
                  "   per-tensor device rules, repeatable, first match wins; see docs/placement.md)\n"
+                 "  devices  the GPUs this build can use (CUDA plug-in), one JSON object each, or why there are none\n"
                  "  version\n");
 }
 
@@ -58,6 +59,19 @@ int main(int argc, char** argv) {
     if (!std::strcmp(cmd, "perplexity")) return cli::cmd_perplexity(argc - 2, argv + 2);
     if (!std::strcmp(cmd, "chat")) return cli::cmd_chat(argc - 2, argv + 2);
     if (!std::strcmp(cmd, "plan")) return cli::cmd_plan(argc - 2, argv + 2);
+    if (!std::strcmp(cmd, "devices")) {
+        // The GPUs this build can use (the CUDA plug-in), or why there are none.
+        ikllm_lib* lib = nullptr;
+        if (ikllm_lib_create(0, &lib) != IKLLM_OK) return 1;
+        std::printf("%s\n", ikllm_lib_gpu_status(lib));
+        for (int32_t i = 0; i < ikllm_lib_gpu_count(lib); ++i) {
+            char* json = nullptr;
+            if (ikllm_lib_gpu_info(lib, i, &json) == IKLLM_OK) std::printf("%s\n", json);
+            ikllm_free(json);
+        }
+        ikllm_lib_free(lib);
+        return 0;
+    }
     if (!std::strcmp(cmd, "version")) {
         std::printf("ikllm %s (ABI %d)\n", ikllm_version_string(), ikllm_abi_version());
         return 0;

@@ -286,6 +286,12 @@ namespace Ikllm.Native
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         public static extern IntPtr ikllm_model_placement_report(ModelHandle model);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        public static extern int ikllm_lib_gpu_count(LibHandle lib);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        public static extern IntPtr ikllm_lib_gpu_status(LibHandle lib);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        public static extern int ikllm_lib_gpu_info(LibHandle lib, int index, out IntPtr out_json);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         public static extern int ikllm_plan(LibHandle lib, byte[] path, OptionsHandle model_options, OptionsHandle session_options, ulong vram_budget, uint flags, out IntPtr out_json);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         public static extern int ikllm_tokenize(ModelHandle model, byte[] text, UIntPtr text_len, uint flags, [In, Out] int[] tokens, UIntPtr capacity, out UIntPtr n_tokens);

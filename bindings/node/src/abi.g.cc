@@ -84,6 +84,9 @@ struct Fns {
     uint64_t (*ikllm_model_device_weight_bytes)(const ikllm_model* model, int32_t index);
     ikllm_status (*ikllm_model_tensor_device)(const ikllm_model* model, const char* name, int32_t* out_device);
     const char* (*ikllm_model_placement_report)(const ikllm_model* model);
+    int32_t (*ikllm_lib_gpu_count)(ikllm_lib* lib);
+    const char* (*ikllm_lib_gpu_status)(ikllm_lib* lib);
+    ikllm_status (*ikllm_lib_gpu_info)(ikllm_lib* lib, int32_t index, char** out_json);
     ikllm_status (*ikllm_plan)(ikllm_lib* lib, const char* path, const ikllm_options* model_options, const ikllm_options* session_options, uint64_t vram_budget, uint32_t flags, char** out_json);
     ikllm_status (*ikllm_tokenize)(const ikllm_model* model, const char* text, size_t text_len, uint32_t flags, ikllm_token* tokens, size_t capacity, size_t* n_tokens);
     ikllm_status (*ikllm_token_to_piece)(const ikllm_model* model, ikllm_token token, uint32_t flags, char* buf, size_t buf_size, size_t* needed);
@@ -1561,6 +1564,82 @@ struct Call_ikllm_model_placement_report {
     }
     void cleanup(napi_env env) {
         (void)env;
+    }
+};
+
+struct Call_ikllm_lib_gpu_count {
+    static constexpr size_t kArgs = 1;
+    static constexpr const char* kName = "ikllm_lib_gpu_count";
+    const Fns* f = nullptr;
+    int32_t ret{};
+    ikllm_lib* a_lib = nullptr;
+    bool parse(Ctx& c, bool keep) {
+        (void)keep;
+        a_lib = (ikllm_lib*)to_handle(c, 0, "lib", &kTag_ikllm_lib, false);
+        return !c.failed;
+    }
+    void run() {
+        ret = f->ikllm_lib_gpu_count(a_lib);
+    }
+    napi_value result(napi_env env) {
+        return js_num(env, (double)ret);
+    }
+    void cleanup(napi_env env) {
+        (void)env;
+    }
+};
+
+struct Call_ikllm_lib_gpu_status {
+    static constexpr size_t kArgs = 1;
+    static constexpr const char* kName = "ikllm_lib_gpu_status";
+    const Fns* f = nullptr;
+    const char* ret{};
+    ikllm_lib* a_lib = nullptr;
+    bool parse(Ctx& c, bool keep) {
+        (void)keep;
+        a_lib = (ikllm_lib*)to_handle(c, 0, "lib", &kTag_ikllm_lib, false);
+        return !c.failed;
+    }
+    void run() {
+        ret = f->ikllm_lib_gpu_status(a_lib);
+    }
+    napi_value result(napi_env env) {
+        return js_str(env, ret);
+    }
+    void cleanup(napi_env env) {
+        (void)env;
+    }
+};
+
+struct Call_ikllm_lib_gpu_info {
+    static constexpr size_t kArgs = 2;
+    static constexpr const char* kName = "ikllm_lib_gpu_info";
+    const Fns* f = nullptr;
+    ikllm_status ret{};
+    std::string err;
+    ikllm_lib* a_lib = nullptr;
+    int32_t a_index{};
+    char* o_out_json = nullptr;
+    bool parse(Ctx& c, bool keep) {
+        (void)keep;
+        a_lib = (ikllm_lib*)to_handle(c, 0, "lib", &kTag_ikllm_lib, false);
+        a_index = (int32_t)to_int(c, 1, "index");
+        return !c.failed;
+    }
+    void run() {
+        ret = f->ikllm_lib_gpu_info(a_lib, a_index, &o_out_json);
+        if (ret != IKLLM_OK) err = f->ikllm_last_error();  // same thread as the call
+    }
+    napi_value result(napi_env env) {
+        napi_value r = js_object(env);
+        set(env, r, "status", js_num(env, ret));
+        if (ret != IKLLM_OK) set(env, r, "error", js_str(env, err.c_str()));
+        set(env, r, "out_json", js_str(env, o_out_json));
+        return r;
+    }
+    void cleanup(napi_env env) {
+        (void)env;
+        if (o_out_json) f->ikllm_free(o_out_json);
     }
 };
 
@@ -3598,6 +3677,9 @@ napi_value load(napi_env env, napi_callback_info info) {
     if (!(f.ikllm_model_device_weight_bytes = (decltype(f.ikllm_model_device_weight_bytes))dlsym(dl, "ikllm_model_device_weight_bytes"))) missing = "ikllm_model_device_weight_bytes";
     if (!(f.ikllm_model_tensor_device = (decltype(f.ikllm_model_tensor_device))dlsym(dl, "ikllm_model_tensor_device"))) missing = "ikllm_model_tensor_device";
     if (!(f.ikllm_model_placement_report = (decltype(f.ikllm_model_placement_report))dlsym(dl, "ikllm_model_placement_report"))) missing = "ikllm_model_placement_report";
+    if (!(f.ikllm_lib_gpu_count = (decltype(f.ikllm_lib_gpu_count))dlsym(dl, "ikllm_lib_gpu_count"))) missing = "ikllm_lib_gpu_count";
+    if (!(f.ikllm_lib_gpu_status = (decltype(f.ikllm_lib_gpu_status))dlsym(dl, "ikllm_lib_gpu_status"))) missing = "ikllm_lib_gpu_status";
+    if (!(f.ikllm_lib_gpu_info = (decltype(f.ikllm_lib_gpu_info))dlsym(dl, "ikllm_lib_gpu_info"))) missing = "ikllm_lib_gpu_info";
     if (!(f.ikllm_plan = (decltype(f.ikllm_plan))dlsym(dl, "ikllm_plan"))) missing = "ikllm_plan";
     if (!(f.ikllm_tokenize = (decltype(f.ikllm_tokenize))dlsym(dl, "ikllm_tokenize"))) missing = "ikllm_tokenize";
     if (!(f.ikllm_token_to_piece = (decltype(f.ikllm_token_to_piece))dlsym(dl, "ikllm_token_to_piece"))) missing = "ikllm_token_to_piece";
@@ -3771,6 +3853,12 @@ NAPI_MODULE_INIT() {
         {"ikllm_model_tensor_device_async", nullptr, async_entry<Call_ikllm_model_tensor_device>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
         {"ikllm_model_placement_report", nullptr, sync_entry<Call_ikllm_model_placement_report>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
         {"ikllm_model_placement_report_async", nullptr, async_entry<Call_ikllm_model_placement_report>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+        {"ikllm_lib_gpu_count", nullptr, sync_entry<Call_ikllm_lib_gpu_count>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+        {"ikllm_lib_gpu_count_async", nullptr, async_entry<Call_ikllm_lib_gpu_count>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+        {"ikllm_lib_gpu_status", nullptr, sync_entry<Call_ikllm_lib_gpu_status>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+        {"ikllm_lib_gpu_status_async", nullptr, async_entry<Call_ikllm_lib_gpu_status>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+        {"ikllm_lib_gpu_info", nullptr, sync_entry<Call_ikllm_lib_gpu_info>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+        {"ikllm_lib_gpu_info_async", nullptr, async_entry<Call_ikllm_lib_gpu_info>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
         {"ikllm_plan", nullptr, sync_entry<Call_ikllm_plan>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
         {"ikllm_plan_async", nullptr, async_entry<Call_ikllm_plan>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
         {"ikllm_tokenize", nullptr, sync_entry<Call_ikllm_tokenize>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
