@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backend.h"
+#include "core/error.h"
 #include "graph/arena.h"
 #include "graph/scheduler.h"
 #include "model/model.h"
@@ -64,7 +65,14 @@ public:
     // with other sequences are copied first. All-or-nothing.
     void context_shift(int32_t seq, int32_t n_keep, int32_t n_discard);
     void set_cancel(const volatile int32_t* flag) { cancel_ = flag; }
-    void set_observer(backend::OpObserver* observer) { exec_->set_observer(observer); }
+    // Observers (importance matrices) see the CPU's ops only: with weights on a GPU they would
+    // miss those layers, so that is refused.
+    void set_observer(backend::OpObserver* observer) {
+        if (observer && sched_)
+            fail(Status::unsupported, "importance-matrix collection needs every weight on the CPU "
+                                      "(load the model without n_gpu_layers / tensor_placement)");
+        exec_->set_observer(observer);
+    }
 
 private:
     void check_seq(int32_t seq) const;

@@ -168,6 +168,18 @@ TEST(GpuDouble, SessionPathsMatchTheCpu) {
     }
 }
 
+TEST(GpuDouble, ImatrixNeedsEveryWeightOnTheCpu) {
+    IKLLM_REQUIRE_REFDATA();
+    Env e("IKLLM_TEST_GPU_DOUBLE", "1");
+    Lib l;
+    const std::string path = ikllm::test::refdata_dir() + "/models/llama-tiny-f16.gguf";
+    PlacedRun gpu(l.lib, path, 99, "");
+    EXPECT_EQ(ikllm_session_imatrix_start(gpu.s), IKLLM_ERR_UNSUPPORTED);
+    EXPECT_NE(std::string(ikllm_last_error()).find("importance-matrix"), std::string::npos);
+    PlacedRun cpu(l.lib, path, 0, "");
+    EXPECT_EQ(ikllm_session_imatrix_start(cpu.s), IKLLM_OK);
+}
+
 // The same scenario on a real GPU when this machine has one (skipped elsewhere): f16 weights,
 // where GPU and CPU differ only by float rounding (measured ~6e-4 on an H200).
 TEST(GpuReal, SessionPathsMatchTheCpu) {
