@@ -39,10 +39,18 @@ nvidia-smi -L 2>&1 | tee "$logs/nvidia-smi.txt" || true
 if [ "$do_build" = 1 ]; then
   gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
   cuda=(); [ -x /usr/local/cuda/bin/nvcc ] && cuda=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
-  if cmake -S . -B "$build" "${gen[@]}" "${cuda[@]}" -DCMAKE_BUILD_TYPE=Release -DIKLLM_CUDA=ON -DIKLLM_BUILD_TESTS=OFF \
-       -DIKLLM_CUDA_TESTS=ON -DIKLLM_BUILD_BENCH=OFF -DIKLLM_BUILD_SAMPLES=OFF >"$logs/configure.txt" 2>&1 &&
-     cmake --build "$build" -j"$(nproc)" --target ikllm_cli ikllm_cuda cuda_ops_test cuda_decode_host_test ikllm-make-bench \
-       >"$logs/build.txt" 2>&1; then
+  # With GoogleTest installed the session-path test (gpu_backend_test) is built too; without it
+  # only the CUDA tests that need no GoogleTest.
+  common=("${gen[@]}" "${cuda[@]}" -DCMAKE_BUILD_TYPE=Release -DIKLLM_CUDA=ON -DIKLLM_CUDA_TESTS=ON
+          -DIKLLM_BUILD_BENCH=OFF -DIKLLM_BUILD_SAMPLES=OFF)
+  targets=(ikllm_cli ikllm_cuda cuda_ops_test cuda_decode_host_test ikllm-make-bench)
+  if cmake -S . -B "$build" "${common[@]}" -DIKLLM_BUILD_TESTS=ON >"$logs/configure.txt" 2>&1; then
+    targets+=(gpu_backend_test)
+  else
+    rm -rf "$build/CMakeCache.txt"
+    cmake -S . -B "$build" "${common[@]}" -DIKLLM_BUILD_TESTS=OFF >>"$logs/configure.txt" 2>&1
+  fi
+  if cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" >"$logs/build.txt" 2>&1; then
     row build ok "$build"
   else
     row build FAIL "see $logs/build.txt"; tail -30 "$logs/build.txt"
