@@ -239,10 +239,12 @@ void Scheduler::flush() {
     if (seg_device_ < 0) return;
     const int d = seg_device_;
     seg_device_ = -1;
+    if (cancel_ && *cancel_) throw Error(Status::cancelled, "cancelled");
     if (d == 0) {
         if (cpu_end_ > cpu_begin_) execs_[0]->run(*graph_, cpu_begin_, cpu_end_, cancel_);
     } else if (seg_graph_ && !seg_graph_->ops.empty()) {
-        execs_[(size_t)d]->run(*seg_graph_, 0, seg_graph_->ops.size(), cancel_);
+        // Device slices are queued whole; cancellation is checked between slices (above).
+        execs_[(size_t)d]->run(*seg_graph_, 0, seg_graph_->ops.size(), nullptr);
     }
     seg_graph_.reset();
 }
@@ -287,6 +289,7 @@ void Scheduler::run(const Graph& graph, Arena& arena, const std::vector<std::pai
     int prev = -1;
     try {
         for (size_t i = 0; i < graph.ops.size(); ++i) {
+            if (cancel && *cancel) throw Error(Status::cancelled, "cancelled");
             const Op& op = graph.ops[i];
             const int d = place(op, prev);
             if (d != 0 && !devices_[(size_t)d]->supports(op))

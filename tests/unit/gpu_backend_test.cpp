@@ -180,6 +180,23 @@ TEST(GpuDouble, ImatrixNeedsEveryWeightOnTheCpu) {
     EXPECT_EQ(ikllm_session_imatrix_start(cpu.s), IKLLM_OK);
 }
 
+TEST(GpuDouble, CancelledDecodeLeavesTheCacheUnchanged) {
+    IKLLM_REQUIRE_REFDATA();
+    Env e("IKLLM_TEST_GPU_DOUBLE", "1");
+    Lib l;
+    const std::string path = ikllm::test::refdata_dir() + "/models/qwen3moe-tiny-f16.gguf";
+    PlacedRun r(l.lib, path, 99, "exps=CPU");
+    const std::vector<float> first = r.decode({1, 2, 3}, 0);
+    volatile int32_t flag = 1;
+    ASSERT_EQ(ikllm_session_set_cancel_flag(r.s, &flag), IKLLM_OK);
+    const int32_t toks[2] = {4, 5};
+    EXPECT_EQ(ikllm_session_decode(r.s, toks, nullptr, nullptr, nullptr, 2, 0), IKLLM_CANCELLED);
+    EXPECT_EQ(ikllm_session_seq_pos_max(r.s, 0), 2);
+    flag = 0;
+    EXPECT_EQ(r.decode({4, 5}, 0).size(), first.size());
+    EXPECT_EQ(ikllm_session_seq_pos_max(r.s, 0), 4);
+}
+
 // The same scenario on a real GPU when this machine has one (skipped elsewhere): f16 weights,
 // where GPU and CPU differ only by float rounding (measured ~6e-4 on an H200).
 TEST(GpuReal, SessionPathsMatchTheCpu) {
