@@ -24,41 +24,6 @@ int32_t layer_of(const char* name) {
 
 uint64_t tensor_bytes(const Tensor& t) { return (uint64_t)t.nb[1] * (uint64_t)t.n_rows(); }
 
-// Tensors one op reads together must share a device: fused gate/up, the three expert
-// tensors, a matrix and its bias. A split group goes to the CPU, with a report line.
-void tie_groups(Model& m, std::vector<std::string>& report) {
-    auto tie = [&](std::initializer_list<Tensor*> group) {
-        int dev = -1;
-        bool mixed = false;
-        for (Tensor* t : group)
-            if (t) {
-                if (dev < 0) dev = t->device;
-                else if (t->device != dev) mixed = true;
-            }
-        if (!mixed) return;
-        std::string names;
-        for (Tensor* t : group)
-            if (t) {
-                t->device = 0;
-                names += std::string(names.empty() ? "" : ", ") + t->name;
-            }
-        report.push_back("kept on CPU together (one op reads them): " + names);
-    };
-    for (LayerWeights& l : m.layers) {
-        tie({l.ffn_gate, l.ffn_up});
-        tie({l.ffn_gate_exps, l.ffn_up_exps, l.ffn_down_exps});
-        tie({l.ffn_gate_shexp, l.ffn_up_shexp});
-        tie({l.ffn_gate_inp, l.exp_probs_b});
-        tie({l.wq, l.bq});
-        tie({l.wk, l.bk});
-        tie({l.wv, l.bv});
-        tie({l.wo, l.bo});
-        tie({l.ffn_gate, l.ffn_gate_b});
-        tie({l.ffn_up, l.ffn_up_b});
-        tie({l.ffn_down, l.ffn_down_b});
-    }
-}
-
 }  // namespace
 
 void place_weights(Model& m, const ModelOptions& opts, backend::Registry* registry, const Logger& log,
@@ -74,13 +39,16 @@ void place_weights(Model& m, const ModelOptions& opts, backend::Registry* regist
     const std::string gpu_name = gpu ? gpu->capabilities().name : "";
     if (!gpu && registry) m.placement_report.push_back(registry->status());
 
-    // A tied LM head gets its own GPU copy when the head is offloaded (the embedding lookup
-    // stays on the CPU).
-    if (gpu && m.output == m.tok_embd && opts.n_gpu_layers > m.hp.n_layer && gpu->supports_weight_type(m.tok_embd->type)) {
+    // A tied LM head is placed as a tensor "output.weight" of its own (as the planner counts
+    // it): when that lands on the GPU it is a copy of token_embd there (the embedding lookup
+    // stays where token_embd is); on the CPU the head is token_embd itself again.
+    Tensor* tied_head = nullptr;
+    if (gpu && m.output == m.tok_embd) {
         auto t = std::make_unique<Tensor>(*m.tok_embd);
         m.derived_names.push_back("output.weight");
         t->name = m.derived_names.back().c_str();
-        m.output = t.get();
+        tied_head = t.get();
+        m.output = tied_head;
         m.weights.push_back(std::move(t));
     }
 
@@ -98,7 +66,16 @@ void place_weights(Model& m, const ModelOptions& opts, backend::Registry* regist
                                         [&](uint32_t type) { return gpu && gpu->supports_weight_type(type); });
     for (std::string& r : res.report) m.placement_report.push_back(std::move(r));
     for (size_t i = 0; i < m.weights.size(); ++i) m.weights[i]->device = gpu && res.device_of[i] != "CPU" ? 1 : 0;
-    tie_groups(m, m.placement_report);
+    if (tied_head) {
+        if (tied_head->device == 0) {
+            m.output = m.tok_embd;
+            m.weights.erase(std::find_if(m.weights.begin(), m.weights.end(),
+                                         [&](const std::unique_ptr<Tensor>& t) { return t.get() == tied_head; }));
+            tied_head = nullptr;
+        } else {
+            m.by_name.emplace("output.weight", tied_head);
+        }
+    }
     for (const std::string& r : m.placement_report) log.log(log_warn, "placement: %s", r.c_str());
     if (!gpu) {
         for (auto& t : m.weights) t->device = 0;
@@ -134,7 +111,9 @@ void place_weights(Model& m, const ModelOptions& opts, backend::Registry* regist
     }
     m.devices.push_back(gpu);
     m.device_names.push_back(gpu_name);
-    m.device_weight_bytes = {0, total};
+    uint64_t gpu_bytes = 0;
+    for (const Span& sp : spans) gpu_bytes += (uint64_t)(sp.hi - sp.lo);
+    m.device_weight_bytes = {0, gpu_bytes};
     if (total > 0) {
         const backend::Capabilities cap = gpu->capabilities();
         std::unique_ptr<backend::Buffer> buf;

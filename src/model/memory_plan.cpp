@@ -137,9 +137,10 @@ MemoryPlan plan_memory(const PlanModel& pm, const PlanRequest& req) {
     for (size_t i = 0; i < pm.tensors.size(); ++i) {
         const PlacementTensor& t = pm.tensors[i];
         const size_t d = dev_index(pr.device_of[i]);
-        if ((int64_t)i == pm.tied_head_index && d == 0) {
-            // not copied to a GPU: the head is token_embd itself, no bytes of its own
-            has_head[dev_index(pr.device_of[emb_index])] = 1;
+        if ((int64_t)i == pm.tied_head_index && (d == 0 || pr.device_of[i] == pr.device_of[emb_index])) {
+            // not copied to a GPU, or token_embd is on that GPU too (the loader shares its bytes):
+            // no bytes of its own
+            has_head[d == 0 ? dev_index(pr.device_of[emb_index]) : d] = 1;
             continue;
         }
         plan.devices[d].weights += t.bytes;

@@ -1,4 +1,5 @@
 // Tensor placement: ngl layers, REGEX=DEVICE rules, type fallbacks (tensor_placement.h).
+#include <map>
 #include "model/tensor_placement.h"
 
 #include <cctype>
@@ -79,6 +80,51 @@ bool default_gpu_supports_type(uint32_t type) {
     return t && t->dequant && !t->is_activation_only && t->interleave == 1;
 }
 
+namespace {
+
+// Which tensors one op reads together, so they must share a device: the routed experts
+// (gate/up/down or merged gate_up), a dense FFN's gate and up (fused), the shared experts'
+// gate and up, the router and its selection bias, a matrix and its bias. "" = no group.
+std::string op_group(const std::string& name) {
+    const int32_t layer = layer_of_tensor_name(name);
+    if (layer < 0) return "";
+    const std::string rest = name.substr(name.find('.', 4) + 1);
+    const std::string L = std::to_string(layer) + ":";
+    if (rest.find("_exps.") != std::string::npos) return L + "exps";
+    if (rest == "ffn_gate.weight" || rest == "ffn_up.weight") return L + "ffn_gate_up";
+    if (rest == "ffn_gate_shexp.weight" || rest == "ffn_up_shexp.weight") return L + "shexp_gate_up";
+    if (rest == "ffn_gate_inp.weight" || rest == "exp_probs_b.bias") return L + "router";
+    const size_t dot = rest.rfind('.');
+    if (dot != std::string::npos && (rest.compare(dot, std::string::npos, ".weight") == 0 ||
+                                     rest.compare(dot, std::string::npos, ".bias") == 0)) {
+        const std::string base = rest.substr(0, dot);
+        if (base.rfind("attn_", 0) == 0 || base.rfind("ffn_", 0) == 0) return L + "mat:" + base;
+    }
+    return "";
+}
+
+}  // namespace
+
+// A group split across devices goes to the CPU as a whole, with one report line.
+void tie_op_groups(const std::vector<PlacementTensor>& tensors, PlacementResult& res) {
+    std::map<std::string, std::vector<size_t>> groups;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+        const std::string g = op_group(tensors[i].name);
+        if (!g.empty()) groups[g].push_back(i);
+    }
+    for (auto& [g, idx] : groups) {
+        bool mixed = false;
+        for (size_t i : idx) mixed |= res.device_of[i] != res.device_of[idx[0]];
+        if (!mixed) continue;
+        std::string names;
+        for (size_t i : idx) {
+            res.device_of[i] = "CPU";
+            names += (names.empty() ? "" : ", ") + tensors[i].name;
+        }
+        res.report.push_back("kept on CPU together (one op reads them): " + names);
+    }
+}
+
 PlacementResult place_tensors(const std::vector<PlacementTensor>& tensors, int32_t n_layer, int32_t n_gpu_layers,
                               const std::vector<PlacementRule>& rules, const std::string& gpu_name,
                               const std::function<bool(uint32_t type)>& gpu_supports_type) {
@@ -127,6 +173,7 @@ PlacementResult place_tensors(const std::vector<PlacementTensor>& tensors, int32
         }
         res.device_of[i] = dev;
     }
+    tie_op_groups(tensors, res);
     return res;
 }
 

@@ -57,6 +57,11 @@ PlacementResult place_tensors(const std::vector<PlacementTensor>& tensors, int32
                               const std::vector<PlacementRule>& rules, const std::string& gpu_name,
                               const std::function<bool(uint32_t type)>& gpu_supports_type);
 
+// Tensors one op reads together (routed experts, fused gate/up, a matrix and its bias, the
+// router and its selection bias) must share a device: a group that the steps above split goes
+// to the CPU as a whole, with a report line. place_tensors applies it last.
+void tie_op_groups(const std::vector<PlacementTensor>& tensors, PlacementResult& res);
+
 // Weight types a GPU backend is assumed to run when none is loaded (planning): every type the
 // registry can decode that is not row-interleaved (interleave == 1).
 bool default_gpu_supports_type(uint32_t type);

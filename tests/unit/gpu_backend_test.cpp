@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -195,6 +196,47 @@ TEST(GpuDouble, CancelledDecodeLeavesTheCacheUnchanged) {
     flag = 0;
     EXPECT_EQ(r.decode({4, 5}, 0).size(), first.size());
     EXPECT_EQ(ikllm_session_seq_pos_max(r.s, 0), 4);
+}
+
+// "weights" of device `dev` in the "requested" part of ikllm_plan's JSON.
+uint64_t plan_weights(const std::string& json, const std::string& dev) {
+    const size_t at = json.find("\"name\": \"" + dev + "\", \"weights\": ");
+    if (at == std::string::npos) return UINT64_MAX;
+    return std::strtoull(json.c_str() + json.find(": ", json.find("weights", at)) + 2, nullptr, 10);
+}
+
+TEST(GpuDouble, PlanBeforeLoadingMatchesTheLoadedPlacement) {
+    IKLLM_REQUIRE_REFDATA();
+    Env e("IKLLM_TEST_GPU_DOUBLE", "1");
+    Lib l;
+    struct Case {
+        int ngl;
+        const char* rules;
+    };
+    for (const char* name : {"llama-tied-f16", "qwen3moe-tiny-f16", "deepseek2-split-tiny-f16", "deepseek2-tiny-f16"}) {
+        const std::string path = ikllm::test::refdata_dir() + "/models/" + name + ".gguf";
+        if (!ikllm::test::file_exists(path)) continue;
+        for (const Case& c : {Case{99, ""}, Case{99, "exps=CPU"}, Case{1, ""}, Case{0, "token_embd=CUDA0,output=CUDA0"},
+                              Case{2, "ffn_down=CPU"}}) {
+            ikllm_options* mo = nullptr;
+            ASSERT_EQ(ikllm_options_create(IKLLM_OPTIONS_MODEL, &mo), IKLLM_OK);
+            ASSERT_EQ(ikllm_options_set_int(mo, "n_gpu_layers", c.ngl), IKLLM_OK);
+            ASSERT_EQ(ikllm_options_set_string(mo, "tensor_placement", c.rules), IKLLM_OK);
+            char* json = nullptr;
+            ASSERT_EQ(ikllm_plan(l.lib, path.c_str(), mo, nullptr, 0, 0, &json), IKLLM_OK) << ikllm_last_error();
+            const std::string plan = json;
+            ikllm_free(json);
+            ikllm_model* m = nullptr;
+            ASSERT_EQ(ikllm_model_load(l.lib, path.c_str(), mo, nullptr, nullptr, nullptr, &m), IKLLM_OK);
+            ikllm_options_free(mo);
+            const std::string what = std::string(name) + " ngl " + std::to_string(c.ngl) + " '" + c.rules + "'";
+            const uint64_t cpu = ikllm_model_device_weight_bytes(m, 0);
+            const uint64_t gpu = ikllm_model_device_count(m) > 1 ? ikllm_model_device_weight_bytes(m, 1) : 0;
+            EXPECT_EQ(plan_weights(plan, "CPU"), cpu) << what << "\n" << plan;
+            EXPECT_EQ(plan_weights(plan, "CUDA0"), gpu) << what << "\n" << plan;
+            ikllm_model_free(m);
+        }
+    }
 }
 
 // The same scenario on a real GPU when this machine has one (skipped elsewhere): f16 weights,

@@ -120,14 +120,18 @@ TEST(PlacementRules, RulesOverrideFirstMatchWins) {
     const auto ts = toy_model(4);
     auto rules = parse_placement_rules("blk\\.3\\.ffn_gate_exps=CUDA0,exps=CPU,token_embd=CUDA0,blk\\.3\\.ffn_=CUDA0");
     auto r = place_tensors(ts, 4, 5, rules, "CUDA0", all_types);
-    EXPECT_EQ(dev(ts, r, "blk.3.ffn_gate_exps.weight"), "CUDA0");  // first rule
-    EXPECT_EQ(dev(ts, r, "blk.3.ffn_down_exps.weight"), "CPU");    // second rule beats the fourth
+    // The first rule asks for blk.3's gate experts alone on the GPU; the up/down experts stay on
+    // the CPU (second rule beats the fourth). One op reads all three: the group goes to the CPU.
+    EXPECT_EQ(dev(ts, r, "blk.3.ffn_gate_exps.weight"), "CPU");
+    EXPECT_EQ(dev(ts, r, "blk.3.ffn_down_exps.weight"), "CPU");
     EXPECT_EQ(dev(ts, r, "blk.0.ffn_gate_exps.weight"), "CPU");
     EXPECT_EQ(dev(ts, r, "blk.0.attn_q.weight"), "CUDA0");         // ngl
     EXPECT_EQ(dev(ts, r, "token_embd.weight"), "CUDA0");           // rule
     // The fourth rule is shadowed by the second for every tensor it would match.
     EXPECT_TRUE(report_has(r, "rule 'blk\\.3\\.ffn_=CUDA0' matched no tensor"));
-    EXPECT_EQ(r.report.size(), 1u);
+    EXPECT_TRUE(report_has(r, "kept on CPU together (one op reads them): blk.3.ffn_gate_exps.weight, "
+                              "blk.3.ffn_down_exps.weight"));
+    EXPECT_EQ(r.report.size(), 2u);
 }
 
 TEST(PlacementRules, UnmatchedRuleReported) {
@@ -143,9 +147,10 @@ TEST(PlacementRules, UnsupportedTypeFallsBackToCpu) {
         if (t.name == "blk.1.ffn_down_exps.weight") t.type = quant::T_IQ4_K_R4;
     auto r = place_tensors(ts, 2, 3, {}, "CUDA0", default_gpu_supports_type);
     EXPECT_EQ(dev(ts, r, "blk.1.ffn_down_exps.weight"), "CPU");
-    EXPECT_EQ(dev(ts, r, "blk.1.ffn_gate_exps.weight"), "CUDA0");
+    EXPECT_EQ(dev(ts, r, "blk.1.ffn_gate_exps.weight"), "CPU");  // one op reads all three experts
+    EXPECT_EQ(dev(ts, r, "blk.1.attn_q.weight"), "CUDA0");
     EXPECT_TRUE(report_has(r, "blk.1.ffn_down_exps.weight: iq4_k_r4 has no CUDA0 kernel, kept on CPU"));
-    EXPECT_EQ(r.report.size(), 1u);
+    EXPECT_EQ(r.report.size(), 2u);
     EXPECT_TRUE(default_gpu_supports_type(quant::T_Q4_K));
     EXPECT_FALSE(default_gpu_supports_type(quant::T_Q4_0_R8));
 }
