@@ -1,4 +1,5 @@
 // Tensor placement: ngl layers, REGEX=DEVICE rules, type fallbacks (tensor_placement.h).
+#include <algorithm>
 #include <map>
 #include "model/tensor_placement.h"
 
@@ -36,6 +37,12 @@ std::string normalize_device_name(const std::string& name) {
     return "";
 }
 
+namespace {
+constexpr size_t kMaxRulePattern = 256;
+constexpr int kMaxRuleNesting = 16;
+constexpr size_t kMaxRules = 1024;
+}  // namespace
+
 std::vector<PlacementRule> parse_placement_rules(const std::string& text) {
     std::vector<PlacementRule> rules;
     size_t start = 0;
@@ -56,6 +63,24 @@ std::vector<PlacementRule> parse_placement_rules(const std::string& text) {
         if (r.device.empty())
             fail(Status::invalid_argument, "tensor placement rule '" + item + "': unknown device '" + dev +
                  "' (expected CPU or CUDA<n>)");
+        // std::regex compiles and matches recursively: a long or deeply nested pattern would
+        // overflow the stack (a crash, not an error). Tensor names are short; so are useful rules.
+        if (r.pattern.size() > kMaxRulePattern)
+            fail(Status::invalid_argument, "tensor placement rule pattern longer than " +
+                 std::to_string(kMaxRulePattern) + " characters");
+        {
+            int depth = 0, max_depth = 0;
+            for (size_t i = 0; i < r.pattern.size(); ++i) {
+                if (r.pattern[i] == '\\') { ++i; continue; }
+                if (r.pattern[i] == '(') max_depth = std::max(max_depth, ++depth);
+                else if (r.pattern[i] == ')') --depth;
+            }
+            if (max_depth > kMaxRuleNesting)
+                fail(Status::invalid_argument, "tensor placement rule '" + item + "' nests groups deeper than " +
+                     std::to_string(kMaxRuleNesting));
+        }
+        if (rules.size() >= kMaxRules)
+            fail(Status::invalid_argument, "more than " + std::to_string(kMaxRules) + " tensor placement rules");
         try {
             r.re = std::make_shared<const std::regex>(r.pattern, std::regex::ECMAScript);
         } catch (const std::regex_error& e) {

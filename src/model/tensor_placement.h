@@ -22,7 +22,9 @@ struct PlacementRule {
 // Parses "REGEX=DEVICE,REGEX=DEVICE" (',' or ';' separate rules; whitespace around items is
 // ignored; an empty text gives no rules). Devices: CPU or CUDA<n>, any case ("cuda0" ->
 // "CUDA0"). Throws Error(invalid_argument) naming the bad item: no '=', empty pattern, invalid
-// regex, unknown device.
+// regex, unknown device, a pattern over 256 characters or nesting groups deeper than 16, more than
+// 1024 rules. (Patterns are ECMAScript with backtracking: a pattern with nested quantifiers such as
+// "(.*)*x" can take exponential time on a name -- rules come from the application, not from data.)
 std::vector<PlacementRule> parse_placement_rules(const std::string& text);
 
 // "CPU" / "CUDA<n>" in canonical form, or "" when `name` is neither (any case accepted).

@@ -84,6 +84,22 @@ TEST(PlacementRules, RejectsBadItemsNamingThem) {
     EXPECT_EQ(status_of("attn=", &msg), Status::invalid_argument);
 }
 
+// std::regex compiles recursively: 20 000 nested groups overflowed the stack (a segfault) before
+// the limits; now they are errors.
+TEST(PlacementRules, DeepOrLongPatternsAreErrorsNotCrashes) {
+    std::string msg;
+    EXPECT_EQ(status_of(std::string(20000, '(') + "a" + std::string(20000, ')') + "=CPU", &msg), Status::invalid_argument);
+    EXPECT_NE(msg.find("longer than 256"), std::string::npos) << msg;
+    EXPECT_EQ(status_of(std::string(17, '(') + "a" + std::string(17, ')') + "=CPU", &msg), Status::invalid_argument);
+    EXPECT_NE(msg.find("deeper than 16"), std::string::npos) << msg;
+    EXPECT_EQ(status_of(std::string(16, '(') + "a" + std::string(16, ')') + "=CPU", &msg), Status::ok) << msg;
+    EXPECT_EQ(status_of("\\(\\(\\(\\(\\(\\(\\(\\(\\(\\(\\(\\(\\(\\(\\(\\(\\(a=CPU", &msg), Status::ok) << msg;  // escaped: no groups
+    std::string many;
+    for (int i = 0; i < 1025; ++i) many += "a" + std::to_string(i) + "=CPU,";
+    EXPECT_EQ(status_of(many, &msg), Status::invalid_argument);
+    EXPECT_NE(msg.find("more than 1024"), std::string::npos) << msg;
+}
+
 TEST(PlacementRules, LayerOfName) {
     EXPECT_EQ(layer_of_tensor_name("blk.0.attn_q.weight"), 0);
     EXPECT_EQ(layer_of_tensor_name("blk.61.ffn_down_exps.weight"), 61);
