@@ -169,8 +169,10 @@ inline __m512i uvalues2(const uint8_t* b) {
 // The blocks after the last full group of 4 (one row, one token), in SymTileAccum order: each adds
 // its 8 quad sums to the 8 lanes and a quarter of its offset term to each side lane; then the
 // final reduction ((lo + hi) + side, summed as (x0 + x2) + (x1 + x3)).
+// Always inlined: as a call taking __m256 arguments GCC returns from it without vzeroupper, and the
+// generic SSE code after the kernel then pays a state transition on every instruction.
 template <class P>
-inline float sym_finish(const uint8_t* wr, int64_t ne0, const uint8_t* act_t, __m256 acc, __m128 side) {
+[[gnu::always_inline]] inline float sym_finish(const uint8_t* wr, int64_t ne0, const uint8_t* act_t, __m256 acc, __m128 side) {
     const int64_t nb = ne0 / 32;
     for (int64_t ib = nb / 4 * 4; ib < nb; ++ib) {  // 36-byte activation blocks
         const uint8_t* wb = wr + ib * P::kBytes;
