@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "cpu_ops.h"
 #include "kernels/attn_kernels.h"
+#include "kernels/vec_kernels.h"
 #include "quant/type_traits.h"
 
 namespace ikllm::cpu {
@@ -79,6 +80,7 @@ void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch) {
     const float scale = op.f[0];
     const KvView& kv = op.kv;
     const AttnKernels& K = attn_kernels(best_isa());
+    const VecKernels& VK = vec_kernels();
 
     // Work split: token blocks x KV heads x head subgroups, enough tasks for every thread. A
     // scratch bound (op.f[1] MiB for all threads) shrinks the queries per task: first the head
@@ -171,15 +173,7 @@ void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch) {
                     rescale[qi] = std::exp(mx[qi] - m_new);  // 0 on the first visible tile
                     sum[qi] *= rescale[qi];
                     mx[qi] = m_new;
-                    for (int64_t j = 0; j < nc; ++j) {
-                        if (s[j] == -std::numeric_limits<float>::infinity()) {
-                            s[j] = 0.0f;
-                            continue;
-                        }
-                        const float p = std::exp(s[j] - m_new);
-                        sum[qi] += p;
-                        s[j] = p;
-                    }
+                    sum[qi] += VK.exp_shift_sum(s, nc, m_new);
                 }
             }
             K.pv_tile(acc, d_v, rescale, sc, kTile, (int)((t1 - t0) * nh), vb, nc, d_v);

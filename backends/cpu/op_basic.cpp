@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/fp16.h"
 #include "cpu_ops.h"
+#include "kernels/vec_kernels.h"
 #include "quant/kv_codec.h"
 #include "quant/type_traits.h"
 
@@ -90,12 +91,8 @@ void op_swiglu(const Op& op, ThreadPool& pool) {
     const Tensor& u = *op.src[1];
     const Tensor& y = *op.dst;
     const int64_t ne0 = g.ne[0];
-    for_rows(pool, g.n_rows(), [&](int64_t r) {
-        const float* pg = g.row<float>(r);
-        const float* pu = u.row<float>(r);
-        float* py = y.row<float>(r);
-        for (int64_t i = 0; i < ne0; ++i) py[i] = pg[i] / (1.0f + std::exp(-pg[i])) * pu[i];
-    });
+    const VecKernels& vk = vec_kernels();
+    for_rows(pool, g.n_rows(), [&](int64_t r) { vk.silu_mul(g.row<float>(r), u.row<float>(r), y.row<float>(r), ne0); });
 }
 
 void rope_cache(float* cos_out, float* sin_out, float pos, const RopeParams& p, bool apply_magnitude) {

@@ -9,6 +9,7 @@
 #include "cpu_ops.h"
 #include "matmul_rows.h"
 #include "kernels/matmul.h"
+#include "kernels/vec_kernels.h"
 #include "quant/type_traits.h"
 
 namespace ikllm::cpu {
@@ -100,11 +101,7 @@ void op_mul_mat_swiglu(const Op& op, ThreadPool& pool, Scratch& scratch) {
             run_rows(kg, static_cast<const uint8_t*>(wg.data), wg.nb[1], K, r0, r1, act_g + arg * t0, arg, nt, g + t0 * n, n);
             run_rows(ku, static_cast<const uint8_t*>(wu.data), wu.nb[1], K, r0, r1, act_u + aru * t0, aru, nt, u + t0 * n, n);
         }
-        for (int64_t t = 0; t < T; ++t)
-            for (int64_t r = 0; r < n; ++r) {
-                const float gv = g[t * n + r];
-                yd[t * y_stride + r0 + r] = gv / (1.0f + std::exp(-gv)) * u[t * n + r];
-            }
+        for (int64_t t = 0; t < T; ++t) vec_kernels().silu_mul(g + t * n, u + t * n, yd + t * y_stride + r0, n);
     });
 }
 

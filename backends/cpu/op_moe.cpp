@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "cpu_ops.h"
+#include "kernels/vec_kernels.h"
 #include "matmul_rows.h"
 #include "quant/type_traits.h"
 
@@ -175,13 +176,8 @@ void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch) {
         else
             run_rows(ku, static_cast<const uint8_t*>(wu->data) + (size_t)w.expert * wu->nb[2], wu->nb[1], E, r0, r1, a,
                      ar, w.n, u, n, max_call_tokens(op));
-        for (int64_t t = 0; t < w.n; ++t) {
-            float* h = hidden + (size_t)(w.first + t) * n_ff + r0;
-            for (int64_t r = 0; r < n; ++r) {
-                const float gv = g[t * n + r];
-                h[r] = gv / (1.0f + std::exp(-gv)) * u[t * n + r];
-            }
-        }
+        for (int64_t t = 0; t < w.n; ++t)
+            vec_kernels().silu_mul(g + t * n, u + t * n, hidden + (size_t)(w.first + t) * n_ff + r0, n);
     });
 
     // 4. Encode the hidden rows for the down kernel.

@@ -13,6 +13,7 @@
 
 #include "kernels/attn_kernels.h"
 #include "kernels/matmul.h"
+#include "kernels/vec_kernels.h"
 #include "quant/kv_codec.h"
 #include "quant/type_traits.h"
 
@@ -132,6 +133,15 @@ TEST_F(UpperState, AttentionKernels) {
     std::string list;
     for (const auto& d : dirty) list += d + "\n";
     EXPECT_TRUE(dirty.empty()) << list;
+}
+
+TEST_F(UpperState, ElementWiseKernels) {
+    std::vector<float> g(37, 0.5f), u(37, 2.f), y(37);
+    for (Isa isa : simd_isas()) {
+        const cpu::VecKernels& k = cpu::vec_kernels(isa);
+        EXPECT_FALSE(leaves_dirty([&] { k.silu_mul(g.data(), u.data(), y.data(), 37); })) << cpu::isa_name(isa);
+        EXPECT_FALSE(leaves_dirty([&] { y[0] = k.exp_shift_sum(g.data(), 37, 1.f); })) << cpu::isa_name(isa);
+    }
 }
 
 }  // namespace

@@ -1,0 +1,86 @@
+// AVX2 element-wise kernels: 8 lanes, masked-free tails through the scalar operations.
+#include "kernels/vec_kernels.h"
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+
+#include <cmath>
+#include <limits>
+
+#include "kernels/vec_exp.h"
+
+namespace ikllm::cpu {
+namespace {
+
+struct Avx2Ops {
+    static __m256 set1(float v) { return _mm256_set1_ps(v); }
+    static __m256 add(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
+    static __m256 mul(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
+    static __m256 fma(__m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); }
+    static __m256 min(__m256 a, __m256 b) { return _mm256_min_ps(a, b); }
+    static __m256 max(__m256 a, __m256 b) { return _mm256_max_ps(a, b); }
+    static __m256 round(__m256 v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+    static __m256 pow2n(__m256 n) {
+        const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+        return _mm256_castsi256_ps(e);
+    }
+    static __m256 zero_below(__m256 x, float lo, __m256 v) {
+        return _mm256_and_ps(_mm256_cmp_ps(x, _mm256_set1_ps(lo), _CMP_GE_OQ), v);
+    }
+};
+struct ScalarFmaOps {  // the tails: the same operations one float at a time, fused like the lanes
+    static float set1(float v) { return v; }
+    static float add(float a, float b) { return a + b; }
+    static float mul(float a, float b) { return a * b; }
+    static float fma(float a, float b, float c) { return std::fma(a, b, c); }
+    static float min(float a, float b) { return a < b ? a : b; }
+    static float max(float a, float b) { return a > b ? a : b; }
+    static float round(float v) { return std::nearbyint(v); }
+    static float pow2n(float n) { return std::ldexp(1.0f, (int)n); }
+    static float zero_below(float x, float lo, float v) { return x < lo ? 0.0f : v; }
+};
+
+void silu_mul(const float* g, const float* u, float* y, int64_t n) {
+    int64_t i = 0;
+    const __m256 one = _mm256_set1_ps(1.0f);
+    for (; i + 8 <= n; i += 8) {
+        const __m256 gv = _mm256_loadu_ps(g + i);
+        const __m256 e = exp_approx<Avx2Ops>(_mm256_sub_ps(_mm256_setzero_ps(), gv));
+        _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_div_ps(gv, _mm256_add_ps(one, e)), _mm256_loadu_ps(u + i)));
+    }
+    for (; i < n; ++i) y[i] = g[i] / (1.0f + exp_approx<ScalarFmaOps>(-g[i])) * u[i];
+}
+float exp_shift_sum(float* s, int64_t n, float m) {
+    const __m256 vm = _mm256_set1_ps(m), ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+    __m256 acc = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 x = _mm256_loadu_ps(s + i);
+        // -inf - m is -inf, below kExpLo: exp_approx gives 0 for masked cells already.
+        __m256 e = exp_approx<Avx2Ops>(_mm256_sub_ps(x, vm));
+        e = _mm256_andnot_ps(_mm256_cmp_ps(x, ninf, _CMP_EQ_OQ), e);
+        _mm256_storeu_ps(s + i, e);
+        acc = _mm256_add_ps(acc, e);
+    }
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));
+    float sum = _mm_cvtss_f32(h);
+    for (; i < n; ++i) {
+        s[i] = s[i] == -std::numeric_limits<float>::infinity() ? 0.0f : exp_approx<ScalarFmaOps>(s[i] - m);
+        sum += s[i];
+    }
+    _mm256_zeroupper();
+    return sum;
+}
+
+constexpr VecKernels kAvx2{Isa::avx2, silu_mul, exp_shift_sum};
+
+}  // namespace
+const VecKernels* vec_kernels_avx2() { return &kAvx2; }
+}  // namespace ikllm::cpu
+#else
+namespace ikllm::cpu {
+const VecKernels* vec_kernels_avx2() { return nullptr; }
+}  // namespace ikllm::cpu
+#endif

@@ -1,0 +1,63 @@
+// Reference element-wise kernels (any CPU) and the table lookup.
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "kernels/vec_exp.h"
+#include "kernels/vec_kernels.h"
+
+namespace ikllm::cpu {
+namespace {
+
+struct ScalarOps {
+    static float set1(float v) { return v; }
+    static float add(float a, float b) { return a + b; }
+    static float mul(float a, float b) { return a * b; }
+    static float fma(float a, float b, float c) { return a * b + c; }
+    static float min(float a, float b) { return a < b ? a : b; }
+    static float max(float a, float b) { return a > b ? a : b; }
+    static float round(float v) { return std::nearbyint(v); }
+    static float pow2n(float n) {
+        const uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
+        float f;
+        std::memcpy(&f, &bits, 4);
+        return f;
+    }
+    static float zero_below(float x, float lo, float v) { return x < lo ? 0.0f : v; }
+};
+
+void silu_mul(const float* g, const float* u, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        const float gv = g[i];
+        y[i] = gv / (1.0f + exp_approx<ScalarOps>(-gv)) * u[i];
+    }
+}
+float exp_shift_sum(float* s, int64_t n, float m) {
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n; ++i) {
+        s[i] = s[i] == -std::numeric_limits<float>::infinity() ? 0.0f : exp_approx<ScalarOps>(s[i] - m);
+        sum += s[i];
+    }
+    return sum;
+}
+
+constexpr VecKernels kScalar{Isa::scalar, silu_mul, exp_shift_sum};
+
+}  // namespace
+
+const VecKernels* vec_kernels_scalar() { return &kScalar; }
+
+const VecKernels& vec_kernels(Isa isa) {
+    const Isa hw = detected_isa();
+    if (isa == Isa::avx512 && hw == Isa::avx512)
+        if (const VecKernels* k = vec_kernels_avx512()) return *k;
+    if ((isa == Isa::avx512 || isa == Isa::avx2) && (hw == Isa::avx2 || hw == Isa::avx512))
+        if (const VecKernels* k = vec_kernels_avx2()) return *k;
+    return kScalar;
+}
+const VecKernels& vec_kernels() {
+    static const VecKernels& k = vec_kernels(best_isa());
+    return k;
+}
+
+}  // namespace ikllm::cpu
