@@ -61,6 +61,7 @@ inline void q45k_tile_avx2(const uint8_t* row, int64_t nb, bool conv, const uint
     alignas(32) float f[T][8];
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* x = row + (size_t)b * bytes;
+        if constexpr (T <= 2) prefetch_weights<bytes>(x);
         __m256 D, M;
         q45k_scales(x, conv, &D, &M);
         for (int t = 0; t < T; ++t) {
@@ -105,6 +106,7 @@ inline void q6k_tile_avx2(const uint8_t* row, int64_t nb, bool, const uint8_t* a
     const __m256i m30 = _mm256_set1_epi8(0x30), m32 = _mm256_set1_epi8(32);
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* x = row + (size_t)b * 210;
+        if constexpr (T <= 2) prefetch_weights<210>(x);
         const __m256 d = _mm256_set1_ps(hf(x + 208));
         const ScaleVec sv(ld128(x + 192));
         for (int t = 0; t < T; ++t)
@@ -163,6 +165,7 @@ inline void q45k_tile_avx512(const uint8_t* row, int64_t nb, bool conv, const ui
     }
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* x = row + (size_t)b * bytes;
+        if constexpr (T <= 2) prefetch_weights<bytes>(x);
         __m256 D, M;
         q45k_scales(x, conv, &D, &M);
         __m256 f[T];
@@ -202,6 +205,7 @@ inline void q6k_tile_avx512(const uint8_t* row, int64_t nb, bool, const uint8_t*
     const __m512i m15 = zset1(15), m30 = zset1(0x30), m32 = zset1(32);
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* x = row + (size_t)b * 210;
+        if constexpr (T <= 2) prefetch_weights<210>(x);
         const __m256 d = _mm256_set1_ps(hf(x + 208));
         const __m256i sc16 = _mm256_cvtepi8_epi16(ld128(x + 192));
         __m256 f[T];

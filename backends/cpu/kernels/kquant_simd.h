@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <vector>
 #include "kernels/kquant_unpack.h"
+#include "kernels/prefetch.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
 #define IKLLM_KIQK_AVX512 1
@@ -917,6 +918,7 @@ inline void run_tile(const uint8_t* row, int64_t nb, const uint8_t* act, size_t 
     tile.reset();
     const float rowd = U::row_scale(row);
     for (int64_t b = 0; b < nb; ++b) {
+        if constexpr (T <= 2) prefetch_weights<U::bytes>(row + U::meta + (size_t)b * U::bytes);
         tile.begin(act + (size_t)b * quant::kQ8KBlockBytes, act_row_bytes);
         U::unpack(row + U::meta + (size_t)b * U::bytes, rowd, tile);
     }

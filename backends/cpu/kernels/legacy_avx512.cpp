@@ -15,6 +15,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <algorithm>
 #include <array>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "kernels/legacy_simd.h"
 #include "kernels/legacy_sym_accum.h"
 #include "kernels/legacy_panel_avx512.h"
+#include "kernels/prefetch.h"
 #include "quant/act_q8_0.h"
 
 namespace ikllm::cpu {
@@ -235,6 +237,85 @@ void tile_sym(const uint8_t* wr, size_t wrb, int64_t ne0, const uint8_t* act, si
         for (int t = 0; t < T; ++t) y[t * ys + r] = sym_finish<P>(wr + r * wrb, ne0, act + t * arb, acc[r][t], side[r][t]);
 }
 
+// tile_sym<P, 1, 1> (one row, one token: token generation) two groups of 4 blocks at a time, so
+// the horizontal sums of both share one transpose (7 shuffles for 16 block halves instead of 12),
+// the 4-bit types unpack without cross-lane permutes and the weights are prefetched (prefetch.h). The float operations are tile_sym's,
+// in its order (group g's fma before group g + 1's): bit-identical.
+template <class P>
+inline __m512i uvalues2_fast(const uint8_t* b) {
+    if constexpr (std::is_same_v<P, Q4_0P> || std::is_same_v<P, IQ4_NLP> || std::is_same_v<P, MXFP4P>) {
+        constexpr int off = std::is_same_v<P, Q4_0P> ? 2 : std::is_same_v<P, IQ4_NLP> ? 2 : 1;
+        // [qs0, qs0, qs1, qs1] as 128-bit lanes, high nibbles of lanes 1 and 3, low of 0 and 2.
+        const __m512i x = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + off)))),
+            _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + off + P::kBytes))), 1);
+        const __m512i n = _mm512_and_si512(_mm512_mask_srli_epi16(x, (__mmask32)0xFF00FF00u, x, 4), _mm512_set1_epi8(15));
+        if constexpr (std::is_same_v<P, Q4_0P>) return _mm512_add_epi8(n, _mm512_set1_epi8((char)(P::kOffset - 8)));
+        else {
+            const uint8_t* tbl = std::is_same_v<P, IQ4_NLP> ? (const uint8_t*)lq::kIq4nlValues : (const uint8_t*)lq::kMxfp4Values;
+            const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(tbl)));
+            return _mm512_add_epi8(_mm512_shuffle_epi8(table, n), _mm512_set1_epi8((char)P::kOffset));
+        }
+    } else {
+        return uvalues2<P>(b);
+    }
+}
+
+template <class P>
+void tile_sym_row(const uint8_t* wr, size_t, int64_t ne0, const uint8_t* act, size_t, float* y, int64_t) {
+    const int64_t nb = ne0 / 32, ng = nb / 4;
+    // t (below) holds in 128-bit lane L the sums [d0, d1, d2, d3] of lane L; z_g / z_g+1 pick them
+    // as [lo0, lo1, lo2, lo3, hi0, hi1, hi2, hi3] (tile_sym's lane order).
+    const __m512i pick = _mm512_setr_epi32(0, 8, 1, 9, 4, 12, 5, 13, 2, 10, 3, 11, 6, 14, 7, 15);
+    const __m128 neg_off = _mm_set1_ps(-(float)P::kOffset);
+    __m256 acc = _mm256_setzero_ps();
+    __m128 side = _mm_setzero_ps();
+    int64_t g = 0;
+    for (; g + 2 <= ng; g += 2) {
+        const uint8_t* wb = wr + 4 * g * P::kBytes;
+        const uint8_t* ag = act + 144 * g;
+        prefetch_weights<8 * P::kBytes>(wb);
+        const __m512i d0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), uvalues2_fast<P>(wb), _mm512_loadu_si512(ag + 16));
+        const __m512i d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), uvalues2_fast<P>(wb + 2 * P::kBytes),
+                                               _mm512_loadu_si512(ag + 80));
+        const __m512i d2 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), uvalues2_fast<P>(wb + 4 * P::kBytes),
+                                               _mm512_loadu_si512(ag + 160));
+        const __m512i d3 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), uvalues2_fast<P>(wb + 6 * P::kBytes),
+                                               _mm512_loadu_si512(ag + 224));
+        const __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(d0, d1), _mm512_unpackhi_epi32(d0, d1));
+        const __m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(d2, d3), _mm512_unpackhi_epi32(d2, d3));
+        const __m512i t = _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23));
+        const __m512 z = _mm512_cvtepi32_ps(_mm512_permutexvar_epi32(pick, t));
+        const __m128i head0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ag));
+        const __m128i head1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ag + 144));
+        const __m128 dw0 = P::scales4(wb), dw1 = P::scales4(wb + 4 * P::kBytes);
+        const __m128 da0 = act_scales4(head0), da1 = act_scales4(head1);
+        const __m128 dd0 = _mm_mul_ps(dw0, da0), dd1 = _mm_mul_ps(dw1, da1);
+        acc = _mm256_fmadd_ps(_mm256_set_m128(dd0, dd0), _mm512_castps512_ps256(z), acc);
+        side = _mm_add_ps(side, _mm_mul_ps(_mm_mul_ps(dw0, neg_off), _mm_mul_ps(da0, act_sums4(head0))));
+        acc = _mm256_fmadd_ps(_mm256_set_m128(dd1, dd1), _mm512_extractf32x8_ps(z, 1), acc);
+        side = _mm_add_ps(side, _mm_mul_ps(_mm_mul_ps(dw1, neg_off), _mm_mul_ps(da1, act_sums4(head1))));
+    }
+    for (; g < ng; ++g) {  // an odd last group: tile_sym's steps
+        const __m512i gather = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+        const uint8_t* wb = wr + 4 * g * P::kBytes;
+        const uint8_t* ag = act + 144 * g;
+        const __m512i d0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), uvalues2_fast<P>(wb), _mm512_loadu_si512(ag + 16));
+        const __m512i d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), uvalues2_fast<P>(wb + 2 * P::kBytes),
+                                               _mm512_loadu_si512(ag + 80));
+        const __m512i lo = _mm512_shuffle_i64x2(d0, d1, 0x88), hi = _mm512_shuffle_i64x2(d0, d1, 0xDD);
+        __m512i x = _mm512_add_epi32(_mm512_unpacklo_epi32(lo, hi), _mm512_unpackhi_epi32(lo, hi));
+        x = _mm512_add_epi32(x, _mm512_shuffle_epi32(x, (_MM_PERM_ENUM)0x4E));
+        const __m256i zz = _mm512_castsi512_si256(_mm512_permutexvar_epi32(gather, x));
+        const __m128i head = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ag));
+        const __m128 dw = P::scales4(wb), da = act_scales4(head);
+        const __m128 dd = _mm_mul_ps(dw, da);
+        acc = _mm256_fmadd_ps(_mm256_set_m128(dd, dd), _mm256_cvtepi32_ps(zz), acc);
+        side = _mm_add_ps(side, _mm_mul_ps(_mm_mul_ps(dw, neg_off), _mm_mul_ps(da, act_sums4(head))));
+    }
+    y[0] = sym_finish<P>(wr, ne0, act, acc, side);
+}
+
 // Token-pair form of tile_sym for small batches (decoding many sequences at once): the same
 // per-lane float operations, so bit-identical to tile_sym and the scalar kernel, without its
 // horizontal sums. Weights and activation codes of a group of 4 blocks are rearranged into 4
@@ -373,6 +454,7 @@ constexpr int kRows = 3, kTokens = 6;
 template <class P, int R, int T>
 constexpr TileFn tile_for() {
     if constexpr (P::kAffine) return &tile<P, R, T>;
+    else if constexpr (R == 1 && T == 1) return &tile_sym_row<P>;
     else return &tile_sym<P, R, T>;
 }
 template <class P, size_t... I>
