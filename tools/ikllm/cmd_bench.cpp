@@ -67,16 +67,27 @@ double read_bandwidth_gbs(int threads) {
     const size_t n = (size_t)512 << 20;
     std::vector<uint64_t> buf(n / 8, 1);
     double best = 0;
-    for (int rep = 0; rep < 3; ++rep) {
+    for (int rep = 0; rep < 5; ++rep) {
         const auto t0 = Clock::now();
         std::vector<uint64_t> part((size_t)threads, 0);
         std::vector<std::thread> ts;
         for (int t = 0; t < threads; ++t)
             ts.emplace_back([&, t] {
                 const size_t b = buf.size() * t / threads, e = buf.size() * (t + 1) / threads;
-                uint64_t s = 0;
-                for (size_t i = b; i < e; ++i) s += buf[i];
-                part[(size_t)t] = s;
+                // One cache line per step with a software prefetch 4 KiB ahead, like the engine's
+                // matrix-vector kernels: without it one core reads a stream at about 2/3 of the rate
+                // it can, and the "bound" would understate what token generation reaches.
+                uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+                size_t i = b;
+                for (; i + 8 <= e; i += 8) {
+                    __builtin_prefetch(buf.data() + i + 512, 0, 3);
+                    s0 += buf[i] + buf[i + 4];
+                    s1 += buf[i + 1] + buf[i + 5];
+                    s2 += buf[i + 2] + buf[i + 6];
+                    s3 += buf[i + 3] + buf[i + 7];
+                }
+                for (; i < e; ++i) s0 += buf[i];
+                part[(size_t)t] = s0 + s1 + s2 + s3;
             });
         for (auto& th : ts) th.join();
         const double s = seconds_since(t0);
