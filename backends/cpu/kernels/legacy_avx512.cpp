@@ -288,7 +288,18 @@ void tile_sym_row(const uint8_t* wr, size_t, int64_t ne0, const uint8_t* act, si
         const __m512 z = _mm512_cvtepi32_ps(_mm512_permutexvar_epi32(pick, t));
         const __m128i head0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ag));
         const __m128i head1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ag + 144));
-        const __m128 dw0 = P::scales4(wb), dw1 = P::scales4(wb + 4 * P::kBytes);
+        __m128 dw0, dw1;
+        if constexpr (std::is_same_v<P, Q4_0P> || std::is_same_v<P, IQ4_NLP>) {
+            // The 8 fp16 scales lie at word 0, 9, ..., 63 of the 128 bytes at wb: one permute.
+            const __m512i idx = _mm512_castsi128_si512(_mm_setr_epi16(0, 9, 18, 27, 36, 45, 54, 63));
+            const __m512i h = _mm512_permutex2var_epi16(_mm512_loadu_si512(wb), idx, _mm512_loadu_si512(wb + 64));
+            const __m256 d8 = _mm256_cvtph_ps(_mm512_castsi512_si128(h));
+            dw0 = _mm256_castps256_ps128(d8);
+            dw1 = _mm256_extractf128_ps(d8, 1);
+        } else {
+            dw0 = P::scales4(wb);
+            dw1 = P::scales4(wb + 4 * P::kBytes);
+        }
         const __m128 da0 = act_scales4(head0), da1 = act_scales4(head1);
         const __m128 dd0 = _mm_mul_ps(dw0, da0), dd1 = _mm_mul_ps(dw1, da1);
         acc = _mm256_fmadd_ps(_mm256_set_m128(dd0, dd0), _mm512_castps512_ps256(z), acc);
