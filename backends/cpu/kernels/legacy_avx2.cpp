@@ -16,6 +16,7 @@
 #include "kernels/act_q8_2_x4_simd.h"
 #include "kernels/legacy_simd.h"
 #include "kernels/legacy_sym_accum.h"
+#include "kernels/prefetch.h"
 #include "kernels/sym_lanes_avx2.h"
 #include "quant/act_q8_0.h"
 
@@ -47,6 +48,7 @@ void row_tile(const uint8_t* wr, int64_t ne0, const uint8_t* act, size_t arb, fl
     for (int t = 0; t < T; ++t) acc[t] = _mm_setzero_ps();
     for (int64_t g = 0; g < ng; ++g) {
         const uint8_t* wb = wr + 4 * g * P::kBytes;
+        if constexpr (T <= 2) prefetch_weights<4 * P::kBytes>(wb);
         __m256i v[4], av[4];
         group_values<P>(wb, v, av);
         const __m128 dw = P::scales4(wb);
@@ -129,6 +131,7 @@ void row_tile_sym(const uint8_t* wr, int64_t ne0, const uint8_t* act, size_t arb
     zero_sym_accs<T>(acc, side);
     for (int64_t g = 0; g < ng; ++g) {
         const uint8_t* wb = wr + 4 * g * P::kBytes;
+        if constexpr (T <= 2) prefetch_weights<4 * P::kBytes>(wb);
         __m256i v[4], av[4];
         group_values<P>(wb, v, av);
         const __m128 dw = P::scales4(wb);

@@ -93,6 +93,7 @@ void tile(const uint8_t* wr, size_t wrb, int64_t ne0, const uint8_t* act, size_t
             accm[r][t] = _mm_setzero_ps();
         }
     for (int64_t g = 0; g < ng; ++g) {
+        if constexpr (R == 1 && T <= 2) prefetch_weights<4 * P::kBytes>(wr + 4 * g * P::kBytes);
         __m512i v0[R], v1[R], c0[R], c1[R];
         __m128 dw[R], mw[R];
         for (int r = 0; r < R; ++r) {
