@@ -12,6 +12,9 @@ namespace ikllm::cpu {
 
 // The kernel for a weight tensor's type (throws unsupported, naming the tensor, if none).
 const MatmulKernel& kernel_for(const Tensor& w);
+// The same for a batch of nt tokens of `op` (prompt-batch kernels, kernels/matmul.h
+// find_batch_matmul, unless the op is batch-invariant).
+const MatmulKernel& kernel_for(const Tensor& w, const Op& op, int64_t nt);
 
 // Rows [r0, r1) of the matrix starting at `w` (row_bytes apart) times nt encoded activation
 // rows; result row r (relative to r0) of token t goes to y[t * y_stride + (r - r0)].

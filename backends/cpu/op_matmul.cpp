@@ -33,6 +33,13 @@ const MatmulKernel& kernel_for(const Tensor& w) {
     return *k;
 }
 
+const MatmulKernel& kernel_for(const Tensor& w, const Op& op, int64_t nt) {
+    // Batch-invariant ops keep the kernels whose per-token numerics do not depend on the batch.
+    const MatmulKernel* k = op.batch_invariant ? find_matmul(w.type, best_isa()) : find_batch_matmul(w.type, best_isa(), nt);
+    if (!k) fail(Status::unsupported, std::string("no CPU matmul kernel for the type of ") + w.name);
+    return *k;
+}
+
 void run_rows(const MatmulKernel& k, const uint8_t* w, size_t row_bytes, int64_t ne0, int64_t r0, int64_t r1,
               const uint8_t* act, size_t act_row_bytes, int64_t nt, float* y, int64_t y_stride, int64_t max_tokens) {
     const int64_t tb = balanced_block(nt, max_tokens);
@@ -71,8 +78,8 @@ void op_mul_mat_swiglu(const Op& op, ThreadPool& pool, Scratch& scratch) {
     const Tensor& wu = *op.src[2];  // [K, N]
     const Tensor& y = *op.dst;      // [N, T]
     const int64_t K = wg.ne[0], N = wg.ne[1], T = x.ne[1];
-    const MatmulKernel& kg = kernel_for(wg);
-    const MatmulKernel& ku = kernel_for(wu);
+    const MatmulKernel& kg = kernel_for(wg, op, T);
+    const MatmulKernel& ku = kernel_for(wu, op, T);
     const bool same_act = kg.act->id == ku.act->id;
     const size_t arg = kg.act->row_bytes(K), aru = ku.act->row_bytes(K);
     const size_t need = arg * T + (same_act ? 0 : aru * T);
@@ -140,8 +147,8 @@ void op_mul_mat(const Op& op, ThreadPool& pool, Scratch& scratch) {
     const Tensor& y = *op.dst;     // [N, T] f32
     const int64_t K = w.ne[0], N = w.ne[1], T = x.ne[1];
     const quant::TypeTraits* tt = quant::find_type(w.type);
-    const MatmulKernel* k = find_matmul(w.type, best_isa());
-    if (!tt || !k) fail(Status::unsupported, std::string("no CPU matmul kernel for the type of ") + w.name);
+    if (!tt) fail(Status::unsupported, std::string("no CPU matmul kernel for the type of ") + w.name);
+    const MatmulKernel* k = &kernel_for(w, op, T);
 
     const size_t act_row = k->act->row_bytes(K);
     if (scratch.act.size() < act_row * T) scratch.act.resize(act_row * T);

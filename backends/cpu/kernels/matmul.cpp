@@ -15,6 +15,8 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #define IKLLM_KERNELS_X86 1
 #endif
 
@@ -50,6 +52,21 @@ Isa detect_x86() {
     const bool os512 = (xcr0 & 0xE6) == 0xE6;  // opmask + upper ZMM state
     if (f && dq && bw && vl && vbmi && vnni && bf16 && os512) return Isa::avx512;
     return Isa::avx2;
+}
+
+// AMX-TILE + AMX-BF16 in CPUID, and the tile data state granted to this process: Linux enables
+// it per process on request (ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18).
+bool detect_amx() {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    const bool amx_bf16 = d & (1u << 22), amx_tile = d & (1u << 24);
+    if (!amx_bf16 || !amx_tile) return false;
+#if defined(__linux__) && defined(SYS_arch_prctl)
+    if (syscall(SYS_arch_prctl, 0x1023, 18) != 0) return false;
+    return (read_xcr0() & (3ull << 17)) == (3ull << 17);
+#else
+    return false;
+#endif
 }
 #endif
 
@@ -221,6 +238,33 @@ const MatmulKernel* find_matmul_exact(uint32_t weight_type, Isa isa) {
     for (const MatmulKernel& k : registry())
         if (k.weight_type == weight_type && k.isa == isa) return &k;
     return nullptr;
+}
+
+bool amx_usable() {
+    static const bool ok = [] {
+        const char* env = std::getenv("IKLLM_AMX");
+        if (env && std::strcmp(env, "0") == 0) return false;
+        if (amx_kernels().count == 0 || detected_isa() != Isa::avx512) return false;
+#ifdef IKLLM_KERNELS_X86
+        return detect_amx();
+#else
+        return false;
+#endif
+    }();
+    return ok;
+}
+
+const MatmulKernel* find_amx_matmul(uint32_t weight_type) {
+    const KernelTable t = amx_kernels();
+    for (size_t i = 0; i < t.count; ++i)
+        if (t.entries[i].weight_type == weight_type) return &t.entries[i];
+    return nullptr;
+}
+
+const MatmulKernel* find_batch_matmul(uint32_t weight_type, Isa max_isa, int64_t nt) {
+    if (nt >= kAmxMinTokens && max_isa == Isa::avx512 && amx_usable())
+        if (const MatmulKernel* k = find_amx_matmul(weight_type)) return k;
+    return find_matmul(weight_type, max_isa);
 }
 
 const MatmulKernel* find_matmul(uint32_t weight_type, Isa max_isa) {

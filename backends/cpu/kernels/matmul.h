@@ -43,6 +43,20 @@ const MatmulKernel* find_matmul(uint32_t weight_type, Isa max_isa);
 // Exactly this ISA's kernel, or nullptr (used by tests to compare each path).
 const MatmulKernel* find_matmul_exact(uint32_t weight_type, Isa isa);
 
+// Prompt batches: batches of kAmxMinTokens tokens or more of a type with a bf16 decoder run on
+// the AMX tile unit (bf16 x bf16 -> fp32, kernels/amx_bf16.h) where amx_usable(); otherwise, and
+// for smaller batches, this is find_matmul(weight_type, max_isa). The AMX kernels round weights
+// and activations to bf16 instead of quantizing activations to 8 bits, so their results differ
+// from the VNNI kernels by about the same amount those differ from exact float products.
+constexpr int64_t kAmxMinTokens = 64;
+const MatmulKernel* find_batch_matmul(uint32_t weight_type, Isa max_isa, int64_t nt);
+// The AMX kernel of a type (nullptr: none compiled in or no bf16 decoder), whether or not the
+// CPU has the unit (tests check amx_usable() first).
+const MatmulKernel* find_amx_matmul(uint32_t weight_type);
+// CPU reports AMX-TILE and AMX-BF16, the kernel granted this process the tile data state
+// (arch_prctl ARCH_REQ_XCOMP_PERM, asked once), and IKLLM_AMX is not "0".
+bool amx_usable();
+
 // Highest ISA the CPU and OS support among those compiled in, ignoring IKLLM_ISA.
 // best_isa() is this capped by the IKLLM_ISA environment variable (scalar|avx2|avx512).
 Isa detected_isa();
@@ -76,4 +90,5 @@ IKLLM_KERNEL_FAMILY(trellis)
 IKLLM_KERNEL_FAMILY(ternary)
 IKLLM_KERNEL_FAMILY(interleaved)
 #undef IKLLM_KERNEL_FAMILY
+KernelTable amx_kernels();  // kernels/matmul_amx.cpp (empty where AMX is not compiled in)
 }  // namespace ikllm::cpu

@@ -1,0 +1,175 @@
+// Decoding quantized weight rows to bf16 for the AMX tile GEMM (amx_bf16.h): Fill::rows(w, wrb,
+// r, n, K, A) writes rows r..r+n-1 (n <= 16) as one 16-row A block, [K/32][16][32] bf16, and zero
+// rows after n. Values are the type's dequantized floats (same formulas as quant/*.cpp, so they
+// equal the scalar dequantizer's up to the rounding order of a product) rounded to bf16 (RNE).
+// Three families: the 32-weight legacy types (legacy_simd.h policies), the K-quant / ik-K types
+// through the unpackers of kquant_simd.h (a ConvSink gives P = sc * v and the per-16 correction),
+// and Q4_K / Q5_K / Q6_K, which have no sink unpacker, decoded here.
+#pragma once
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/amx_bf16.h"
+#include "kernels/kquant_q82.h"
+#include "kernels/legacy_simd.h"
+
+namespace ikllm::cpu::amx {
+
+// 32 floats (weights 0..15 in lo, 16..31 in hi) -> 64 bytes of bf16 at dst.
+inline void put32(uint16_t* dst, __m512 lo, __m512 hi) {
+    _mm512_store_si512((void*)dst, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+}
+inline void zero_row(uint16_t* dst, int64_t kc) {
+    for (int64_t c = 0; c < kc; ++c) _mm512_store_si512((void*)(dst + c * kTileElems), _mm512_setzero_si512());
+}
+inline __m512 f32_of_i8(__m128i v) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(v)); }
+inline __m512 f32_of_u8(__m128i v) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v)); }
+
+// Legacy 32-weight blocks: w = d * v (+ m for the affine types).
+template <class P>
+struct LegacyFill {
+    static void rows(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t K, uint16_t* A) {
+        const int64_t nb = K / 32;
+        for (int i = 0; i < kTileRows; ++i) {
+            uint16_t* dst = A + i * kChunk;
+            if (i >= n) {
+                zero_row(dst, nb);
+                continue;
+            }
+            const uint8_t* row = w + (size_t)(r + i) * wrb;
+            for (int64_t b = 0; b < nb; ++b) {
+                const uint8_t* blk = row + b * P::kBytes;
+                const __m256i v = P::values(blk);
+                const __m512 d = _mm512_set1_ps(P::scale(blk));
+                __m512 lo = _mm512_mul_ps(d, f32_of_i8(_mm256_castsi256_si128(v)));
+                __m512 hi = _mm512_mul_ps(d, f32_of_i8(_mm256_extracti128_si256(v, 1)));
+                if constexpr (P::kAffine) {
+                    const __m512 m = _mm512_set1_ps(P::min(blk));
+                    lo = _mm512_add_ps(lo, m);
+                    hi = _mm512_add_ps(hi, m);
+                }
+                put32(dst + b * kTileElems, lo, hi);
+            }
+        }
+    }
+};
+
+// K-quant / ik-K types through their SIMD unpackers: w = dw * P + dc * corr (per 16 weights).
+template <class U>
+struct SinkFill {
+    static void rows(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t K, uint16_t* A) {
+        const int64_t nb = K / 256;
+        ConvSink<U::uns> sink;
+        for (int i = 0; i < kTileRows; ++i) {
+            uint16_t* dst = A + i * kChunk;
+            if (i >= n) {
+                zero_row(dst, K / kChunk);
+                continue;
+            }
+            const uint8_t* row = w + (size_t)(r + i) * wrb;
+            const float rowd = U::row_scale(row);
+            for (int64_t b = 0; b < nb; ++b) {
+                U::unpack(row + U::meta + (size_t)b * U::bytes, rowd, sink);
+                const __m512 dw = _mm512_set1_ps(sink.dw);
+                for (int c = 0; c < 8; ++c) {
+                    __m512 v[2];
+                    for (int h = 0; h < 2; ++h) {
+                        const int s = 2 * c + h;
+                        const __m512 p = _mm512_cvtepi32_ps(
+                            _mm512_cvtepi16_epi32(_mm256_load_si256((const __m256i*)(sink.P + 16 * s))));
+                        v[h] = _mm512_add_ps(_mm512_mul_ps(dw, p), _mm512_set1_ps(sink.dc * (float)sink.cr[s]));
+                    }
+                    put32(dst + (8 * b + c) * kTileElems, v[0], v[1]);
+                }
+            }
+        }
+    }
+};
+
+// Q4_K / Q5_K: w = (d * sc_j) * q - dmin * m_j per 32 weights.
+template <bool Five>
+struct Q45KFill {
+    static void rows(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t K, uint16_t* A) {
+        constexpr int bytes = Five ? 176 : 144;
+        const int64_t nb = K / 256;
+        alignas(32) float D[8], M[8];
+        const __m256i m15 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+        for (int i = 0; i < kTileRows; ++i) {
+            uint16_t* dst = A + i * kChunk;
+            if (i >= n) {
+                zero_row(dst, K / kChunk);
+                continue;
+            }
+            const uint8_t* row = w + (size_t)(r + i) * wrb;
+            for (int64_t b = 0; b < nb; ++b) {
+                const uint8_t* x = row + (size_t)b * bytes;
+                __m256 vd, vm;
+                q45k_scales(x, false, &vd, &vm);
+                _mm256_store_ps(D, vd);
+                _mm256_store_ps(M, vm);
+                const uint8_t* qs = Five ? x + 48 : x + 16;
+                const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 16));
+                for (int g = 0; g < 4; ++g) {
+                    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * g));
+                    __m256i c[2] = {_mm256_and_si256(q, m15), _mm256_and_si256(_mm256_srli_epi16(q, 4), m15)};
+                    if constexpr (Five) {
+                        c[0] = _mm256_or_si256(c[0], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * g), one), 4));
+                        c[1] = _mm256_or_si256(c[1], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * g + 1), one), 4));
+                    }
+                    for (int h = 0; h < 2; ++h) {
+                        const int j = 2 * g + h;
+                        const __m512 d = _mm512_set1_ps(D[j]), m = _mm512_set1_ps(M[j]);
+                        const __m512 lo = _mm512_add_ps(_mm512_mul_ps(d, f32_of_u8(_mm256_castsi256_si128(c[h]))), m);
+                        const __m512 hi = _mm512_add_ps(_mm512_mul_ps(d, f32_of_u8(_mm256_extracti128_si256(c[h], 1))), m);
+                        put32(dst + (8 * b + j) * kTileElems, lo, hi);
+                    }
+                }
+            }
+        }
+    }
+};
+
+// Q6_K: w = (d * sc_s) * (q - 32), 16 scales per 256 weights.
+struct Q6KFill {
+    static void rows(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t K, uint16_t* A) {
+        const int64_t nb = K / 256;
+        const __m256i m15 = _mm256_set1_epi8(15), m3 = _mm256_set1_epi8(3), k32 = _mm256_set1_epi8(32);
+        alignas(64) float ds[16];
+        for (int i = 0; i < kTileRows; ++i) {
+            uint16_t* dst = A + i * kChunk;
+            if (i >= n) {
+                zero_row(dst, K / kChunk);
+                continue;
+            }
+            const uint8_t* row = w + (size_t)(r + i) * wrb;
+            for (int64_t b = 0; b < nb; ++b) {
+                const uint8_t* x = row + (size_t)b * 210;
+                const __m512 d = _mm512_set1_ps(hf(x + 208));
+                _mm512_store_ps(ds, _mm512_mul_ps(d, f32_of_i8(_mm_loadu_si128((const __m128i*)(x + 192)))));
+                for (int c = 0; c < 2; ++c) {
+                    const __m256i q0 = ld256(x + 64 * c), q1 = ld256(x + 64 * c + 32), h = ld256(x + 128 + 32 * c);
+                    const __m256i codes[4] = {
+                        _mm256_or_si256(_mm256_and_si256(q0, m15), _mm256_slli_epi16(_mm256_and_si256(h, m3), 4)),
+                        _mm256_or_si256(_mm256_and_si256(q1, m15),
+                                        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m3), 4)),
+                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q0, 4), m15),
+                                        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m3), 4)),
+                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q1, 4), m15),
+                                        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m3), 4)),
+                    };
+                    for (int j = 0; j < 4; ++j) {
+                        const int chunk = 4 * c + j;
+                        const __m256i v = _mm256_sub_epi8(codes[j], k32);
+                        const __m512 lo = _mm512_mul_ps(_mm512_set1_ps(ds[2 * chunk]), f32_of_i8(_mm256_castsi256_si128(v)));
+                        const __m512 hi = _mm512_mul_ps(_mm512_set1_ps(ds[2 * chunk + 1]), f32_of_i8(_mm256_extracti128_si256(v, 1)));
+                        put32(dst + (8 * b + chunk) * kTileElems, lo, hi);
+                    }
+                }
+            }
+        }
+    }
+};
+
+}  // namespace ikllm::cpu::amx

@@ -1,0 +1,73 @@
+// AMX-BF16 prompt-batch kernels (amx_bf16.h + bf16_fill_avx512.h): one entry per weight type with
+// a vector bf16 decoder. They are not in the main registry: find_batch_matmul() hands them out
+// for batches of kAmxMinTokens tokens or more when the CPU and OS allow the tile unit.
+#include "kernels/matmul.h"
+
+#if defined(__AMX_BF16__) && defined(__AMX_TILE__) && defined(__AVX512BF16__)
+#include "kernels/bf16_fill_avx512.h"
+
+namespace ikllm::cpu {
+namespace {
+
+template <class Fill>
+void run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
+         int64_t nt, float* y, int64_t ys) {
+    amx::gemm<Fill>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+}
+
+// bf16 rows, bit-identical to the reference encoder (act_format_bf16): round to nearest even,
+// NaN kept quiet (the vector cvtne2ps instruction would flush denormals).
+void encode_bf16(const float* x, uint8_t* out, int64_t ne0) {
+    uint16_t* o = reinterpret_cast<uint16_t*>(out);
+    const __m512i absm = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+    const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff), quiet = _mm512_set1_epi32(0x40);
+    int64_t i = 0;
+    for (; i + 16 <= ne0; i += 16) {
+        const __m512i b = _mm512_castps_si512(_mm512_loadu_ps(x + i));
+        const __m512i rne = _mm512_add_epi32(b, _mm512_add_epi32(bias, _mm512_and_si512(_mm512_srli_epi32(b, 16), one)));
+        const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(b, absm), inf);
+        const __m512i r = _mm512_mask_or_epi32(_mm512_srli_epi32(rne, 16), nan, _mm512_srli_epi32(b, 16), quiet);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + i), _mm512_cvtepi32_epi16(r));
+    }
+    for (; i < ne0; ++i) {
+        uint32_t b;
+        std::memcpy(&b, x + i, 4);
+        o[i] = (b & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((b >> 16) | 0x40u) : (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+    }
+}
+size_t bf16_row_bytes(int64_t ne0) { return (size_t)ne0 * 2; }
+constexpr ActFormat kActBf16{quant::T_BF16, bf16_row_bytes, encode_bf16};
+
+}  // namespace
+
+KernelTable amx_kernels() {
+#define AMX_ENTRY(id, Fill) {id, Isa::avx512, &kActBf16, run<Fill>, true}
+    using namespace quant;
+    static const MatmulKernel entries[] = {
+        AMX_ENTRY(T_Q4_0, amx::LegacyFill<Q4_0P>),   AMX_ENTRY(T_Q4_1, amx::LegacyFill<Q4_1P>),
+        AMX_ENTRY(T_Q5_0, amx::LegacyFill<Q5_0P>),   AMX_ENTRY(T_Q5_1, amx::LegacyFill<Q5_1P>),
+        AMX_ENTRY(T_Q8_0, amx::LegacyFill<Q8_0P>),   AMX_ENTRY(T_Q6_0, amx::LegacyFill<Q6_0P>),
+        AMX_ENTRY(T_IQ4_NL, amx::LegacyFill<IQ4_NLP>), AMX_ENTRY(T_MXFP4, amx::LegacyFill<MXFP4P>),
+        AMX_ENTRY(T_Q4_K, amx::Q45KFill<false>),     AMX_ENTRY(T_Q5_K, amx::Q45KFill<true>),
+        AMX_ENTRY(T_Q6_K, amx::Q6KFill),
+        AMX_ENTRY(T_Q2_K, amx::SinkFill<SQ2K>),      AMX_ENTRY(T_Q3_K, amx::SinkFill<SQ3K>),
+        AMX_ENTRY(T_IQ4_XS, amx::SinkFill<ZIq4Xs>),  AMX_ENTRY(T_IQ2_K, amx::SinkFill<ZIq2K>),
+        AMX_ENTRY(T_IQ3_K, amx::SinkFill<ZIq3K>),    AMX_ENTRY(T_IQ4_K, amx::SinkFill<ZIq4K>),
+        AMX_ENTRY(T_IQ5_K, amx::SinkFill<ZIq5K>),    AMX_ENTRY(T_IQ6_K, amx::SinkFill<ZIq6K>),
+        AMX_ENTRY(T_IQ4_KS, amx::SinkFill<ZIq4Ks>),  AMX_ENTRY(T_IQ5_KS, amx::SinkFill<ZIq5Ks>),
+        AMX_ENTRY(T_IQ2_KS, amx::SinkFill<SIq2Ks>),  AMX_ENTRY(T_IQ3_KS, amx::SinkFill<SIq3Ks>),
+        AMX_ENTRY(T_IQ4_KSS, amx::SinkFill<SIq4Kss>), AMX_ENTRY(T_IQ2_KL, amx::SinkFill<SIq2Kl>),
+    };
+#undef AMX_ENTRY
+    return {entries, sizeof(entries) / sizeof(entries[0])};
+}
+
+}  // namespace ikllm::cpu
+
+#else
+
+namespace ikllm::cpu {
+KernelTable amx_kernels() { return {nullptr, 0}; }
+}  // namespace ikllm::cpu
+
+#endif

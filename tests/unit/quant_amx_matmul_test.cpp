@@ -1,0 +1,211 @@
+// AMX-BF16 prompt-batch kernels (kernels/amx_bf16.h, bf16_fill_avx512.h) against independent
+// references, for every weight type that has one:
+//  - the decoded weights, read back through the kernel itself with one-hot activations (each
+//    output is then exactly one bf16 weight), equal the scalar dequantizer's values rounded to
+//    bf16, up to one bf16 step on rare ties of the product rounding order;
+//  - products with random activations equal double-precision sums over those bf16 weights and
+//    bf16 activations within fp32 accumulation error, for row and token counts that are not
+//    multiples of the 16 x 16 tiles and row ranges that start inside the matrix;
+//  - the activation encoder is bit-identical to the reference bf16 conversion;
+//  - find_batch_matmul hands the AMX kernel out only from kAmxMinTokens tokens.
+// Skipped (with a message) where the CPU or OS does not grant the tile unit.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "core/fp16.h"
+#include "kernels/matmul.h"
+#include "quant/type_traits.h"
+
+using namespace ikllm;
+using cpu::Isa;
+
+namespace {
+
+std::vector<uint32_t> amx_types() {
+    std::vector<uint32_t> ids;
+    size_t n = 0;
+    const quant::TypeTraits* all = quant::all_types(&n);
+    for (size_t i = 0; i < n; ++i)
+        if (cpu::find_amx_matmul(all[i].id)) ids.push_back(all[i].id);
+    return ids;
+}
+
+#define REQUIRE_AMX()                                                                                 \
+    do {                                                                                              \
+        if (!cpu::amx_usable()) GTEST_SKIP() << "AMX-BF16 not available on this CPU/OS (or IKLLM_AMX=0)"; \
+    } while (0)
+
+struct Matrix {
+    const quant::TypeTraits* tt;
+    int64_t rows, K;
+    size_t row_bytes;
+    std::vector<uint8_t> data;
+    std::vector<float> deq;  // scalar dequantizer's values
+};
+
+Matrix make_matrix(uint32_t id, int64_t rows, int64_t K, uint32_t seed) {
+    Matrix m{quant::find_type(id), rows, K, 0, {}, {}};
+    m.row_bytes = quant::row_bytes(*m.tt, K);
+    m.data.resize(m.row_bytes * rows);
+    m.deq.resize((size_t)(rows * K));
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::vector<float> src((size_t)(rows * K));
+    for (int64_t r = 0; r < rows; ++r) {
+        const float scale = 0.02f * (1.0f + (float)(r % 7));  // rows of different magnitudes
+        for (int64_t k = 0; k < K; ++k) src[(size_t)(r * K + k)] = scale * nd(rng);
+    }
+    const int il = m.tt->interleave;
+    for (int64_t r = 0; r < rows; r += il) {
+        m.tt->quantize(src.data() + r * K, m.data.data() + r * m.row_bytes, K, nullptr);
+        m.tt->dequant(m.data.data() + r * m.row_bytes, m.deq.data() + r * K, K);
+    }
+    return m;
+}
+
+std::vector<uint8_t> encode(const cpu::MatmulKernel& k, const std::vector<float>& x, int64_t T, int64_t K) {
+    const size_t rb = k.act->row_bytes(K);
+    std::vector<uint8_t> out(rb * T);
+    for (int64_t t = 0; t < T; ++t) k.act->encode_row(x.data() + t * K, out.data() + t * rb, K);
+    return out;
+}
+
+float bf16_round(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+
+// The kernel's bf16 weights, read back with one-hot activations (token k = unit vector e_k).
+// `block` tokens per call (kernels with a separate batch form switch at 32 tokens).
+std::vector<float> decoded_weights(const cpu::MatmulKernel& k, const Matrix& m, int64_t block = 0) {
+    std::vector<float> onehot((size_t)(m.K * m.K), 0.f);
+    for (int64_t t = 0; t < m.K; ++t) onehot[(size_t)(t * m.K + t)] = 1.f;
+    const auto act = encode(k, onehot, m.K, m.K);
+    std::vector<float> y((size_t)(m.K * m.rows), NAN);
+    const size_t arb = k.act->row_bytes(m.K);
+    if (block <= 0) block = m.K;
+    for (int64_t t0 = 0; t0 < m.K; t0 += block)
+        k.run(m.data.data(), m.row_bytes, m.K, 0, m.rows, act.data() + t0 * arb, arb, std::min(block, m.K - t0),
+              y.data() + t0 * m.rows, m.rows);
+    std::vector<float> w((size_t)(m.rows * m.K));
+    for (int64_t r = 0; r < m.rows; ++r)
+        for (int64_t c = 0; c < m.K; ++c) w[(size_t)(r * m.K + c)] = y[(size_t)(c * m.rows + r)];
+    return w;
+}
+
+TEST(AmxMatmul, HasKernelsForTheMainTypes) {
+    if (cpu::detected_isa() != Isa::avx512) GTEST_SKIP() << "no AVX-512 on this CPU";
+    const auto ids = amx_types();
+    if (ids.empty()) GTEST_SKIP() << "AMX kernels not compiled in";
+    for (uint32_t id : {quant::T_Q4_0, quant::T_Q8_0, quant::T_Q4_K, quant::T_Q6_K, quant::T_IQ4_XS, quant::T_IQ4_K})
+        EXPECT_NE(cpu::find_amx_matmul(id), nullptr) << quant::find_type(id)->name;
+}
+
+TEST(AmxMatmul, ActivationEncoderIsTheReferenceBf16) {
+    if (cpu::detected_isa() != Isa::avx512) GTEST_SKIP() << "no AVX-512 on this CPU";
+    const cpu::MatmulKernel* k = cpu::find_amx_matmul(quant::T_Q4_0);
+    if (!k) GTEST_SKIP() << "AMX kernels not compiled in";
+    std::mt19937 rng(5);
+    std::vector<float> x(1000);
+    for (auto& v : x) {
+        uint32_t b = rng();
+        std::memcpy(&v, &b, 4);  // every bit pattern: NaNs, infinities, denormals, ties
+    }
+    const float special[] = {0.f, -0.f, 1.0f + 1.0f / 256, 1.0f + 3.0f / 256, std::numeric_limits<float>::denorm_min(),
+                             -1e-40f, std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::quiet_NaN(),
+                             3.4e38f};
+    for (size_t i = 0; i < sizeof(special) / sizeof(special[0]); ++i) x[i] = special[i];
+    std::vector<uint8_t> a(2 * x.size()), b(2 * x.size());
+    k->act->encode_row(x.data(), a.data(), (int64_t)x.size() - 3);  // odd length: vector body + tail
+    cpu::act_format_bf16()->encode_row(x.data(), b.data(), (int64_t)x.size() - 3);
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), 2 * (x.size() - 3)));
+    EXPECT_EQ(k->act->id, cpu::act_format_bf16()->id);
+}
+
+// The weights the scalar reference kernel multiplies by (one-hot activations again; an 8-bit
+// activation format encodes 1.0 as 127 * (1/127), hence the bf16 comparison's slack).
+std::vector<float> scalar_kernel_weights(const Matrix& m) {
+    const cpu::MatmulKernel* k = cpu::find_matmul_exact(m.tt->id, Isa::scalar);
+    if (!k) return {};
+    return decoded_weights(*k, m, 16);
+}
+
+TEST(AmxMatmul, DecodedWeightsAreTheDequantizedValuesInBf16) {
+    REQUIRE_AMX();
+    for (uint32_t id : amx_types()) {
+        const Matrix m = make_matrix(id, 19, 512, 100 + id);
+        const cpu::MatmulKernel* k = cpu::find_amx_matmul(id);
+        const auto w = decoded_weights(*k, m);
+        // IQ6_K: matrix products use the integer approximation of its value table, the
+        // dequantizer the exact polynomial values (quant-formats.md §7.6); the AMX kernel follows
+        // the products.
+        const std::vector<float> ref = id == quant::T_IQ6_K ? scalar_kernel_weights(m) : m.deq;
+        ASSERT_EQ(ref.size(), w.size()) << m.tt->name;
+        int64_t off_by_one = 0;
+        for (size_t i = 0; i < w.size(); ++i) {
+            const float want = bf16_round(ref[i]);
+            if (w[i] == want) continue;
+            // a product rounded in another order can land on the other side of a bf16 tie
+            const float step = std::fabs(want) * (1.0f / 128) * 1.01f;
+            ASSERT_LE(std::fabs(w[i] - want), step) << m.tt->name << " weight " << i << " reference " << ref[i];
+            ++off_by_one;
+        }
+        EXPECT_LE(off_by_one, (int64_t)w.size() / 200) << m.tt->name;
+    }
+}
+
+TEST(AmxMatmul, ProductsMatchDoublePrecisionOverBf16Operands) {
+    REQUIRE_AMX();
+    struct Shape { int64_t rows, K, r0, T; };
+    const Shape shapes[] = {{16, 256, 0, 64}, {37, 512, 0, 77}, {64, 768, 16, 100}, {50, 256, 32, 5}, {33, 512, 0, 150}};
+    std::mt19937 rng(9);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    for (uint32_t id : amx_types()) {
+        const cpu::MatmulKernel* k = cpu::find_amx_matmul(id);
+        for (const Shape& s : shapes) {
+            const Matrix m = make_matrix(id, s.rows, s.K, 7 * id + (uint32_t)s.K);
+            const auto w = decoded_weights(*k, m);  // checked against the dequantizer above
+            std::vector<float> x((size_t)(s.T * s.K));
+            for (auto& v : x) v = nd(rng);
+            const auto act = encode(*k, x, s.T, s.K);
+            const int64_t ys = s.rows + 3;
+            std::vector<float> y((size_t)(s.T * ys), -12345.f);
+            k->run(m.data.data(), m.row_bytes, s.K, s.r0, s.rows, act.data(), k->act->row_bytes(s.K), s.T, y.data(), ys);
+            for (int64_t t = 0; t < s.T; ++t) {
+                for (int64_t r = 0; r < ys; ++r) {
+                    const float got = y[(size_t)(t * ys + r)];
+                    if (r < s.r0 || r >= s.rows) {  // outside the range: untouched
+                        ASSERT_EQ(got, -12345.f) << m.tt->name << " t=" << t << " r=" << r;
+                        continue;
+                    }
+                    double ref = 0, mag = 0;
+                    for (int64_t c = 0; c < s.K; ++c) {
+                        const double p = (double)w[(size_t)(r * s.K + c)] * bf16_round(x[(size_t)(t * s.K + c)]);
+                        ref += p;
+                        mag += std::fabs(p);
+                    }
+                    ASSERT_NEAR(got, ref, 2e-6 * mag + 1e-30)
+                        << m.tt->name << " rows=" << s.rows << " K=" << s.K << " T=" << s.T << " t=" << t << " r=" << r;
+                }
+            }
+        }
+    }
+}
+
+TEST(AmxMatmul, BatchLookupUsesTheTileUnitFromTheThreshold) {
+    REQUIRE_AMX();
+    const cpu::MatmulKernel* amx = cpu::find_amx_matmul(quant::T_Q4_0);
+    ASSERT_NE(amx, nullptr);
+    EXPECT_EQ(cpu::find_batch_matmul(quant::T_Q4_0, Isa::avx512, cpu::kAmxMinTokens), amx);
+    EXPECT_EQ(cpu::find_batch_matmul(quant::T_Q4_0, Isa::avx512, 512), amx);
+    EXPECT_EQ(cpu::find_batch_matmul(quant::T_Q4_0, Isa::avx512, cpu::kAmxMinTokens - 1),
+              cpu::find_matmul(quant::T_Q4_0, Isa::avx512));
+    EXPECT_EQ(cpu::find_batch_matmul(quant::T_Q4_0, Isa::avx2, 512), cpu::find_matmul(quant::T_Q4_0, Isa::avx2));
+    // a type without a bf16 decoder keeps its kernel
+    EXPECT_EQ(cpu::find_batch_matmul(quant::T_IQ2_XXS, Isa::avx512, 512), cpu::find_matmul(quant::T_IQ2_XXS, Isa::avx512));
+}
+
+}  // namespace
