@@ -117,7 +117,7 @@ void op_mul_mat_heads(const Op& op, ThreadPool& pool, Scratch& scratch) {
     const Tensor& x = *op.src[1];  // [K, H, T] (strided view)
     const Tensor& y = *op.dst;     // [N, H, T] (strided view)
     const int64_t K = w.ne[0], N = w.ne[1], H = w.ne[2], T = x.ne[2];
-    const MatmulKernel& k = kernel_for(w);
+    const MatmulKernel& k = kernel_for(w, op, T);
     const size_t ar = k.act->row_bytes(K);
     // Encoded activations grouped by head: [H][T] rows, so each head's tokens are contiguous.
     if (scratch.act.size() < ar * T * H) scratch.act.resize(ar * T * H);
@@ -126,7 +126,7 @@ void op_mul_mat_heads(const Op& op, ThreadPool& pool, Scratch& scratch) {
         const int64_t h = i % H, t = i / H;
         k.act->encode_row(x.row<float>(h, t), act + ar * (h * T + t), K);
     });
-    const int64_t unit = quant::find_type(w.type)->interleave;
+    const int64_t unit = row_unit(k, *quant::find_type(w.type));
     const int64_t chunk = chunk_rows(N, unit, std::max(1, pool.n_threads() / (int)std::max<int64_t>(1, H)));
     const int64_t per_head = (N + chunk - 1) / chunk;
     for (int t = 0; t < pool.n_threads(); ++t) scratch.thread_floats(t, (size_t)(chunk * T));

@@ -79,6 +79,11 @@ void op_moe_route(const Op& op, ThreadPool& pool) {
 }
 
 namespace {
+// Token count that selects the prompt-batch kernels (find_batch_matmul) for the experts.
+constexpr int64_t kBigBatch = INT64_MAX;
+// Tokens from which an expert's matrices are worth decoding for the tile unit once per call
+// (about where the AMX kernel overtakes the VNNI ones on 32-weight and K-quant types).
+constexpr int64_t kAmxMinExpertTokens = 16;
 struct ExpertWork {
     int32_t expert;
     int64_t first;  // offset of its tokens in the grouped lists
@@ -128,16 +133,29 @@ void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch) {
             }
     }
 
-    // 2. Encode each pair's input row for the gate/up kernel, grouped by expert.
+    // 2. Kernels: experts with at least kAmxMinExpertTokens tokens of a prompt batch take the
+    //    prompt-batch kernels (AMX), the others the standard ones; each pair's input row is encoded
+    //    for its expert's kernel, grouped by expert.
     const MatmulKernel& kg = kernel_for(wg);
     const MatmulKernel& ku = merged ? kg : kernel_for(*wu);
     const MatmulKernel& kd = kernel_for(wd);
     if (kg.act->id != ku.act->id) fail(Status::unsupported, "moe_ffn: gate and up experts need one activation format");
+    const MatmulKernel& kg_b = kernel_for(wg, op, kBigBatch);
+    const MatmulKernel& ku_b = merged ? kg_b : kernel_for(*wu, op, kBigBatch);
+    const MatmulKernel& kd_b = kernel_for(wd, op, kBigBatch);
+    const bool big_gu = &kg_b != &kg && kg_b.act->id == ku_b.act->id;
+    const bool big_d = &kd_b != &kd;
+    std::vector<uint8_t> big((size_t)total, 0);  // per pair: its expert runs the batch kernels
+    for (const ExpertWork& w : work)
+        if (w.n >= kAmxMinExpertTokens) std::fill(big.begin() + w.first, big.begin() + w.first + w.n, 1);
     const size_t ar = kg.act->row_bytes(E), dr = kd.act->row_bytes(n_ff);
-    if (scratch.act.size() < ar * (size_t)total) scratch.act.resize(ar * (size_t)total);
-    if (scratch.act2.size() < dr * (size_t)total) scratch.act2.resize(dr * (size_t)total);
+    const size_t ar_b = big_gu ? kg_b.act->row_bytes(E) : 0, dr_b = big_d ? kd_b.act->row_bytes(n_ff) : 0;
+    if (scratch.act.size() < (ar + ar_b) * (size_t)total) scratch.act.resize((ar + ar_b) * (size_t)total);
+    if (scratch.act2.size() < (dr + dr_b) * (size_t)total) scratch.act2.resize((dr + dr_b) * (size_t)total);
     uint8_t* act = scratch.act.data();
+    uint8_t* act_b = act + ar * (size_t)total;
     uint8_t* act_d = scratch.act2.data();
+    uint8_t* act_db = act_d + dr * (size_t)total;
     // hidden [total][n_ff] then expert outputs [total][E]
     const size_t need = (size_t)total * (size_t)(n_ff + E);
     if (scratch.floats.size() < need) scratch.floats.resize(need);
@@ -152,12 +170,15 @@ void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch) {
             round_to_f16(tmp, E);
             in = tmp;
         }
-        kg.act->encode_row(in, act + ar * s, E);
+        if (big_gu && big[(size_t)s]) kg_b.act->encode_row(in, act_b + ar_b * s, E);
+        else kg.act->encode_row(in, act + ar * s, E);
     });
 
     // 3. Gate and up (+ SwiGLU) for every expert, row chunks as tasks.
-    const int64_t unit_gu = std::max(row_unit(kg, *quant::find_type(wg.type)),
-                                     merged ? 1 : row_unit(ku, *quant::find_type(wu->type)));
+    int64_t unit_gu = std::max(row_unit(kg, *quant::find_type(wg.type)),
+                               merged ? 1 : row_unit(ku, *quant::find_type(wu->type)));
+    if (big_gu) unit_gu = std::max({unit_gu, row_unit(kg_b, *quant::find_type(wg.type)),
+                                    merged ? 1 : row_unit(ku_b, *quant::find_type(wu->type))});
     const int64_t chunk = chunk_rows(n_ff, unit_gu, std::max<int>(1, pool.n_threads() / (int)std::max<size_t>(1, work.size())));
     const int64_t per_exp = (n_ff + chunk - 1) / chunk;
     int64_t max_n = 0;
@@ -166,16 +187,20 @@ void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch) {
         scratch.thread_floats(t, (size_t)std::max<int64_t>(std::max<int64_t>(E, n_ff), 2 * chunk * max_n));
     pool.parallel_for((int64_t)work.size() * per_exp, [&](int64_t task, int thread) {
         const ExpertWork& w = work[(size_t)(task / per_exp)];
+        const bool b = big_gu && big[(size_t)w.first];
+        const MatmulKernel& g_k = b ? kg_b : kg;
+        const MatmulKernel& u_k = b ? ku_b : ku;
+        const size_t arw = b ? ar_b : ar;
         const int64_t r0 = (task % per_exp) * chunk, r1 = std::min(n_ff, r0 + chunk), n = r1 - r0;
         float* g = scratch.per_thread[thread].data();
         float* u = g + n * w.n;
-        const uint8_t* a = act + ar * w.first;
+        const uint8_t* a = (b ? act_b : act) + arw * w.first;
         const uint8_t* gbase = static_cast<const uint8_t*>(wg.data) + (size_t)w.expert * wg.nb[2];
-        run_rows(kg, gbase, wg.nb[1], E, r0, r1, a, ar, w.n, g, n, max_call_tokens(op));
-        if (merged) run_rows(kg, gbase, wg.nb[1], E, n_ff + r0, n_ff + r1, a, ar, w.n, u, n, max_call_tokens(op));
+        run_rows(g_k, gbase, wg.nb[1], E, r0, r1, a, arw, w.n, g, n, max_call_tokens(op));
+        if (merged) run_rows(g_k, gbase, wg.nb[1], E, n_ff + r0, n_ff + r1, a, arw, w.n, u, n, max_call_tokens(op));
         else
-            run_rows(ku, static_cast<const uint8_t*>(wu->data) + (size_t)w.expert * wu->nb[2], wu->nb[1], E, r0, r1, a,
-                     ar, w.n, u, n, max_call_tokens(op));
+            run_rows(u_k, static_cast<const uint8_t*>(wu->data) + (size_t)w.expert * wu->nb[2], wu->nb[1], E, r0, r1, a,
+                     arw, w.n, u, n, max_call_tokens(op));
         for (int64_t t = 0; t < w.n; ++t)
             vec_kernels().silu_mul(g + t * n, u + t * n, hidden + (size_t)(w.first + t) * n_ff + r0, n);
     });
@@ -184,18 +209,22 @@ void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch) {
     pool.parallel_for(total, [&](int64_t s, int) {
         float* h = hidden + (size_t)s * n_ff;
         if (round16) round_to_f16(h, n_ff);
-        kd.act->encode_row(h, act_d + dr * s, n_ff);
+        if (big_d && big[(size_t)s]) kd_b.act->encode_row(h, act_db + dr_b * s, n_ff);
+        else kd.act->encode_row(h, act_d + dr * s, n_ff);
     });
 
     // 5. Down projection per expert.
-    const int64_t unit_d = row_unit(kd, *quant::find_type(wd.type));
+    int64_t unit_d = row_unit(kd, *quant::find_type(wd.type));
+    if (big_d) unit_d = std::max(unit_d, row_unit(kd_b, *quant::find_type(wd.type)));
     const int64_t chunk_d = chunk_rows(E, unit_d, std::max<int>(1, pool.n_threads() / (int)std::max<size_t>(1, work.size())));
     const int64_t per_exp_d = (E + chunk_d - 1) / chunk_d;
     pool.parallel_for((int64_t)work.size() * per_exp_d, [&](int64_t task, int thread) {
         const ExpertWork& w = work[(size_t)(task / per_exp_d)];
+        const bool b = big_d && big[(size_t)w.first];
         const int64_t r0 = (task % per_exp_d) * chunk_d, r1 = std::min(E, r0 + chunk_d);
-        run_rows(kd, static_cast<const uint8_t*>(wd.data) + (size_t)w.expert * wd.nb[2], wd.nb[1], n_ff, r0, r1,
-                 act_d + dr * w.first, dr, w.n, eout + (size_t)w.first * E + r0, E, max_call_tokens(op));
+        run_rows(b ? kd_b : kd, static_cast<const uint8_t*>(wd.data) + (size_t)w.expert * wd.nb[2], wd.nb[1], n_ff, r0,
+                 r1, b ? act_db + dr_b * w.first : act_d + dr * w.first, b ? dr_b : dr, w.n,
+                 eout + (size_t)w.first * E + r0, E, max_call_tokens(op));
     });
 
     // 6. Weighted sum per token, in selection order.

@@ -101,6 +101,19 @@ TEST(CpuMatmulThreads, EveryTypeAnyThreadCountMatchesScalar) {
             for (size_t j = 0; j < yt.size(); ++j)
                 ASSERT_EQ(y1[j], yt[j]) << tt.name << " threads " << threads << " element " << j;
         }
+        // A prompt batch on the AMX tile unit has bf16 numerics of its own (checked against double
+        // precision in quant_amx_matmul_test): the op must give exactly the kernel's results.
+        const cpu::MatmulKernel* kb = cpu::find_batch_matmul(tt.id, cpu::best_isa(), c.nt);
+        if (kb == cpu::find_amx_matmul(tt.id)) {
+            const size_t arb = kb->act->row_bytes(c.ne0);
+            std::vector<uint8_t> act(arb * (size_t)c.nt);
+            for (int64_t t = 0; t < c.nt; ++t) kb->act->encode_row(x.data() + t * c.ne0, act.data() + t * arb, c.ne0);
+            std::vector<float> yk((size_t)(c.rows * c.nt));
+            kb->run(w.data(), rb, c.ne0, 0, c.rows, act.data(), arb, c.nt, yk.data(), c.rows);
+            for (size_t j = 0; j < yk.size(); ++j) ASSERT_EQ(y1[j], yk[j]) << tt.name << " (amx) element " << j;
+            ++tested;
+            continue;
+        }
         // Against the scalar kernel: tolerance scaled by the magnitudes involved.
         double num = 0, den = 0;
         for (size_t j = 0; j < ref.size(); ++j) {

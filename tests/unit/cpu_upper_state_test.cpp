@@ -38,7 +38,9 @@ uint64_t xinuse() {
     __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(1));
     return ((uint64_t)hi << 32) | lo;
 }
-constexpr uint64_t kDirtyUpper = (1u << 2) | (1u << 6);
+// Upper YMM / ZMM state, and the AMX tile configuration and data (the tile kernels release them:
+// a live tile state would be saved and restored, 8 KiB, at every context switch).
+constexpr uint64_t kDirtyUpper = (1u << 2) | (1u << 6) | (1u << 17) | (1u << 18);
 // Start each call from a clean state (only reached when the CPU has AVX).
 void clear_upper() { __asm__ volatile("vzeroupper"); }
 #else
@@ -78,32 +80,37 @@ TEST_F(UpperState, MatmulKernelsAndTheirEncoders) {
     const int64_t K = 512, rows = 64;
     int checked = 0;
     std::vector<std::string> dirty;
+    std::vector<std::pair<const cpu::MatmulKernel*, std::string>> kernels;
     for (Isa isa : simd_isas())
-        for (uint32_t type = 0; type < 1024; ++type) {
-            const cpu::MatmulKernel* k = cpu::find_matmul_exact(type, isa);
-            if (!k) continue;
-            const quant::TypeTraits* tt = quant::find_type(type);
-            if (!tt || K % tt->block_elems != 0 || rows % tt->interleave != 0) continue;
-            const size_t wrb = quant::row_bytes(*tt, K);
-            std::vector<uint8_t> w(wrb * rows);
-            // Small random bytes: valid codes for every integer format, finite halves for the float ones.
-            for (auto& b : w) b = (uint8_t)(byte(rng) & 0x3b);
-            const std::string name = std::string(tt->name) + "/" + cpu::isa_name(isa);
-            for (int64_t T : {1, 2, 3, 5, 8, 17, 40, 64}) {
-                std::vector<float> x((size_t)(K * T));
-                for (auto& v : x) v = nd(rng);
-                const size_t arb = k->act->row_bytes(K);
-                std::vector<uint8_t> act(arb * (size_t)T);
-                if (leaves_dirty([&] {
-                        for (int64_t t = 0; t < T; ++t) k->act->encode_row(x.data() + K * t, act.data() + arb * t, K);
-                    }))
-                    dirty.push_back(name + " encoder");
-                std::vector<float> y((size_t)(rows * T));
-                if (leaves_dirty([&] { k->run(w.data(), wrb, K, 0, rows, act.data(), arb, T, y.data(), rows); }))
-                    dirty.push_back(name + " T=" + std::to_string(T));
-                ++checked;
-            }
+        for (uint32_t type = 0; type < 1024; ++type)
+            if (const cpu::MatmulKernel* k = cpu::find_matmul_exact(type, isa)) kernels.push_back({k, cpu::isa_name(isa)});
+    if (cpu::amx_usable())
+        for (uint32_t type = 0; type < 1024; ++type)
+            if (const cpu::MatmulKernel* k = cpu::find_amx_matmul(type)) kernels.push_back({k, "amx"});
+    for (const auto& [k, isa_label] : kernels) {
+        const uint32_t type = k->weight_type;
+        const quant::TypeTraits* tt = quant::find_type(type);
+        if (!tt || K % tt->block_elems != 0 || rows % tt->interleave != 0) continue;
+        const size_t wrb = quant::row_bytes(*tt, K);
+        std::vector<uint8_t> w(wrb * rows);
+        // Small random bytes: valid codes for every integer format, finite halves for the float ones.
+        for (auto& b : w) b = (uint8_t)(byte(rng) & 0x3b);
+        const std::string name = std::string(tt->name) + "/" + isa_label;
+        for (int64_t T : {1, 2, 3, 5, 8, 17, 40, 64}) {
+            std::vector<float> x((size_t)(K * T));
+            for (auto& v : x) v = nd(rng);
+            const size_t arb = k->act->row_bytes(K);
+            std::vector<uint8_t> act(arb * (size_t)T);
+            if (leaves_dirty([&] {
+                    for (int64_t t = 0; t < T; ++t) k->act->encode_row(x.data() + K * t, act.data() + arb * t, K);
+                }))
+                dirty.push_back(name + " encoder");
+            std::vector<float> y((size_t)(rows * T));
+            if (leaves_dirty([&] { k->run(w.data(), wrb, K, 0, rows, act.data(), arb, T, y.data(), rows); }))
+                dirty.push_back(name + " T=" + std::to_string(T));
+            ++checked;
         }
+    }
     EXPECT_GT(checked, 100);
     std::string list;
     for (const auto& d : dirty) list += d + "\n";
