@@ -40,8 +40,11 @@ inline int64_t balanced_block(int64_t nt, int64_t max_tokens) {
 // re-encode weights in 16-row panels.
 int64_t row_unit(const MatmulKernel& k, const quant::TypeTraits& tt);
 
-// Rows per work chunk so that `rows` splits into about 4 chunks per thread, a multiple of `unit`.
-int64_t chunk_rows(int64_t rows, int64_t unit, int n_threads);
+// Rows per work chunk so that `rows` splits into about per_thread chunks per thread (default 4:
+// balance), a multiple of `unit`.
+int64_t chunk_rows(int64_t rows, int64_t unit, int n_threads, int64_t per_thread = 4);
+// Chunks per thread suited to kernel k (1 for kernels that repack the batch per call, else 4).
+int64_t chunks_per_thread(const MatmulKernel& k);
 
 // x rounded to f16 precision and back (reference numerics of F16 expert matmuls).
 void round_to_f16(float* x, int64_t n);

@@ -61,8 +61,13 @@ int64_t row_unit(const MatmulKernel& k, const quant::TypeTraits& tt) {
     return k.whole_batch ? 16 : std::max<int64_t>(1, tt.interleave);
 }
 
-int64_t chunk_rows(int64_t rows, int64_t unit, int n_threads) {
-    const int64_t target = std::max<int64_t>(1, (int64_t)n_threads * 4);
+int64_t chunks_per_thread(const MatmulKernel& k) {
+    // The AMX kernels repack the whole batch's activations in every call: fewer, larger calls.
+    return &k == find_amx_matmul(k.weight_type) ? 1 : 4;
+}
+
+int64_t chunk_rows(int64_t rows, int64_t unit, int n_threads, int64_t per_thread) {
+    const int64_t target = std::max<int64_t>(1, (int64_t)n_threads * per_thread);
     int64_t c = (rows + target - 1) / target;
     c = (c + unit - 1) / unit * unit;
     return std::max(c, unit);
@@ -93,7 +98,7 @@ void op_mul_mat_swiglu(const Op& op, ThreadPool& pool, Scratch& scratch) {
     const quant::TypeTraits* tg = quant::find_type(wg.type);
     const quant::TypeTraits* tu = quant::find_type(wu.type);
     const int64_t unit = std::max(row_unit(kg, *tg), row_unit(ku, *tu));
-    const int64_t chunk = chunk_rows(N, unit, pool.n_threads());
+    const int64_t chunk = chunk_rows(N, unit, pool.n_threads(), std::min(chunks_per_thread(kg), chunks_per_thread(ku)));
     const int64_t n_chunks = (N + chunk - 1) / chunk;
     for (int t = 0; t < pool.n_threads(); ++t) scratch.thread_floats(t, (size_t)(2 * chunk * T));
     const int64_t y_stride = (int64_t)(y.nb[1] / sizeof(float));
@@ -159,7 +164,7 @@ void op_mul_mat(const Op& op, ThreadPool& pool, Scratch& scratch) {
     const int64_t group = row_unit(*k, *tt);
     const int64_t n_groups = (N + group - 1) / group;
     // Enough chunks to balance threads, each a whole number of row groups.
-    const int64_t target = std::max<int64_t>(1, (int64_t)pool.n_threads() * 4);
+    const int64_t target = std::max<int64_t>(1, (int64_t)pool.n_threads() * chunks_per_thread(*k));
     const int64_t groups_per_chunk = std::max<int64_t>(1, (n_groups + target - 1) / target);
     const int64_t n_chunks = (n_groups + groups_per_chunk - 1) / groups_per_chunk;
     const int64_t y_stride = (int64_t)(y.nb[1] / sizeof(float));

@@ -103,15 +103,23 @@ inline void store_transposed(const float* c, int rows, int toks, float* y, int64
     for (int t = 0; t < toks; ++t) _mm512_mask_storeu_ps(y + t * ys, m, _mm512_castsi512_ps(r[t]));
 }
 
-// One block of up to 32 weight rows (A tiles a0, a1 = a0 + 16 rows) against up to 32 tokens (B
-// tiles b0, b1 = next token group) over kc chunks; TR / TT: second row block / token group present.
+// One block of up to 32 weight rows (A tiles a0, a1 = next 16 rows) against up to 32 tokens (B
+// tiles b0, b1 = next token group) over kc chunks, accumulating into the fp32 tiles cs[0..3]
+// ([rows a0|a1] x [tokens b0|b1]; zero-initialized when `first`). TR / TT: a1 / b1 present.
 template <bool TR, bool TT>
 inline void block_kernel(const uint16_t* a0, const uint16_t* a1, const uint16_t* b0, const uint16_t* b1, int64_t kc,
-                         float (*ct)[256]) {
-    _tile_zero(0);
-    if (TT) _tile_zero(1);
-    if (TR) _tile_zero(2);
-    if (TR && TT) _tile_zero(3);
+                         bool first, float* const cs[4]) {
+    if (first) {
+        _tile_zero(0);
+        if (TT) _tile_zero(1);
+        if (TR) _tile_zero(2);
+        if (TR && TT) _tile_zero(3);
+    } else {
+        _tile_loadd(0, cs[0], 64);
+        if (TT) _tile_loadd(1, cs[1], 64);
+        if (TR) _tile_loadd(2, cs[2], 64);
+        if (TR && TT) _tile_loadd(3, cs[3], 64);
+    }
     for (int64_t c = 0; c < kc; ++c) {
         _tile_loadd(4, a0 + c * kTileElems, 64);
         _tile_loadd(6, b0 + c * kTileElems, 64);
@@ -126,19 +134,22 @@ inline void block_kernel(const uint16_t* a0, const uint16_t* a1, const uint16_t*
             if (TT) _tile_dpbf16ps(3, 5, 7);
         }
     }
-    _tile_stored(0, ct[0], 64);
-    if (TT) _tile_stored(1, ct[1], 64);
-    if (TR) _tile_stored(2, ct[2], 64);
-    if (TR && TT) _tile_stored(3, ct[3], 64);
+    _tile_stored(0, cs[0], 64);
+    if (TT) _tile_stored(1, cs[1], 64);
+    if (TR) _tile_stored(2, cs[2], 64);
+    if (TR && TT) _tile_stored(3, cs[3], 64);
     __asm__ volatile("" ::: "memory");  // _tile_stored has no memory clobber (GCC 12)
 }
 
 // Per-thread buffers of the kernel (grown once, reused by every call on the thread).
 struct Scratch {
     std::vector<uint16_t> a, b;
-    static uint16_t* aligned(std::vector<uint16_t>& v, size_t n) {
-        if (v.size() < n + 32) v.resize(n + 32);
-        return reinterpret_cast<uint16_t*>((reinterpret_cast<uintptr_t>(v.data()) + 63) & ~(uintptr_t)63);
+    std::vector<float> c;
+    template <class T>
+    static T* aligned(std::vector<T>& v, size_t n) {
+        const size_t pad = 64 / sizeof(T);
+        if (v.size() < n + pad) v.resize(n + pad);
+        return reinterpret_cast<T*>((reinterpret_cast<uintptr_t>(v.data()) + 63) & ~(uintptr_t)63);
     }
 };
 inline Scratch& scratch() {
@@ -146,50 +157,68 @@ inline Scratch& scratch() {
     return s;
 }
 
-// y[t * ys + r] = dot(W row r, act row t) for r in [r0, r1), t < nt. Fill::rows(w, wrb, r, n, K,
-// out) decodes rows r..r+n-1 (n <= 16) into one 16-row A block, zero rows after n.
+// Cache blocking of one call: rows in super-blocks of kRowBlock, K in blocks of kKBlock (a
+// multiple of 256, the K-quant block). Per (row super-block, K-block) the decoded weights (64 KiB),
+// the K-block's slice of the packed activations (nt x 1 KiB) and the fp32 accumulators of the
+// super-block (nt x 512 B) stay in L2 while every (row pair, token pair) block passes over them;
+// a row pair's weights (32 KiB) stay in L1 across the token pairs.
+constexpr int64_t kKBlock = 512;
+constexpr int64_t kRowBlock = 128;
+
+// y[t * ys + r] = dot(W row r, act row t) for r in [r0, r1), t < nt. Fill::rows(w, wrb, r, n, k0,
+// nk, out) decodes columns [k0, k0 + nk) of rows r..r+n-1 (n <= 16) into one 16-row A block
+// ([nk/32][16][32]), zero rows after n.
 template <class Fill>
 void gemm(const uint8_t* w, size_t wrb, int64_t K, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
           int64_t nt, float* y, int64_t ys) {
     if (r1 <= r0 || nt <= 0) return;
     const int64_t kc = K / kChunk;
     const int64_t groups = (nt + 15) / 16;
+    const int64_t kcb = std::min<int64_t>(kc, kKBlock / kChunk);
+    constexpr int64_t kSuper = kRowBlock / 16;  // row blocks per super-block
     Scratch& s = scratch();
     uint16_t* B = Scratch::aligned(s.b, (size_t)(groups * kc * kTileElems));
-    uint16_t* A = Scratch::aligned(s.a, (size_t)(2 * kc * kTileElems));
+    uint16_t* A = Scratch::aligned(s.a, (size_t)(kSuper * kcb * kTileElems));
+    float* C = Scratch::aligned(s.c, (size_t)(kSuper * groups * 256));  // [row block][group][16][16]
     for (int64_t g = 0; g < groups; ++g)
         pack_token_group(act + (size_t)(16 * g) * arb, arb, (int)std::min<int64_t>(16, nt - 16 * g), kc,
                          B + g * kc * kTileElems);
-    alignas(64) float ct[4][256];
-    configure_tiles();
-    for (int64_t rb = r0; rb < r1; rb += 32) {
-        const int n0 = (int)std::min<int64_t>(16, r1 - rb);
-        const int n1 = (int)std::clamp<int64_t>(r1 - rb - 16, 0, 16);
-        Fill::rows(w, wrb, rb, n0, K, A);
-        if (n1 > 0) Fill::rows(w, wrb, rb + 16, n1, K, A + kc * kTileElems);
-        const uint16_t* a1 = A + kc * kTileElems;
-        for (int64_t g = 0; g < groups; g += 2) {
-            const bool tt = g + 1 < groups;
-            const uint16_t* b0 = B + g * kc * kTileElems;
-            const uint16_t* b1 = b0 + kc * kTileElems;
-            if (n1 > 0) {
-                if (tt) block_kernel<true, true>(A, a1, b0, b1, kc, ct);
-                else block_kernel<true, false>(A, a1, b0, b1, kc, ct);
-            } else {
-                if (tt) block_kernel<false, true>(A, a1, b0, b1, kc, ct);
-                else block_kernel<false, false>(A, a1, b0, b1, kc, ct);
-            }
-            const int m0 = (int)std::min<int64_t>(16, nt - 16 * g);
-            float* yb = y + (16 * g) * ys + rb;
-            store_transposed(ct[0], n0, m0, yb, ys);
-            if (tt) store_transposed(ct[1], n0, (int)std::min<int64_t>(16, nt - 16 * (g + 1)), yb + 16 * ys, ys);
-            if (n1 > 0) {
-                store_transposed(ct[2], n1, m0, yb + 16, ys);
-                if (tt) store_transposed(ct[3], n1, (int)std::min<int64_t>(16, nt - 16 * (g + 1)), yb + 16 * ys + 16, ys);
+    auto ctile = [&](int64_t rb, int64_t g) { return C + (rb * groups + g) * 256; };
+    for (int64_t rs = r0; rs < r1; rs += kRowBlock) {
+        const int64_t rows = std::min(kRowBlock, r1 - rs), rblocks = (rows + 15) / 16;
+        configure_tiles();
+        for (int64_t c0 = 0; c0 < kc; c0 += kcb) {
+            const int64_t n = std::min(kcb, kc - c0);
+            for (int64_t rb = 0; rb < rblocks; ++rb)
+                Fill::rows(w, wrb, rs + 16 * rb, (int)std::min<int64_t>(16, rows - 16 * rb), c0 * kChunk, n * kChunk,
+                           A + rb * n * kTileElems);
+            const bool first = c0 == 0;
+            for (int64_t rb = 0; rb < rblocks; rb += 2) {
+                const bool tr = rb + 1 < rblocks;
+                const uint16_t* a0 = A + rb * n * kTileElems;
+                const uint16_t* a1 = a0 + n * kTileElems;
+                for (int64_t g = 0; g < groups; g += 2) {
+                    const bool tt = g + 1 < groups;
+                    const uint16_t* b0 = B + (g * kc + c0) * kTileElems;
+                    const uint16_t* b1 = b0 + kc * kTileElems;
+                    float* cs[4] = {ctile(rb, g), tt ? ctile(rb, g + 1) : nullptr, tr ? ctile(rb + 1, g) : nullptr,
+                                    tr && tt ? ctile(rb + 1, g + 1) : nullptr};
+                    if (tr) {
+                        if (tt) block_kernel<true, true>(a0, a1, b0, b1, n, first, cs);
+                        else block_kernel<true, false>(a0, a1, b0, b1, n, first, cs);
+                    } else {
+                        if (tt) block_kernel<false, true>(a0, a1, b0, b1, n, first, cs);
+                        else block_kernel<false, false>(a0, a1, b0, b1, n, first, cs);
+                    }
+                }
             }
         }
+        release_tiles();
+        for (int64_t rb = 0; rb < rblocks; ++rb)
+            for (int64_t g = 0; g < groups; ++g)
+                store_transposed(ctile(rb, g), (int)std::min<int64_t>(16, rows - 16 * rb),
+                                 (int)std::min<int64_t>(16, nt - 16 * g), y + (16 * g) * ys + rs + 16 * rb, ys);
     }
-    release_tiles();
 }
 
 }  // namespace ikllm::cpu::amx

@@ -1,6 +1,6 @@
 // Decoding quantized weight rows to bf16 for the AMX tile GEMM (amx_bf16.h): Fill::rows(w, wrb,
-// r, n, K, A) writes rows r..r+n-1 (n <= 16) as one 16-row A block, [K/32][16][32] bf16, and zero
-// rows after n. Values are the type's dequantized floats (same formulas as quant/*.cpp, so they
+// r, n, k0, nk, A) writes columns [k0, k0 + nk) of rows r..r+n-1 (n <= 16) as one 16-row A block,
+// [nk/32][16][32] bf16, and zero rows after n (k0 and nk: multiples of the type's block). Values are the type's dequantized floats (same formulas as quant/*.cpp, so they
 // equal the scalar dequantizer's up to the rounding order of a product) rounded to bf16 (RNE).
 // Three families: the 32-weight legacy types (legacy_simd.h policies), the K-quant / ik-K types
 // through the unpackers of kquant_simd.h (a ConvSink gives P = sc * v and the per-16 correction),
@@ -30,15 +30,15 @@ inline __m512 f32_of_u8(__m128i v) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_ep
 // Legacy 32-weight blocks: w = d * v (+ m for the affine types).
 template <class P>
 struct LegacyFill {
-    static void rows(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t K, uint16_t* A) {
-        const int64_t nb = K / 32;
+    static void rows(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t k0, int64_t nk, uint16_t* A) {
+        const int64_t nb = nk / 32;
         for (int i = 0; i < kTileRows; ++i) {
             uint16_t* dst = A + i * kChunk;
             if (i >= n) {
                 zero_row(dst, nb);
                 continue;
             }
-            const uint8_t* row = w + (size_t)(r + i) * wrb;
+            const uint8_t* row = w + (size_t)(r + i) * wrb + (k0 / 32) * P::kBytes;
             for (int64_t b = 0; b < nb; ++b) {
                 const uint8_t* blk = row + b * P::kBytes;
                 const __m256i v = P::values(blk);
@@ -59,19 +59,20 @@ struct LegacyFill {
 // K-quant / ik-K types through their SIMD unpackers: w = dw * P + dc * corr (per 16 weights).
 template <class U>
 struct SinkFill {
-    static void rows(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t K, uint16_t* A) {
-        const int64_t nb = K / 256;
+    static void rows(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t k0, int64_t nk, uint16_t* A) {
+        const int64_t nb = nk / 256;
         ConvSink<U::uns> sink;
         for (int i = 0; i < kTileRows; ++i) {
             uint16_t* dst = A + i * kChunk;
             if (i >= n) {
-                zero_row(dst, K / kChunk);
+                zero_row(dst, nk / kChunk);
                 continue;
             }
             const uint8_t* row = w + (size_t)(r + i) * wrb;
             const float rowd = U::row_scale(row);
+            const uint8_t* blocks = row + U::meta + (size_t)(k0 / 256) * U::bytes;
             for (int64_t b = 0; b < nb; ++b) {
-                U::unpack(row + U::meta + (size_t)b * U::bytes, rowd, sink);
+                U::unpack(blocks + (size_t)b * U::bytes, rowd, sink);
                 const __m512 dw = _mm512_set1_ps(sink.dw);
                 for (int c = 0; c < 8; ++c) {
                     __m512 v[2];
@@ -91,18 +92,18 @@ struct SinkFill {
 // Q4_K / Q5_K: w = (d * sc_j) * q - dmin * m_j per 32 weights.
 template <bool Five>
 struct Q45KFill {
-    static void rows(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t K, uint16_t* A) {
+    static void rows(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t k0, int64_t nk, uint16_t* A) {
         constexpr int bytes = Five ? 176 : 144;
-        const int64_t nb = K / 256;
+        const int64_t nb = nk / 256;
         alignas(32) float D[8], M[8];
         const __m256i m15 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
         for (int i = 0; i < kTileRows; ++i) {
             uint16_t* dst = A + i * kChunk;
             if (i >= n) {
-                zero_row(dst, K / kChunk);
+                zero_row(dst, nk / kChunk);
                 continue;
             }
-            const uint8_t* row = w + (size_t)(r + i) * wrb;
+            const uint8_t* row = w + (size_t)(r + i) * wrb + (size_t)(k0 / 256) * bytes;
             for (int64_t b = 0; b < nb; ++b) {
                 const uint8_t* x = row + (size_t)b * bytes;
                 __m256 vd, vm;
@@ -133,17 +134,17 @@ struct Q45KFill {
 
 // Q6_K: w = (d * sc_s) * (q - 32), 16 scales per 256 weights.
 struct Q6KFill {
-    static void rows(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t K, uint16_t* A) {
-        const int64_t nb = K / 256;
+    static void rows(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t k0, int64_t nk, uint16_t* A) {
+        const int64_t nb = nk / 256;
         const __m256i m15 = _mm256_set1_epi8(15), m3 = _mm256_set1_epi8(3), k32 = _mm256_set1_epi8(32);
         alignas(64) float ds[16];
         for (int i = 0; i < kTileRows; ++i) {
             uint16_t* dst = A + i * kChunk;
             if (i >= n) {
-                zero_row(dst, K / kChunk);
+                zero_row(dst, nk / kChunk);
                 continue;
             }
-            const uint8_t* row = w + (size_t)(r + i) * wrb;
+            const uint8_t* row = w + (size_t)(r + i) * wrb + (size_t)(k0 / 256) * 210;
             for (int64_t b = 0; b < nb; ++b) {
                 const uint8_t* x = row + (size_t)b * 210;
                 const __m512 d = _mm512_set1_ps(hf(x + 208));
