@@ -105,3 +105,44 @@ TEST(AttnKernels, BlockedFormsMatchPerKeyForms) {
             }
         }
 }
+
+// The scores primitive (one fused multiply-add per term, in order): every table gives the scalar
+// table's bits for any number of queries and keys (so grouping cannot change a score), and the
+// scores are the double-precision dot products within fp32 accumulation error.
+TEST(AttnKernels, ScoresAreBitIdenticalAcrossTablesAndGroupings) {
+    std::vector<const cpu::AttnKernels*> tables{cpu::attn_kernels_scalar()};
+    if (cpu::detected_isa() != cpu::Isa::scalar && cpu::attn_kernels_avx2()) tables.push_back(cpu::attn_kernels_avx2());
+    if (cpu::detected_isa() == cpu::Isa::avx512 && cpu::attn_kernels_avx512()) tables.push_back(cpu::attn_kernels_avx512());
+    const int64_t T = cpu::kAttnTile;
+    std::mt19937 rng(11);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    for (int64_t n : {1, 7, 20, 64, 128, 576}) {
+        std::vector<float> kb((size_t)(n * T)), qs((size_t)(13 * n)), kt((size_t)(n * T));
+        for (auto& v : kb) v = nd(rng);
+        for (auto& v : qs) v = nd(rng);
+        std::vector<const float*> qa;
+        for (int q = 0; q < 13; ++q) qa.push_back(qs.data() + q * n);
+        std::vector<float> want((size_t)(13 * T));
+        tables[0]->scores(qa.data(), 13, kb.data(), T, n, 0.125f, kt.data(), want.data(), T);
+        for (int q = 0; q < 13; ++q)
+            for (int64_t j = 0; j < T; ++j) {
+                double exact = 0, mag = 0;
+                for (int64_t i = 0; i < n; ++i) {
+                    exact += (double)qa[q][i] * kb[(size_t)(j * n + i)];
+                    mag += std::fabs((double)qa[q][i] * kb[(size_t)(j * n + i)]);
+                }
+                ASSERT_NEAR(want[(size_t)(q * T + j)], 0.125 * exact, 0.125 * (1e-6 * mag) + 1e-30) << "n=" << n;
+            }
+        for (const cpu::AttnKernels* k : tables)
+            for (int nq : {1, 2, 3, 5, 6, 7, 13})
+                for (int64_t nk : {T, (int64_t)1, (int64_t)17}) {
+                    std::vector<float> got((size_t)(nq * (T + 3)), NAN);
+                    k->scores(qa.data() + (13 - nq), nq, kb.data(), nk, n, 0.125f, kt.data(), got.data(), T + 3);
+                    for (int q = 0; q < nq; ++q)
+                        for (int64_t j = 0; j < nk; ++j)
+                            ASSERT_EQ(got[(size_t)(q * (T + 3) + j)], want[(size_t)((13 - nq + q) * T + j)])
+                                << cpu::isa_name(k->isa) << " n=" << n << " nq=" << nq << " nk=" << nk << " q=" << q
+                                << " j=" << j;
+                }
+    }
+}
