@@ -29,7 +29,7 @@ namespace {
 inline bool cell_in_seq(const KvView& kv, int64_t c, int32_t seq) {
     return kv.cell_pos[c] >= 0 && ((kv.cell_seqs[c * kv.seq_words + seq / 64] >> (seq % 64)) & 1u);
 }
-constexpr int64_t kTile = kAttnTile;  // cache cells per tile
+constexpr int64_t kTile = 32;      // cache cells per tile
 constexpr int64_t kTokBlock = 4;   // query tokens per task (fewer under a scratch bound)
 
 // Query blocks: runs of up to kTokBlock consecutive tokens of one sequence, each with the cells
@@ -62,10 +62,10 @@ QueryBlocks plan_blocks(const Op& op, int64_t T, int64_t tok_block) {
     return b;
 }
 
-// Floats of one thread's work space: a K tile (and its transpose) and a V tile, the tile's
-// scores, and per query the output accumulator plus running max and sum.
+// Floats of one thread's work space: a K and a V tile, the tile's scores, and per query the
+// output accumulator plus running max and sum.
 size_t scratch_floats(int64_t d_k, int64_t d_v, int64_t nq) {
-    return (size_t)(kTile * (2 * d_k + d_v) + kTile * nq + nq * (d_v + 3));
+    return (size_t)(kTile * (d_k + d_v) + kTile * nq + nq * (d_v + 3));
 }
 }  // namespace
 
@@ -112,13 +112,10 @@ void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch) {
         const int64_t n_cells = blocks.cells_begin[blk + 1] - blocks.cells_begin[blk];
         const int64_t h0 = sub * hs, h1 = std::min(group, h0 + hs);
         const int64_t nh = h1 - h0;
-        thread_local std::vector<const float*> qptr;
-        if ((int64_t)qptr.size() < nq) qptr.resize((size_t)nq);
         float* ws = scratch.per_thread[thread].data();
         float* kb = ws;                        // [kTile][d_k]
-        float* kt = kb + kTile * d_k;          // [d_k][kTile]: scratch of the scores primitive
-        float* vb = kt + kTile * d_k;          // [kTile][d_v]
-        float* sc = vb + kTile * d_v;          // [nq][kTile]
+        float* vb = kb + kTile * d_k;          // [kTile][d_v]
+        float* sc = vb + kTile * d_v;          // [kTile][nq]
         float* acc = sc + kTile * nq;          // [nq][d_v]
         float* mx = acc + nq * d_v;            // [nq]
         float* sum = mx + nq;                  // [nq]
@@ -137,11 +134,21 @@ void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch) {
                 K.load_row(kc.type, kp, kb + j * d_k, d_k);
                 K.load_row(vc.type, vp, vb + j * d_v, d_v);
             }
-            // Scores of all the task's queries against the tile (each K element loaded once per
-            // group of queries, no horizontal sums).
+            // Scores of the task's queries, four at a time against each K row of the tile (the
+            // group's query rows stay in L1 while the tile streams once per four queries).
             const int64_t nqt = (t1 - t0) * nh;
-            for (int64_t qi = 0; qi < nqt; ++qi) qptr[qi] = q.row<float>(g * group + h0 + qi % nh, t0 + qi / nh);
-            K.scores(qptr.data(), (int)nqt, kb, nc, d_k, scale, kt, sc, kTile);
+            const auto qrow = [&](int64_t qi) { return q.row<float>(g * group + h0 + qi % nh, t0 + qi / nh); };
+            int64_t qi0 = 0;
+            for (; qi0 + 4 <= nqt; qi0 += 4) {
+                const float* qa[4] = {qrow(qi0), qrow(qi0 + 1), qrow(qi0 + 2), qrow(qi0 + 3)};
+                for (int64_t j = 0; j < nc; ++j) {
+                    float o[4];
+                    K.dot4(qa, kb + j * d_k, d_k, o);
+                    for (int r = 0; r < 4; ++r) sc[(qi0 + r) * kTile + j] = o[r] * scale;
+                }
+            }
+            for (; qi0 < nqt; ++qi0)
+                for (int64_t j = 0; j < nc; ++j) sc[qi0 * kTile + j] = K.dot(qrow(qi0), kb + j * d_k, d_k) * scale;
             // Causal mask and online-softmax bookkeeping per query; s[] becomes the tile's weights
             // p (0 for masked cells), then one blocked P x V pass for all the task's queries.
             for (int64_t t = t0; t < t1; ++t) {

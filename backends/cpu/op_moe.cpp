@@ -133,16 +133,18 @@ void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch) {
             }
     }
 
-    // 2. Kernels: experts with at least kAmxMinExpertTokens tokens of a prompt batch take the
-    //    prompt-batch kernels (AMX), the others the standard ones; each pair's input row is encoded
+    // 2. Kernels: in a prompt batch (kAmxMinTokens tokens or more), experts with at least
+    //    kAmxMinExpertTokens tokens take the prompt-batch kernels (AMX), the others the standard ones; each pair's input row is encoded
     //    for its expert's kernel, grouped by expert.
     const MatmulKernel& kg = kernel_for(wg);
     const MatmulKernel& ku = merged ? kg : kernel_for(*wu);
     const MatmulKernel& kd = kernel_for(wd);
     if (kg.act->id != ku.act->id) fail(Status::unsupported, "moe_ffn: gate and up experts need one activation format");
-    const MatmulKernel& kg_b = kernel_for(wg, op, kBigBatch);
-    const MatmulKernel& ku_b = merged ? kg_b : kernel_for(*wu, op, kBigBatch);
-    const MatmulKernel& kd_b = kernel_for(wd, op, kBigBatch);
+    // Only prompt batches of kAmxMinTokens or more switch numerics, as for dense products.
+    const int64_t batch = T >= kAmxMinTokens ? kBigBatch : T;
+    const MatmulKernel& kg_b = kernel_for(wg, op, batch);
+    const MatmulKernel& ku_b = merged ? kg_b : kernel_for(*wu, op, batch);
+    const MatmulKernel& kd_b = kernel_for(wd, op, batch);
     const bool big_gu = &kg_b != &kg && kg_b.act->id == ku_b.act->id;
     const bool big_d = &kd_b != &kd;
     std::vector<uint8_t> big((size_t)total, 0);  // per pair: its expert runs the batch kernels

@@ -130,10 +130,6 @@ TEST_F(UpperState, AttentionKernels) {
         if (leaves_dirty([&] { out[0] = k.dot(a.data(), b.data(), n); })) dirty.push_back(name + " dot");
         if (leaves_dirty([&] { k.dot4(rows4, b.data(), n, out.data()); })) dirty.push_back(name + " dot4");
         if (leaves_dirty([&] { k.scale_axpy(y.data(), 0.5f, 0.25f, a.data(), n); })) dirty.push_back(name + " scale_axpy");
-        std::vector<float> keys(cpu::kAttnTile * n, 0.5f), kt(cpu::kAttnTile * n), sc(4 * cpu::kAttnTile);
-        for (int nq : {1, 2, 3, 4, 7})
-            if (leaves_dirty([&] { k.scores(rows4, nq > 4 ? 4 : nq, keys.data(), 20, n, 0.1f, kt.data(), sc.data(), cpu::kAttnTile); }))
-                dirty.push_back(name + " scores nq=" + std::to_string(nq));
         for (int nq : {1, 2, 3, 4})
             if (leaves_dirty([&] { k.pv_tile(y.data(), n, rs.data(), p.data(), 8, nq, v.data(), 8, n); }))
                 dirty.push_back(name + " pv_tile nq=" + std::to_string(nq));

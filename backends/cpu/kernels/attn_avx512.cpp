@@ -9,8 +9,6 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
-#include "kernels/transpose_avx512.h"
-
 namespace ikllm::cpu {
 namespace {
 float dot(const float* a, const float* b, int64_t n) {
@@ -58,47 +56,6 @@ void dot4(const float* const* a, const float* b, int64_t n, float* out) {
     }
     for (int q = 0; q < 4; ++q)
         out[q] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s[q][0], s[q][1]), _mm512_add_ps(s[q][2], s[q][3])));
-}
-// Q queries x 32 keys: two 16-key accumulators per query, each kT row loaded once for the Q.
-template <int Q>
-void scores_group(const float* const* a, const float* kT, int64_t n, float scale, float* out, int64_t os) {
-    __m512 acc[Q][2];
-    for (int q = 0; q < Q; ++q) acc[q][0] = acc[q][1] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < n; ++i) {
-        const __m512 k0 = _mm512_loadu_ps(kT + i * kAttnTile), k1 = _mm512_loadu_ps(kT + i * kAttnTile + 16);
-        for (int q = 0; q < Q; ++q) {
-            const __m512 x = _mm512_set1_ps(a[q][i]);
-            acc[q][0] = _mm512_fmadd_ps(x, k0, acc[q][0]);
-            acc[q][1] = _mm512_fmadd_ps(x, k1, acc[q][1]);
-        }
-    }
-    const __m512 s = _mm512_set1_ps(scale);
-    for (int q = 0; q < Q; ++q) {
-        _mm512_storeu_ps(out + q * os, _mm512_mul_ps(acc[q][0], s));
-        _mm512_storeu_ps(out + q * os + 16, _mm512_mul_ps(acc[q][1], s));
-    }
-}
-// kt[i * 32 + j] = kb[j * n + i] for j < nk (0 for nk <= j < 32), by 16 x 16 blocks.
-void transpose_tile(const float* kb, int64_t nk, int64_t n, float* kt) {
-    for (int64_t i0 = 0; i0 < n; i0 += 16) {
-        const int64_t w = n - i0 < 16 ? n - i0 : 16;
-        const __mmask16 m = (__mmask16)((1u << w) - 1);
-        for (int64_t j0 = 0; j0 < kAttnTile; j0 += 16) {
-            __m512i r[16];
-            for (int j = 0; j < 16; ++j)
-                r[j] = j0 + j < nk ? _mm512_castps_si512(_mm512_maskz_loadu_ps(m, kb + (j0 + j) * n + i0)) : _mm512_setzero_si512();
-            simd512::transpose16(r);
-            for (int64_t c = 0; c < w; ++c) _mm512_storeu_si512((void*)(kt + (i0 + c) * kAttnTile + j0), r[c]);
-        }
-    }
-}
-void scores(const float* const* a, int nq, const float* kb, int64_t nk, int64_t n, float scale, float* kt, float* out,
-            int64_t os) {
-    transpose_tile(kb, nk, n, kt);
-    int q = 0;
-    for (; q + 6 <= nq; q += 6) scores_group<6>(a + q, kt, n, scale, out + q * os, os);
-    for (; q + 2 <= nq; q += 2) scores_group<2>(a + q, kt, n, scale, out + q * os, os);
-    if (q < nq) scores_group<1>(a + q, kt, n, scale, out + q * os, os);
 }
 void scale_axpy(float* y, float s, float w, const float* x, int64_t n) {
     const __m512 vs = _mm512_set1_ps(s), vw = _mm512_set1_ps(w);
@@ -166,7 +123,7 @@ void load_row(uint32_t type, const void* src, float* dst, int64_t n) {
         _mm512_mask_storeu_ps(dst + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, h + i)));
     }
 }
-constexpr AttnKernels kAvx512{Isa::avx512, dot, dot4, scores, scale_axpy, pv_tile, load_row};
+constexpr AttnKernels kAvx512{Isa::avx512, dot, dot4, scale_axpy, pv_tile, load_row};
 }  // namespace
 const AttnKernels* attn_kernels_avx512() { return &kAvx512; }
 }  // namespace ikllm::cpu

@@ -8,8 +8,6 @@
 
 namespace ikllm::cpu {
 
-constexpr int64_t kAttnTile = 32;  // keys per tile of the scores primitive
-
 struct AttnKernels {
     Isa isa;
     // sum_i a[i] * b[i]
@@ -17,13 +15,6 @@ struct AttnKernels {
     // out[q] = dot(a[q], b, n) for q < 4, each exactly as dot() computes it (b is loaded once
     // for the four: K rows are reused across queries without re-reading them from cache)
     void (*dot4)(const float* const* a, const float* b, int64_t n, float* out);
-    // Scores of nq queries against one tile of nk <= kAttnTile keys (rows of n floats at kb, n
-    // apart): out[q * out_stride + j] = scale * sum_i a[q][i] * kb[j * n + i] for j < nk, summed in
-    // order i = 0..n-1 with one fused multiply-add per term, so every table gives the same bits and
-    // a score does not depend on the other queries (batch invariance). kt: n * kAttnTile floats of
-    // scratch (the tile transposed, so no horizontal sums are needed).
-    void (*scores)(const float* const* a, int nq, const float* kb, int64_t nk, int64_t n, float scale, float* kt,
-                   float* out, int64_t out_stride);
     // y[i] = y[i] * s + w * x[i]
     void (*scale_axpy)(float* y, float s, float w, const float* x, int64_t n);
     // One tile of P x V for nq queries sharing the V rows: for each query q with row

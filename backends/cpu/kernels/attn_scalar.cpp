@@ -1,7 +1,5 @@
 // Scalar attention primitives (the reference for the SIMD tables) and the dispatcher.
 #include "kernels/attn_kernels.h"
-
-#include <cmath>
 #include "quant/kv_codec.h"
 
 namespace ikllm::cpu {
@@ -14,15 +12,6 @@ float dot(const float* a, const float* b, int64_t n) {
 }
 void dot4(const float* const* a, const float* b, int64_t n, float* out) {
     for (int q = 0; q < 4; ++q) out[q] = dot(a[q], b, n);
-}
-void scores(const float* const* a, int nq, const float* kb, int64_t nk, int64_t n, float scale, float*, float* out,
-            int64_t out_stride) {
-    for (int q = 0; q < nq; ++q)
-        for (int64_t j = 0; j < nk; ++j) {
-            float s = 0;
-            for (int64_t i = 0; i < n; ++i) s = std::fma(a[q][i], kb[j * n + i], s);
-            out[q * out_stride + j] = s * scale;
-        }
 }
 void scale_axpy(float* y, float s, float w, const float* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] = y[i] * s + w * x[i];
@@ -37,7 +26,7 @@ void pv_tile(float* acc, int64_t acc_stride, const float* rescale, const float* 
         }
 }
 void load_row(uint32_t type, const void* src, float* dst, int64_t n) { quant::kv_decode_row(type, src, dst, n); }
-constexpr AttnKernels kScalar{Isa::scalar, dot, dot4, scores, scale_axpy, pv_tile, load_row};
+constexpr AttnKernels kScalar{Isa::scalar, dot, dot4, scale_axpy, pv_tile, load_row};
 }  // namespace
 
 const AttnKernels* attn_kernels_scalar() { return &kScalar; }
