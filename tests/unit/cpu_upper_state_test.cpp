@@ -87,7 +87,9 @@ TEST_F(UpperState, MatmulKernelsAndTheirEncoders) {
     if (cpu::amx_usable())
         for (uint32_t type = 0; type < 1024; ++type)
             if (const cpu::MatmulKernel* k = cpu::find_amx_matmul(type)) kernels.push_back({k, "amx"});
-    for (const auto& [k, isa_label] : kernels) {
+    for (const auto& entry : kernels) {
+        const cpu::MatmulKernel* k = entry.first;  // (no structured binding: captured below, clang 14)
+        const std::string& isa_label = entry.second;
         const uint32_t type = k->weight_type;
         const quant::TypeTraits* tt = quant::find_type(type);
         if (!tt || K % tt->block_elems != 0 || rows % tt->interleave != 0) continue;

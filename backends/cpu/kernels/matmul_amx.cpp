@@ -3,7 +3,8 @@
 // for batches of kAmxMinTokens tokens or more when the CPU and OS allow the tile unit.
 #include "kernels/matmul.h"
 
-#if defined(__AMX_BF16__) && defined(__AMX_TILE__) && defined(__AVX512BF16__)
+#if (defined(__AMX_BF16__) || defined(__AMXBF16__)) && (defined(__AMX_TILE__) || defined(__AMXTILE__)) && defined(__AVX512BF16__)
+// (GCC spells the macros __AMX_BF16__ / __AMX_TILE__, clang 14 __AMXBF16__ / __AMXTILE__)
 #include "kernels/bf16_fill_avx512.h"
 
 namespace ikllm::cpu {
