@@ -81,9 +81,6 @@ void op_moe_route(const Op& op, ThreadPool& pool) {
 namespace {
 // Token count that selects the prompt-batch kernels (find_batch_matmul) for the experts.
 constexpr int64_t kBigBatch = INT64_MAX;
-// Tokens from which an expert's matrices are worth decoding for the tile unit once per call
-// (about where the AMX kernel overtakes the VNNI ones on 32-weight and K-quant types).
-constexpr int64_t kAmxMinExpertTokens = 16;
 struct ExpertWork {
     int32_t expert;
     int64_t first;  // offset of its tokens in the grouped lists
@@ -133,8 +130,8 @@ void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch) {
             }
     }
 
-    // 2. Kernels: in a prompt batch (kAmxMinTokens tokens or more), experts with at least
-    //    kAmxMinExpertTokens tokens take the prompt-batch kernels (AMX), the others the standard ones; each pair's input row is encoded
+    // 2. Kernels: in a prompt batch (kAmxMinTokens tokens or more), experts with at least the
+    //    prompt-batch kernel's min_tokens tokens take it (AMX), the others the standard ones; each pair's input row is encoded
     //    for its expert's kernel, grouped by expert.
     const MatmulKernel& kg = kernel_for(wg);
     const MatmulKernel& ku = merged ? kg : kernel_for(*wu);
@@ -147,9 +144,12 @@ void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch) {
     const MatmulKernel& kd_b = kernel_for(wd, op, batch);
     const bool big_gu = &kg_b != &kg && kg_b.act->id == ku_b.act->id;
     const bool big_d = &kd_b != &kd;
-    std::vector<uint8_t> big((size_t)total, 0);  // per pair: its expert runs the batch kernels
-    for (const ExpertWork& w : work)
-        if (w.n >= kAmxMinExpertTokens) std::fill(big.begin() + w.first, big.begin() + w.first + w.n, 1);
+    // per pair: its expert runs the batch kernels for gate/up (bit 0), for down (bit 1)
+    std::vector<uint8_t> big((size_t)total, 0);
+    for (const ExpertWork& w : work) {
+        const uint8_t f = (uint8_t)((w.n >= std::max(kg_b.min_tokens, ku_b.min_tokens) ? 1 : 0) | (w.n >= kd_b.min_tokens ? 2 : 0));
+        std::fill(big.begin() + w.first, big.begin() + w.first + w.n, f);
+    }
     const size_t ar = kg.act->row_bytes(E), dr = kd.act->row_bytes(n_ff);
     const size_t ar_b = big_gu ? kg_b.act->row_bytes(E) : 0, dr_b = big_d ? kd_b.act->row_bytes(n_ff) : 0;
     if (scratch.act.size() < (ar + ar_b) * (size_t)total) scratch.act.resize((ar + ar_b) * (size_t)total);
@@ -172,7 +172,7 @@ void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch) {
             round_to_f16(tmp, E);
             in = tmp;
         }
-        if (big_gu && big[(size_t)s]) kg_b.act->encode_row(in, act_b + ar_b * s, E);
+        if (big_gu && (big[(size_t)s] & 1)) kg_b.act->encode_row(in, act_b + ar_b * s, E);
         else kg.act->encode_row(in, act + ar * s, E);
     });
 
@@ -181,7 +181,9 @@ void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch) {
                                merged ? 1 : row_unit(ku, *quant::find_type(wu->type)));
     if (big_gu) unit_gu = std::max({unit_gu, row_unit(kg_b, *quant::find_type(wg.type)),
                                     merged ? 1 : row_unit(ku_b, *quant::find_type(wu->type))});
-    const int64_t chunk = chunk_rows(n_ff, unit_gu, std::max<int>(1, pool.n_threads() / (int)std::max<size_t>(1, work.size())));
+    // (With AMX experts, whole experts per task: the tile kernel repacks its tokens in every call.)
+    const int64_t chunk = chunk_rows(n_ff, unit_gu, std::max<int>(1, pool.n_threads() / (int)std::max<size_t>(1, work.size())),
+                                     big_gu ? chunks_per_thread(kg_b) : 4);
     const int64_t per_exp = (n_ff + chunk - 1) / chunk;
     int64_t max_n = 0;
     for (auto& w : work) max_n = std::max(max_n, w.n);
@@ -189,7 +191,7 @@ void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch) {
         scratch.thread_floats(t, (size_t)std::max<int64_t>(std::max<int64_t>(E, n_ff), 2 * chunk * max_n));
     pool.parallel_for((int64_t)work.size() * per_exp, [&](int64_t task, int thread) {
         const ExpertWork& w = work[(size_t)(task / per_exp)];
-        const bool b = big_gu && big[(size_t)w.first];
+        const bool b = big_gu && (big[(size_t)w.first] & 1);
         const MatmulKernel& g_k = b ? kg_b : kg;
         const MatmulKernel& u_k = b ? ku_b : ku;
         const size_t arw = b ? ar_b : ar;
@@ -211,18 +213,19 @@ void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch) {
     pool.parallel_for(total, [&](int64_t s, int) {
         float* h = hidden + (size_t)s * n_ff;
         if (round16) round_to_f16(h, n_ff);
-        if (big_d && big[(size_t)s]) kd_b.act->encode_row(h, act_db + dr_b * s, n_ff);
+        if (big_d && (big[(size_t)s] & 2)) kd_b.act->encode_row(h, act_db + dr_b * s, n_ff);
         else kd.act->encode_row(h, act_d + dr * s, n_ff);
     });
 
     // 5. Down projection per expert.
     int64_t unit_d = row_unit(kd, *quant::find_type(wd.type));
     if (big_d) unit_d = std::max(unit_d, row_unit(kd_b, *quant::find_type(wd.type)));
-    const int64_t chunk_d = chunk_rows(E, unit_d, std::max<int>(1, pool.n_threads() / (int)std::max<size_t>(1, work.size())));
+    const int64_t chunk_d = chunk_rows(E, unit_d, std::max<int>(1, pool.n_threads() / (int)std::max<size_t>(1, work.size())),
+                                       big_d ? chunks_per_thread(kd_b) : 4);
     const int64_t per_exp_d = (E + chunk_d - 1) / chunk_d;
     pool.parallel_for((int64_t)work.size() * per_exp_d, [&](int64_t task, int thread) {
         const ExpertWork& w = work[(size_t)(task / per_exp_d)];
-        const bool b = big_d && big[(size_t)w.first];
+        const bool b = big_d && (big[(size_t)w.first] & 2);
         const int64_t r0 = (task % per_exp_d) * chunk_d, r1 = std::min(E, r0 + chunk_d);
         run_rows(b ? kd_b : kd, static_cast<const uint8_t*>(wd.data) + (size_t)w.expert * wd.nb[2], wd.nb[1], n_ff, r0,
                  r1, b ? act_db + dr_b * w.first : act_d + dr * w.first, b ? dr_b : dr, w.n,

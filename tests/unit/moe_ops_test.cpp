@@ -150,8 +150,8 @@ std::vector<double> naive_moe(const std::vector<std::vector<float>>& gate, const
     return y;
 }
 
-void check_moe_ffn(uint32_t type, double tol, bool merged) {
-    const int64_t E = 256, F = 256, X = 6, T = 9, k = 2;
+void check_moe_ffn(uint32_t type, double tol, bool merged, int64_t T = 9) {
+    const int64_t E = 256, F = 256, X = 6, k = 2;
     const quant::TypeTraits& tt = *quant::find_type(type);
     std::mt19937 rng(3);
     std::normal_distribution<float> nd(0.f, 1.f);
@@ -232,7 +232,7 @@ void check_moe_ffn(uint32_t type, double tol, bool merged) {
             num += (y[i] - ref[i]) * (y[i] - ref[i]);
             den += ref[i] * ref[i];
         }
-        EXPECT_LT(std::sqrt(num / den), tol) << tt.name << " threads " << threads << (merged ? " merged" : "");
+        EXPECT_LT(std::sqrt(num / den), tol) << tt.name << " threads " << threads << (merged ? " merged" : "") << " T " << T;
     }
 }
 
@@ -246,6 +246,16 @@ TEST(MoeFfn, GroupedMatchesNaivePerToken) {
     // IQ4_XS reproduces the reference's saturating int16 pair sums for small batches, so it is
     // further from exact maths (that kernel is checked against its own model in the kernel tests).
     check_moe_ffn(quant::T_IQ4_XS, 1e-1, false);
+}
+
+// A prompt batch (80 tokens, ~27 per expert): where the CPU has AMX, experts above their prompt
+// kernel's min_tokens run on the tile unit (bf16) and the others on the standard kernels, each pair
+// encoded for its expert's kernel; the result is still the naive computation.
+TEST(MoeFfn, PromptBatchWithMixedKernelsMatchesNaive) {
+    check_moe_ffn(quant::T_Q8_0, 2e-2, false, 80);
+    check_moe_ffn(quant::T_Q4_K, 3e-2, true, 80);
+    check_moe_ffn(quant::T_IQ4_XS, 1e-1, false, 80);
+    check_moe_ffn(quant::T_F32, 1e-5, false, 80);
 }
 
 }  // namespace

@@ -30,6 +30,7 @@ inline __m512 f32_of_u8(__m128i v) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_ep
 // Legacy 32-weight blocks: w = d * v (+ m for the affine types).
 template <class P>
 struct LegacyFill {
+    static constexpr int32_t kMinTokens = 16;
     static void rows(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t k0, int64_t nk, uint16_t* A) {
         const int64_t nb = nk / 32;
         for (int i = 0; i < kTileRows; ++i) {
@@ -59,6 +60,7 @@ struct LegacyFill {
 // K-quant / ik-K types through their SIMD unpackers: w = dw * P + dc * corr (per 16 weights).
 template <class U>
 struct SinkFill {
+    static constexpr int32_t kMinTokens = 32;
     static void rows(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t k0, int64_t nk, uint16_t* A) {
         const int64_t nb = nk / 256;
         ConvSink<U::uns> sink;
@@ -92,6 +94,7 @@ struct SinkFill {
 // Q4_K / Q5_K: w = (d * sc_j) * q - dmin * m_j per 32 weights.
 template <bool Five>
 struct Q45KFill {
+    static constexpr int32_t kMinTokens = 16;
     static void rows(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t k0, int64_t nk, uint16_t* A) {
         constexpr int bytes = Five ? 176 : 144;
         const int64_t nb = nk / 256;
@@ -134,6 +137,7 @@ struct Q45KFill {
 
 // Q6_K: w = (d * sc_s) * (q - 32), 16 scales per 256 weights.
 struct Q6KFill {
+    static constexpr int32_t kMinTokens = 16;
     static void rows(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t k0, int64_t nk, uint16_t* A) {
         const int64_t nb = nk / 256;
         const __m256i m15 = _mm256_set1_epi8(15), m3 = _mm256_set1_epi8(3), k32 = _mm256_set1_epi8(32);

@@ -35,6 +35,9 @@ struct MatmulKernel {
     // The kernel wants every token of a matmul in one call (it re-encodes weights once per call
     // and blocks tokens itself); otherwise callers pass cache-sized token blocks.
     bool whole_batch = false;
+    // Prompt-batch (AMX) kernels: fewest tokens of one call for which the kernel beats the
+    // standard one (it decodes the weights once per call), used to pick MoE experts' kernels.
+    int32_t min_tokens = 0;
 };
 
 // Best kernel for `weight_type` not above `max_isa` (falls back to lower ISAs, then to the

@@ -42,7 +42,9 @@ constexpr ActFormat kActBf16{quant::T_BF16, bf16_row_bytes, encode_bf16};
 }  // namespace
 
 KernelTable amx_kernels() {
-#define AMX_ENTRY(id, Fill) {id, Isa::avx512, &kActBf16, run<Fill>, true}
+    // min_tokens from quant_matmul_bench (4096 x 4096, 2 threads): the fast decoders (32-weight
+    // types, Q4_K..Q6_K) break even with VNNI at about 16 tokens, the ConvSink ones at about 24-32.
+#define AMX_ENTRY(id, Fill) {id, Isa::avx512, &kActBf16, run<Fill>, true, Fill::kMinTokens}
     using namespace quant;
     static const MatmulKernel entries[] = {
         AMX_ENTRY(T_Q4_0, amx::LegacyFill<Q4_0P>),   AMX_ENTRY(T_Q4_1, amx::LegacyFill<Q4_1P>),
