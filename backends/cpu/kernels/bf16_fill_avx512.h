@@ -99,7 +99,6 @@ struct Q45KFill {
         constexpr int bytes = Five ? 176 : 144;
         const int64_t nb = nk / 256;
         alignas(32) float D[8], M[8];
-        const __m256i m15 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
         for (int i = 0; i < kTileRows; ++i) {
             uint16_t* dst = A + i * kChunk;
             if (i >= n) {
@@ -113,15 +112,9 @@ struct Q45KFill {
                 q45k_scales(x, false, &vd, &vm);
                 _mm256_store_ps(D, vd);
                 _mm256_store_ps(M, vm);
-                const uint8_t* qs = Five ? x + 48 : x + 16;
-                const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 16));
                 for (int g = 0; g < 4; ++g) {
-                    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * g));
-                    __m256i c[2] = {_mm256_and_si256(q, m15), _mm256_and_si256(_mm256_srli_epi16(q, 4), m15)};
-                    if constexpr (Five) {
-                        c[0] = _mm256_or_si256(c[0], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * g), one), 4));
-                        c[1] = _mm256_or_si256(c[1], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * g + 1), one), 4));
-                    }
+                    __m256i c[2];
+                    q45k_codes<Five>(x, g, c);
                     for (int h = 0; h < 2; ++h) {
                         const int j = 2 * g + h;
                         const __m512 d = _mm512_set1_ps(D[j]), m = _mm512_set1_ps(M[j]);

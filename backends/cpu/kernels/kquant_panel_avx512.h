@@ -25,20 +25,11 @@ void fill_q45k_panel(const uint8_t* w, size_t wrb, int64_t r0, int rows, int64_t
                 q45k_scales(x, true, &vd, &vm);
                 _mm256_store_ps(D, vd);
                 _mm256_store_ps(M, vm);
-                // 64 weights per 32 bytes of qs: low nibbles first, then high nibbles (+ the 5th
-                // bits of Q5_K: bit 2g / 2g + 1 of qh byte l).
-                const uint8_t* qs = Five ? x + 48 : x + 16;
-                const __m256i m15 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
-                const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 16));
                 for (int g = 0; g < 4; ++g) {
-                    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * g));
-                    __m256i lo = _mm256_and_si256(q, m15), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m15);
-                    if constexpr (Five) {
-                        lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * g), one), 4));
-                        hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * g + 1), one), 4));
-                    }
-                    _mm256_store_si256(reinterpret_cast<__m256i*>(codes + 64 * g), lo);
-                    _mm256_store_si256(reinterpret_cast<__m256i*>(codes + 64 * g + 32), hi);
+                    __m256i c[2];
+                    q45k_codes<Five>(x, g, c);
+                    _mm256_store_si256(reinterpret_cast<__m256i*>(codes + 64 * g), c[0]);
+                    _mm256_store_si256(reinterpret_cast<__m256i*>(codes + 64 * g + 32), c[1]);
                 }
             } else {
                 std::memset(codes, 0, sizeof(codes));

@@ -47,6 +47,22 @@ inline void q45k_scales(const uint8_t* b, bool conv, __m256* D, __m256* M) {
     }
 }
 
+// Codes of chunks 2g (c[0]) and 2g + 1 (c[1]) of a Q4_K / Q5_K block at b, 32 unsigned bytes each:
+// 64 weights per 32 bytes of qs (low nibbles first, then high nibbles), plus for Q5_K the 5th bits
+// (bits 2g / 2g + 1 of qh byte l).
+template <bool Five>
+inline void q45k_codes(const uint8_t* b, int g, __m256i c[2]) {
+    const __m256i m15 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+    const __m256i q = ld256((Five ? b + 48 : b + 16) + 32 * g);
+    c[0] = _mm256_and_si256(q, m15);
+    c[1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m15);
+    if constexpr (Five) {
+        const __m256i qh = ld256(b + 16);
+        c[0] = _mm256_or_si256(c[0], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * g), one), 4));
+        c[1] = _mm256_or_si256(c[1], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * g + 1), one), 4));
+    }
+}
+
 // ---- AVX2 -------------------------------------------------------------------------------------------
 
 template <int T, bool Five>
