@@ -237,6 +237,30 @@ TEST(AmxMatmul, AtLeastAsAccurateAsTheScalarKernels) {
     }
 }
 
+// Long rows: the packed activations of a call are capped (amx::kPackBytes), so a batch goes in
+// token blocks, each decoding the weights again; every token's result is the one it gets in a
+// call of its own block size.
+TEST(AmxMatmul, TokenBlocksOfLongRowsGiveTheSameBits) {
+    REQUIRE_AMX();
+    const int64_t rows = 20, K = 32768, T = 150;  // 4 MiB / 64 KiB per token: blocks of 64 tokens
+    for (uint32_t id : {quant::T_Q4_0, quant::T_Q4_K}) {
+        const Matrix m = make_matrix(id, rows, K, 77);
+        const cpu::MatmulKernel* k = cpu::find_amx_matmul(id);
+        std::mt19937 rng(4);
+        std::normal_distribution<float> nd(0.f, 1.f);
+        std::vector<float> x((size_t)(T * K));
+        for (auto& v : x) v = nd(rng);
+        const auto act = encode(*k, x, T, K);
+        const size_t arb = k->act->row_bytes(K);
+        std::vector<float> whole((size_t)(T * rows)), parts((size_t)(T * rows));
+        k->run(m.data.data(), m.row_bytes, K, 0, rows, act.data(), arb, T, whole.data(), rows);
+        for (int64_t t0 = 0; t0 < T; t0 += 30)
+            k->run(m.data.data(), m.row_bytes, K, 0, rows, act.data() + t0 * arb, arb, std::min<int64_t>(30, T - t0),
+                   parts.data() + t0 * rows, rows);
+        for (size_t i = 0; i < whole.size(); ++i) ASSERT_EQ(whole[i], parts[i]) << m.tt->name << " element " << i;
+    }
+}
+
 TEST(AmxMatmul, BatchLookupUsesTheTileUnitFromTheThreshold) {
     REQUIRE_AMX();
     const cpu::MatmulKernel* amx = cpu::find_amx_matmul(quant::T_Q4_0);

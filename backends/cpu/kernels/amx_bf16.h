@@ -145,9 +145,8 @@ constexpr int64_t kRowBlock = 128;
 // nk, out) decodes columns [k0, k0 + nk) of rows r..r+n-1 (n <= 16) into one 16-row A block
 // ([nk/32][16][32]), zero rows after n.
 template <class Fill>
-void gemm(const uint8_t* w, size_t wrb, int64_t K, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
-          int64_t nt, float* y, int64_t ys) {
-    if (r1 <= r0 || nt <= 0) return;
+void gemm_block(const uint8_t* w, size_t wrb, int64_t K, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
+                int64_t nt, float* y, int64_t ys) {
     const int64_t kc = K / kChunk;
     const int64_t groups = (nt + 15) / 16;
     const int64_t kcb = std::min<int64_t>(kc, kKBlock / kChunk);
@@ -195,6 +194,21 @@ void gemm(const uint8_t* w, size_t wrb, int64_t K, int64_t r0, int64_t r1, const
                 store_transposed(ctile(rb, g), (int)std::min<int64_t>(16, rows - 16 * rb),
                                  (int)std::min<int64_t>(16, nt - 16 * g), y + (16 * g) * ys + rs + 16 * rb, ys);
     }
+}
+
+// Packed activations of one gemm_block call stay under this size (per thread): larger batches of
+// long rows go in balanced token blocks (each decodes the weights again).
+constexpr size_t kPackBytes = 4u << 20;
+
+template <class Fill>
+void gemm(const uint8_t* w, size_t wrb, int64_t K, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
+          int64_t nt, float* y, int64_t ys) {
+    if (r1 <= r0 || nt <= 0) return;
+    const int64_t cap = std::max<int64_t>(64, (int64_t)(kPackBytes / (2 * (size_t)K)) / 32 * 32);
+    const int64_t blocks = (nt + cap - 1) / cap;
+    const int64_t tb = ((nt + blocks - 1) / blocks + 15) / 16 * 16;
+    for (int64_t t0 = 0; t0 < nt; t0 += tb)
+        gemm_block<Fill>(w, wrb, K, r0, r1, act + (size_t)t0 * arb, arb, std::min(tb, nt - t0), y + t0 * ys, ys);
 }
 
 }  // namespace ikllm::cpu::amx
