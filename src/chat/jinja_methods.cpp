@@ -578,7 +578,8 @@ std::string python_str_format(Interp& in, const std::string& fmt, CallArgs& args
             } else {
                 if (automatic) value_error("cannot switch from automatic field numbering to manual field specification");
                 manual = true;
-                idx = static_cast<size_t>(std::stoul(arg_name));
+                if (arg_name.size() > 18) value_error("Too many decimal digits in format string");  // as Python
+                idx = static_cast<size_t>(std::stoull(arg_name));
             }
             if (idx >= args.pos.size())
                 raise_error("IndexError", "Replacement index " + std::to_string(idx) + " out of range for positional args tuple");
@@ -603,6 +604,7 @@ std::string python_str_format(Interp& in, const std::string& fmt, CallArgs& args
                 if (e == std::string::npos) value_error("Missing ']' in format string");
                 std::string key = field.substr(k + 1, e - k - 1);
                 bool numeric = !key.empty() && std::all_of(key.begin(), key.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+                if (numeric && key.size() > 18) value_error("Too many decimal digits in format string");  // as Python
                 v = in.getitem(v, numeric ? Value::integer(std::stoll(key)) : Value::string(key));
                 k = e + 1;
             }

@@ -255,8 +255,15 @@ private:
                 case 't': *cp = '\t'; return true;
                 case 'r': *cp = '\r'; return true;
                 case 'u': {
-                    if (p_ + 4 > s_.size()) error("\\u needs 4 hex digits");
-                    *cp = (uint32_t)std::stoul(s_.substr(p_, 4), nullptr, 16);
+                    // exactly 4 hex digits (std::stoul would throw on none and skip spaces or signs)
+                    uint32_t v = 0;
+                    for (int i = 0; i < 4; ++i) {
+                        const char h = p_ + i < s_.size() ? s_[p_ + i] : '\0';
+                        const int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+                        if (d < 0) error("\\u needs 4 hex digits");
+                        v = v * 16 + (uint32_t)d;
+                    }
+                    *cp = v;
                     p_ += 4;
                     return true;
                 }
