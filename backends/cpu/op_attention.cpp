@@ -70,6 +70,7 @@ size_t scratch_floats(int64_t d_k, int64_t d_v, int64_t nq) {
 }  // namespace
 
 void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch) {
+    if (op_attention_amx(op, pool, scratch)) return;  // prompt batches on the tile unit
     const Tensor& q = *op.src[0];   // [d_k, n_head, T]
     const Tensor& kc = *op.src[1];  // [d_k, n_head_kv, cells]
     const Tensor& vc = *op.src[2];  // [d_v, n_head_kv, cells]

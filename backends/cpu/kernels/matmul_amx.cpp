@@ -5,6 +5,7 @@
 
 #if (defined(__AMX_BF16__) || defined(__AMXBF16__)) && (defined(__AMX_TILE__) || defined(__AMXTILE__)) && defined(__AVX512BF16__)
 // (GCC spells the macros __AMX_BF16__ / __AMX_TILE__, clang 14 __AMXBF16__ / __AMXTILE__)
+#include "kernels/bf16_encode_avx512.h"
 #include "kernels/bf16_fill_avx512.h"
 
 namespace ikllm::cpu {
@@ -16,25 +17,9 @@ void run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, cons
     amx::gemm<Fill>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
 }
 
-// bf16 rows, bit-identical to the reference encoder (act_format_bf16): round to nearest even,
-// NaN kept quiet (the vector cvtne2ps instruction would flush denormals).
+// bf16 rows, bit-identical to the reference encoder (act_format_bf16).
 void encode_bf16(const float* x, uint8_t* out, int64_t ne0) {
-    uint16_t* o = reinterpret_cast<uint16_t*>(out);
-    const __m512i absm = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
-    const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff), quiet = _mm512_set1_epi32(0x40);
-    int64_t i = 0;
-    for (; i + 16 <= ne0; i += 16) {
-        const __m512i b = _mm512_castps_si512(_mm512_loadu_ps(x + i));
-        const __m512i rne = _mm512_add_epi32(b, _mm512_add_epi32(bias, _mm512_and_si512(_mm512_srli_epi32(b, 16), one)));
-        const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(b, absm), inf);
-        const __m512i r = _mm512_mask_or_epi32(_mm512_srli_epi32(rne, 16), nan, _mm512_srli_epi32(b, 16), quiet);
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + i), _mm512_cvtepi32_epi16(r));
-    }
-    for (; i < ne0; ++i) {
-        uint32_t b;
-        std::memcpy(&b, x + i, 4);
-        o[i] = (b & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((b >> 16) | 0x40u) : (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
-    }
+    simd512::bf16_encode_row(x, reinterpret_cast<uint16_t*>(out), ne0);
 }
 size_t bf16_row_bytes(int64_t ne0) { return (size_t)ne0 * 2; }
 constexpr ActFormat kActBf16{quant::T_BF16, bf16_row_bytes, encode_bf16};

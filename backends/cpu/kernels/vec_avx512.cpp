@@ -6,34 +6,17 @@
 
 #include <limits>
 
-#include "kernels/vec_exp.h"
+#include "kernels/exp_avx512.h"
 
 namespace ikllm::cpu {
 namespace {
-
-struct Avx512Ops {
-    static __m512 set1(float v) { return _mm512_set1_ps(v); }
-    static __m512 add(__m512 a, __m512 b) { return _mm512_add_ps(a, b); }
-    static __m512 mul(__m512 a, __m512 b) { return _mm512_mul_ps(a, b); }
-    static __m512 fma(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
-    static __m512 min(__m512 a, __m512 b) { return _mm512_min_ps(a, b); }
-    static __m512 max(__m512 a, __m512 b) { return _mm512_max_ps(a, b); }
-    static __m512 round(__m512 v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-    static __m512 pow2n(__m512 n) {
-        const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-        return _mm512_castsi512_ps(e);
-    }
-    static __m512 zero_below(__m512 x, float lo, __m512 v) {
-        return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(lo), _CMP_GE_OQ), v);
-    }
-};
 
 void silu_mul(const float* g, const float* u, float* y, int64_t n) {
     const __m512 one = _mm512_set1_ps(1.0f);
     for (int64_t i = 0; i < n; i += 16) {
         const __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
         const __m512 gv = _mm512_maskz_loadu_ps(m, g + i);
-        const __m512 e = exp_approx<Avx512Ops>(_mm512_sub_ps(_mm512_setzero_ps(), gv));
+        const __m512 e = exp512(_mm512_sub_ps(_mm512_setzero_ps(), gv));
         _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(_mm512_div_ps(gv, _mm512_add_ps(one, e)), _mm512_maskz_loadu_ps(m, u + i)));
     }
     _mm256_zeroupper();
@@ -45,7 +28,7 @@ float exp_shift_sum(float* s, int64_t n, float m) {
         const __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
         const __m512 x = _mm512_maskz_loadu_ps(k, s + i);
         const __mmask16 live = k & ~_mm512_cmp_ps_mask(x, ninf, _CMP_EQ_OQ);
-        const __m512 e = _mm512_maskz_mov_ps(live, exp_approx<Avx512Ops>(_mm512_sub_ps(x, vm)));
+        const __m512 e = _mm512_maskz_mov_ps(live, exp512(_mm512_sub_ps(x, vm)));
         _mm512_mask_storeu_ps(s + i, k, e);
         acc = _mm512_add_ps(acc, e);
     }

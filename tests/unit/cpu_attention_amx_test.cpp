@@ -1,0 +1,251 @@
+// Tile-unit attention for prompt batches (kernels/attn_amx.h, op_attention_amx):
+//  - the kernel equals double-precision softmax attention over the bf16-rounded q, k, v within
+//    the rounding of the bf16 weights P, for head sizes of llama (64, 128), DeepSeek's MLA
+//    (576 / 512) and its decompressed form (192 / 128), key counts that are not multiples of
+//    the 32-key groups and cross the 256-key softmax chunks (the running max moves between
+//    chunks), 1..32 rows with different visible prefixes (0 visible gives 0);
+//  - the op takes the tile path only for single-sequence batches of kAmxMinTokens tokens or more
+//    outside batch-invariant sessions, and there agrees with the fp32 flash-attention path
+//    (taken with batch_invariant) for GQA with an f16 cache and for MLA with a q8_0 latent cache
+//    stored in shuffled cells beside another sequence's cells.
+// Skipped (with a message) where the CPU or OS does not grant the tile unit.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "cpu_ops.h"
+#include "kernels/attn_amx.h"
+#include "quant/kv_codec.h"
+#include "quant/type_traits.h"
+
+using namespace ikllm;
+
+namespace {
+
+#define REQUIRE_AMX_ATTENTION()                                                              \
+    do {                                                                                     \
+        if (!cpu::amx_attention()) GTEST_SKIP() << "no AMX-BF16 tile unit on this machine"; \
+    } while (0)
+
+float bf16_round(float x) {
+    uint32_t b;
+    std::memcpy(&b, &x, 4);
+    b = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
+    std::memcpy(&x, &b, 4);
+    return x;
+}
+
+// Relative RMS difference of a against b.
+double rel_rms(const float* a, const double* b, int64_t n) {
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        num += (a[i] - b[i]) * (a[i] - b[i]);
+        den += b[i] * b[i];
+    }
+    return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+void check_kernel(int64_t d_k, int64_t d_v, int64_t n, int nr, float scale, uint32_t seed) {
+    const cpu::AmxAttention* A = cpu::amx_attention();
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    const int64_t n_pad = (n + 31) / 32 * 32;
+    std::vector<float> k(n * d_k), v(n * d_v), q(nr * d_k);
+    for (int64_t j = 0; j < n; ++j)
+        for (int64_t i = 0; i < d_k; ++i) k[j * d_k + i] = nd(rng) + 0.002f * (float)j;  // later keys score higher
+    for (auto& x : v) x = nd(rng);
+    for (auto& x : q) x = nd(rng) + 0.5f;
+    std::vector<uint16_t> kp(A->key_elems(n_pad, d_k)), vp(A->value_elems(n_pad, d_v));
+    for (int64_t g = 0; g * 32 < n; ++g) {
+        const int rows = (int)std::min<int64_t>(32, n - 32 * g);
+        A->pack_keys(k.data() + 32 * g * d_k, rows, d_k, kp.data() + g * A->key_elems(32, d_k));
+        A->pack_values(v.data() + 32 * g * d_v, rows, d_v, vp.data() + g * A->value_elems(32, d_v));
+    }
+    std::vector<int64_t> nv(nr);
+    std::uniform_int_distribution<int64_t> ud(0, n);
+    for (int r = 0; r < nr; ++r) nv[r] = r == 0 ? n : r == 1 ? 0 : ud(rng);
+    std::vector<float> out(nr * d_v, 7.0f);
+    std::vector<const float*> qr(nr);
+    std::vector<float*> orow(nr);
+    for (int r = 0; r < nr; ++r) {
+        qr[r] = q.data() + r * d_k;
+        orow[r] = out.data() + r * d_v;
+    }
+    A->attend(qr.data(), nv.data(), nr, scale, kp.data(), vp.data(), d_k, d_v, orow.data());
+    for (int r = 0; r < nr; ++r) {
+        std::vector<double> ref(d_v, 0.0);
+        if (nv[r] > 0) {
+            std::vector<double> s(nv[r]);
+            double mx = -INFINITY, sum = 0;
+            for (int64_t j = 0; j < nv[r]; ++j) {
+                double d = 0;
+                for (int64_t i = 0; i < d_k; ++i) d += (double)bf16_round(q[r * d_k + i]) * bf16_round(k[j * d_k + i]);
+                s[j] = scale * d;
+                mx = std::max(mx, s[j]);
+            }
+            for (int64_t j = 0; j < nv[r]; ++j) sum += (s[j] = std::exp(s[j] - mx));
+            for (int64_t j = 0; j < nv[r]; ++j)
+                for (int64_t i = 0; i < d_v; ++i) ref[i] += s[j] / sum * bf16_round(v[j * d_v + i]);
+        }
+        const double err = rel_rms(out.data() + r * d_v, ref.data(), d_v);
+        // P is rounded to bf16 (relative 2^-9 per weight, normalized by the sum of the rounded
+        // weights); everything else accumulates in fp32.
+        EXPECT_LT(err, nv[r] == 0 ? 1e-30 : 4e-3) << "d_k " << d_k << " d_v " << d_v << " n " << n << " row " << r
+                                                  << " visible " << nv[r];
+    }
+}
+
+TEST(AmxAttention, KernelMatchesDoubleReference) {
+    REQUIRE_AMX_ATTENTION();
+    for (auto [dk, dv] : {std::pair<int64_t, int64_t>{64, 64}, {128, 128}, {192, 128}, {576, 512}})
+        for (int64_t n : {1, 31, 300, 600})
+            for (int nr : {1, 7, 32}) check_kernel(dk, dv, n, nr, 1.0f / std::sqrt((float)dk), (uint32_t)(dk + n + nr));
+    check_kernel(128, 128, 700, 32, 0.5f, 5);  // sharp softmax: the running max moves chunk to chunk
+}
+
+Tensor view(void* data, uint32_t type, int64_t ne0, int64_t ne1, int64_t ne2, size_t nb1, size_t nb2) {
+    Tensor t;
+    t.type = type;
+    t.ne[0] = ne0;
+    t.ne[1] = ne1;
+    t.ne[2] = ne2;
+    t.nb[0] = type == quant::T_F32 ? 4 : 2;
+    t.nb[1] = nb1;
+    t.nb[2] = nb2;
+    t.nb[3] = nb2 * ne2;
+    t.data = data;
+    t.name = "t";
+    return t;
+}
+
+// A cache of n_cells cells; the batch's sequence 0 occupies cells in shuffled order (positions
+// 0..n_seq0-1), every fifth cell belongs to sequence 1. The batch is the last T positions.
+struct AttnCase {
+    int64_t d_k, d_v, n_head, n_head_kv, T, n_seq0;
+    uint32_t cache_type;
+    bool latent;  // V = the first d_v values of the K row (MLA)
+};
+
+struct AttnSetup {
+    std::vector<uint8_t> kcache, vcache;
+    std::vector<float> q, out;
+    std::vector<int32_t> cell_pos, pos, seq_ids;
+    std::vector<uint64_t> seqs;
+    Tensor Q, K, V, O;
+    Op op;
+};
+
+void setup(const AttnCase& c, AttnSetup& s, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    const int64_t n_cells = c.n_seq0 + c.n_seq0 / 4 + 3;
+    const size_t krb = quant::kv_row_bytes(c.cache_type, c.d_k), vrb = quant::kv_row_bytes(c.cache_type, c.d_v);
+    s.kcache.assign(krb * c.n_head_kv * n_cells, 0);
+    s.vcache.assign(vrb * c.n_head_kv * n_cells, 0);
+    std::vector<float> row(std::max(c.d_k, c.d_v));
+    for (int64_t i = 0; i < c.n_head_kv * n_cells; ++i) {
+        for (int64_t j = 0; j < c.d_k; ++j) row[j] = nd(rng);
+        quant::kv_encode_row(c.cache_type, row.data(), s.kcache.data() + i * krb, c.d_k);
+        for (int64_t j = 0; j < c.d_v; ++j) row[j] = nd(rng);
+        quant::kv_encode_row(c.cache_type, row.data(), s.vcache.data() + i * vrb, c.d_v);
+    }
+    // Cells: sequence 0 in shuffled cells, sequence 1 in the others; 3 cells empty.
+    std::vector<int32_t> order(n_cells);
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    s.cell_pos.assign(n_cells, -1);
+    s.seqs.assign(n_cells, 0);
+    for (int64_t p = 0; p < c.n_seq0; ++p) {
+        s.cell_pos[order[p]] = (int32_t)p;
+        s.seqs[order[p]] = 1;
+    }
+    for (int64_t p = c.n_seq0; p < n_cells - 3; ++p) {
+        s.cell_pos[order[p]] = (int32_t)(p - c.n_seq0);
+        s.seqs[order[p]] = 2;
+    }
+    s.pos.resize(c.T);
+    for (int64_t t = 0; t < c.T; ++t) s.pos[t] = (int32_t)(c.n_seq0 - c.T + t);
+    s.seq_ids.assign(c.T, 0);
+    s.q.resize(c.d_k * c.n_head * c.T);
+    for (auto& x : s.q) x = nd(rng);
+    s.out.assign(c.d_v * c.n_head * c.T, 0.0f);
+    s.Q = view(s.q.data(), quant::T_F32, c.d_k, c.n_head, c.T, 4 * c.d_k, 4 * c.d_k * c.n_head);
+    s.K = view(s.kcache.data(), c.cache_type, c.d_k, c.n_head_kv, n_cells, krb, krb * c.n_head_kv);
+    s.V = c.latent ? s.K : view(s.vcache.data(), c.cache_type, c.d_v, c.n_head_kv, n_cells, vrb, vrb * c.n_head_kv);
+    if (c.latent) s.V.ne[0] = c.d_v;
+    s.O = view(s.out.data(), quant::T_F32, c.d_v * c.n_head, c.T, 1, 4 * c.d_v * c.n_head, 4 * c.d_v * c.n_head * c.T);
+    s.op = Op{};
+    s.op.kind = OpKind::attention;
+    s.op.src[0] = &s.Q;
+    s.op.src[1] = &s.K;
+    s.op.src[2] = &s.V;
+    s.op.dst = &s.O;
+    s.op.i32 = s.pos.data();
+    s.op.n_i32 = c.T;
+    s.op.seq_ids = s.seq_ids.data();
+    s.op.kv.cell_pos = s.cell_pos.data();
+    s.op.kv.cell_seqs = s.seqs.data();
+    s.op.kv.seq_words = 1;
+    s.op.kv.n_cells = (int32_t)n_cells;
+    s.op.f[0] = 1.0f / std::sqrt((float)c.d_k);
+}
+
+void check_op(const AttnCase& c) {
+    cpu::ThreadPool pool(2);
+    cpu::Scratch scratch;
+    AttnSetup s;
+    setup(c, s, (uint32_t)(c.d_k * 7 + c.T));
+    ASSERT_TRUE(cpu::op_attention_amx(s.op, pool, scratch)) << c.d_k;
+    const std::vector<float> amx = s.out;
+    std::fill(s.out.begin(), s.out.end(), 0.0f);
+    s.op.batch_invariant = true;  // the fp32 flash-attention kernels
+    ASSERT_FALSE(cpu::op_attention_amx(s.op, pool, scratch));
+    cpu::op_attention(s.op, pool, scratch);
+    std::vector<double> ref(s.out.begin(), s.out.end());
+    for (int64_t t = 0; t < c.T; ++t) {
+        const int64_t w = c.d_v * c.n_head;
+        EXPECT_LT(rel_rms(amx.data() + t * w, ref.data() + t * w, w), 1e-2) << "d_k " << c.d_k << " token " << t;
+    }
+    // (Q and K are rounded to bf16 as well here: ~4e-3 at most.) Default options run the tile path
+    // inside op_attention too.
+    s.op.batch_invariant = false;
+    std::vector<float> again(s.out.size());
+    cpu::op_attention(s.op, pool, scratch);
+    EXPECT_EQ(0, std::memcmp(s.out.data(), amx.data(), amx.size() * 4));
+}
+
+TEST(AmxAttention, OpMatchesFlashAttentionGqaF16) {
+    REQUIRE_AMX_ATTENTION();
+    check_op({64, 64, 8, 2, 70, 100, quant::T_F16, false});
+    check_op({128, 128, 4, 4, 64, 64, quant::T_F16, false});
+}
+
+TEST(AmxAttention, OpMatchesFlashAttentionMlaQ8) {
+    REQUIRE_AMX_ATTENTION();
+    check_op({576, 512, 16, 1, 65, 300, quant::T_Q8_0, true});
+}
+
+TEST(AmxAttention, OpDeclinesWhereItDoesNotApply) {
+    REQUIRE_AMX_ATTENTION();
+    cpu::ThreadPool pool(2);
+    cpu::Scratch scratch;
+    AttnSetup s;
+    setup({64, 64, 4, 2, 63, 100, quant::T_F16, false}, s, 3);
+    EXPECT_FALSE(cpu::op_attention_amx(s.op, pool, scratch)) << "below kAmxMinTokens";
+    setup({80, 64, 4, 2, 70, 100, quant::T_F16, false}, s, 3);
+    EXPECT_FALSE(cpu::op_attention_amx(s.op, pool, scratch)) << "d_k not a multiple of 32";
+    setup({64, 64, 4, 2, 70, 100, quant::T_F16, false}, s, 3);
+    s.seq_ids[5] = 1;
+    EXPECT_FALSE(cpu::op_attention_amx(s.op, pool, scratch)) << "two sequences";
+    s.seq_ids[5] = 0;
+    s.op.f[1] = 0.01f;  // scratch bound of 10 KiB
+    EXPECT_FALSE(cpu::op_attention_amx(s.op, pool, scratch)) << "packed keys over the scratch bound";
+}
+
+}  // namespace
