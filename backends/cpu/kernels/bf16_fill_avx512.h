@@ -91,6 +91,54 @@ struct SinkFill {
     }
 };
 
+// IQ4_XS / IQ4_K: 4-bit indices (P4N: per 32 weights, low nibbles = weights 0-15, high = 16-31)
+// into a 16-value table, 6-bit scales; one byte shuffle per 16 weights instead of the ConvSink
+// round trip (a prompt batch's MoE experts see few tokens each, so decoding sets their speed).
+// IQ4_K: a scale and a value set (bit of `extra`) per 16 weights; IQ4_XS: a scale per 32.
+template <bool K>
+struct Iq4Fill {
+    static constexpr int32_t kMinTokens = 16;
+    static constexpr int kBytes = K ? 144 : 136;
+    static void rows(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t k0, int64_t nk, uint16_t* A) {
+        const int64_t nb = nk / 256;
+        const __m128i t0 = _mm_loadu_si128((const __m128i*)quant::tables::kIq4k);
+        const __m128i t1 = _mm_loadu_si128((const __m128i*)(quant::tables::kIq4k + 16));
+        const __m128i m4 = _mm_set1_epi8(15);
+        float dl[16];
+        for (int i = 0; i < kTileRows; ++i) {
+            uint16_t* dst = A + i * kChunk;
+            if (i >= n) {
+                zero_row(dst, nk / kChunk);
+                continue;
+            }
+            const uint8_t* row = w + (size_t)(r + i) * wrb + (size_t)(k0 / 256) * kBytes;
+            for (int64_t b = 0; b < nb; ++b) {
+                const uint8_t* x = row + (size_t)b * kBytes;
+                uint16_t h16, e16;
+                std::memcpy(&h16, x, 2);
+                std::memcpy(&e16, x + 2, 2);
+                const float d = _cvtsh_ss(h16);
+                if constexpr (K) {  // scales_h @4 (2 bits each), scales_l @8 (nibbles)
+                    for (int s = 0; s < 16; ++s)
+                        dl[s] = d * (float)((((x[8 + s / 2] >> (4 * (s & 1))) & 15) | ((x[4 + s / 4] >> (2 * (s & 3))) & 3) << 4) - 32);
+                } else {  // scales_h = e16 (2 bits each), scales_l @4 (nibbles)
+                    for (int j = 0; j < 8; ++j)
+                        dl[2 * j] = dl[2 * j + 1] = d * (float)((((x[4 + j / 2] >> (4 * (j & 1))) & 15) | ((e16 >> (2 * j)) & 3) << 4) - 32);
+                }
+                const uint8_t* qs = x + (K ? 16 : 8);
+                for (int j = 0; j < 8; ++j) {
+                    const __m128i q = _mm_loadu_si128((const __m128i*)(qs + 16 * j));
+                    const __m128i lo = _mm_and_si128(q, m4), hi = _mm_and_si128(_mm_srli_epi16(q, 4), m4);
+                    const bool x0 = K && ((e16 >> (2 * j)) & 1), x1 = K && ((e16 >> (2 * j + 1)) & 1);
+                    const __m128i vlo = _mm_shuffle_epi8(x0 ? t1 : t0, lo), vhi = _mm_shuffle_epi8(x1 ? t1 : t0, hi);
+                    put32(dst + (8 * b + j) * kTileElems, _mm512_mul_ps(_mm512_set1_ps(dl[2 * j]), f32_of_i8(vlo)),
+                          _mm512_mul_ps(_mm512_set1_ps(dl[2 * j + 1]), f32_of_i8(vhi)));
+                }
+            }
+        }
+    }
+};
+
 // Q4_K / Q5_K: w = (d * sc_j) * q - dmin * m_j per 32 weights.
 template <bool Five>
 struct Q45KFill {
