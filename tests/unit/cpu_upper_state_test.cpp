@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/attn_amx.h"
 #include "kernels/attn_kernels.h"
 #include "kernels/matmul.h"
 #include "kernels/vec_kernels.h"
@@ -138,6 +139,20 @@ TEST_F(UpperState, AttentionKernels) {
         for (uint32_t type : {quant::T_F32, quant::T_F16, quant::T_BF16, quant::T_Q8_0})
             if (leaves_dirty([&] { k.load_row(type, cache.data(), y.data(), n); }))
                 dirty.push_back(name + " load_row " + quant::find_type(type)->name);
+    }
+    // The tile-unit attention (pack and attend; tiles released, upper halves clean).
+    if (const cpu::AmxAttention* A = cpu::amx_attention()) {
+        const int64_t dk = 576, dv = 512, keys = 64;
+        std::vector<float> kr(keys * dk, 0.25f), q(4 * dk, 0.5f), o(4 * dv);
+        std::vector<uint16_t> kp(A->key_elems(keys, dk)), vp(A->value_elems(keys, dv));
+        if (leaves_dirty([&] { A->pack_keys(kr.data(), 32, dk, kp.data()); })) dirty.push_back("amx pack_keys");
+        if (leaves_dirty([&] { A->pack_keys(kr.data(), 32, dk, kp.data() + A->key_elems(32, dk)); })) dirty.push_back("amx pack_keys");
+        if (leaves_dirty([&] { A->pack_values(kr.data(), 32, dv, vp.data()); })) dirty.push_back("amx pack_values");
+        if (leaves_dirty([&] { A->pack_values(kr.data(), 32, dv, vp.data() + A->value_elems(32, dv)); })) dirty.push_back("amx pack_values");
+        const float* qr[4] = {q.data(), q.data() + dk, q.data() + 2 * dk, q.data() + 3 * dk};
+        float* orow[4] = {o.data(), o.data() + dv, o.data() + 2 * dv, o.data() + 3 * dv};
+        const int64_t nv[4] = {1, 33, 64, 0};
+        if (leaves_dirty([&] { A->attend(qr, nv, 4, 0.1f, kp.data(), vp.data(), dk, dv, orow); })) dirty.push_back("amx attend");
     }
     std::string list;
     for (const auto& d : dirty) list += d + "\n";

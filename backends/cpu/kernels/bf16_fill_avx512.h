@@ -99,12 +99,37 @@ template <bool K>
 struct Iq4Fill {
     static constexpr int32_t kMinTokens = 16;
     static constexpr int kBytes = K ? 144 : 136;
+    // dl[s] = d * (6-bit scale - 32) for the 16 sub-blocks of 16 weights (IQ4_XS: each 32-weight
+    // scale twice). Low 4 bits: nibbles (IQ4_K @8, one per s; IQ4_XS @4, one per s / 2); high 2
+    // bits: IQ4_K bytes @4 (bits 2 (s mod 4) of byte s / 4), IQ4_XS the second uint16 (bits 2 (s / 2)).
+    static void scales(const uint8_t* x, uint16_t e16, float d, float* dl) {
+        const __m128i m4 = _mm_set1_epi8(15);
+        __m512i lo, hi;
+        if constexpr (K) {
+            const __m128i b = _mm_loadl_epi64((const __m128i*)(x + 8));
+            lo = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(_mm_and_si128(b, m4), _mm_and_si128(_mm_srli_epi16(b, 4), m4)));
+            uint32_t h;
+            std::memcpy(&h, x + 4, 4);
+            const __m512i hb = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(_mm_cvtsi32_si128((int)h),
+                                                                     _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3)));
+            hi = _mm512_srlv_epi32(hb, _mm512_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6));
+        } else {
+            uint32_t l;
+            std::memcpy(&l, x + 4, 4);
+            const __m128i b = _mm_cvtsi32_si128((int)l);
+            const __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(b, m4), _mm_and_si128(_mm_srli_epi16(b, 4), m4));
+            lo = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(nib, _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7)));
+            hi = _mm512_srlv_epi32(_mm512_set1_epi32(e16), _mm512_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14));
+        }
+        const __m512i ls = _mm512_or_si512(lo, _mm512_slli_epi32(_mm512_and_si512(hi, _mm512_set1_epi32(3)), 4));
+        _mm512_store_ps(dl, _mm512_mul_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(_mm512_sub_epi32(ls, _mm512_set1_epi32(32)))));
+    }
     static void rows(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t k0, int64_t nk, uint16_t* A) {
         const int64_t nb = nk / 256;
         const __m128i t0 = _mm_loadu_si128((const __m128i*)quant::tables::kIq4k);
         const __m128i t1 = _mm_loadu_si128((const __m128i*)(quant::tables::kIq4k + 16));
         const __m128i m4 = _mm_set1_epi8(15);
-        float dl[16];
+        alignas(64) float dl[16];
         for (int i = 0; i < kTileRows; ++i) {
             uint16_t* dst = A + i * kChunk;
             if (i >= n) {
@@ -117,14 +142,7 @@ struct Iq4Fill {
                 uint16_t h16, e16;
                 std::memcpy(&h16, x, 2);
                 std::memcpy(&e16, x + 2, 2);
-                const float d = _cvtsh_ss(h16);
-                if constexpr (K) {  // scales_h @4 (2 bits each), scales_l @8 (nibbles)
-                    for (int s = 0; s < 16; ++s)
-                        dl[s] = d * (float)((((x[8 + s / 2] >> (4 * (s & 1))) & 15) | ((x[4 + s / 4] >> (2 * (s & 3))) & 3) << 4) - 32);
-                } else {  // scales_h = e16 (2 bits each), scales_l @4 (nibbles)
-                    for (int j = 0; j < 8; ++j)
-                        dl[2 * j] = dl[2 * j + 1] = d * (float)((((x[4 + j / 2] >> (4 * (j & 1))) & 15) | ((e16 >> (2 * j)) & 3) << 4) - 32);
-                }
+                scales(x, e16, _cvtsh_ss(h16), dl);
                 const uint8_t* qs = x + (K ? 16 : 8);
                 for (int j = 0; j < 8; ++j) {
                     const __m128i q = _mm_loadu_si128((const __m128i*)(qs + 16 * j));
