@@ -52,6 +52,10 @@ struct KvView {
     int32_t seq_words = 1;
     int32_t n_cells = 0;                 // cells [0, n_cells) are examined
 };
+// Whether cell c holds a position of sequence seq.
+inline bool kv_cell_in_seq(const KvView& kv, int64_t c, int32_t seq) {
+    return kv.cell_pos[c] >= 0 && ((kv.cell_seqs[c * kv.seq_words + seq / 64] >> (seq % 64)) & 1u);
+}
 
 enum class OpKind : int32_t {
     get_rows,     // dst[:, t] = dequant(src0 row ids[t])            src0 = table, i32 = ids

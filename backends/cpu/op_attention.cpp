@@ -26,9 +26,6 @@
 namespace ikllm::cpu {
 
 namespace {
-inline bool cell_in_seq(const KvView& kv, int64_t c, int32_t seq) {
-    return kv.cell_pos[c] >= 0 && ((kv.cell_seqs[c * kv.seq_words + seq / 64] >> (seq % 64)) & 1u);
-}
 constexpr int64_t kTile = 32;      // cache cells per tile
 constexpr int64_t kTokBlock = 4;   // query tokens per task (fewer under a scratch bound)
 
@@ -50,7 +47,7 @@ QueryBlocks plan_blocks(const Op& op, int64_t T, int64_t tok_block) {
         for (int64_t i = t; i < e; ++i) max_pos = std::max(max_pos, op.i32[i]);
         by_pos.clear();
         for (int64_t c = 0; c < kv.n_cells; ++c)
-            if (cell_in_seq(kv, c, seq) && kv.cell_pos[c] <= max_pos) by_pos.emplace_back(kv.cell_pos[c], (int32_t)c);
+            if (kv_cell_in_seq(kv, c, seq) && kv.cell_pos[c] <= max_pos) by_pos.emplace_back(kv.cell_pos[c], (int32_t)c);
         if (!std::is_sorted(by_pos.begin(), by_pos.end())) std::sort(by_pos.begin(), by_pos.end());  // rare: reused cells
         b.t0.push_back(t);
         b.t1.push_back(e);

@@ -17,9 +17,6 @@ namespace ikllm::cpu {
 namespace {
 constexpr double kMaxPackedBytes = 256.0 * 1048576.0;  // per KV head, without an explicit bound
 
-inline bool cell_in_seq(const KvView& kv, int64_t c, int32_t seq) {
-    return kv.cell_pos[c] >= 0 && ((kv.cell_seqs[c * kv.seq_words + seq / 64] >> (seq % 64)) & 1u);
-}
 }  // namespace
 
 bool op_attention_amx(const Op& op, ThreadPool& pool, Scratch& scratch) {
@@ -41,7 +38,7 @@ bool op_attention_amx(const Op& op, ThreadPool& pool, Scratch& scratch) {
     const KvView& kv = op.kv;
     std::vector<std::pair<int32_t, int32_t>> by_pos;  // (position, cell) visible to the batch
     for (int64_t c = 0; c < kv.n_cells; ++c)
-        if (cell_in_seq(kv, c, seq) && kv.cell_pos[c] <= max_pos) by_pos.emplace_back(kv.cell_pos[c], (int32_t)c);
+        if (kv_cell_in_seq(kv, c, seq) && kv.cell_pos[c] <= max_pos) by_pos.emplace_back(kv.cell_pos[c], (int32_t)c);
     if (by_pos.empty()) return false;
     if (!std::is_sorted(by_pos.begin(), by_pos.end())) std::sort(by_pos.begin(), by_pos.end());
     const int64_t n = (int64_t)by_pos.size(), n_pad = (n + kAmxKeyGroup - 1) / kAmxKeyGroup * kAmxKeyGroup;

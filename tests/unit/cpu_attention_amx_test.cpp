@@ -23,6 +23,7 @@
 #include "kernels/attn_amx.h"
 #include "quant/kv_codec.h"
 #include "quant/type_traits.h"
+#include "tensor_view.h"
 
 using namespace ikllm;
 
@@ -109,21 +110,6 @@ TEST(AmxAttention, KernelMatchesDoubleReference) {
     check_kernel(128, 128, 700, 32, 0.5f, 5);  // sharp softmax: the running max moves chunk to chunk
 }
 
-Tensor view(void* data, uint32_t type, int64_t ne0, int64_t ne1, int64_t ne2, size_t nb1, size_t nb2) {
-    Tensor t;
-    t.type = type;
-    t.ne[0] = ne0;
-    t.ne[1] = ne1;
-    t.ne[2] = ne2;
-    t.nb[0] = type == quant::T_F32 ? 4 : 2;
-    t.nb[1] = nb1;
-    t.nb[2] = nb2;
-    t.nb[3] = nb2 * ne2;
-    t.data = data;
-    t.name = "t";
-    return t;
-}
-
 // A cache of n_cells cells; the batch's sequence 0 occupies cells in shuffled order (positions
 // 0..n_seq0-1), every fifth cell belongs to sequence 1. The batch is the last T positions.
 struct AttnCase {
@@ -175,11 +161,11 @@ void setup(const AttnCase& c, AttnSetup& s, uint32_t seed) {
     s.q.resize(c.d_k * c.n_head * c.T);
     for (auto& x : s.q) x = nd(rng);
     s.out.assign(c.d_v * c.n_head * c.T, 0.0f);
-    s.Q = view(s.q.data(), quant::T_F32, c.d_k, c.n_head, c.T, 4 * c.d_k, 4 * c.d_k * c.n_head);
-    s.K = view(s.kcache.data(), c.cache_type, c.d_k, c.n_head_kv, n_cells, krb, krb * c.n_head_kv);
-    s.V = c.latent ? s.K : view(s.vcache.data(), c.cache_type, c.d_v, c.n_head_kv, n_cells, vrb, vrb * c.n_head_kv);
+    s.Q = tensor_view(s.q.data(), quant::T_F32, c.d_k, c.n_head, c.T, 4 * c.d_k, 4 * c.d_k * c.n_head);
+    s.K = tensor_view(s.kcache.data(), c.cache_type, c.d_k, c.n_head_kv, n_cells, krb, krb * c.n_head_kv);
+    s.V = c.latent ? s.K : tensor_view(s.vcache.data(), c.cache_type, c.d_v, c.n_head_kv, n_cells, vrb, vrb * c.n_head_kv);
     if (c.latent) s.V.ne[0] = c.d_v;
-    s.O = view(s.out.data(), quant::T_F32, c.d_v * c.n_head, c.T, 1, 4 * c.d_v * c.n_head, 4 * c.d_v * c.n_head * c.T);
+    s.O = tensor_view(s.out.data(), quant::T_F32, c.d_v * c.n_head, c.T, 1, 4 * c.d_v * c.n_head, 4 * c.d_v * c.n_head * c.T);
     s.op = Op{};
     s.op.kind = OpKind::attention;
     s.op.src[0] = &s.Q;

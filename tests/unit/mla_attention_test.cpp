@@ -12,25 +12,11 @@
 #include "cpu_ops.h"
 #include "quant/kv_codec.h"
 #include "quant/type_traits.h"
+#include "tensor_view.h"
 
 using namespace ikllm;
 
 namespace {
-
-Tensor view(void* data, uint32_t type, int64_t ne0, int64_t ne1, int64_t ne2, size_t nb1, size_t nb2) {
-    Tensor t;
-    t.type = type;
-    t.ne[0] = ne0;
-    t.ne[1] = ne1;
-    t.ne[2] = ne2;
-    t.nb[0] = type == quant::T_F32 ? 4 : 2;
-    t.nb[1] = nb1;
-    t.nb[2] = nb2;
-    t.nb[3] = nb2 * ne2;
-    t.data = data;
-    t.name = "t";
-    return t;
-}
 
 void run_mla(uint32_t cache_type, double tol) {
     const int64_t H = 4, dn = 32, dr = 32, dv = 24, rkv = 64, N = 7, T = 3;
@@ -96,12 +82,12 @@ void run_mla(uint32_t cache_type, double tol) {
     for (int64_t h = 0; h < H; ++h)
         for (int64_t cc = 0; cc < rkv; ++cc)
             for (int64_t i = 0; i < dn; ++i) wkb[(h * rkv + cc) * dn + i] = wuk[(h * dn + i) * rkv + cc];
-    Tensor WKB = view(wkb.data(), quant::T_F32, dn, rkv, H, 4 * dn, 4 * dn * rkv);
-    Tensor WVB = view(wvb.data(), quant::T_F32, rkv, dv, H, 4 * rkv, 4 * rkv * dv);
+    Tensor WKB = tensor_view(wkb.data(), quant::T_F32, dn, rkv, H, 4 * dn, 4 * dn * rkv);
+    Tensor WVB = tensor_view(wvb.data(), quant::T_F32, rkv, dv, H, 4 * rkv, 4 * rkv * dv);
     std::vector<float> qf(T * H * (rkv + dr));
     const size_t qnb1 = 4 * (rkv + dr), qnb2 = qnb1 * H;
-    Tensor QN = view(qn.data(), quant::T_F32, dn, H, T, 4 * dn, 4 * dn * H);
-    Tensor QT = view(qf.data(), quant::T_F32, rkv, H, T, qnb1, qnb2);
+    Tensor QN = tensor_view(qn.data(), quant::T_F32, dn, H, T, 4 * dn, 4 * dn * H);
+    Tensor QT = tensor_view(qf.data(), quant::T_F32, rkv, H, T, qnb1, qnb2);
     for (int64_t t = 0; t < T; ++t)
         for (int64_t h = 0; h < H; ++h)
             std::copy(qr.begin() + (t * H + h) * dr, qr.begin() + (t * H + h + 1) * dr,
@@ -115,12 +101,12 @@ void run_mla(uint32_t cache_type, double tol) {
     m1.dst = &QT;
     cpu::op_mul_mat_heads(m1, pool, scratch);
 
-    Tensor Q = view(qf.data(), quant::T_F32, rkv + dr, H, T, qnb1, qnb2);
-    Tensor K = view(cache.data(), cache_type, rkv + dr, 1, N, rb, rb);
+    Tensor Q = tensor_view(qf.data(), quant::T_F32, rkv + dr, H, T, qnb1, qnb2);
+    Tensor K = tensor_view(cache.data(), cache_type, rkv + dr, 1, N, rb, rb);
     Tensor V = K;
     V.ne[0] = rkv;
     std::vector<float> o((size_t)(rkv * H * T));
-    Tensor O = view(o.data(), quant::T_F32, rkv * H, T, 1, 4 * rkv * H, 4 * rkv * H * T);
+    Tensor O = tensor_view(o.data(), quant::T_F32, rkv * H, T, 1, 4 * rkv * H, 4 * rkv * H * T);
     std::vector<int32_t> cell_pos(N), seq_ids(T, 0);
     for (int64_t j = 0; j < N; ++j) cell_pos[j] = (int32_t)j;
     std::vector<uint64_t> seqs(N, 1);
@@ -140,9 +126,9 @@ void run_mla(uint32_t cache_type, double tol) {
     at.f[0] = scale;
     cpu::op_attention(at, pool, scratch);
 
-    Tensor OL = view(o.data(), quant::T_F32, rkv, H, T, 4 * rkv, 4 * rkv * H);
+    Tensor OL = tensor_view(o.data(), quant::T_F32, rkv, H, T, 4 * rkv, 4 * rkv * H);
     std::vector<float> out((size_t)(dv * H * T));
-    Tensor OUT = view(out.data(), quant::T_F32, dv, H, T, 4 * dv, 4 * dv * H);
+    Tensor OUT = tensor_view(out.data(), quant::T_F32, dv, H, T, 4 * dv, 4 * dv * H);
     Op m2;
     m2.kind = OpKind::mul_mat_heads;
     m2.src[0] = &WVB;
