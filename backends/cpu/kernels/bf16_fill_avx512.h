@@ -91,38 +91,58 @@ struct SinkFill {
     }
 };
 
-// IQ4_XS / IQ4_K: 4-bit indices (P4N: per 32 weights, low nibbles = weights 0-15, high = 16-31)
-// into a 16-value table, 6-bit scales; one byte shuffle per 16 weights instead of the ConvSink
-// round trip (a prompt batch's MoE experts see few tokens each, so decoding sets their speed).
-// IQ4_K: a scale and a value set (bit of `extra`) per 16 weights; IQ4_XS: a scale per 32.
-template <bool K>
+// IQ4_XS / IQ4_K / IQ4_KS: 4-bit indices (P4N: per 32 weights, low nibbles = weights 0-15, high =
+// 16-31) into a 16-value table (iq4k_values: the IQ4_NL set, or the same + 4), 6- or 7-bit scales;
+// one byte shuffle per 16 weights instead of the ConvSink round trip (a prompt batch's MoE experts
+// see few tokens each, so decoding sets their speed). Scales and value sets: IQ4_K per 16 weights
+// (value set from `extra`), IQ4_XS per 32 (always the IQ4_NL set), IQ4_KS per 32 (one byte each:
+// (s & 254) - 127 times the row's float scale, value set s & 1).
+enum class Iq4Kind { xs, k, ks };
+template <Iq4Kind Kind>
 struct Iq4Fill {
     static constexpr int32_t kMinTokens = 16;
+    static constexpr bool K = Kind == Iq4Kind::k;
     static constexpr int kBytes = K ? 144 : 136;
-    // dl[s] = d * (6-bit scale - 32) for the 16 sub-blocks of 16 weights (IQ4_XS: each 32-weight
-    // scale twice). Low 4 bits: nibbles (IQ4_K @8, one per s; IQ4_XS @4, one per s / 2); high 2
-    // bits: IQ4_K bytes @4 (bits 2 (s mod 4) of byte s / 4), IQ4_XS the second uint16 (bits 2 (s / 2)).
-    static void scales(const uint8_t* x, uint16_t e16, float d, float* dl) {
+    static constexpr int kMeta = Kind == Iq4Kind::ks ? 4 : 0;  // row header: float scale
+    static constexpr int kQs = K ? 16 : 8;                      // offset of the indices
+    // dl[s] = the scale of 16-weight half s; returns the value-set bit of every half.
+    // Low scale bits: nibbles (IQ4_K @8, one per s; IQ4_XS @4, one per s / 2); high 2 bits: IQ4_K
+    // bytes @4 (bits 2 (s mod 4) of byte s / 4), IQ4_XS the uint16 @2 (bits 2 (s / 2)).
+    static uint32_t scales(const uint8_t* x, float d, float* dl) {
         const __m128i m4 = _mm_set1_epi8(15);
-        __m512i lo, hi;
-        if constexpr (K) {
-            const __m128i b = _mm_loadl_epi64((const __m128i*)(x + 8));
-            lo = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(_mm_and_si128(b, m4), _mm_and_si128(_mm_srli_epi16(b, 4), m4)));
-            uint32_t h;
-            std::memcpy(&h, x + 4, 4);
-            const __m512i hb = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(_mm_cvtsi32_si128((int)h),
-                                                                     _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3)));
-            hi = _mm512_srlv_epi32(hb, _mm512_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6));
+        const __m128i dup = _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+        uint16_t e16;
+        std::memcpy(&e16, x + 2, 2);
+        __m512i ls;
+        uint32_t sel = 0;
+        if constexpr (Kind == Iq4Kind::ks) {
+            const __m512i b = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(_mm_loadl_epi64((const __m128i*)x), dup));
+            ls = _mm512_sub_epi32(_mm512_and_si512(b, _mm512_set1_epi32(254)), _mm512_set1_epi32(127));
+            sel = (uint32_t)_mm512_test_epi32_mask(b, _mm512_set1_epi32(1));
         } else {
-            uint32_t l;
-            std::memcpy(&l, x + 4, 4);
-            const __m128i b = _mm_cvtsi32_si128((int)l);
-            const __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(b, m4), _mm_and_si128(_mm_srli_epi16(b, 4), m4));
-            lo = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(nib, _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7)));
-            hi = _mm512_srlv_epi32(_mm512_set1_epi32(e16), _mm512_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14));
+            __m512i lo, hi;
+            if constexpr (K) {
+                const __m128i b = _mm_loadl_epi64((const __m128i*)(x + 8));
+                lo = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(_mm_and_si128(b, m4), _mm_and_si128(_mm_srli_epi16(b, 4), m4)));
+                uint32_t h;
+                std::memcpy(&h, x + 4, 4);
+                const __m512i hb = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(_mm_cvtsi32_si128((int)h),
+                                                                         _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3)));
+                hi = _mm512_srlv_epi32(hb, _mm512_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6));
+                sel = e16;
+            } else {
+                uint32_t l;
+                std::memcpy(&l, x + 4, 4);
+                const __m128i b = _mm_cvtsi32_si128((int)l);
+                const __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(b, m4), _mm_and_si128(_mm_srli_epi16(b, 4), m4));
+                lo = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(nib, dup));
+                hi = _mm512_srlv_epi32(_mm512_set1_epi32(e16), _mm512_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14));
+            }
+            ls = _mm512_sub_epi32(_mm512_or_si512(lo, _mm512_slli_epi32(_mm512_and_si512(hi, _mm512_set1_epi32(3)), 4)),
+                                  _mm512_set1_epi32(32));
         }
-        const __m512i ls = _mm512_or_si512(lo, _mm512_slli_epi32(_mm512_and_si512(hi, _mm512_set1_epi32(3)), 4));
-        _mm512_store_ps(dl, _mm512_mul_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(_mm512_sub_epi32(ls, _mm512_set1_epi32(32)))));
+        _mm512_store_ps(dl, _mm512_mul_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(ls)));
+        return sel;
     }
     static void rows(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t k0, int64_t nk, uint16_t* A) {
         const int64_t nb = nk / 256;
@@ -136,19 +156,25 @@ struct Iq4Fill {
                 zero_row(dst, nk / kChunk);
                 continue;
             }
-            const uint8_t* row = w + (size_t)(r + i) * wrb + (size_t)(k0 / 256) * kBytes;
+            const uint8_t* row = w + (size_t)(r + i) * wrb;
+            float rowd = 0;
+            if constexpr (kMeta) std::memcpy(&rowd, row, 4);
+            const uint8_t* blocks = row + kMeta + (size_t)(k0 / 256) * kBytes;
             for (int64_t b = 0; b < nb; ++b) {
-                const uint8_t* x = row + (size_t)b * kBytes;
-                uint16_t h16, e16;
-                std::memcpy(&h16, x, 2);
-                std::memcpy(&e16, x + 2, 2);
-                scales(x, e16, _cvtsh_ss(h16), dl);
-                const uint8_t* qs = x + (K ? 16 : 8);
+                const uint8_t* x = blocks + (size_t)b * kBytes;
+                float d = rowd;
+                if constexpr (!kMeta) {
+                    uint16_t h16;
+                    std::memcpy(&h16, x, 2);
+                    d = _cvtsh_ss(h16);
+                }
+                const uint32_t sel = scales(x, d, dl);
+                const uint8_t* qs = x + kQs;
                 for (int j = 0; j < 8; ++j) {
                     const __m128i q = _mm_loadu_si128((const __m128i*)(qs + 16 * j));
                     const __m128i lo = _mm_and_si128(q, m4), hi = _mm_and_si128(_mm_srli_epi16(q, 4), m4);
-                    const bool x0 = K && ((e16 >> (2 * j)) & 1), x1 = K && ((e16 >> (2 * j + 1)) & 1);
-                    const __m128i vlo = _mm_shuffle_epi8(x0 ? t1 : t0, lo), vhi = _mm_shuffle_epi8(x1 ? t1 : t0, hi);
+                    const __m128i vlo = _mm_shuffle_epi8((sel >> (2 * j)) & 1 ? t1 : t0, lo);
+                    const __m128i vhi = _mm_shuffle_epi8((sel >> (2 * j + 1)) & 1 ? t1 : t0, hi);
                     put32(dst + (8 * b + j) * kTileElems, _mm512_mul_ps(_mm512_set1_ps(dl[2 * j]), f32_of_i8(vlo)),
                           _mm512_mul_ps(_mm512_set1_ps(dl[2 * j + 1]), f32_of_i8(vhi)));
                 }

@@ -39,10 +39,10 @@ KernelTable amx_kernels() {
         AMX_ENTRY(T_Q4_K, amx::Q45KFill<false>),     AMX_ENTRY(T_Q5_K, amx::Q45KFill<true>),
         AMX_ENTRY(T_Q6_K, amx::Q6KFill),
         AMX_ENTRY(T_Q2_K, amx::SinkFill<SQ2K>),      AMX_ENTRY(T_Q3_K, amx::SinkFill<SQ3K>),
-        AMX_ENTRY(T_IQ4_XS, amx::Iq4Fill<false>),  AMX_ENTRY(T_IQ2_K, amx::SinkFill<ZIq2K>),
-        AMX_ENTRY(T_IQ3_K, amx::SinkFill<ZIq3K>),    AMX_ENTRY(T_IQ4_K, amx::Iq4Fill<true>),
+        AMX_ENTRY(T_IQ4_XS, amx::Iq4Fill<amx::Iq4Kind::xs>),  AMX_ENTRY(T_IQ2_K, amx::SinkFill<ZIq2K>),
+        AMX_ENTRY(T_IQ3_K, amx::SinkFill<ZIq3K>),    AMX_ENTRY(T_IQ4_K, amx::Iq4Fill<amx::Iq4Kind::k>),
         AMX_ENTRY(T_IQ5_K, amx::SinkFill<ZIq5K>),    AMX_ENTRY(T_IQ6_K, amx::SinkFill<ZIq6K>),
-        AMX_ENTRY(T_IQ4_KS, amx::SinkFill<ZIq4Ks>),  AMX_ENTRY(T_IQ5_KS, amx::SinkFill<ZIq5Ks>),
+        AMX_ENTRY(T_IQ4_KS, amx::Iq4Fill<amx::Iq4Kind::ks>),  AMX_ENTRY(T_IQ5_KS, amx::SinkFill<ZIq5Ks>),
         AMX_ENTRY(T_IQ2_KS, amx::SinkFill<SIq2Ks>),  AMX_ENTRY(T_IQ3_KS, amx::SinkFill<SIq3Ks>),
         AMX_ENTRY(T_IQ4_KSS, amx::SinkFill<SIq4Kss>), AMX_ENTRY(T_IQ2_KL, amx::SinkFill<SIq2Kl>),
     };
