@@ -27,6 +27,9 @@ cmake --build build-asan -j"$jobs" --target all $fuzz_targets
 asan_exclude="foreign_host|sanitizer_heavy"
 [ "${IKLLM_SANITIZE_ALL:-0}" = 1 ] && asan_exclude="foreign_host"
 (cd build-asan && IKLLM_FAULT_STRIDE=7 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j"$jobs" -LE "$asan_exclude")
+# The five language bindings' tests against that ASan library, the clang runtime preloaded into
+# their interpreters (leak checks on; bindings/run-tests-asan.sh).
+[ -n "$fuzz_targets" ] && bindings/run-tests-asan.sh build-asan
 if [ -n "$fuzz_targets" ] && [ "${IKLLM_FUZZ_SMOKE_SECONDS:-fixed}" != 0 ]; then
   if [ "${IKLLM_FUZZ_SMOKE_SECONDS:-fixed}" = fixed ]; then
     IKLLM_FUZZ_FIXED=1 IKLLM_FUZZ_BUILD="$PWD/build-asan" IKLLM_FUZZ_JOBS="$jobs" tests/fuzz/run.sh
