@@ -91,6 +91,24 @@ struct SinkFill {
     }
 };
 
+// 16 scale nibbles (nibble s % 2 of byte s / 2 of the 8 bytes at p) as 16 dwords, in order.
+inline __m512i nibbles16(const uint8_t* p) {
+    const __m128i m4 = _mm_set1_epi8(15);
+    const __m128i b = _mm_loadl_epi64((const __m128i*)p);
+    return _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(_mm_and_si128(b, m4), _mm_and_si128(_mm_srli_epi16(b, 4), m4)));
+}
+// The IQ4_K / IQ5_K 6-bit signed scales of the 16 sub-blocks: low 4 bits nibbles @8, high 2 bits
+// at bits 2 (s mod 4) of byte s / 4 @4, minus 32.
+inline __m512i k6_scales16(const uint8_t* x) {
+    uint32_t h;
+    std::memcpy(&h, x + 4, 4);
+    const __m512i hb = _mm512_cvtepu8_epi32(
+        _mm_shuffle_epi8(_mm_cvtsi32_si128((int)h), _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3)));
+    const __m512i hi = _mm512_srlv_epi32(hb, _mm512_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6));
+    return _mm512_sub_epi32(_mm512_or_si512(nibbles16(x + 8), _mm512_slli_epi32(_mm512_and_si512(hi, _mm512_set1_epi32(3)), 4)),
+                            _mm512_set1_epi32(32));
+}
+
 // IQ4_XS / IQ4_K / IQ4_KS: 4-bit indices (P4N: per 32 weights, low nibbles = weights 0-15, high =
 // 16-31) into a 16-value table (iq4k_values: the IQ4_NL set, or the same + 4), 6- or 7-bit scales;
 // one byte shuffle per 16 weights instead of the ConvSink round trip (a prompt batch's MoE experts
@@ -120,26 +138,20 @@ struct Iq4Fill {
             ls = _mm512_sub_epi32(_mm512_and_si512(b, _mm512_set1_epi32(254)), _mm512_set1_epi32(127));
             sel = (uint32_t)_mm512_test_epi32_mask(b, _mm512_set1_epi32(1));
         } else {
-            __m512i lo, hi;
             if constexpr (K) {
-                const __m128i b = _mm_loadl_epi64((const __m128i*)(x + 8));
-                lo = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(_mm_and_si128(b, m4), _mm_and_si128(_mm_srli_epi16(b, 4), m4)));
-                uint32_t h;
-                std::memcpy(&h, x + 4, 4);
-                const __m512i hb = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(_mm_cvtsi32_si128((int)h),
-                                                                         _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3)));
-                hi = _mm512_srlv_epi32(hb, _mm512_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6));
+                ls = k6_scales16(x);
                 sel = e16;
             } else {
                 uint32_t l;
                 std::memcpy(&l, x + 4, 4);
                 const __m128i b = _mm_cvtsi32_si128((int)l);
                 const __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(b, m4), _mm_and_si128(_mm_srli_epi16(b, 4), m4));
-                lo = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(nib, dup));
-                hi = _mm512_srlv_epi32(_mm512_set1_epi32(e16), _mm512_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14));
+                const __m512i lo = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(nib, dup));
+                const __m512i hi = _mm512_srlv_epi32(_mm512_set1_epi32(e16),
+                                                     _mm512_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14));
+                ls = _mm512_sub_epi32(_mm512_or_si512(lo, _mm512_slli_epi32(_mm512_and_si512(hi, _mm512_set1_epi32(3)), 4)),
+                                      _mm512_set1_epi32(32));
             }
-            ls = _mm512_sub_epi32(_mm512_or_si512(lo, _mm512_slli_epi32(_mm512_and_si512(hi, _mm512_set1_epi32(3)), 4)),
-                                  _mm512_set1_epi32(32));
         }
         _mm512_store_ps(dl, _mm512_mul_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(ls)));
         return sel;
@@ -177,6 +189,95 @@ struct Iq4Fill {
                     const __m128i vhi = _mm_shuffle_epi8((sel >> (2 * j + 1)) & 1 ? t1 : t0, hi);
                     put32(dst + (8 * b + j) * kTileElems, _mm512_mul_ps(_mm512_set1_ps(dl[2 * j]), f32_of_i8(vlo)),
                           _mm512_mul_ps(_mm512_set1_ps(dl[2 * j + 1]), f32_of_i8(vhi)));
+                }
+            }
+        }
+    }
+};
+
+// IQ2_K / IQ3_K / IQ5_K: indices of 2 / 3 / 5 bits (P2, P2 + HB, P4K + HB planes) into 4 / 8 / 32
+// values, a second set (the same shifted) per 16 weights chosen by `extra`; 64 weights at a time
+// through one byte permute (vpermb) from the 64-byte table [set 0 | set 1] repeated.
+enum class LutKind { iq2k, iq3k, iq5k };
+template <LutKind Kind>
+struct LutFill {
+    static constexpr int32_t kMinTokens = 16;
+    static constexpr int kBytes = Kind == LutKind::iq2k ? 76 : Kind == LutKind::iq3k ? 110 : 176;
+    static constexpr int kSet = Kind == LutKind::iq2k ? 4 : Kind == LutKind::iq3k ? 8 : 32;  // values per set
+    static __m512i table() {
+        const int8_t* v = Kind == LutKind::iq2k ? quant::tables::kIq2nl
+                          : Kind == LutKind::iq3k ? quant::tables::kIq3nl : quant::tables::kIq5nl;
+        alignas(64) int8_t t[64];
+        for (int i = 0; i < 64; ++i) t[i] = v[i % (2 * kSet)];
+        return _mm512_load_si512((const void*)t);
+    }
+    // dl[s] = d * scale of 16-weight sub-block s.
+    static void scales(const uint8_t* x, float d, float* dl) {
+        __m512i ls;
+        if constexpr (Kind == LutKind::iq2k) {
+            ls = _mm512_sub_epi32(nibbles16(x + 4), _mm512_set1_epi32(8));
+        } else if constexpr (Kind == LutKind::iq3k) {  // (2 nibble + 1), negative where bit s of the uint16 @4
+            uint16_t sh;
+            std::memcpy(&sh, x + 4, 2);
+            const __m512i mag = _mm512_add_epi32(_mm512_slli_epi32(nibbles16(x + 6), 1), _mm512_set1_epi32(1));
+            ls = _mm512_mask_sub_epi32(mag, (__mmask16)sh, _mm512_setzero_si512(), mag);
+        } else {
+            ls = k6_scales16(x);
+        }
+        _mm512_store_ps(dl, _mm512_mul_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(ls)));
+    }
+    // Set-less indices of weights 64 g .. 64 g + 63 of the block at x.
+    static __m512i indices(const uint8_t* x, int g) {
+        __m256i lo, hi;
+        if constexpr (Kind == LutKind::iq5k) {  // P4K @16: 32 bytes per 64 weights, low nibbles first
+            const __m256i m4 = _mm256_set1_epi8(15);
+            const __m256i b = _mm256_loadu_si256((const __m256i*)(x + 16 + 32 * g));
+            lo = _mm256_and_si256(b, m4);
+            hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), m4);
+        } else {  // P2 @12 / @14: 32 bytes per 128 weights, 2-bit fields per 32
+            const __m256i m2 = _mm256_set1_epi8(3);
+            const __m256i b = _mm256_loadu_si256((const __m256i*)(x + (Kind == LutKind::iq2k ? 12 : 14) + 32 * (g >> 1)));
+            const int c = 2 * (g & 1);
+            lo = _mm256_and_si256(_mm256_srl_epi16(b, _mm_cvtsi32_si128(2 * c)), m2);
+            hi = _mm256_and_si256(_mm256_srl_epi16(b, _mm_cvtsi32_si128(2 * c + 2)), m2);
+        }
+        if constexpr (Kind != LutKind::iq2k) {  // HB plane (IQ3_K @78, IQ5_K @144): bit j of byte i = weight 32 j + i
+            constexpr int bit = Kind == LutKind::iq3k ? 2 : 4;
+            const __m256i one = _mm256_set1_epi8(1);
+            const __m256i h = _mm256_loadu_si256((const __m256i*)(x + (Kind == LutKind::iq3k ? 78 : 144)));
+            lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(2 * g)), one), bit));
+            hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(2 * g + 1)), one), bit));
+        }
+        return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    }
+    static void rows(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t k0, int64_t nk, uint16_t* A) {
+        const int64_t nb = nk / 256;
+        const __m512i tab = table();
+        alignas(64) float dl[16];
+        for (int i = 0; i < kTileRows; ++i) {
+            uint16_t* dst = A + i * kChunk;
+            if (i >= n) {
+                zero_row(dst, nk / kChunk);
+                continue;
+            }
+            const uint8_t* row = w + (size_t)(r + i) * wrb + (size_t)(k0 / 256) * kBytes;
+            for (int64_t b = 0; b < nb; ++b) {
+                const uint8_t* x = row + (size_t)b * kBytes;
+                uint16_t h16, extra;
+                std::memcpy(&h16, x, 2);
+                std::memcpy(&extra, x + 2, 2);
+                scales(x, _cvtsh_ss(h16), dl);
+                for (int g = 0; g < 4; ++g) {
+                    // second value set for the 16-weight sub-blocks whose `extra` bit is set
+                    const __mmask64 set = _pdep_u64((extra >> (4 * g)) & 15u, 0x0001000100010001ull) * 0xFFFFull;
+                    __m512i idx = indices(x, g);
+                    idx = _mm512_mask_add_epi8(idx, set, idx, _mm512_set1_epi8((char)kSet));
+                    const __m512i v = _mm512_permutexvar_epi8(idx, tab);
+                    __m512 f[4];
+                    for (int q = 0; q < 4; ++q)
+                        f[q] = _mm512_mul_ps(_mm512_set1_ps(dl[4 * g + q]), f32_of_i8(_mm512_extracti32x4_epi32(v, q)));
+                    put32(dst + (8 * b + 2 * g) * kTileElems, f[0], f[1]);
+                    put32(dst + (8 * b + 2 * g + 1) * kTileElems, f[2], f[3]);
                 }
             }
         }
