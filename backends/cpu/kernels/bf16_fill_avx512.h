@@ -195,18 +195,24 @@ struct Iq4Fill {
     }
 };
 
-// IQ2_K / IQ3_K / IQ5_K: indices of 2 / 3 / 5 bits (P2, P2 + HB, P4K + HB planes) into 4 / 8 / 32
-// values, a second set (the same shifted) per 16 weights chosen by `extra`; 64 weights at a time
-// through one byte permute (vpermb) from the 64-byte table [set 0 | set 1] repeated.
-enum class LutKind { iq2k, iq3k, iq5k };
+// IQ2_K / IQ3_K / IQ5_K / Q3_K: indices of 2 / 3 / 5 / 3 bits (P2, P2 + HB, P4K + HB, P2 + HB planes)
+// into 4 / 8 / 32 / 8 values, for the ik types a second set (the same shifted) per 16 weights chosen
+// by `extra`; 64 weights at a time through one byte permute (vpermb) from the 64-byte table
+// [set 0 | set 1] repeated. (Q3_K: q = low 2 bits + 4 high bit - 4, i.e. the values -4..3.)
+enum class LutKind { iq2k, iq3k, iq5k, q3k };
+inline constexpr int8_t kQ3Values[8] = {-4, -3, -2, -1, 0, 1, 2, 3};
 template <LutKind Kind>
 struct LutFill {
     static constexpr int32_t kMinTokens = 16;
-    static constexpr int kBytes = Kind == LutKind::iq2k ? 76 : Kind == LutKind::iq3k ? 110 : 176;
-    static constexpr int kSet = Kind == LutKind::iq2k ? 4 : Kind == LutKind::iq3k ? 8 : 32;  // values per set
+    static constexpr bool kQ3 = Kind == LutKind::q3k;
+    static constexpr int kBytes = Kind == LutKind::iq2k ? 76 : Kind == LutKind::iq5k ? 176 : 110;
+    static constexpr int kSet = Kind == LutKind::iq2k ? 4 : Kind == LutKind::iq5k ? 32 : 8;  // values per set
+    static constexpr int kP2 = Kind == LutKind::iq2k ? 12 : Kind == LutKind::iq3k ? 14 : 32;  // 2-bit plane
+    static constexpr int kHb = Kind == LutKind::iq3k ? 78 : Kind == LutKind::iq5k ? 144 : 0;  // high-bit plane
     static __m512i table() {
-        const int8_t* v = Kind == LutKind::iq2k ? quant::tables::kIq2nl
-                          : Kind == LutKind::iq3k ? quant::tables::kIq3nl : quant::tables::kIq5nl;
+        const int8_t* v = Kind == LutKind::iq2k   ? quant::tables::kIq2nl
+                          : Kind == LutKind::iq3k ? quant::tables::kIq3nl
+                          : Kind == LutKind::iq5k ? quant::tables::kIq5nl : kQ3Values;
         alignas(64) int8_t t[64];
         for (int i = 0; i < 64; ++i) t[i] = v[i % (2 * kSet)];
         return _mm512_load_si512((const void*)t);
@@ -221,6 +227,17 @@ struct LutFill {
             std::memcpy(&sh, x + 4, 2);
             const __m512i mag = _mm512_add_epi32(_mm512_slli_epi32(nibbles16(x + 6), 1), _mm512_set1_epi32(1));
             ls = _mm512_mask_sub_epi32(mag, (__mmask16)sh, _mm512_setzero_si512(), mag);
+        } else if constexpr (kQ3) {  // 12 bytes @96: low 4 bits nibbles of bytes 0-7 (s < 8 low, s >= 8
+                                     // high), high 2 bits at bits 2 (s / 4) of byte 8 + s mod 4; minus 32
+            const __m128i m4 = _mm_set1_epi8(15);
+            const __m128i b = _mm_loadu_si128((const __m128i*)(x + 96 - 4));  // bytes 92..107: the 12 at 4..15
+            const __m128i lo8 = _mm_srli_si128(b, 4);
+            const __m512i lo = _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(_mm_and_si128(lo8, m4), _mm_and_si128(_mm_srli_epi16(lo8, 4), m4)));
+            const __m512i hb = _mm512_cvtepu8_epi32(
+                _mm_shuffle_epi8(b, _mm_setr_epi8(12, 13, 14, 15, 12, 13, 14, 15, 12, 13, 14, 15, 12, 13, 14, 15)));
+            const __m512i hi = _mm512_srlv_epi32(hb, _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6));
+            ls = _mm512_sub_epi32(_mm512_or_si512(lo, _mm512_slli_epi32(_mm512_and_si512(hi, _mm512_set1_epi32(3)), 4)),
+                                  _mm512_set1_epi32(32));
         } else {
             ls = k6_scales16(x);
         }
@@ -236,15 +253,15 @@ struct LutFill {
             hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), m4);
         } else {  // P2 @12 / @14: 32 bytes per 128 weights, 2-bit fields per 32
             const __m256i m2 = _mm256_set1_epi8(3);
-            const __m256i b = _mm256_loadu_si256((const __m256i*)(x + (Kind == LutKind::iq2k ? 12 : 14) + 32 * (g >> 1)));
+            const __m256i b = _mm256_loadu_si256((const __m256i*)(x + kP2 + 32 * (g >> 1)));
             const int c = 2 * (g & 1);
             lo = _mm256_and_si256(_mm256_srl_epi16(b, _mm_cvtsi32_si128(2 * c)), m2);
             hi = _mm256_and_si256(_mm256_srl_epi16(b, _mm_cvtsi32_si128(2 * c + 2)), m2);
         }
-        if constexpr (Kind != LutKind::iq2k) {  // HB plane (IQ3_K @78, IQ5_K @144): bit j of byte i = weight 32 j + i
-            constexpr int bit = Kind == LutKind::iq3k ? 2 : 4;
+        if constexpr (Kind != LutKind::iq2k) {  // HB plane: bit j of byte i = weight 32 j + i
+            constexpr int bit = Kind == LutKind::iq5k ? 4 : 2;
             const __m256i one = _mm256_set1_epi8(1);
-            const __m256i h = _mm256_loadu_si256((const __m256i*)(x + (Kind == LutKind::iq3k ? 78 : 144)));
+            const __m256i h = _mm256_loadu_si256((const __m256i*)(x + kHb));
             lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(2 * g)), one), bit));
             hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(2 * g + 1)), one), bit));
         }
@@ -263,9 +280,9 @@ struct LutFill {
             const uint8_t* row = w + (size_t)(r + i) * wrb + (size_t)(k0 / 256) * kBytes;
             for (int64_t b = 0; b < nb; ++b) {
                 const uint8_t* x = row + (size_t)b * kBytes;
-                uint16_t h16, extra;
-                std::memcpy(&h16, x, 2);
-                std::memcpy(&extra, x + 2, 2);
+                uint16_t h16, extra = 0;  // Q3_K: d at the end, no value sets
+                std::memcpy(&h16, x + (kQ3 ? 108 : 0), 2);
+                if constexpr (!kQ3) std::memcpy(&extra, x + 2, 2);
                 scales(x, _cvtsh_ss(h16), dl);
                 for (int g = 0; g < 4; ++g) {
                     // second value set for the 16-weight sub-blocks whose `extra` bit is set
