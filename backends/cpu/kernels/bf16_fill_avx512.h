@@ -198,29 +198,39 @@ struct Iq4Fill {
 // IQ2_K / IQ3_K / IQ5_K / Q3_K: indices of 2 / 3 / 5 / 3 bits (P2, P2 + HB, P4K + HB, P2 + HB planes)
 // into 4 / 8 / 32 / 8 values, for the ik types a second set (the same shifted) per 16 weights chosen
 // by `extra`; 64 weights at a time through one byte permute (vpermb) from the 64-byte table
-// [set 0 | set 1] repeated. (Q3_K: q = low 2 bits + 4 high bit - 4, i.e. the values -4..3.)
-enum class LutKind { iq2k, iq3k, iq5k, q3k };
+// [set 0 | set 1] repeated. (Q3_K: q = low 2 bits + 4 high bit - 4, i.e. the values -4..3; Q2_K:
+// q = the 2 bits, w = (d sc) q - dmin m with a 4-bit scale and min per 16 weights.)
+enum class LutKind { iq2k, iq3k, iq5k, q3k, q2k };
 inline constexpr int8_t kQ3Values[8] = {-4, -3, -2, -1, 0, 1, 2, 3};
+inline constexpr int8_t kQ2Values[4] = {0, 1, 2, 3};
 template <LutKind Kind>
 struct LutFill {
     static constexpr int32_t kMinTokens = 16;
-    static constexpr bool kQ3 = Kind == LutKind::q3k;
-    static constexpr int kBytes = Kind == LutKind::iq2k ? 76 : Kind == LutKind::iq5k ? 176 : 110;
-    static constexpr int kSet = Kind == LutKind::iq2k ? 4 : Kind == LutKind::iq5k ? 32 : 8;  // values per set
-    static constexpr int kP2 = Kind == LutKind::iq2k ? 12 : Kind == LutKind::iq3k ? 14 : 32;  // 2-bit plane
+    static constexpr bool kQ3 = Kind == LutKind::q3k, kQ2 = Kind == LutKind::q2k;
+    static constexpr int kBytes = Kind == LutKind::iq2k ? 76 : Kind == LutKind::iq5k ? 176 : kQ2 ? 84 : 110;
+    static constexpr int kSet = Kind == LutKind::iq2k || kQ2 ? 4 : Kind == LutKind::iq5k ? 32 : 8;  // values per set
+    static constexpr int kP2 = Kind == LutKind::iq2k ? 12 : Kind == LutKind::iq3k ? 14 : kQ2 ? 16 : 32;  // 2-bit plane
+    static constexpr int kD = kQ3 ? 108 : kQ2 ? 80 : 0;  // offset of d (fp16)
     static constexpr int kHb = Kind == LutKind::iq3k ? 78 : Kind == LutKind::iq5k ? 144 : 0;  // high-bit plane
     static __m512i table() {
         const int8_t* v = Kind == LutKind::iq2k   ? quant::tables::kIq2nl
                           : Kind == LutKind::iq3k ? quant::tables::kIq3nl
-                          : Kind == LutKind::iq5k ? quant::tables::kIq5nl : kQ3Values;
+                          : Kind == LutKind::iq5k ? quant::tables::kIq5nl
+                          : kQ3                   ? kQ3Values : kQ2Values;
         alignas(64) int8_t t[64];
         for (int i = 0; i < 64; ++i) t[i] = v[i % (2 * kSet)];
         return _mm512_load_si512((const void*)t);
     }
-    // dl[s] = d * scale of 16-weight sub-block s.
-    static void scales(const uint8_t* x, float d, float* dl) {
+    // dl[s] = d * scale of 16-weight sub-block s (Q2_K: also ml[s] = dmin * min).
+    static void scales(const uint8_t* x, float d, float* dl, float* ml) {
         __m512i ls;
-        if constexpr (Kind == LutKind::iq2k) {
+        if constexpr (kQ2) {  // 16 bytes @0: scale low nibble, min high nibble
+            const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)x));
+            uint16_t h;
+            std::memcpy(&h, x + 82, 2);
+            _mm512_store_ps(ml, _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(h)), _mm512_cvtepi32_ps(_mm512_srli_epi32(b, 4))));
+            ls = _mm512_and_si512(b, _mm512_set1_epi32(15));
+        } else if constexpr (Kind == LutKind::iq2k) {
             ls = _mm512_sub_epi32(nibbles16(x + 4), _mm512_set1_epi32(8));
         } else if constexpr (Kind == LutKind::iq3k) {  // (2 nibble + 1), negative where bit s of the uint16 @4
             uint16_t sh;
@@ -258,7 +268,7 @@ struct LutFill {
             lo = _mm256_and_si256(_mm256_srl_epi16(b, _mm_cvtsi32_si128(2 * c)), m2);
             hi = _mm256_and_si256(_mm256_srl_epi16(b, _mm_cvtsi32_si128(2 * c + 2)), m2);
         }
-        if constexpr (Kind != LutKind::iq2k) {  // HB plane: bit j of byte i = weight 32 j + i
+        if constexpr (Kind != LutKind::iq2k && !kQ2) {  // HB plane: bit j of byte i = weight 32 j + i
             constexpr int bit = Kind == LutKind::iq5k ? 4 : 2;
             const __m256i one = _mm256_set1_epi8(1);
             const __m256i h = _mm256_loadu_si256((const __m256i*)(x + kHb));
@@ -270,7 +280,7 @@ struct LutFill {
     static void rows(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t k0, int64_t nk, uint16_t* A) {
         const int64_t nb = nk / 256;
         const __m512i tab = table();
-        alignas(64) float dl[16];
+        alignas(64) float dl[16], ml[16];
         for (int i = 0; i < kTileRows; ++i) {
             uint16_t* dst = A + i * kChunk;
             if (i >= n) {
@@ -280,10 +290,10 @@ struct LutFill {
             const uint8_t* row = w + (size_t)(r + i) * wrb + (size_t)(k0 / 256) * kBytes;
             for (int64_t b = 0; b < nb; ++b) {
                 const uint8_t* x = row + (size_t)b * kBytes;
-                uint16_t h16, extra = 0;  // Q3_K: d at the end, no value sets
-                std::memcpy(&h16, x + (kQ3 ? 108 : 0), 2);
-                if constexpr (!kQ3) std::memcpy(&extra, x + 2, 2);
-                scales(x, _cvtsh_ss(h16), dl);
+                uint16_t h16, extra = 0;  // K-quants: d at the end, no value sets
+                std::memcpy(&h16, x + kD, 2);
+                if constexpr (!kQ3 && !kQ2) std::memcpy(&extra, x + 2, 2);
+                scales(x, _cvtsh_ss(h16), dl, ml);
                 for (int g = 0; g < 4; ++g) {
                     // second value set for the 16-weight sub-blocks whose `extra` bit is set
                     const __mmask64 set = _pdep_u64((extra >> (4 * g)) & 15u, 0x0001000100010001ull) * 0xFFFFull;
@@ -291,8 +301,10 @@ struct LutFill {
                     idx = _mm512_mask_add_epi8(idx, set, idx, _mm512_set1_epi8((char)kSet));
                     const __m512i v = _mm512_permutexvar_epi8(idx, tab);
                     __m512 f[4];
-                    for (int q = 0; q < 4; ++q)
+                    for (int q = 0; q < 4; ++q) {
                         f[q] = _mm512_mul_ps(_mm512_set1_ps(dl[4 * g + q]), f32_of_i8(_mm512_extracti32x4_epi32(v, q)));
+                        if constexpr (kQ2) f[q] = _mm512_sub_ps(f[q], _mm512_set1_ps(ml[4 * g + q]));
+                    }
                     put32(dst + (8 * b + 2 * g) * kTileElems, f[0], f[1]);
                     put32(dst + (8 * b + 2 * g + 1) * kTileElems, f[2], f[3]);
                 }

@@ -38,7 +38,7 @@ KernelTable amx_kernels() {
         AMX_ENTRY(T_IQ4_NL, amx::LegacyFill<IQ4_NLP>), AMX_ENTRY(T_MXFP4, amx::LegacyFill<MXFP4P>),
         AMX_ENTRY(T_Q4_K, amx::Q45KFill<false>),     AMX_ENTRY(T_Q5_K, amx::Q45KFill<true>),
         AMX_ENTRY(T_Q6_K, amx::Q6KFill),
-        AMX_ENTRY(T_Q2_K, amx::SinkFill<SQ2K>),      AMX_ENTRY(T_Q3_K, amx::LutFill<amx::LutKind::q3k>),
+        AMX_ENTRY(T_Q2_K, amx::LutFill<amx::LutKind::q2k>),      AMX_ENTRY(T_Q3_K, amx::LutFill<amx::LutKind::q3k>),
         AMX_ENTRY(T_IQ4_XS, amx::Iq4Fill<amx::Iq4Kind::xs>),  AMX_ENTRY(T_IQ2_K, amx::LutFill<amx::LutKind::iq2k>),
         AMX_ENTRY(T_IQ3_K, amx::LutFill<amx::LutKind::iq3k>),    AMX_ENTRY(T_IQ4_K, amx::Iq4Fill<amx::Iq4Kind::k>),
         AMX_ENTRY(T_IQ5_K, amx::LutFill<amx::LutKind::iq5k>),    AMX_ENTRY(T_IQ6_K, amx::SinkFill<ZIq6K>),
