@@ -27,8 +27,10 @@ constexpr ActFormat kActBf16{quant::T_BF16, bf16_row_bytes, encode_bf16};
 }  // namespace
 
 KernelTable amx_kernels() {
-    // min_tokens from quant_matmul_bench (4096 x 4096, 2 threads): the fast decoders (32-weight
-    // types, Q4_K..Q6_K) break even with VNNI at about 16 tokens, the ConvSink ones at about 24-32.
+    // min_tokens from quant_matmul_bench (4096 x 4096, 2 threads): the direct decoders (32-weight
+    // types, Q4_K..Q6_K, the byte-shuffle / byte-permute ones of IQ4_XS/IQ4_K/IQ4_KS and Q2_K, Q3_K,
+    // IQ2_K, IQ3_K, IQ5_K) break even with VNNI at about 16 tokens, the ConvSink ones (IQ6_K and the
+    // remaining KS / KSS / KL types) at about 24-32.
 #define AMX_ENTRY(id, Fill) {id, Isa::avx512, &kActBf16, run<Fill>, true, Fill::kMinTokens}
     using namespace quant;
     static const MatmulKernel entries[] = {
