@@ -27,6 +27,25 @@ inline void zero_row(uint16_t* dst, int64_t kc) {
 inline __m512 f32_of_i8(__m128i v) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(v)); }
 inline __m512 f32_of_u8(__m128i v) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v)); }
 
+// The row walk shared by the 256-weight-block decoders: block(row, x, out) for every block x of rows
+// r..r+n-1 in columns [k0, k0 + nk) (`meta` header bytes per row, `bytes` per block), out = the
+// block's first 32-weight chunk in that row's slot of A (chunk c at out + c * kTileElems); rows
+// n..15 are zeroed.
+template <class Block>
+inline void for_blocks256(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t k0, int64_t nk, size_t meta,
+                          size_t bytes, uint16_t* A, Block&& block) {
+    for (int i = 0; i < kTileRows; ++i) {
+        uint16_t* dst = A + i * kChunk;
+        if (i >= n) {
+            zero_row(dst, nk / kChunk);
+            continue;
+        }
+        const uint8_t* row = w + (size_t)(r + i) * wrb;
+        const uint8_t* blocks = row + meta + (size_t)(k0 / 256) * bytes;
+        for (int64_t b = 0; b < nk / 256; ++b) block(row, blocks + (size_t)b * bytes, dst + 8 * b * kTileElems);
+    }
+}
+
 // Legacy 32-weight blocks: w = d * v (+ m for the affine types).
 template <class P>
 struct LegacyFill {
@@ -62,32 +81,20 @@ template <class U>
 struct SinkFill {
     static constexpr int32_t kMinTokens = 32;
     static void rows(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t k0, int64_t nk, uint16_t* A) {
-        const int64_t nb = nk / 256;
         ConvSink<U::uns> sink;
-        for (int i = 0; i < kTileRows; ++i) {
-            uint16_t* dst = A + i * kChunk;
-            if (i >= n) {
-                zero_row(dst, nk / kChunk);
-                continue;
-            }
-            const uint8_t* row = w + (size_t)(r + i) * wrb;
-            const float rowd = U::row_scale(row);
-            const uint8_t* blocks = row + U::meta + (size_t)(k0 / 256) * U::bytes;
-            for (int64_t b = 0; b < nb; ++b) {
-                U::unpack(blocks + (size_t)b * U::bytes, rowd, sink);
-                const __m512 dw = _mm512_set1_ps(sink.dw);
-                for (int c = 0; c < 8; ++c) {
-                    __m512 v[2];
-                    for (int h = 0; h < 2; ++h) {
-                        const int s = 2 * c + h;
-                        const __m512 p = _mm512_cvtepi32_ps(
-                            _mm512_cvtepi16_epi32(_mm256_load_si256((const __m256i*)(sink.P + 16 * s))));
-                        v[h] = _mm512_add_ps(_mm512_mul_ps(dw, p), _mm512_set1_ps(sink.dc * (float)sink.cr[s]));
-                    }
-                    put32(dst + (8 * b + c) * kTileElems, v[0], v[1]);
+        for_blocks256(w, wrb, r, n, k0, nk, U::meta, U::bytes, A, [&](const uint8_t* row, const uint8_t* x, uint16_t* out) {
+            U::unpack(x, U::row_scale(row), sink);
+            const __m512 dw = _mm512_set1_ps(sink.dw);
+            for (int c = 0; c < 8; ++c) {
+                __m512 v[2];
+                for (int h = 0; h < 2; ++h) {
+                    const int s = 2 * c + h;
+                    const __m512 p = _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm256_load_si256((const __m256i*)(sink.P + 16 * s))));
+                    v[h] = _mm512_add_ps(_mm512_mul_ps(dw, p), _mm512_set1_ps(sink.dc * (float)sink.cr[s]));
                 }
+                put32(out + c * kTileElems, v[0], v[1]);
             }
-        }
+        });
     }
 };
 
@@ -157,41 +164,30 @@ struct Iq4Fill {
         return sel;
     }
     static void rows(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t k0, int64_t nk, uint16_t* A) {
-        const int64_t nb = nk / 256;
         const __m128i t0 = _mm_loadu_si128((const __m128i*)quant::tables::kIq4k);
         const __m128i t1 = _mm_loadu_si128((const __m128i*)(quant::tables::kIq4k + 16));
         const __m128i m4 = _mm_set1_epi8(15);
         alignas(64) float dl[16];
-        for (int i = 0; i < kTileRows; ++i) {
-            uint16_t* dst = A + i * kChunk;
-            if (i >= n) {
-                zero_row(dst, nk / kChunk);
-                continue;
+        for_blocks256(w, wrb, r, n, k0, nk, kMeta, kBytes, A, [&](const uint8_t* row, const uint8_t* x, uint16_t* out) {
+            float d;
+            if constexpr (kMeta) {
+                std::memcpy(&d, row, 4);
+            } else {
+                uint16_t h16;
+                std::memcpy(&h16, x, 2);
+                d = _cvtsh_ss(h16);
             }
-            const uint8_t* row = w + (size_t)(r + i) * wrb;
-            float rowd = 0;
-            if constexpr (kMeta) std::memcpy(&rowd, row, 4);
-            const uint8_t* blocks = row + kMeta + (size_t)(k0 / 256) * kBytes;
-            for (int64_t b = 0; b < nb; ++b) {
-                const uint8_t* x = blocks + (size_t)b * kBytes;
-                float d = rowd;
-                if constexpr (!kMeta) {
-                    uint16_t h16;
-                    std::memcpy(&h16, x, 2);
-                    d = _cvtsh_ss(h16);
-                }
-                const uint32_t sel = scales(x, d, dl);
-                const uint8_t* qs = x + kQs;
-                for (int j = 0; j < 8; ++j) {
-                    const __m128i q = _mm_loadu_si128((const __m128i*)(qs + 16 * j));
-                    const __m128i lo = _mm_and_si128(q, m4), hi = _mm_and_si128(_mm_srli_epi16(q, 4), m4);
-                    const __m128i vlo = _mm_shuffle_epi8((sel >> (2 * j)) & 1 ? t1 : t0, lo);
-                    const __m128i vhi = _mm_shuffle_epi8((sel >> (2 * j + 1)) & 1 ? t1 : t0, hi);
-                    put32(dst + (8 * b + j) * kTileElems, _mm512_mul_ps(_mm512_set1_ps(dl[2 * j]), f32_of_i8(vlo)),
-                          _mm512_mul_ps(_mm512_set1_ps(dl[2 * j + 1]), f32_of_i8(vhi)));
-                }
+            const uint32_t sel = scales(x, d, dl);
+            const uint8_t* qs = x + kQs;
+            for (int j = 0; j < 8; ++j) {
+                const __m128i q = _mm_loadu_si128((const __m128i*)(qs + 16 * j));
+                const __m128i lo = _mm_and_si128(q, m4), hi = _mm_and_si128(_mm_srli_epi16(q, 4), m4);
+                const __m128i vlo = _mm_shuffle_epi8((sel >> (2 * j)) & 1 ? t1 : t0, lo);
+                const __m128i vhi = _mm_shuffle_epi8((sel >> (2 * j + 1)) & 1 ? t1 : t0, hi);
+                put32(out + j * kTileElems, _mm512_mul_ps(_mm512_set1_ps(dl[2 * j]), f32_of_i8(vlo)),
+                      _mm512_mul_ps(_mm512_set1_ps(dl[2 * j + 1]), f32_of_i8(vhi)));
             }
-        }
+        });
     }
 };
 
@@ -278,38 +274,28 @@ struct LutFill {
         return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
     }
     static void rows(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t k0, int64_t nk, uint16_t* A) {
-        const int64_t nb = nk / 256;
         const __m512i tab = table();
         alignas(64) float dl[16], ml[16];
-        for (int i = 0; i < kTileRows; ++i) {
-            uint16_t* dst = A + i * kChunk;
-            if (i >= n) {
-                zero_row(dst, nk / kChunk);
-                continue;
-            }
-            const uint8_t* row = w + (size_t)(r + i) * wrb + (size_t)(k0 / 256) * kBytes;
-            for (int64_t b = 0; b < nb; ++b) {
-                const uint8_t* x = row + (size_t)b * kBytes;
-                uint16_t h16, extra = 0;  // K-quants: d at the end, no value sets
-                std::memcpy(&h16, x + kD, 2);
-                if constexpr (!kQ3 && !kQ2) std::memcpy(&extra, x + 2, 2);
-                scales(x, _cvtsh_ss(h16), dl, ml);
-                for (int g = 0; g < 4; ++g) {
-                    // second value set for the 16-weight sub-blocks whose `extra` bit is set
-                    const __mmask64 set = _pdep_u64((extra >> (4 * g)) & 15u, 0x0001000100010001ull) * 0xFFFFull;
-                    __m512i idx = indices(x, g);
-                    idx = _mm512_mask_add_epi8(idx, set, idx, _mm512_set1_epi8((char)kSet));
-                    const __m512i v = _mm512_permutexvar_epi8(idx, tab);
-                    __m512 f[4];
-                    for (int q = 0; q < 4; ++q) {
-                        f[q] = _mm512_mul_ps(_mm512_set1_ps(dl[4 * g + q]), f32_of_i8(_mm512_extracti32x4_epi32(v, q)));
-                        if constexpr (kQ2) f[q] = _mm512_sub_ps(f[q], _mm512_set1_ps(ml[4 * g + q]));
-                    }
-                    put32(dst + (8 * b + 2 * g) * kTileElems, f[0], f[1]);
-                    put32(dst + (8 * b + 2 * g + 1) * kTileElems, f[2], f[3]);
+        for_blocks256(w, wrb, r, n, k0, nk, 0, kBytes, A, [&](const uint8_t*, const uint8_t* x, uint16_t* out) {
+            uint16_t h16, extra = 0;  // K-quants: d at the end, no value sets
+            std::memcpy(&h16, x + kD, 2);
+            if constexpr (!kQ3 && !kQ2) std::memcpy(&extra, x + 2, 2);
+            scales(x, _cvtsh_ss(h16), dl, ml);
+            for (int g = 0; g < 4; ++g) {
+                // second value set for the 16-weight sub-blocks whose `extra` bit is set
+                const __mmask64 set = _pdep_u64((extra >> (4 * g)) & 15u, 0x0001000100010001ull) * 0xFFFFull;
+                __m512i idx = indices(x, g);
+                idx = _mm512_mask_add_epi8(idx, set, idx, _mm512_set1_epi8((char)kSet));
+                const __m512i v = _mm512_permutexvar_epi8(idx, tab);
+                __m512 f[4];
+                for (int q = 0; q < 4; ++q) {
+                    f[q] = _mm512_mul_ps(_mm512_set1_ps(dl[4 * g + q]), f32_of_i8(_mm512_extracti32x4_epi32(v, q)));
+                    if constexpr (kQ2) f[q] = _mm512_sub_ps(f[q], _mm512_set1_ps(ml[4 * g + q]));
                 }
+                put32(out + (2 * g) * kTileElems, f[0], f[1]);
+                put32(out + (2 * g + 1) * kTileElems, f[2], f[3]);
             }
-        }
+        });
     }
 };
 
@@ -318,35 +304,24 @@ template <bool Five>
 struct Q45KFill {
     static constexpr int32_t kMinTokens = 16;
     static void rows(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t k0, int64_t nk, uint16_t* A) {
-        constexpr int bytes = Five ? 176 : 144;
-        const int64_t nb = nk / 256;
         alignas(32) float D[8], M[8];
-        for (int i = 0; i < kTileRows; ++i) {
-            uint16_t* dst = A + i * kChunk;
-            if (i >= n) {
-                zero_row(dst, nk / kChunk);
-                continue;
-            }
-            const uint8_t* row = w + (size_t)(r + i) * wrb + (size_t)(k0 / 256) * bytes;
-            for (int64_t b = 0; b < nb; ++b) {
-                const uint8_t* x = row + (size_t)b * bytes;
-                __m256 vd, vm;
-                q45k_scales(x, false, &vd, &vm);
-                _mm256_store_ps(D, vd);
-                _mm256_store_ps(M, vm);
-                for (int g = 0; g < 4; ++g) {
-                    __m256i c[2];
-                    q45k_codes<Five>(x, g, c);
-                    for (int h = 0; h < 2; ++h) {
-                        const int j = 2 * g + h;
-                        const __m512 d = _mm512_set1_ps(D[j]), m = _mm512_set1_ps(M[j]);
-                        const __m512 lo = _mm512_add_ps(_mm512_mul_ps(d, f32_of_u8(_mm256_castsi256_si128(c[h]))), m);
-                        const __m512 hi = _mm512_add_ps(_mm512_mul_ps(d, f32_of_u8(_mm256_extracti128_si256(c[h], 1))), m);
-                        put32(dst + (8 * b + j) * kTileElems, lo, hi);
-                    }
+        for_blocks256(w, wrb, r, n, k0, nk, 0, Five ? 176 : 144, A, [&](const uint8_t*, const uint8_t* x, uint16_t* out) {
+            __m256 vd, vm;
+            q45k_scales(x, false, &vd, &vm);
+            _mm256_store_ps(D, vd);
+            _mm256_store_ps(M, vm);
+            for (int g = 0; g < 4; ++g) {
+                __m256i c[2];
+                q45k_codes<Five>(x, g, c);
+                for (int h = 0; h < 2; ++h) {
+                    const int j = 2 * g + h;
+                    const __m512 d = _mm512_set1_ps(D[j]), m = _mm512_set1_ps(M[j]);
+                    const __m512 lo = _mm512_add_ps(_mm512_mul_ps(d, f32_of_u8(_mm256_castsi256_si128(c[h]))), m);
+                    const __m512 hi = _mm512_add_ps(_mm512_mul_ps(d, f32_of_u8(_mm256_extracti128_si256(c[h], 1))), m);
+                    put32(out + j * kTileElems, lo, hi);
                 }
             }
-        }
+        });
     }
 };
 
@@ -354,41 +329,30 @@ struct Q45KFill {
 struct Q6KFill {
     static constexpr int32_t kMinTokens = 16;
     static void rows(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t k0, int64_t nk, uint16_t* A) {
-        const int64_t nb = nk / 256;
         const __m256i m15 = _mm256_set1_epi8(15), m3 = _mm256_set1_epi8(3), k32 = _mm256_set1_epi8(32);
         alignas(64) float ds[16];
-        for (int i = 0; i < kTileRows; ++i) {
-            uint16_t* dst = A + i * kChunk;
-            if (i >= n) {
-                zero_row(dst, nk / kChunk);
-                continue;
-            }
-            const uint8_t* row = w + (size_t)(r + i) * wrb + (size_t)(k0 / 256) * 210;
-            for (int64_t b = 0; b < nb; ++b) {
-                const uint8_t* x = row + (size_t)b * 210;
-                const __m512 d = _mm512_set1_ps(hf(x + 208));
-                _mm512_store_ps(ds, _mm512_mul_ps(d, f32_of_i8(_mm_loadu_si128((const __m128i*)(x + 192)))));
-                for (int c = 0; c < 2; ++c) {
-                    const __m256i q0 = ld256(x + 64 * c), q1 = ld256(x + 64 * c + 32), h = ld256(x + 128 + 32 * c);
-                    const __m256i codes[4] = {
-                        _mm256_or_si256(_mm256_and_si256(q0, m15), _mm256_slli_epi16(_mm256_and_si256(h, m3), 4)),
-                        _mm256_or_si256(_mm256_and_si256(q1, m15),
-                                        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m3), 4)),
-                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q0, 4), m15),
-                                        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m3), 4)),
-                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q1, 4), m15),
-                                        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m3), 4)),
-                    };
-                    for (int j = 0; j < 4; ++j) {
-                        const int chunk = 4 * c + j;
-                        const __m256i v = _mm256_sub_epi8(codes[j], k32);
-                        const __m512 lo = _mm512_mul_ps(_mm512_set1_ps(ds[2 * chunk]), f32_of_i8(_mm256_castsi256_si128(v)));
-                        const __m512 hi = _mm512_mul_ps(_mm512_set1_ps(ds[2 * chunk + 1]), f32_of_i8(_mm256_extracti128_si256(v, 1)));
-                        put32(dst + (8 * b + chunk) * kTileElems, lo, hi);
-                    }
+        for_blocks256(w, wrb, r, n, k0, nk, 0, 210, A, [&](const uint8_t*, const uint8_t* x, uint16_t* out) {
+            const __m512 d = _mm512_set1_ps(hf(x + 208));
+            _mm512_store_ps(ds, _mm512_mul_ps(d, f32_of_i8(_mm_loadu_si128((const __m128i*)(x + 192)))));
+            for (int c = 0; c < 2; ++c) {
+                const __m256i q0 = ld256(x + 64 * c), q1 = ld256(x + 64 * c + 32), h = ld256(x + 128 + 32 * c);
+                const __m256i codes[4] = {
+                    _mm256_or_si256(_mm256_and_si256(q0, m15), _mm256_slli_epi16(_mm256_and_si256(h, m3), 4)),
+                    _mm256_or_si256(_mm256_and_si256(q1, m15), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m3), 4)),
+                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q0, 4), m15),
+                                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m3), 4)),
+                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q1, 4), m15),
+                                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m3), 4)),
+                };
+                for (int j = 0; j < 4; ++j) {
+                    const int chunk = 4 * c + j;
+                    const __m256i v = _mm256_sub_epi8(codes[j], k32);
+                    const __m512 lo = _mm512_mul_ps(_mm512_set1_ps(ds[2 * chunk]), f32_of_i8(_mm256_castsi256_si128(v)));
+                    const __m512 hi = _mm512_mul_ps(_mm512_set1_ps(ds[2 * chunk + 1]), f32_of_i8(_mm256_extracti128_si256(v, 1)));
+                    put32(out + chunk * kTileElems, lo, hi);
                 }
             }
-        }
+        });
     }
 };
 
