@@ -287,9 +287,12 @@ struct LutFill {
                 __m512i idx = indices(x, g);
                 idx = _mm512_mask_add_epi8(idx, set, idx, _mm512_set1_epi8((char)kSet));
                 const __m512i v = _mm512_permutexvar_epi8(idx, tab);
+                // (extract indices must be literal constants for clang)
+                const __m128i part[4] = {_mm512_castsi512_si128(v), _mm512_extracti32x4_epi32(v, 1),
+                                         _mm512_extracti32x4_epi32(v, 2), _mm512_extracti32x4_epi32(v, 3)};
                 __m512 f[4];
                 for (int q = 0; q < 4; ++q) {
-                    f[q] = _mm512_mul_ps(_mm512_set1_ps(dl[4 * g + q]), f32_of_i8(_mm512_extracti32x4_epi32(v, q)));
+                    f[q] = _mm512_mul_ps(_mm512_set1_ps(dl[4 * g + q]), f32_of_i8(part[q]));
                     if constexpr (kQ2) f[q] = _mm512_sub_ps(f[q], _mm512_set1_ps(ml[4 * g + q]));
                 }
                 put32(out + (2 * g) * kTileElems, f[0], f[1]);
