@@ -164,9 +164,10 @@ struct Iq4Fill {
         return sel;
     }
     static void rows(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t k0, int64_t nk, uint16_t* A) {
-        const __m128i t0 = _mm_loadu_si128((const __m128i*)quant::tables::kIq4k);
-        const __m128i t1 = _mm_loadu_si128((const __m128i*)(quant::tables::kIq4k + 16));
-        const __m128i m4 = _mm_set1_epi8(15);
+        alignas(64) int8_t t[64];  // both value sets, twice: a 6-bit index = set * 16 + nibble
+        for (int i = 0; i < 64; ++i) t[i] = quant::tables::kIq4k[i % 32];
+        const __m512i tab = _mm512_load_si512((const void*)t);
+        const __m256i m4 = _mm256_set1_epi8(15);
         alignas(64) float dl[16];
         for_blocks256(w, wrb, r, n, k0, nk, kMeta, kBytes, A, [&](const uint8_t* row, const uint8_t* x, uint16_t* out) {
             float d;
@@ -178,14 +179,25 @@ struct Iq4Fill {
                 d = _cvtsh_ss(h16);
             }
             const uint32_t sel = scales(x, d, dl);
-            const uint8_t* qs = x + kQs;
-            for (int j = 0; j < 8; ++j) {
-                const __m128i q = _mm_loadu_si128((const __m128i*)(qs + 16 * j));
-                const __m128i lo = _mm_and_si128(q, m4), hi = _mm_and_si128(_mm_srli_epi16(q, 4), m4);
-                const __m128i vlo = _mm_shuffle_epi8((sel >> (2 * j)) & 1 ? t1 : t0, lo);
-                const __m128i vhi = _mm_shuffle_epi8((sel >> (2 * j + 1)) & 1 ? t1 : t0, hi);
-                put32(out + j * kTileElems, _mm512_mul_ps(_mm512_set1_ps(dl[2 * j]), f32_of_i8(vlo)),
-                      _mm512_mul_ps(_mm512_set1_ps(dl[2 * j + 1]), f32_of_i8(vhi)));
+            for (int g = 0; g < 4; ++g) {
+                // 32 index bytes = chunks 2g, 2g+1; 16-byte lanes of [low nibbles | high nibbles] hold
+                // the halves 4g, 4g+2, 4g+1, 4g+3. The value-set bits go to the lanes through a
+                // byte mask (no branch: the bits are data, a branch on them mispredicts half the time).
+                const __m256i b = _mm256_loadu_si256((const __m256i*)(x + kQs + 32 * g));
+                __m512i idx = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(b, m4)),
+                                                 _mm256_and_si256(_mm256_srli_epi16(b, 4), m4), 1);
+                const uint32_t e = (sel >> (4 * g)) & 15u;
+                const uint32_t lanes = (e & 9u) | ((e & 2u) << 1) | ((e & 4u) >> 1);
+                const __mmask64 set = _pdep_u64(lanes, 0x0001000100010001ull) * 0xFFFFull;
+                idx = _mm512_mask_add_epi8(idx, set, idx, _mm512_set1_epi8(16));
+                const __m512i v = _mm512_permutexvar_epi8(idx, tab);
+                // (extract indices must be literal constants for clang)
+                const __m128i h0 = _mm512_castsi512_si128(v), h2 = _mm512_extracti32x4_epi32(v, 1);
+                const __m128i h1 = _mm512_extracti32x4_epi32(v, 2), h3 = _mm512_extracti32x4_epi32(v, 3);
+                put32(out + (2 * g) * kTileElems, _mm512_mul_ps(_mm512_set1_ps(dl[4 * g]), f32_of_i8(h0)),
+                      _mm512_mul_ps(_mm512_set1_ps(dl[4 * g + 1]), f32_of_i8(h1)));
+                put32(out + (2 * g + 1) * kTileElems, _mm512_mul_ps(_mm512_set1_ps(dl[4 * g + 2]), f32_of_i8(h2)),
+                      _mm512_mul_ps(_mm512_set1_ps(dl[4 * g + 3]), f32_of_i8(h3)));
             }
         });
     }
