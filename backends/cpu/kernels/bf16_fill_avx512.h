@@ -98,6 +98,17 @@ struct SinkFill {
     }
 };
 
+// A 64-byte byte-permute table: `period` values repeated (built at compile time).
+struct alignas(64) Table64 {
+    int8_t v[64];
+};
+constexpr Table64 repeat64(const int8_t* values, int period) {
+    Table64 t{};
+    for (int i = 0; i < 64; ++i) t.v[i] = values[i % period];
+    return t;
+}
+inline __m512i load_table(const Table64& t) { return _mm512_load_si512((const void*)t.v); }
+
 // 16 scale nibbles (nibble s % 2 of byte s / 2 of the 8 bytes at p) as 16 dwords, in order.
 inline __m512i nibbles16(const uint8_t* p) {
     const __m128i m4 = _mm_set1_epi8(15);
@@ -164,9 +175,8 @@ struct Iq4Fill {
         return sel;
     }
     static void rows(const uint8_t* w, size_t wrb, int64_t r, int n, int64_t k0, int64_t nk, uint16_t* A) {
-        alignas(64) int8_t t[64];  // both value sets, twice: a 6-bit index = set * 16 + nibble
-        for (int i = 0; i < 64; ++i) t[i] = quant::tables::kIq4k[i % 32];
-        const __m512i tab = _mm512_load_si512((const void*)t);
+        static constexpr Table64 kTab = repeat64(quant::tables::kIq4k, 32);  // 6-bit index = set * 16 + nibble
+        const __m512i tab = load_table(kTab);
         const __m256i m4 = _mm256_set1_epi8(15);
         alignas(64) float dl[16];
         for_blocks256(w, wrb, r, n, k0, nk, kMeta, kBytes, A, [&](const uint8_t* row, const uint8_t* x, uint16_t* out) {
@@ -220,14 +230,13 @@ struct LutFill {
     static constexpr int kP2 = Kind == LutKind::iq2k ? 12 : Kind == LutKind::iq3k ? 14 : kQ2 ? 16 : 32;  // 2-bit plane
     static constexpr int kD = kQ3 ? 108 : kQ2 ? 80 : 0;  // offset of d (fp16)
     static constexpr int kHb = Kind == LutKind::iq3k ? 78 : Kind == LutKind::iq5k ? 144 : 0;  // high-bit plane
-    static __m512i table() {
-        const int8_t* v = Kind == LutKind::iq2k   ? quant::tables::kIq2nl
-                          : Kind == LutKind::iq3k ? quant::tables::kIq3nl
-                          : Kind == LutKind::iq5k ? quant::tables::kIq5nl
-                          : kQ3                   ? kQ3Values : kQ2Values;
-        alignas(64) int8_t t[64];
-        for (int i = 0; i < 64; ++i) t[i] = v[i % (2 * kSet)];
-        return _mm512_load_si512((const void*)t);
+    static __m512i table() {  // [set 0 | set 1] repeated (the K-quants: one set)
+        static constexpr Table64 kTab = repeat64(Kind == LutKind::iq2k   ? quant::tables::kIq2nl
+                                                 : Kind == LutKind::iq3k ? quant::tables::kIq3nl
+                                                 : Kind == LutKind::iq5k ? quant::tables::kIq5nl
+                                                 : kQ3                   ? kQ3Values : kQ2Values,
+                                                 kQ3 || kQ2 ? kSet : 2 * kSet);
+        return load_table(kTab);
     }
     // dl[s] = d * scale of 16-weight sub-block s (Q2_K: also ml[s] = dmin * min).
     static void scales(const uint8_t* x, float d, float* dl, float* ml) {
