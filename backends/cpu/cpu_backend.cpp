@@ -1,7 +1,9 @@
+#include <chrono>
 // The built-in CPU backend: host buffers, op capability answers and an executor that runs
 // op lists on a per-session thread pool.
 #include <sys/sysinfo.h>
 
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -50,6 +52,7 @@ public:
             if (cancel_requested(cancel)) throw Error(Status::cancelled, "cancelled");
             const Op& op = graph.ops[i];
             if (observer_) observer_->before(op);
+            const auto t0 = std::chrono::steady_clock::now();
             switch (op.kind) {
                 case OpKind::get_rows: cpu::op_get_rows(op, pool_); break;
                 case OpKind::rms_norm: cpu::op_rms_norm(op, pool_); break;
@@ -66,13 +69,39 @@ public:
                 case OpKind::moe_ffn: cpu::op_moe_ffn(op, pool_, scratch_); break;
                 case OpKind::copy: cpu::op_copy(op, pool_); break;
             }
+            if (profile_ && (int)op.kind < kKinds) {
+                prof_s_[(int)op.kind] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                prof_n_[(int)op.kind]++;
+            }
         }
+    }
+    // IKLLM_OP_PROFILE=1: wall time per op kind, printed to stderr when the executor goes (a
+    // developer's view of where a graph's time goes; docs/cpu-speed.md).
+    ~CpuExecutor() override {
+        if (!profile_) return;
+        static const char* const names[] = {"get_rows", "rms_norm",  "mul_mat",        "add",           "swiglu",
+                                            "rope",     "kv_store",  "attention",      "gather_rows",   "mul_mat_swiglu",
+                                            "moe_route", "moe_ffn",  "copy",           "mul_mat_heads"};
+        double total = 0;
+        for (double v : prof_s_) total += v;
+        std::fprintf(stderr, "op profile (CPU executor):\n");
+        for (int k = 0; k < kKinds; ++k)
+            if (prof_n_[k])
+                std::fprintf(stderr, "  %-15s %9.3f s %5.1f %%  %ld calls\n", k < (int)(sizeof names / sizeof *names) ? names[k] : "?",
+                             prof_s_[k], 100 * prof_s_[k] / total, prof_n_[k]);
     }
 
 private:
     cpu::ThreadPool pool_;
     cpu::Scratch scratch_;
     OpObserver* observer_ = nullptr;
+    static constexpr int kKinds = 32;
+    const bool profile_ = [] {
+        const char* e = std::getenv("IKLLM_OP_PROFILE");
+        return e && *e && *e != '0';
+    }();
+    double prof_s_[kKinds] = {};
+    long prof_n_[kKinds] = {};
 };
 
 // MemAvailable of /proc/meminfo (free memory plus what the kernel can reclaim) plus free swap;

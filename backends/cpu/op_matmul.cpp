@@ -134,14 +134,14 @@ void op_mul_mat_heads(const Op& op, ThreadPool& pool, Scratch& scratch) {
     const int64_t unit = row_unit(k, *quant::find_type(w.type));
     const int64_t chunk = chunk_rows(N, unit, std::max(1, pool.n_threads() / (int)std::max<int64_t>(1, H)));
     const int64_t per_head = (N + chunk - 1) / chunk;
-    for (int t = 0; t < pool.n_threads(); ++t) scratch.thread_floats(t, (size_t)(chunk * T));
-    pool.parallel_for(H * per_head, [&](int64_t task, int thread) {
+    // Straight into the strided view (a head's tokens are y.nb[2] apart): the output of these
+    // products is large (deepseek2: 16 MiB per layer for 512 tokens), one pass over it is enough.
+    const int64_t ys = (int64_t)(y.nb[2] / sizeof(float));
+    pool.parallel_for(H * per_head, [&](int64_t task, int) {
         const int64_t h = task / per_head, c = task % per_head;
-        const int64_t r0 = c * chunk, r1 = std::min(N, r0 + chunk), n = r1 - r0;
-        float* tmp = scratch.per_thread[thread].data();
+        const int64_t r0 = c * chunk, r1 = std::min(N, r0 + chunk);
         run_rows(k, static_cast<const uint8_t*>(w.data) + h * w.nb[2], w.nb[1], K, r0, r1, act + ar * h * T, ar, T,
-                 tmp, n, max_call_tokens(op));
-        for (int64_t t = 0; t < T; ++t) std::memcpy(y.row<float>(h, t) + r0, tmp + t * n, sizeof(float) * n);
+                 y.row<float>(h, 0) + r0, ys, max_call_tokens(op));
     });
 }
 

@@ -33,6 +33,7 @@ public:
         Block b;
         b.data.reset(static_cast<uint8_t*>(aligned_alloc64(size)));
         b.size = size;
+        advise_huge_pages(b.data.get(), size);
         blocks_.push_back(std::move(b));
         block_ = blocks_.size() - 1;
         used_ = bytes;

@@ -13,6 +13,7 @@
 #include "matmul_rows.h"
 #include "kernels/matmul.h"
 #include "quant/type_traits.h"
+#include "tensor_view.h"
 
 using namespace ikllm;
 
@@ -198,6 +199,51 @@ TEST(CpuMatmulThreads, BatchInvariantFlagThroughOps) {
             for (int64_t r = 0; r < c.rows; ++r) {
                 ASSERT_EQ(f32_bits(one[(size_t)r]), f32_bits(inv[(size_t)(t * c.rows + r)])) << name << " token " << t;
                 ASSERT_EQ(f32_bits(one_swi[(size_t)r]), f32_bits(swi[(size_t)(t * c.rows + r)])) << name << " swiglu token " << t;
+            }
+        }
+    }
+}
+// Per-head products (deepseek2's absorbed MLA) write each head's rows straight into a strided
+// destination view: every head equals a plain mul_mat of that head's matrix, bit for bit, and the
+// view's padding is untouched. 80 tokens (the prompt-batch kernels where the CPU has them) and 7.
+TEST(CpuMatmulThreads, PerHeadProductsEqualPerHeadMulMat) {
+    std::mt19937 rng(12);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    for (const char* name : {"q8_0", "iq4_k", "f16"}) {
+        const quant::TypeTraits* tt = quant::find_type_by_name(name);
+        ASSERT_NE(tt, nullptr) << name;
+        for (int64_t T : {80, 7}) {
+            const int64_t K = 256, N = 48, H = 3, pad = 5;  // dst rows: N + pad floats per head
+            const size_t rb = quant::row_bytes(*tt, K);
+            std::vector<uint8_t> w(rb * (size_t)(N * H));
+            std::vector<float> wf((size_t)(K * N * H)), x((size_t)(K * H * T));
+            for (auto& v : wf) v = nd(rng) * 0.1f;
+            for (auto& v : x) v = nd(rng);
+            for (int64_t r = 0; r < N * H; ++r) tt->quantize(wf.data() + r * K, w.data() + r * rb, K, nullptr);
+            Tensor W = tensor_view(w.data(), tt->id, K, N, H, rb, rb * N);
+            Tensor X = tensor_view(x.data(), quant::T_F32, K, H, T, 4 * K, 4 * K * H);
+            std::vector<float> y((size_t)((N + pad) * H * T), -7.f);
+            Tensor Y = tensor_view(y.data(), quant::T_F32, N, H, T, 4 * (N + pad), 4 * (N + pad) * H);
+            Op op;
+            op.kind = OpKind::mul_mat_heads;
+            op.src[0] = &W;
+            op.src[1] = &X;
+            op.dst = &Y;
+            cpu::ThreadPool pool(2);
+            cpu::Scratch scratch;
+            cpu::op_mul_mat_heads(op, pool, scratch);
+            for (int64_t h = 0; h < H; ++h) {
+                std::vector<uint8_t> wh(w.begin() + (size_t)(h * N) * rb, w.begin() + (size_t)((h + 1) * N) * rb);
+                std::vector<float> xh((size_t)(K * T));
+                for (int64_t t = 0; t < T; ++t)
+                    std::copy(x.begin() + (t * H + h) * K, x.begin() + (t * H + h + 1) * K, xh.begin() + t * K);
+                const std::vector<float> ref = run_op(*tt, wh, xh, Case{K, N, T}, 2);
+                for (int64_t t = 0; t < T; ++t) {
+                    const float* row = y.data() + (t * H + h) * (N + pad);
+                    for (int64_t r = 0; r < N; ++r)
+                        ASSERT_EQ(f32_bits(row[r]), f32_bits(ref[(size_t)(t * N + r)])) << name << " T " << T << " head " << h;
+                    for (int64_t r = N; r < N + pad; ++r) ASSERT_EQ(row[r], -7.f) << name << " padding";
+                }
             }
         }
     }

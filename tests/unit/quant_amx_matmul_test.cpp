@@ -161,7 +161,10 @@ TEST(AmxMatmul, DecodedWeightsAreTheDequantizedValuesInBf16) {
 TEST(AmxMatmul, ProductsMatchDoublePrecisionOverBf16Operands) {
     REQUIRE_AMX();
     struct Shape { int64_t rows, K, r0, T; };
-    const Shape shapes[] = {{16, 256, 0, 64}, {37, 512, 0, 77}, {64, 768, 16, 100}, {50, 256, 32, 5}, {33, 512, 0, 150}};
+    // (the first five take the token-major layout, the last three the row-major one: see
+    // amx::prefer_token_major)
+    const Shape shapes[] = {{16, 256, 0, 64},  {37, 512, 0, 77},   {64, 768, 16, 100}, {33, 512, 0, 150},
+                            {20, 256, 0, 300}, {50, 256, 32, 5},   {200, 512, 0, 40},  {130, 1024, 16, 21}};
     std::mt19937 rng(9);
     std::normal_distribution<float> nd(0.f, 1.f);
     for (uint32_t id : amx_types()) {
@@ -258,6 +261,30 @@ TEST(AmxMatmul, TokenBlocksOfLongRowsGiveTheSameBits) {
             k->run(m.data.data(), m.row_bytes, K, 0, rows, act.data() + t0 * arb, arb, std::min<int64_t>(30, T - t0),
                    parts.data() + t0 * rows, rows);
         for (size_t i = 0; i < whole.size(); ++i) ASSERT_EQ(whole[i], parts[i]) << m.tt->name << " element " << i;
+    }
+}
+
+// The kernel picks its tile layout per call from the shape (token-major: C = tokens x rows,
+// stored straight into y; row-major: C = rows x tokens, transposed on the way out). Both
+// accumulate the same products in the same order, so a matrix done in one call (row-major
+// here) and in 16-row calls (token-major) gives the same bits, for every type.
+TEST(AmxMatmul, BothTileLayoutsGiveTheSameBits) {
+    REQUIRE_AMX();
+    const int64_t rows = 256, K = 512, T = 70;
+    std::mt19937 rng(21);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::vector<float> x((size_t)(T * K));
+    for (auto& v : x) v = nd(rng);
+    for (uint32_t id : amx_types()) {
+        const Matrix m = make_matrix(id, rows, K, 500 + id);
+        const cpu::MatmulKernel* k = cpu::find_amx_matmul(id);
+        const auto act = encode(*k, x, T, K);
+        const size_t arb = k->act->row_bytes(K);
+        std::vector<float> whole((size_t)(T * rows), NAN), split((size_t)(T * rows), NAN);
+        k->run(m.data.data(), m.row_bytes, K, 0, rows, act.data(), arb, T, whole.data(), rows);
+        for (int64_t r0 = 0; r0 < rows; r0 += 16)
+            k->run(m.data.data(), m.row_bytes, K, r0, r0 + 16, act.data(), arb, T, split.data(), rows);
+        for (size_t i = 0; i < whole.size(); ++i) ASSERT_EQ(whole[i], split[i]) << m.tt->name << " element " << i;
     }
 }
 

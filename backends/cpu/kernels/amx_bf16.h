@@ -196,9 +196,148 @@ void gemm_block(const uint8_t* w, size_t wrb, int64_t K, int64_t r0, int64_t r1,
     }
 }
 
+// ---- Token-major variant: C = [16 tokens][16 weight rows], stored straight into y. ----
+// Roles swapped: the A operand is 16 activation rows x 32 k (bf16 rows as encoded, copied into
+// contiguous tiles, no transpose), the B operand the weights in the unit's pair layout (decoded
+// row-major, then one 16 x 16 dword transpose per 1 KiB tile). No output transpose: the finished
+// C tiles go to y with tile stores. Cheaper than gemm_block when the output (rows x tokens) is
+// large against the weights (rows x K), i.e. for big token batches and short rows.
+
+// Activation rows of tokens [t0, t0 + n) (n <= 16) -> kc A tiles [16 tokens][32 k]; rest zero.
+inline void copy_token_group(const uint8_t* act, size_t stride, int n, int64_t kc, uint16_t* out) {
+    for (int t = 0; t < 16; ++t) {
+        const uint8_t* src = act + (size_t)t * stride;
+        for (int64_t c = 0; c < kc; ++c)
+            _mm512_store_si512((void*)(out + c * kTileElems + t * 32),
+                               t < n ? _mm512_loadu_si512((const void*)(src + c * 64)) : _mm512_setzero_si512());
+    }
+}
+
+// Row-major weight tiles [16 rows][32 k] -> pair layout [16 k-pairs][16 rows], in place.
+inline void to_pair_layout(uint16_t* tiles, int64_t count) {
+    __m512i r[16];
+    for (int64_t c = 0; c < count; ++c) {
+        uint16_t* t = tiles + c * kTileElems;
+        for (int i = 0; i < 16; ++i) r[i] = _mm512_load_si512((const void*)(t + 32 * i));
+        transpose16(r);
+        for (int i = 0; i < 16; ++i) _mm512_store_si512((void*)(t + 32 * i), r[i]);
+    }
+}
+
+// Up to 32 tokens (act tiles x0, x1) x 32 rows (weight tiles w0, w1) over kc chunks. cs / cstride:
+// C tile (token group, row block) 0 = (x0, w0), 1 = (x0, w1), 2 = (x1, w0), 3 = (x1, w1). Loaded from
+// the buffer `cin` (64-byte rows) unless `first`; stored to cs[i] with row stride cstride[i].
+template <bool TT, bool TR>
+inline void block_kernel_t(const uint16_t* x0, const uint16_t* x1, const uint16_t* w0, const uint16_t* w1, int64_t kc,
+                           bool first, float* const cin[4], float* const cs[4], const size_t cstride[4]) {
+    if (first) {
+        _tile_zero(0);
+        if (TR) _tile_zero(1);
+        if (TT) _tile_zero(2);
+        if (TT && TR) _tile_zero(3);
+    } else {
+        _tile_loadd(0, cin[0], 64);
+        if (TR) _tile_loadd(1, cin[1], 64);
+        if (TT) _tile_loadd(2, cin[2], 64);
+        if (TT && TR) _tile_loadd(3, cin[3], 64);
+    }
+    for (int64_t c = 0; c < kc; ++c) {
+        _tile_loadd(4, x0 + c * kTileElems, 64);
+        _tile_loadd(6, w0 + c * kTileElems, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        if (TR) {
+            _tile_loadd(7, w1 + c * kTileElems, 64);
+            _tile_dpbf16ps(1, 4, 7);
+        }
+        if (TT) {
+            _tile_loadd(5, x1 + c * kTileElems, 64);
+            _tile_dpbf16ps(2, 5, 6);
+            if (TR) _tile_dpbf16ps(3, 5, 7);
+        }
+    }
+    _tile_stored(0, cs[0], cstride[0]);
+    if (TR) _tile_stored(1, cs[1], cstride[1]);
+    if (TT) _tile_stored(2, cs[2], cstride[2]);
+    if (TT && TR) _tile_stored(3, cs[3], cstride[3]);
+    __asm__ volatile("" ::: "memory");
+}
+
+template <class Fill>
+void gemm_block_t(const uint8_t* w, size_t wrb, int64_t K, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
+                  int64_t nt, float* y, int64_t ys) {
+    const int64_t kc = K / kChunk;
+    const int64_t groups = (nt + 15) / 16;
+    const int64_t kcb = std::min<int64_t>(kc, kKBlock / kChunk);
+    constexpr int64_t kSuper = kRowBlock / 16;
+    Scratch& s = scratch();
+    uint16_t* X = Scratch::aligned(s.b, (size_t)(groups * kc * kTileElems));
+    uint16_t* W = Scratch::aligned(s.a, (size_t)(kSuper * kcb * kTileElems));
+    float* C = Scratch::aligned(s.c, (size_t)(kSuper * groups * 256));  // [row block][group][16 tokens][16 rows]
+    for (int64_t g = 0; g < groups; ++g)
+        copy_token_group(act + (size_t)(16 * g) * arb, arb, (int)std::min<int64_t>(16, nt - 16 * g), kc,
+                         X + g * kc * kTileElems);
+    auto ctile = [&](int64_t rb, int64_t g) { return C + (rb * groups + g) * 256; };
+    configure_tiles();
+    for (int64_t rs = r0; rs < r1; rs += kRowBlock) {
+        const int64_t rows = std::min(kRowBlock, r1 - rs), rblocks = (rows + 15) / 16;
+        for (int64_t c0 = 0; c0 < kc; c0 += kcb) {
+            const int64_t n = std::min(kcb, kc - c0);
+            for (int64_t rb = 0; rb < rblocks; ++rb)
+                Fill::rows(w, wrb, rs + 16 * rb, (int)std::min<int64_t>(16, rows - 16 * rb), c0 * kChunk, n * kChunk,
+                           W + rb * n * kTileElems);
+            to_pair_layout(W, rblocks * n);
+            const bool first = c0 == 0, last = c0 + n == kc;
+            for (int64_t g = 0; g < groups; g += 2) {
+                const bool tt = g + 1 < groups;
+                const uint16_t* x0 = X + (g * kc + c0) * kTileElems;
+                const uint16_t* x1 = x0 + kc * kTileElems;
+                for (int64_t rb = 0; rb < rblocks; rb += 2) {
+                    const bool tr = rb + 1 < rblocks;
+                    const uint16_t* w0 = W + rb * n * kTileElems;
+                    const uint16_t* w1 = w0 + n * kTileElems;
+                    float* cin[4] = {ctile(rb, g), ctile(rb + 1, g), ctile(rb, g + 1), ctile(rb + 1, g + 1)};
+                    float* cs[4];
+                    size_t cst[4];
+                    for (int i = 0; i < 4; ++i) {
+                        const int64_t gg = g + (i >> 1), bb = rb + (i & 1);
+                        // finished and whole: straight into y; otherwise through the buffer
+                        const bool direct = last && 16 * gg + 16 <= nt && 16 * bb + 16 <= rows;
+                        cs[i] = direct ? y + (16 * gg) * ys + rs + 16 * bb : cin[i];
+                        cst[i] = direct ? (size_t)ys * sizeof(float) : 64;
+                    }
+                    if (tt) {
+                        if (tr) block_kernel_t<true, true>(x0, x1, w0, w1, n, first, cin, cs, cst);
+                        else block_kernel_t<true, false>(x0, x1, w0, w1, n, first, cin, cs, cst);
+                    } else {
+                        if (tr) block_kernel_t<false, true>(x0, x1, w0, w1, n, first, cin, cs, cst);
+                        else block_kernel_t<false, false>(x0, x1, w0, w1, n, first, cin, cs, cst);
+                    }
+                }
+            }
+        }
+        // partial tiles (last token group / last row block) from the buffer
+        for (int64_t rb = 0; rb < rblocks; ++rb)
+            for (int64_t g = 0; g < groups; ++g) {
+                const int tr = (int)std::min<int64_t>(16, rows - 16 * rb), tn = (int)std::min<int64_t>(16, nt - 16 * g);
+                if (tr == 16 && tn == 16) continue;
+                const __mmask16 m = (__mmask16)((1u << tr) - 1u);
+                for (int t = 0; t < tn; ++t)
+                    _mm512_mask_storeu_ps(y + (16 * g + t) * ys + rs + 16 * rb, m, _mm512_load_ps(ctile(rb, g) + 16 * t));
+            }
+    }
+    release_tiles();
+}
+
 // Packed activations of one gemm_block call stay under this size (per thread): larger batches of
 // long rows go in balanced token blocks (each decodes the weights again).
 constexpr size_t kPackBytes = 4u << 20;
+
+// Which layout costs fewer 16 x 16 transposes for a call: token-major transposes every weight
+// tile (rows x K / 512); row-major transposes the activation tiles (nt x K / 512) and every output
+// tile (rows x nt / 256, each a scattered store about 2.5x a transpose in L1).
+inline bool prefer_token_major(int64_t rows, int64_t K, int64_t nt) {
+    return rows * K < nt * K + 5 * rows * nt;
+}
 
 template <class Fill>
 void gemm(const uint8_t* w, size_t wrb, int64_t K, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
@@ -207,8 +346,13 @@ void gemm(const uint8_t* w, size_t wrb, int64_t K, int64_t r0, int64_t r1, const
     const int64_t cap = std::max<int64_t>(64, (int64_t)(kPackBytes / (2 * (size_t)K)) / 32 * 32);
     const int64_t blocks = (nt + cap - 1) / cap;
     const int64_t tb = ((nt + blocks - 1) / blocks + 15) / 16 * 16;
-    for (int64_t t0 = 0; t0 < nt; t0 += tb)
-        gemm_block<Fill>(w, wrb, K, r0, r1, act + (size_t)t0 * arb, arb, std::min(tb, nt - t0), y + t0 * ys, ys);
+    const bool tok = prefer_token_major(r1 - r0, K, std::min(tb, nt));
+    for (int64_t t0 = 0; t0 < nt; t0 += tb) {
+        if (tok)
+            gemm_block_t<Fill>(w, wrb, K, r0, r1, act + (size_t)t0 * arb, arb, std::min(tb, nt - t0), y + t0 * ys, ys);
+        else
+            gemm_block<Fill>(w, wrb, K, r0, r1, act + (size_t)t0 * arb, arb, std::min(tb, nt - t0), y + t0 * ys, ys);
+    }
 }
 
 }  // namespace ikllm::cpu::amx
