@@ -81,6 +81,8 @@ void op_moe_route(const Op& op, ThreadPool& pool) {
 namespace {
 // Token count that selects the prompt-batch kernels (find_batch_matmul) for the experts.
 constexpr int64_t kBigBatch = INT64_MAX;
+// Largest packed token block of one expert task (beyond it: the encoded path, token blocks).
+constexpr size_t kMaxPackedBytes = 8u << 20;
 struct ExpertWork {
     int32_t expert;
     int64_t first;  // offset of its tokens in the grouped lists
@@ -150,6 +152,13 @@ void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch) {
         const uint8_t f = (uint8_t)((w.n >= std::max(kg_b.min_tokens, ku_b.min_tokens) ? 1 : 0) | (w.n >= kd_b.min_tokens ? 2 : 0));
         std::fill(big.begin() + w.first, big.begin() + w.first + w.n, f);
     }
+    // Prompt-batch experts take their float rows packed once per task (amx_pack_rows): gate and
+    // up share one packing, and no separately encoded copy of the inputs is written.
+    int64_t max_n = 0;
+    for (auto& w : work) max_n = std::max(max_n, w.n);
+    const bool pk_gu = big_gu && !round16 && kg_b.run_packed && ku_b.run_packed &&
+                       amx_packed_bytes(E, max_n) <= kMaxPackedBytes;
+    const bool pk_d = big_d && !round16 && kd_b.run_packed && amx_packed_bytes(n_ff, max_n) <= kMaxPackedBytes;
     const size_t ar = kg.act->row_bytes(E), dr = kd.act->row_bytes(n_ff);
     const size_t ar_b = big_gu ? kg_b.act->row_bytes(E) : 0, dr_b = big_d ? kd_b.act->row_bytes(n_ff) : 0;
     if (scratch.act.size() < (ar + ar_b) * (size_t)total) scratch.act.resize((ar + ar_b) * (size_t)total);
@@ -172,9 +181,27 @@ void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch) {
             round_to_f16(tmp, E);
             in = tmp;
         }
-        if (big_gu && (big[(size_t)s] & 1)) kg_b.act->encode_row(in, act_b + ar_b * s, E);
-        else kg.act->encode_row(in, act + ar * s, E);
+        if (big_gu && (big[(size_t)s] & 1)) {
+            if (!pk_gu) kg_b.act->encode_row(in, act_b + ar_b * s, E);
+        } else {
+            kg.act->encode_row(in, act + ar * s, E);
+        }
     });
+    std::vector<const float*> rows_in, rows_h;  // per pair: its input row, its hidden row
+    if (pk_gu) {
+        rows_in.resize((size_t)total);
+        for (int64_t s = 0; s < total; ++s) rows_in[(size_t)s] = x.row<float>(tok[(size_t)s]);
+    }
+    if (pk_d) {
+        rows_h.resize((size_t)total);
+        for (int64_t s = 0; s < total; ++s) rows_h[(size_t)s] = hidden + (size_t)s * n_ff;
+    }
+    // per-thread float space: [gate | up] rows of a task, then (64-byte aligned) packed tokens
+    const size_t pk_floats = (std::max(pk_gu ? amx_packed_bytes(E, max_n) : 0, pk_d ? amx_packed_bytes(n_ff, max_n) : 0) + 64) / 4;
+    auto packed_space = [&](int thread, size_t offset_floats) {
+        const uintptr_t p = reinterpret_cast<uintptr_t>(scratch.per_thread[thread].data() + offset_floats);
+        return reinterpret_cast<void*>((p + 63) & ~(uintptr_t)63);
+    };
 
     // 3. Gate and up (+ SwiGLU) for every expert, row chunks as tasks.
     int64_t unit_gu = std::max(row_unit(kg, *quant::find_type(wg.type)),
@@ -185,10 +212,8 @@ void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch) {
     const int64_t chunk = chunk_rows(n_ff, unit_gu, std::max<int>(1, pool.n_threads() / (int)std::max<size_t>(1, work.size())),
                                      big_gu ? chunks_per_thread(kg_b) : 4);
     const int64_t per_exp = (n_ff + chunk - 1) / chunk;
-    int64_t max_n = 0;
-    for (auto& w : work) max_n = std::max(max_n, w.n);
-    for (int t = 0; t < pool.n_threads(); ++t)
-        scratch.thread_floats(t, (size_t)std::max<int64_t>(std::max<int64_t>(E, n_ff), 2 * chunk * max_n));
+    const size_t gu_floats = (size_t)std::max<int64_t>(std::max<int64_t>(E, n_ff), 2 * chunk * max_n);
+    for (int t = 0; t < pool.n_threads(); ++t) scratch.thread_floats(t, gu_floats + pk_floats);
     pool.parallel_for((int64_t)work.size() * per_exp, [&](int64_t task, int thread) {
         const ExpertWork& w = work[(size_t)(task / per_exp)];
         const bool b = big_gu && (big[(size_t)w.first] & 1);
@@ -200,6 +225,18 @@ void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch) {
         float* u = g + n * w.n;
         const uint8_t* a = (b ? act_b : act) + arw * w.first;
         const uint8_t* gbase = static_cast<const uint8_t*>(wg.data) + (size_t)w.expert * wg.nb[2];
+        if (b && pk_gu) {
+            void* pk = packed_space(thread, gu_floats);
+            amx_pack_rows(rows_in.data() + w.first, E, w.n, pk);
+            const uint8_t* ubase = merged ? gbase : static_cast<const uint8_t*>(wu->data) + (size_t)w.expert * wu->nb[2];
+            const int64_t u0 = merged ? n_ff : 0;
+            g_k.run_packed(gbase + (size_t)r0 * wg.nb[1], wg.nb[1], E, 0, n, pk, w.n, g, n);
+            u_k.run_packed(ubase + (size_t)(u0 + r0) * (merged ? wg.nb[1] : wu->nb[1]), merged ? wg.nb[1] : wu->nb[1], E, 0, n,
+                           pk, w.n, u, n);
+            for (int64_t t = 0; t < w.n; ++t)
+                vec_kernels().silu_mul(g + t * n, u + t * n, hidden + (size_t)(w.first + t) * n_ff + r0, n);
+            return;
+        }
         run_rows(g_k, gbase, wg.nb[1], E, r0, r1, a, arw, w.n, g, n, max_call_tokens(op));
         if (merged) run_rows(g_k, gbase, wg.nb[1], E, n_ff + r0, n_ff + r1, a, arw, w.n, u, n, max_call_tokens(op));
         else
@@ -213,8 +250,11 @@ void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch) {
     pool.parallel_for(total, [&](int64_t s, int) {
         float* h = hidden + (size_t)s * n_ff;
         if (round16) round_to_f16(h, n_ff);
-        if (big_d && (big[(size_t)s] & 2)) kd_b.act->encode_row(h, act_db + dr_b * s, n_ff);
-        else kd.act->encode_row(h, act_d + dr * s, n_ff);
+        if (big_d && (big[(size_t)s] & 2)) {
+            if (!pk_d) kd_b.act->encode_row(h, act_db + dr_b * s, n_ff);
+        } else {
+            kd.act->encode_row(h, act_d + dr * s, n_ff);
+        }
     });
 
     // 5. Down projection per expert.
@@ -227,6 +267,13 @@ void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch) {
         const ExpertWork& w = work[(size_t)(task / per_exp_d)];
         const bool b = big_d && (big[(size_t)w.first] & 2);
         const int64_t r0 = (task % per_exp_d) * chunk_d, r1 = std::min(E, r0 + chunk_d);
+        if (b && pk_d) {
+            void* pk = packed_space(thread, 0);
+            amx_pack_rows(rows_h.data() + w.first, n_ff, w.n, pk);
+            kd_b.run_packed(static_cast<const uint8_t*>(wd.data) + (size_t)w.expert * wd.nb[2] + (size_t)r0 * wd.nb[1],
+                            wd.nb[1], n_ff, 0, r1 - r0, pk, w.n, eout + (size_t)w.first * E + r0, E);
+            return;
+        }
         run_rows(b ? kd_b : kd, static_cast<const uint8_t*>(wd.data) + (size_t)w.expert * wd.nb[2], wd.nb[1], n_ff, r0,
                  r1, b ? act_db + dr_b * w.first : act_d + dr * w.first, b ? dr_b : dr, w.n,
                  eout + (size_t)w.first * E + r0, E, max_call_tokens(op));

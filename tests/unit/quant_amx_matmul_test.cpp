@@ -288,6 +288,39 @@ TEST(AmxMatmul, BothTileLayoutsGiveTheSameBits) {
     }
 }
 
+// Float rows packed once (amx_pack_rows: gathered rows, encoded and laid out for the tile unit in
+// one pass) and multiplied by run_packed give the bits of `run` on the encoded rows, for every
+// type; the pack is the same for any weight type, so one packing serves several matrices.
+TEST(AmxMatmul, PackedFloatRowsGiveTheBitsOfEncodedRows) {
+    REQUIRE_AMX();
+    const int64_t rows = 40, K = 512, T = 37;
+    std::mt19937 rng(31);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::vector<float> x((size_t)(2 * T * K));
+    for (auto& v : x) v = nd(rng);
+    x[5] = std::numeric_limits<float>::denorm_min();  // conversion corner cases travel too
+    x[7] = -0.f;
+    std::vector<const float*> ptr((size_t)T);
+    for (int64_t t = 0; t < T; ++t) ptr[(size_t)t] = x.data() + (2 * ((t * 7) % T) + 1) * K;  // scattered rows
+    std::vector<float> gathered((size_t)(T * K));
+    for (int64_t t = 0; t < T; ++t) std::copy(ptr[(size_t)t], ptr[(size_t)t] + K, gathered.begin() + t * K);
+    const size_t bytes = cpu::amx_packed_bytes(K, T);
+    std::vector<uint8_t> store(bytes + 64);
+    void* packed = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(store.data()) + 63) & ~(uintptr_t)63);
+    cpu::amx_pack_rows(ptr.data(), K, T, packed);
+    for (uint32_t id : amx_types()) {
+        const Matrix m = make_matrix(id, rows, K, 900 + id);
+        const cpu::MatmulKernel* k = cpu::find_amx_matmul(id);
+        ASSERT_NE(k->run_packed, nullptr) << m.tt->name;
+        const auto act = encode(*k, gathered, T, K);
+        std::vector<float> a((size_t)(T * rows), NAN), b((size_t)(T * rows), NAN);
+        k->run(m.data.data(), m.row_bytes, K, 8, rows, act.data(), k->act->row_bytes(K), T, a.data(), rows);
+        k->run_packed(m.data.data(), m.row_bytes, K, 8, rows, packed, T, b.data(), rows);
+        for (size_t i = 0; i < a.size(); ++i)
+            if (!std::isnan(a[i]) || !std::isnan(b[i])) ASSERT_EQ(a[i], b[i]) << m.tt->name << " element " << i;
+    }
+}
+
 TEST(AmxMatmul, BatchLookupUsesTheTileUnitFromTheThreshold) {
     REQUIRE_AMX();
     const cpu::MatmulKernel* amx = cpu::find_amx_matmul(quant::T_Q4_0);

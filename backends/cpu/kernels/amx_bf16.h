@@ -141,23 +141,23 @@ inline Scratch& scratch() {
 constexpr int64_t kKBlock = 512;
 constexpr int64_t kRowBlock = 128;
 
-// y[t * ys + r] = dot(W row r, act row t) for r in [r0, r1), t < nt. Fill::rows(w, wrb, r, n, k0,
-// nk, out) decodes columns [k0, k0 + nk) of rows r..r+n-1 (n <= 16) into one 16-row A block
-// ([nk/32][16][32]), zero rows after n.
+// B tiles of a whole call (`nt` tokens, K columns): [group][K/32][16 k-pairs][16 tokens][2] bf16.
+inline size_t packed_elems(int64_t K, int64_t nt) { return (size_t)((nt + 15) / 16 * (K / kChunk) * kTileElems); }
+
+// y[t * ys + r] = dot(W row r, token t) for r in [r0, r1), t < nt, the tokens already packed (B,
+// 64-byte aligned, packed_elems(K, nt) values). Fill::rows(w, wrb, r, n, k0, nk, out) decodes
+// columns [k0, k0 + nk) of rows r..r+n-1 (n <= 16) into one 16-row A block ([nk/32][16][32]),
+// zero rows after n.
 template <class Fill>
-void gemm_block(const uint8_t* w, size_t wrb, int64_t K, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
-                int64_t nt, float* y, int64_t ys) {
+void gemm_block_packed(const uint8_t* w, size_t wrb, int64_t K, int64_t r0, int64_t r1, const uint16_t* B, int64_t nt,
+                       float* y, int64_t ys) {
     const int64_t kc = K / kChunk;
     const int64_t groups = (nt + 15) / 16;
     const int64_t kcb = std::min<int64_t>(kc, kKBlock / kChunk);
     constexpr int64_t kSuper = kRowBlock / 16;  // row blocks per super-block
     Scratch& s = scratch();
-    uint16_t* B = Scratch::aligned(s.b, (size_t)(groups * kc * kTileElems));
     uint16_t* A = Scratch::aligned(s.a, (size_t)(kSuper * kcb * kTileElems));
     float* C = Scratch::aligned(s.c, (size_t)(kSuper * groups * 256));  // [row block][group][16][16]
-    for (int64_t g = 0; g < groups; ++g)
-        pack_token_group(act + (size_t)(16 * g) * arb, arb, (int)std::min<int64_t>(16, nt - 16 * g), kc,
-                         B + g * kc * kTileElems);
     auto ctile = [&](int64_t rb, int64_t g) { return C + (rb * groups + g) * 256; };
     for (int64_t rs = r0; rs < r1; rs += kRowBlock) {
         const int64_t rows = std::min(kRowBlock, r1 - rs), rblocks = (rows + 15) / 16;
@@ -194,6 +194,20 @@ void gemm_block(const uint8_t* w, size_t wrb, int64_t K, int64_t r0, int64_t r1,
                 store_transposed(ctile(rb, g), (int)std::min<int64_t>(16, rows - 16 * rb),
                                  (int)std::min<int64_t>(16, nt - 16 * g), y + (16 * g) * ys + rs + 16 * rb, ys);
     }
+}
+
+// y[t * ys + r] = dot(W row r, act row t) for r in [r0, r1), t < nt (bf16 activation rows, arb
+// bytes apart): packs them, then gemm_block_packed.
+template <class Fill>
+void gemm_block(const uint8_t* w, size_t wrb, int64_t K, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
+                int64_t nt, float* y, int64_t ys) {
+    const int64_t kc = K / kChunk;
+    Scratch& s = scratch();
+    uint16_t* B = Scratch::aligned(s.b, packed_elems(K, nt));
+    for (int64_t g = 0; g < (nt + 15) / 16; ++g)
+        pack_token_group(act + (size_t)(16 * g) * arb, arb, (int)std::min<int64_t>(16, nt - 16 * g), kc,
+                         B + g * kc * kTileElems);
+    gemm_block_packed<Fill>(w, wrb, K, r0, r1, B, nt, y, ys);
 }
 
 // ---- Token-major variant: C = [16 tokens][16 weight rows], stored straight into y. ----

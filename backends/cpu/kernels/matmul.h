@@ -27,6 +27,11 @@ struct ActFormat {
 using MatmulFn = void (*)(const uint8_t* w, size_t w_row_bytes, int64_t ne0, int64_t r0, int64_t r1,
                           const uint8_t* act, size_t act_row_bytes, int64_t nt, float* y, int64_t y_stride);
 
+// Prompt-batch (AMX) kernels only: products against activations packed once for several weight
+// matrices (amx_pack_rows), e.g. a MoE expert's gate and up.
+using PackedMatmulFn = void (*)(const uint8_t* w, size_t w_row_bytes, int64_t ne0, int64_t r0, int64_t r1,
+                                const void* packed, int64_t nt, float* y, int64_t y_stride);
+
 struct MatmulKernel {
     uint32_t weight_type;
     Isa isa;
@@ -38,6 +43,8 @@ struct MatmulKernel {
     // Prompt-batch (AMX) kernels: fewest tokens of one call for which the kernel beats the
     // standard one (it decodes the weights once per call), used to pick MoE experts' kernels.
     int32_t min_tokens = 0;
+    // y as for `run`, the nt tokens packed by amx_pack_rows (null: not a prompt-batch kernel).
+    PackedMatmulFn run_packed = nullptr;
 };
 
 // Best kernel for `weight_type` not above `max_isa` (falls back to lower ISAs, then to the
@@ -59,6 +66,11 @@ const MatmulKernel* find_amx_matmul(uint32_t weight_type);
 // CPU reports AMX-TILE and AMX-BF16, the kernel granted this process the tile data state
 // (arch_prctl ARCH_REQ_XCOMP_PERM, asked once), and IKLLM_AMX is not "0".
 bool amx_usable();
+// Float rows -> the prompt-batch kernels' packed activations (bf16 rounded as act_format_bf16,
+// in the tile unit's operand layout): `rows[t]` is token t's row of ne0 floats (ne0 a multiple of
+// 32); `out` 64-byte aligned, amx_packed_bytes(ne0, nt) bytes. Only where amx_usable().
+size_t amx_packed_bytes(int64_t ne0, int64_t nt);
+void amx_pack_rows(const float* const* rows, int64_t ne0, int64_t nt, void* out);
 
 // Highest ISA the CPU and OS support among those compiled in, ignoring IKLLM_ISA.
 // best_isa() is this capped by the IKLLM_ISA environment variable (scalar|avx2|avx512).

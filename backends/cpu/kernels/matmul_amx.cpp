@@ -16,6 +16,11 @@ void run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, cons
          int64_t nt, float* y, int64_t ys) {
     amx::gemm<Fill>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
 }
+template <class Fill>
+void run_packed(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const void* packed, int64_t nt,
+                float* y, int64_t ys) {
+    if (r1 > r0 && nt > 0) amx::gemm_block_packed<Fill>(w, wrb, ne0, r0, r1, static_cast<const uint16_t*>(packed), nt, y, ys);
+}
 
 // bf16 rows, bit-identical to the reference encoder (act_format_bf16).
 void encode_bf16(const float* x, uint8_t* out, int64_t ne0) {
@@ -31,7 +36,7 @@ KernelTable amx_kernels() {
     // types, Q4_K..Q6_K, the byte-shuffle / byte-permute ones of IQ4_XS/IQ4_K/IQ4_KS and Q2_K, Q3_K,
     // IQ2_K, IQ3_K, IQ5_K) break even with VNNI at about 16 tokens, the ConvSink ones (IQ6_K and the
     // remaining KS / KSS / KL types) at about 24-32.
-#define AMX_ENTRY(id, Fill) {id, Isa::avx512, &kActBf16, run<Fill>, true, Fill::kMinTokens}
+#define AMX_ENTRY(id, Fill) {id, Isa::avx512, &kActBf16, run<Fill>, true, Fill::kMinTokens, run_packed<Fill>}
     using namespace quant;
     static const MatmulKernel entries[] = {
         AMX_ENTRY(T_Q4_0, amx::LegacyFill<Q4_0P>),   AMX_ENTRY(T_Q4_1, amx::LegacyFill<Q4_1P>),
@@ -52,12 +57,40 @@ KernelTable amx_kernels() {
     return {entries, sizeof(entries) / sizeof(entries[0])};
 }
 
+size_t amx_packed_bytes(int64_t ne0, int64_t nt) { return 2 * amx::packed_elems(ne0, nt); }
+
+// Encode (bf16_rne, as encode_bf16) and pack in one pass: 16 rows x 32 floats -> one B tile.
+void amx_pack_rows(const float* const* rows, int64_t ne0, int64_t nt, void* out) {
+    const int64_t kc = ne0 / amx::kChunk;
+    uint16_t* B = static_cast<uint16_t*>(out);
+    for (int64_t g = 0; g < (nt + 15) / 16; ++g) {
+        const int n = (int)std::min<int64_t>(16, nt - 16 * g);
+        for (int64_t c = 0; c < kc; ++c) {
+            __m512i r[16];
+            for (int t = 0; t < 16; ++t) {
+                if (t >= n) {
+                    r[t] = _mm512_setzero_si512();
+                    continue;
+                }
+                const float* x = rows[16 * g + t] + c * amx::kChunk;
+                r[t] = _mm512_inserti64x4(_mm512_castsi256_si512(simd512::bf16_rne(_mm512_loadu_ps(x))),
+                                          simd512::bf16_rne(_mm512_loadu_ps(x + 16)), 1);
+            }
+            amx::transpose16(r);
+            uint16_t* tile = B + (g * kc + c) * amx::kTileElems;
+            for (int p = 0; p < 16; ++p) _mm512_store_si512((void*)(tile + p * 32), r[p]);
+        }
+    }
+}
+
 }  // namespace ikllm::cpu
 
 #else
 
 namespace ikllm::cpu {
 KernelTable amx_kernels() { return {nullptr, 0}; }
+size_t amx_packed_bytes(int64_t, int64_t) { return 0; }
+void amx_pack_rows(const float* const*, int64_t, int64_t, void*) {}
 }  // namespace ikllm::cpu
 
 #endif
