@@ -79,6 +79,14 @@ std::vector<uint8_t> encode(const cpu::MatmulKernel& k, const std::vector<float>
 
 float bf16_round(float x) { return bf16_to_f32(f32_to_bf16(x)); }
 
+std::vector<float> normal_values(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::vector<float> v(n);
+    for (auto& x : v) x = nd(rng);
+    return v;
+}
+
 // The kernel's bf16 weights, read back with one-hot activations (token k = unit vector e_k).
 // `block` tokens per call (kernels with a separate batch form switch at 32 tokens).
 std::vector<float> decoded_weights(const cpu::MatmulKernel& k, const Matrix& m, int64_t block = 0) {
@@ -271,10 +279,7 @@ TEST(AmxMatmul, TokenBlocksOfLongRowsGiveTheSameBits) {
 TEST(AmxMatmul, BothTileLayoutsGiveTheSameBits) {
     REQUIRE_AMX();
     const int64_t rows = 256, K = 512, T = 70;
-    std::mt19937 rng(21);
-    std::normal_distribution<float> nd(0.f, 1.f);
-    std::vector<float> x((size_t)(T * K));
-    for (auto& v : x) v = nd(rng);
+    const std::vector<float> x = normal_values((size_t)(T * K), 21);
     for (uint32_t id : amx_types()) {
         const Matrix m = make_matrix(id, rows, K, 500 + id);
         const cpu::MatmulKernel* k = cpu::find_amx_matmul(id);
@@ -294,10 +299,7 @@ TEST(AmxMatmul, BothTileLayoutsGiveTheSameBits) {
 TEST(AmxMatmul, PackedFloatRowsGiveTheBitsOfEncodedRows) {
     REQUIRE_AMX();
     const int64_t rows = 40, K = 512, T = 37;
-    std::mt19937 rng(31);
-    std::normal_distribution<float> nd(0.f, 1.f);
-    std::vector<float> x((size_t)(2 * T * K));
-    for (auto& v : x) v = nd(rng);
+    std::vector<float> x = normal_values((size_t)(2 * T * K), 31);
     x[5] = std::numeric_limits<float>::denorm_min();  // conversion corner cases travel too
     x[7] = -0.f;
     std::vector<const float*> ptr((size_t)T);

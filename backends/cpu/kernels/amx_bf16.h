@@ -79,42 +79,54 @@ inline void store_transposed(const float* c, int rows, int toks, float* y, int64
     for (int t = 0; t < toks; ++t) _mm512_mask_storeu_ps(y + t * ys, m, _mm512_castsi512_ps(r[t]));
 }
 
-// One block of up to 32 weight rows (A tiles a0, a1 = next 16 rows) against up to 32 tokens (B
-// tiles b0, b1 = next token group) over kc chunks, accumulating into the fp32 tiles cs[0..3]
-// ([rows a0|a1] x [tokens b0|b1]; zero-initialized when `first`). TR / TT: a1 / b1 present.
-template <bool TR, bool TT>
+// One 2 x 2 block of C tiles over kc chunks: A operands a0, a1 (16 rows x 32 k each), B operands
+// b0, b1 (pair layout), C tile i = (a[i / 2], b[i % 2]): zero when `first`, else loaded from cin[i]
+// (64-byte rows); stored to cout[i] with row stride cstride[i] bytes. TA / TB: a1 / b1 present.
+// Row-major GEMM: A = weights, B = tokens; token-major: A = tokens, B = weights.
+template <bool TA, bool TB>
 inline void block_kernel(const uint16_t* a0, const uint16_t* a1, const uint16_t* b0, const uint16_t* b1, int64_t kc,
-                         bool first, float* const cs[4]) {
+                         bool first, float* const cin[4], float* const cout[4], const size_t cstride[4]) {
     if (first) {
         _tile_zero(0);
-        if (TT) _tile_zero(1);
-        if (TR) _tile_zero(2);
-        if (TR && TT) _tile_zero(3);
+        if (TB) _tile_zero(1);
+        if (TA) _tile_zero(2);
+        if (TA && TB) _tile_zero(3);
     } else {
-        _tile_loadd(0, cs[0], 64);
-        if (TT) _tile_loadd(1, cs[1], 64);
-        if (TR) _tile_loadd(2, cs[2], 64);
-        if (TR && TT) _tile_loadd(3, cs[3], 64);
+        _tile_loadd(0, cin[0], 64);
+        if (TB) _tile_loadd(1, cin[1], 64);
+        if (TA) _tile_loadd(2, cin[2], 64);
+        if (TA && TB) _tile_loadd(3, cin[3], 64);
     }
     for (int64_t c = 0; c < kc; ++c) {
         _tile_loadd(4, a0 + c * kTileElems, 64);
         _tile_loadd(6, b0 + c * kTileElems, 64);
         _tile_dpbf16ps(0, 4, 6);
-        if (TT) {
+        if (TB) {
             _tile_loadd(7, b1 + c * kTileElems, 64);
             _tile_dpbf16ps(1, 4, 7);
         }
-        if (TR) {
+        if (TA) {
             _tile_loadd(5, a1 + c * kTileElems, 64);
             _tile_dpbf16ps(2, 5, 6);
-            if (TT) _tile_dpbf16ps(3, 5, 7);
+            if (TB) _tile_dpbf16ps(3, 5, 7);
         }
     }
-    _tile_stored(0, cs[0], 64);
-    if (TT) _tile_stored(1, cs[1], 64);
-    if (TR) _tile_stored(2, cs[2], 64);
-    if (TR && TT) _tile_stored(3, cs[3], 64);
+    _tile_stored(0, cout[0], cstride[0]);
+    if (TB) _tile_stored(1, cout[1], cstride[1]);
+    if (TA) _tile_stored(2, cout[2], cstride[2]);
+    if (TA && TB) _tile_stored(3, cout[3], cstride[3]);
     __asm__ volatile("" ::: "memory");  // _tile_stored has no memory clobber (GCC 12)
+}
+// Dispatch on which of a1 / b1 exist.
+inline void block(bool ta, bool tb, const uint16_t* a0, const uint16_t* a1, const uint16_t* b0, const uint16_t* b1,
+                  int64_t kc, bool first, float* const cin[4], float* const cout[4], const size_t cstride[4]) {
+    if (ta) {
+        if (tb) block_kernel<true, true>(a0, a1, b0, b1, kc, first, cin, cout, cstride);
+        else block_kernel<true, false>(a0, a1, b0, b1, kc, first, cin, cout, cstride);
+    } else {
+        if (tb) block_kernel<false, true>(a0, a1, b0, b1, kc, first, cin, cout, cstride);
+        else block_kernel<false, false>(a0, a1, b0, b1, kc, first, cin, cout, cstride);
+    }
 }
 
 // Per-thread buffers of the kernel (grown once, reused by every call on the thread).
@@ -178,13 +190,8 @@ void gemm_block_packed(const uint8_t* w, size_t wrb, int64_t K, int64_t r0, int6
                     const uint16_t* b1 = b0 + kc * kTileElems;
                     float* cs[4] = {ctile(rb, g), tt ? ctile(rb, g + 1) : nullptr, tr ? ctile(rb + 1, g) : nullptr,
                                     tr && tt ? ctile(rb + 1, g + 1) : nullptr};
-                    if (tr) {
-                        if (tt) block_kernel<true, true>(a0, a1, b0, b1, n, first, cs);
-                        else block_kernel<true, false>(a0, a1, b0, b1, n, first, cs);
-                    } else {
-                        if (tt) block_kernel<false, true>(a0, a1, b0, b1, n, first, cs);
-                        else block_kernel<false, false>(a0, a1, b0, b1, n, first, cs);
-                    }
+                    static constexpr size_t kRows[4] = {64, 64, 64, 64};
+                    block(tr, tt, a0, a1, b0, b1, n, first, cs, cs, kRows);
                 }
             }
         }
@@ -238,44 +245,6 @@ inline void to_pair_layout(uint16_t* tiles, int64_t count) {
     }
 }
 
-// Up to 32 tokens (act tiles x0, x1) x 32 rows (weight tiles w0, w1) over kc chunks. cs / cstride:
-// C tile (token group, row block) 0 = (x0, w0), 1 = (x0, w1), 2 = (x1, w0), 3 = (x1, w1). Loaded from
-// the buffer `cin` (64-byte rows) unless `first`; stored to cs[i] with row stride cstride[i].
-template <bool TT, bool TR>
-inline void block_kernel_t(const uint16_t* x0, const uint16_t* x1, const uint16_t* w0, const uint16_t* w1, int64_t kc,
-                           bool first, float* const cin[4], float* const cs[4], const size_t cstride[4]) {
-    if (first) {
-        _tile_zero(0);
-        if (TR) _tile_zero(1);
-        if (TT) _tile_zero(2);
-        if (TT && TR) _tile_zero(3);
-    } else {
-        _tile_loadd(0, cin[0], 64);
-        if (TR) _tile_loadd(1, cin[1], 64);
-        if (TT) _tile_loadd(2, cin[2], 64);
-        if (TT && TR) _tile_loadd(3, cin[3], 64);
-    }
-    for (int64_t c = 0; c < kc; ++c) {
-        _tile_loadd(4, x0 + c * kTileElems, 64);
-        _tile_loadd(6, w0 + c * kTileElems, 64);
-        _tile_dpbf16ps(0, 4, 6);
-        if (TR) {
-            _tile_loadd(7, w1 + c * kTileElems, 64);
-            _tile_dpbf16ps(1, 4, 7);
-        }
-        if (TT) {
-            _tile_loadd(5, x1 + c * kTileElems, 64);
-            _tile_dpbf16ps(2, 5, 6);
-            if (TR) _tile_dpbf16ps(3, 5, 7);
-        }
-    }
-    _tile_stored(0, cs[0], cstride[0]);
-    if (TR) _tile_stored(1, cs[1], cstride[1]);
-    if (TT) _tile_stored(2, cs[2], cstride[2]);
-    if (TT && TR) _tile_stored(3, cs[3], cstride[3]);
-    __asm__ volatile("" ::: "memory");
-}
-
 template <class Fill>
 void gemm_block_t(const uint8_t* w, size_t wrb, int64_t K, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
                   int64_t nt, float* y, int64_t ys) {
@@ -319,13 +288,7 @@ void gemm_block_t(const uint8_t* w, size_t wrb, int64_t K, int64_t r0, int64_t r
                         cs[i] = direct ? y + (16 * gg) * ys + rs + 16 * bb : cin[i];
                         cst[i] = direct ? (size_t)ys * sizeof(float) : 64;
                     }
-                    if (tt) {
-                        if (tr) block_kernel_t<true, true>(x0, x1, w0, w1, n, first, cin, cs, cst);
-                        else block_kernel_t<true, false>(x0, x1, w0, w1, n, first, cin, cs, cst);
-                    } else {
-                        if (tr) block_kernel_t<false, true>(x0, x1, w0, w1, n, first, cin, cs, cst);
-                        else block_kernel_t<false, false>(x0, x1, w0, w1, n, first, cin, cs, cst);
-                    }
+                    block(tt, tr, x0, x1, w0, w1, n, first, cin, cs, cst);
                 }
             }
         }
