@@ -74,6 +74,15 @@ enum class OpKind : int32_t {
     mul_mat_heads,// per head h: dst[:, h, t] = src0[:, :, h] . src1[:, h, t]  (3-D weights, one matrix per head)
 };
 
+// Short name of an op kind (profiles, messages).
+inline const char* op_kind_name(OpKind k) {
+    static const char* const names[] = {"get_rows", "rms_norm",  "mul_mat", "add",  "swiglu",       "rope",
+                                        "kv_store", "attention", "gather_rows",     "mul_mat_swiglu", "moe_route",
+                                        "moe_ffn",  "copy",      "mul_mat_heads"};
+    const int i = (int)k;
+    return i >= 0 && i < (int)(sizeof names / sizeof *names) ? names[i] : "?";
+}
+
 // Routing of a mixture-of-experts layer (docs: architectures.md §7).
 enum class MoeGating : int32_t { softmax = 1, sigmoid = 2 };
 struct MoeParams {

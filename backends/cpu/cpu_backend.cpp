@@ -79,15 +79,12 @@ public:
     // developer's view of where a graph's time goes; docs/cpu-speed.md).
     ~CpuExecutor() override {
         if (!profile_) return;
-        static const char* const names[] = {"get_rows", "rms_norm",  "mul_mat",        "add",           "swiglu",
-                                            "rope",     "kv_store",  "attention",      "gather_rows",   "mul_mat_swiglu",
-                                            "moe_route", "moe_ffn",  "copy",           "mul_mat_heads"};
         double total = 0;
         for (double v : prof_s_) total += v;
         std::fprintf(stderr, "op profile (CPU executor):\n");
         for (int k = 0; k < kKinds; ++k)
             if (prof_n_[k])
-                std::fprintf(stderr, "  %-15s %9.3f s %5.1f %%  %ld calls\n", k < (int)(sizeof names / sizeof *names) ? names[k] : "?",
+                std::fprintf(stderr, "  %-15s %9.3f s %5.1f %%  %ld calls\n", op_kind_name((OpKind)k),
                              prof_s_[k], 100 * prof_s_[k] / total, prof_n_[k]);
     }
 

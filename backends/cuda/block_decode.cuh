@@ -41,6 +41,17 @@ namespace ikllm::cuda {
 
 namespace bd {
 
+// Small integer (|v| < 2^22) to float, exactly: the integer added to the mantissa of 1.5 * 2^23,
+// then that constant subtracted (two full-rate operations instead of the quarter-rate I2F,
+// which made decoding, not memory, the limit of the matrix-vector kernels). _rn: never fused.
+IKLLM_HD float i2f(int v) {
+#ifdef __CUDA_ARCH__
+    return __fsub_rn(__int_as_float(0x4B400000 + v), 12582912.0f);
+#else
+    return (float)v;
+#endif
+}
+
 // ---- loads (little-endian; p is 2-byte aligned unless said otherwise) -----------------------
 IKLLM_HD uint32_t ld8(const uint8_t* p) { return p[0]; }
 IKLLM_HD uint32_t ld16(const uint8_t* p) {
@@ -311,7 +322,7 @@ struct BlockDecoder<quant::T_Q4_0> : DecoderBase<32, 18, 0, 2> {
         const bd::B8<2> q(b + 2 + 8 * (chunk & 1));
         const int sh = 4 * (chunk >> 1);
 IKLLM_UNROLL
-        for (int i = 0; i < 8; ++i) out[i] = (float)((int)((q[i] >> sh) & 15) - 8) * d;
+        for (int i = 0; i < 8; ++i) out[i] = bd::i2f(((int)((q[i] >> sh) & 15) - 8)) * d;
     }
 };
 
@@ -323,7 +334,7 @@ struct BlockDecoder<quant::T_Q4_1> : DecoderBase<32, 20, 0, 2> {
         const bd::B8<2> q(b + 4 + 8 * (chunk & 1));
         const int sh = 4 * (chunk >> 1);
 IKLLM_UNROLL
-        for (int i = 0; i < 8; ++i) out[i] = bd::fadd(bd::fmul((float)((q[i] >> sh) & 15), d), m);
+        for (int i = 0; i < 8; ++i) out[i] = bd::fadd(bd::fmul(bd::i2f(((q[i] >> sh) & 15)), d), m);
     }
 };
 
@@ -338,7 +349,7 @@ struct BlockDecoder<quant::T_Q5_0> : DecoderBase<32, 22, 0, 2> {
 IKLLM_UNROLL
         for (int i = 0; i < 8; ++i) {
             const int v = (int)(((q[i] >> sh) & 15) | ((qh >> i) & 1) << 4);
-            out[i] = (float)(v - 16) * d;
+            out[i] = bd::i2f((v - 16)) * d;
         }
     }
 };
@@ -354,7 +365,7 @@ struct BlockDecoder<quant::T_Q5_1> : DecoderBase<32, 24, 0, 2> {
 IKLLM_UNROLL
         for (int i = 0; i < 8; ++i) {
             const uint32_t v = ((q[i] >> sh) & 15) | ((qh >> i) & 1) << 4;
-            out[i] = bd::fadd(bd::fmul((float)v, d), m);
+            out[i] = bd::fadd(bd::fmul(bd::i2f(v), d), m);
         }
     }
 };
@@ -370,7 +381,7 @@ struct BlockDecoder<quant::T_Q6_0> : DecoderBase<32, 26, 0, 2> {
 IKLLM_UNROLL
         for (int i = 0; i < 8; ++i) {
             const int v = (int)(((q[i] >> sh) & 15) | ((qh[i] >> shh) & 3) << 4);
-            out[i] = (float)(v - 32) * d;
+            out[i] = bd::i2f((v - 32)) * d;
         }
     }
 };
@@ -382,7 +393,7 @@ struct BlockDecoder<quant::T_Q8_0> : DecoderBase<32, 34, 0, 2> {
         const float d = bd::ldh(b);
         const bd::B8<2> q(b + 2 + 8 * chunk);
 IKLLM_UNROLL
-        for (int i = 0; i < 8; ++i) out[i] = (float)(int8_t)(uint8_t)q[i] * d;
+        for (int i = 0; i < 8; ++i) out[i] = bd::i2f((int8_t)(uint8_t)q[i]) * d;
     }
 };
 
@@ -395,7 +406,7 @@ struct BlockDecoder<quant::T_IQ4_NL> : DecoderBase<32, 18, 0, 2> {
         const int sh = 4 * (chunk >> 1);
         constexpr bd::Lut16 lut = bd::kIq4nlLut;
 IKLLM_UNROLL
-        for (int i = 0; i < 8; ++i) out[i] = d * (float)lut((q[i] >> sh) & 15);
+        for (int i = 0; i < 8; ++i) out[i] = d * bd::i2f(lut((q[i] >> sh) & 15));
     }
 };
 
@@ -409,7 +420,7 @@ struct BlockDecoder<quant::T_MXFP4> : DecoderBase<32, 17, 0, 1> {
         const int sh = 4 * (chunk >> 1);
         constexpr bd::Lut16 lut = bd::kMxfp4Lut;
 IKLLM_UNROLL
-        for (int i = 0; i < 8; ++i) out[i] = d * (float)lut((qs[i] >> sh) & 15);
+        for (int i = 0; i < 8; ++i) out[i] = d * bd::i2f(lut((qs[i] >> sh) & 15));
     }
 };
 
@@ -432,12 +443,12 @@ struct BlockDecoder<quant::T_Q2_K> : DecoderBase<256, 84, 0, 4> {
         const uint8_t* b = block(row, ib);
         const float d = bd::ldh(b + 80), dmin = bd::ldh(b + 82);
         const uint32_t sc = b[chunk >> 1];
-        const float dl = d * (float)(sc & 15);
-        const float ml = dmin * (float)(sc >> 4);
+        const float dl = d * bd::i2f((sc & 15));
+        const float ml = dmin * bd::i2f((sc >> 4));
         const bd::B8<4> q(b + 16 + bd::p2_off(chunk));
         const int sh = bd::p2_shift(chunk);
 IKLLM_UNROLL
-        for (int i = 0; i < 8; ++i) out[i] = bd::fsub(bd::fmul(dl, (float)((q[i] >> sh) & 3)), ml);
+        for (int i = 0; i < 8; ++i) out[i] = bd::fsub(bd::fmul(dl, bd::i2f(((q[i] >> sh) & 3))), ml);
     }
 };
 
@@ -450,14 +461,14 @@ struct BlockDecoder<quant::T_Q3_K> : DecoderBase<256, 110, 0, 2> {
         const int s = chunk >> 1;
         const int low4 = s < 8 ? (S[s] & 15) : (S[s - 8] >> 4);
         const int high2 = (S[8 + (s & 3)] >> (2 * (s >> 2))) & 3;
-        const float dl = d * (float)((low4 | high2 << 4) - 32);
+        const float dl = d * bd::i2f(((low4 | high2 << 4) - 32));
         const bd::B8<2> q(b + 32 + bd::p2_off(chunk));
         const bd::B8<2> h(b + bd::hb_off(chunk));
         const int sh = bd::p2_shift(chunk), hs = bd::hb_shift(chunk);
 IKLLM_UNROLL
         for (int i = 0; i < 8; ++i) {
             const int v = (int)((q[i] >> sh) & 3) - (((h[i] >> hs) & 1) ? 0 : 4);
-            out[i] = dl * (float)v;
+            out[i] = dl * bd::i2f(v);
         }
     }
 };
@@ -482,12 +493,12 @@ struct BlockDecoder<quant::T_Q4_K> : DecoderBase<256, 144, 0, 4> {
         const float d = bd::ldh(b), dmin = bd::ldh(b + 2);
         int sc, m;
         bd::kscale(b + 4, chunk >> 2, sc, m);
-        const float dl = d * (float)sc;
-        const float ml = dmin * (float)m;
+        const float dl = d * bd::i2f(sc);
+        const float ml = dmin * bd::i2f(m);
         const bd::B8<4> q(b + 16 + bd::p4k_off(chunk));
         const int sh = bd::p4k_shift(chunk);
 IKLLM_UNROLL
-        for (int i = 0; i < 8; ++i) out[i] = bd::fsub(bd::fmul(dl, (float)((q[i] >> sh) & 15)), ml);
+        for (int i = 0; i < 8; ++i) out[i] = bd::fsub(bd::fmul(dl, bd::i2f(((q[i] >> sh) & 15))), ml);
     }
 };
 
@@ -498,15 +509,15 @@ struct BlockDecoder<quant::T_Q5_K> : DecoderBase<256, 176, 0, 4> {
         const float d = bd::ldh(b), dmin = bd::ldh(b + 2);
         int sc, m;
         bd::kscale(b + 4, chunk >> 2, sc, m);
-        const float dl = d * (float)sc;
-        const float ml = dmin * (float)m;
+        const float dl = d * bd::i2f(sc);
+        const float ml = dmin * bd::i2f(m);
         const bd::B8<4> q(b + 48 + bd::p4k_off(chunk));
         const bd::B8<4> h(b + 16 + bd::hb_off(chunk));
         const int sh = bd::p4k_shift(chunk), hs = bd::hb_shift(chunk);
 IKLLM_UNROLL
         for (int i = 0; i < 8; ++i) {
             const uint32_t v = ((q[i] >> sh) & 15) | ((h[i] >> hs) & 1) << 4;
-            out[i] = bd::fsub(bd::fmul(dl, (float)v), ml);
+            out[i] = bd::fsub(bd::fmul(dl, bd::i2f(v)), ml);
         }
     }
 };
@@ -520,11 +531,11 @@ struct BlockDecoder<quant::T_Q6_K> : DecoderBase<256, 210, 0, 2> {
         const bd::B8<2> ql(b + 64 * cc + 32 * (t & 1) + l);
         const bd::B8<2> qh(b + 128 + 32 * cc + l);
         const int sh = 4 * (t >> 1), hs = 2 * t;
-        const float dl = d * (float)(int8_t)b[192 + (chunk >> 1)];
+        const float dl = d * bd::i2f((int8_t)b[192 + (chunk >> 1)]);
 IKLLM_UNROLL
         for (int i = 0; i < 8; ++i) {
             const int v = (int)(((ql[i] >> sh) & 15) | ((qh[i] >> hs) & 3) << 4) - 32;
-            out[i] = dl * (float)v;
+            out[i] = dl * bd::i2f(v);
         }
     }
 };
@@ -539,12 +550,12 @@ struct BlockDecoder<quant::T_IQ4_XS> : DecoderBase<256, 136, 0, 4> {
         const int j = chunk >> 2;
         const uint32_t sh16 = bd::ld16(b + 2);
         const int ls = (int)(((b[4 + (j >> 1)] >> (4 * (j & 1))) & 15) | ((sh16 >> (2 * j)) & 3) << 4);
-        const float dl = d * (float)(ls - 32);
+        const float dl = d * bd::i2f((ls - 32));
         const bd::B8<4> q(b + 8 + bd::p4n_off(chunk));
         const int sh = bd::p4n_shift(chunk);
         constexpr bd::Lut16 lut = bd::kIq4nlLut;
 IKLLM_UNROLL
-        for (int i = 0; i < 8; ++i) out[i] = dl * (float)lut((q[i] >> sh) & 15);
+        for (int i = 0; i < 8; ++i) out[i] = dl * bd::i2f(lut((q[i] >> sh) & 15));
     }
 };
 
@@ -555,12 +566,12 @@ struct BlockDecoder<quant::T_IQ2_K> : DecoderBase<256, 76, 0, 4> {
         const float d = bd::ldh(b);
         const int s = chunk >> 1;
         const uint32_t extra = bd::ld16(b + 2);
-        const float dl = d * (float)((int)((b[4 + (s >> 1)] >> (4 * (s & 1))) & 15) - 8);
+        const float dl = d * bd::i2f(((int)((b[4 + (s >> 1)] >> (4 * (s & 1))) & 15) - 8));
         const uint32_t tw = ((extra >> s) & 1) ? bd::kIq2nlW1 : bd::kIq2nlW0;
         const bd::B8<4> q(b + 12 + bd::p2_off(chunk));
         const int sh = bd::p2_shift(chunk);
 IKLLM_UNROLL
-        for (int i = 0; i < 8; ++i) out[i] = dl * (float)bd::perm_s8(tw, tw, (q[i] >> sh) & 3);
+        for (int i = 0; i < 8; ++i) out[i] = dl * bd::i2f(bd::perm_s8(tw, tw, (q[i] >> sh) & 3));
     }
 };
 
@@ -572,7 +583,7 @@ struct BlockDecoder<quant::T_IQ3_K> : DecoderBase<256, 110, 0, 2> {
         const int s = chunk >> 1;
         const uint32_t extra = bd::ld16(b + 2), sgn = bd::ld16(b + 4);
         const int mag = 2 * (int)((b[6 + (s >> 1)] >> (4 * (s & 1))) & 15) + 1;
-        const float dl = d * (float)(((sgn >> s) & 1) ? -mag : mag);
+        const float dl = d * bd::i2f((((sgn >> s) & 1) ? -mag : mag));
         const bool hi = (extra >> s) & 1;
         const uint32_t t0 = hi ? bd::kIq3nlW2 : bd::kIq3nlW0, t1 = hi ? bd::kIq3nlW3 : bd::kIq3nlW1;
         const bd::B8<2> q(b + 14 + bd::p2_off(chunk));
@@ -581,7 +592,7 @@ struct BlockDecoder<quant::T_IQ3_K> : DecoderBase<256, 110, 0, 2> {
 IKLLM_UNROLL
         for (int i = 0; i < 8; ++i) {
             const uint32_t v = ((q[i] >> sh) & 3) | ((h[i] >> hs) & 1) << 2;
-            out[i] = dl * (float)bd::perm_s8(t0, t1, v);
+            out[i] = dl * bd::i2f(bd::perm_s8(t0, t1, v));
         }
     }
 };
@@ -600,13 +611,13 @@ struct BlockDecoder<quant::T_IQ4_K> : DecoderBase<256, 144, 0, 4> {
         const float d = bd::ldh(b);
         const int s = chunk >> 1;
         const uint32_t extra = bd::ld16(b + 2);
-        const float dl = d * (float)bd::k6_scale(b, s);
+        const float dl = d * bd::i2f(bd::k6_scale(b, s));
         constexpr bd::Lut16 l0 = bd::kIq4kLut0, l1 = bd::kIq4kLut1;
         const bd::Lut16 lut = bd::sel_lut16((extra >> s) & 1, l0, l1);
         const bd::B8<4> q(b + 16 + bd::p4n_off(chunk));
         const int sh = bd::p4n_shift(chunk);
 IKLLM_UNROLL
-        for (int i = 0; i < 8; ++i) out[i] = dl * (float)lut((q[i] >> sh) & 15);
+        for (int i = 0; i < 8; ++i) out[i] = dl * bd::i2f(lut((q[i] >> sh) & 15));
     }
 };
 
@@ -617,7 +628,7 @@ struct BlockDecoder<quant::T_IQ5_K> : DecoderBase<256, 176, 0, 4> {
         const float d = bd::ldh(b);
         const int s = chunk >> 1;
         const uint32_t extra = bd::ld16(b + 2);
-        const float dl = d * (float)bd::k6_scale(b, s);
+        const float dl = d * bd::i2f(bd::k6_scale(b, s));
         const uint32_t base = 32 * ((extra >> s) & 1);
         const bd::B8<4> q(b + 16 + bd::p4k_off(chunk));
         const bd::B8<4> h(b + 144 + bd::hb_off(chunk));
@@ -625,7 +636,7 @@ struct BlockDecoder<quant::T_IQ5_K> : DecoderBase<256, 176, 0, 4> {
 IKLLM_UNROLL
         for (int i = 0; i < 8; ++i) {
             const uint32_t v = ((q[i] >> sh) & 15) | ((h[i] >> hs) & 1) << 4;
-            out[i] = dl * (float)bd::iq5nl(base + v);
+            out[i] = dl * bd::i2f(bd::iq5nl(base + v));
         }
     }
 };
@@ -637,7 +648,7 @@ struct BlockDecoder<quant::T_IQ6_K> : DecoderBase<256, 212, 0, 4> {
         const float d = bd::ldh(b);
         const int s = chunk >> 1;
         const uint32_t extra = bd::ld16(b + 2);
-        const float dl = d * (float)(int8_t)b[4 + s];
+        const float dl = d * bd::i2f((int8_t)b[4 + s]);
         const float add = ((extra >> s) & 1) ? 1.0f : 0.0f;
         const int cc = chunk >> 3, hbit = (chunk >> 2) & 1, l = 8 * (chunk & 3);
         const bd::B8<4> q(b + 20 + 32 * cc + l);
@@ -661,12 +672,12 @@ struct BlockDecoder<quant::T_IQ2_KS> : DecoderBase<256, 70, 2, 2> {
         const int j = chunk >> 2;
         const uint32_t extra = bd::ld16(b);
         const int ls = (int)(((b[2 + (j >> 1)] >> (4 * (j & 1))) & 15) | ((extra >> (8 + j)) & 1) << 4) - 16;
-        const float dl = d * (float)ls;
+        const float dl = d * bd::i2f(ls);
         const uint32_t tw = ((extra >> j) & 1) ? bd::kIq2nlW1 : bd::kIq2nlW0;
         const bd::B8<2> q(b + 6 + bd::p2_off(chunk));
         const int sh = bd::p2_shift(chunk);
 IKLLM_UNROLL
-        for (int i = 0; i < 8; ++i) out[i] = dl * (float)bd::perm_s8(tw, tw, (q[i] >> sh) & 3);
+        for (int i = 0; i < 8; ++i) out[i] = dl * bd::i2f(bd::perm_s8(tw, tw, (q[i] >> sh) & 3));
     }
 };
 
@@ -678,7 +689,7 @@ struct BlockDecoder<quant::T_IQ3_KS> : DecoderBase<256, 102, 2, 2> {
         const int j = chunk >> 2;
         const uint32_t extra = bd::ld16(b);
         const int ls = (int)(((b[2 + (j & 3)] >> (4 * (j >> 2))) & 15) | ((extra >> j) & 1) << 4) - 16;
-        const float dl = d * (float)ls;
+        const float dl = d * bd::i2f(ls);
         const bool hi = (extra >> (8 + j)) & 1;
         const uint32_t t0 = hi ? bd::kIq3nlW2 : bd::kIq3nlW0, t1 = hi ? bd::kIq3nlW3 : bd::kIq3nlW1;
         const bd::B8<2> q(b + 6 + bd::p2_off(chunk));
@@ -687,7 +698,7 @@ struct BlockDecoder<quant::T_IQ3_KS> : DecoderBase<256, 102, 2, 2> {
 IKLLM_UNROLL
         for (int i = 0; i < 8; ++i) {
             const uint32_t v = ((q[i] >> sh) & 3) | ((h[i] >> hs) & 1) << 2;
-            out[i] = dl * (float)bd::perm_s8(t0, t1, v);
+            out[i] = dl * bd::i2f(bd::perm_s8(t0, t1, v));
         }
     }
 };
@@ -698,13 +709,13 @@ struct BlockDecoder<quant::T_IQ4_KS> : DecoderBase<256, 136, 4, 4> {
         const float d = bd::ldf<4>(row);
         const uint8_t* b = block(row, ib);
         const uint32_t s = b[chunk >> 2];
-        const float dl = d * (float)((int)(s & 254) - 127);
+        const float dl = d * bd::i2f(((int)(s & 254) - 127));
         constexpr bd::Lut16 l0 = bd::kIq4kLut0, l1 = bd::kIq4kLut1;
         const bd::Lut16 lut = bd::sel_lut16(s & 1, l0, l1);
         const bd::B8<4> q(b + 8 + bd::p4n_off(chunk));
         const int sh = bd::p4n_shift(chunk);
 IKLLM_UNROLL
-        for (int i = 0; i < 8; ++i) out[i] = dl * (float)lut((q[i] >> sh) & 15);
+        for (int i = 0; i < 8; ++i) out[i] = dl * bd::i2f(lut((q[i] >> sh) & 15));
     }
 };
 
@@ -718,7 +729,7 @@ struct BlockDecoder<quant::T_IQ4_KSS> : DecoderBase<256, 128, 4, 4> {
         int ls = 0;
 IKLLM_UNROLL
         for (int k = 0; k < 4; ++k) ls |= (int)((w0[2 * k] & 1) << k) | (int)((w1[2 * k] & 1) << (k + 4));
-        const float dl = d * (float)((ls & 254) - 127);
+        const float dl = d * bd::i2f(((ls & 254) - 127));
         constexpr bd::Lut16 l0 = bd::kIq4kLut0, l1 = bd::kIq4kLut1;
         const bd::Lut16 lut = bd::sel_lut16(ls & 1, l0, l1);
         // Values 8*sub..: words 4*(sub&1).. , nibble (sub>>1) of each decoded byte.
@@ -730,8 +741,8 @@ IKLLM_UNROLL
             const uint32_t u = w[2 * k] | w[2 * k + 1] << 8;
             const uint32_t e = u & 0xFFFEu;
             const uint32_t v = e ^ (e >> 1);
-            out[2 * k] = dl * (float)lut(((v & 255) >> sh) & 15);
-            out[2 * k + 1] = dl * (float)lut(((v >> 8) >> sh) & 15);
+            out[2 * k] = dl * bd::i2f(lut(((v & 255) >> sh) & 15));
+            out[2 * k + 1] = dl * bd::i2f(lut(((v >> 8) >> sh) & 15));
         }
     }
 };
@@ -742,7 +753,7 @@ struct BlockDecoder<quant::T_IQ5_KS> : DecoderBase<256, 168, 4, 4> {
         const float d = bd::ldf<4>(row);
         const uint8_t* b = block(row, ib);
         const uint32_t s = b[chunk >> 2];
-        const float dl = d * (float)((int)(s & 254) - 127);
+        const float dl = d * bd::i2f(((int)(s & 254) - 127));
         const uint32_t base = 32 * (s & 1);
         const bd::B8<4> q(b + 8 + bd::p4k_off(chunk));
         const bd::B8<4> h(b + 136 + bd::hb_off(chunk));
@@ -750,7 +761,7 @@ struct BlockDecoder<quant::T_IQ5_KS> : DecoderBase<256, 168, 4, 4> {
 IKLLM_UNROLL
         for (int i = 0; i < 8; ++i) {
             const uint32_t v = ((q[i] >> sh) & 15) | ((h[i] >> hs) & 1) << 4;
-            out[i] = dl * (float)bd::iq5nl(base + v);
+            out[i] = dl * bd::i2f(bd::iq5nl(base + v));
         }
     }
 };
@@ -763,7 +774,7 @@ struct BlockDecoder<quant::T_IQ2_KL> : DecoderBase<256, 86, 2, 2> {
         const int ib32 = chunk >> 2;
         const uint32_t sh16 = bd::ld16(b);
         const int ls = (int)(((b[2 + (ib32 & 3)] >> (4 * (ib32 >> 2))) & 15) | ((sh16 >> (2 * ib32)) & 3) << 4) - 32;
-        const float dl = d * (float)ls;
+        const float dl = d * bd::i2f(ls);
         // Pair p of chunk: w = 8*chunk + 2*k; c = chunk>>3, half = (chunk>>2)&1, p = 4*(chunk&3)+k.
         const int c = chunk >> 3, half = (chunk >> 2) & 1;
         const uint32_t qs = bd::ld32<2>(b + 6 + 16 * c + 4 * (chunk & 3));
@@ -772,8 +783,8 @@ IKLLM_UNROLL
         for (int k = 0; k < 4; ++k) {
             const uint32_t code = ((qs >> (8 * k + 4 * half)) & 15) | ((qh >> (8 * k + 2 * c + half)) & 1) << 4;
             const uint32_t pr = bd::iq2kl(code);
-            out[2 * k] = dl * (float)(int8_t)(uint8_t)(pr & 255);
-            out[2 * k + 1] = dl * (float)(int8_t)(uint8_t)(pr >> 8);
+            out[2 * k] = dl * bd::i2f((int8_t)(uint8_t)(pr & 255));
+            out[2 * k + 1] = dl * bd::i2f((int8_t)(uint8_t)(pr >> 8));
         }
     }
 };
@@ -788,14 +799,14 @@ struct BlockDecoder<quant::T_IQ1_KT> : DecoderBase<256, 56, 4, 4> {
         const int j = chunk >> 2, g = chunk & 3;
         const uint32_t sh = b[j];
         constexpr bd::Lut16 lut = bd::kIq4nlLut;
-        const float sl = d * (float)lut(sh & 15);
+        const float sl = d * bd::i2f(lut(sh & 15));
         const uint32_t c = b[8 + 4 * j + g] | ((b[40 + 4 * (j & 3) + g] >> (4 * (j >> 2))) & 15) << 8 |
                            ((sh >> (4 + g)) & 1) << 12;
         uint32_t x = c + bd::kKtOffset;
 IKLLM_UNROLL
         for (int i = 0; i < 8; ++i) {
             x *= bd::kKtMult;
-            out[i] = sl * (float)bd::kt_value(x);
+            out[i] = sl * bd::i2f(bd::kt_value(x));
         }
     }
 };
@@ -807,12 +818,12 @@ struct BlockDecoder<quant::T_IQ2_KT> : DecoderBase<256, 68, 4, 4> {
         const uint8_t* b = block(row, ib);
         const int j = chunk >> 2;
         constexpr bd::Lut16 lut = bd::kIq4nlLut;
-        const float sl = d * (float)lut((b[j & 3] >> (4 * (j >> 2))) & 15);
+        const float sl = d * bd::i2f(lut((b[j & 3] >> (4 * (j >> 2))) & 15));
         uint32_t x = bd::ld16(b + 4 + 2 * chunk) + bd::kKtOffset;
 IKLLM_UNROLL
         for (int i = 0; i < 8; ++i) {
             x *= bd::kKtMult;
-            out[i] = sl * (float)bd::kt_value(x);
+            out[i] = sl * bd::i2f(bd::kt_value(x));
         }
     }
 };
@@ -823,7 +834,7 @@ struct BlockDecoder<quant::T_IQ3_KT> : DecoderBase<256, 100, 4, 4> {
         const float d = bd::ldf<4>(row);
         const uint8_t* b = block(row, ib);
         const int j = chunk >> 2;
-        const float sl = d * (float)((b[j & 3] >> (4 * (j >> 2))) & 15);
+        const float sl = d * bd::i2f(((b[j & 3] >> (4 * (j >> 2))) & 15));
         const bd::B8<4> sg(b + 68 + bd::hb_off(chunk));
         const int hs = bd::hb_shift(chunk);
         uint32_t x = bd::ld16(b + 4 + 2 * chunk) + bd::kKtOffset;
@@ -831,7 +842,7 @@ IKLLM_UNROLL
         for (int i = 0; i < 8; ++i) {
             x *= bd::kKtMult;
             const int v = bd::kt_value(x);
-            const float a = sl * (float)(v < 0 ? -v : v);
+            const float a = sl * bd::i2f((v < 0 ? -v : v));
             out[i] = bd::u2f(bd::f2u(a) ^ (((sg[i] >> hs) & 1) << 31));
         }
     }
@@ -845,7 +856,7 @@ struct BlockDecoder<quant::T_IQ4_KT> : DecoderBase<256, 128, 4, 4> {
         const int j = chunk >> 2;
         const uint32_t s = bd::ld32<4>(b + 4 * j);
         const uint32_t offset = (s & 1) ? bd::kKtOffsetOdd : bd::kKtOffset;
-        const float sl = d * (float)((int)((s & 255) >> 1) - 64);
+        const float sl = d * bd::i2f(((int)((s & 255) >> 1) - 64));
         const int jj0 = 2 * chunk;  // 8*j + g for g = 2*(chunk&3) and +1
         const uint32_t lo = bd::ld16(b + 32 + jj0);
         const uint32_t nb = b[96 + (jj0 & 31)] | (uint32_t)b[96 + ((jj0 + 1) & 31)] << 8;
@@ -858,7 +869,7 @@ IKLLM_UNROLL
 IKLLM_UNROLL
             for (int i = 0; i < 4; ++i) {
                 x *= bd::kKtMult;
-                out[4 * h + i] = sl * (float)bd::kt_value(x);
+                out[4 * h + i] = sl * bd::i2f(bd::kt_value(x));
             }
         }
     }

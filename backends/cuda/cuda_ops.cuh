@@ -32,6 +32,10 @@ struct OpEnv {
     // IKLLM_CUDA_ACT_ROUND=0 turns it off (plain f32 activations: closer to the exact product,
     // further from the CPU backend and the reference engine).
     bool act_round = true;
+    // Single-token products stage weights through shared memory where the layout allows
+    // (matmul.cu, mat_vec_staged_kernel). Off by default: no faster than the register kernel
+    // on an H200 (llama-8b Q4_0 tg128 105.7-110.9 vs 114.2 t/s); IKLLM_CUDA_STAGED=1 turns it on.
+    bool staged = false;
 };
 
 // Throws std::runtime_error naming the call when a CUDA call failed.

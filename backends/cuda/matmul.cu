@@ -14,14 +14,16 @@ namespace ikllm::cuda {
 
 namespace {
 
-constexpr int kVecRowsPerBlock = 4;  // one warp per weight row
-constexpr int kVecMaxTokens = 8;     // up to this many tokens: the matrix-vector kernel
+constexpr int kVecWarps = 4;      // warps per block; they split the row length
+constexpr int kVecMaxTokens = 8;  // up to this many tokens: the matrix-vector kernel
 
 __device__ inline float maybe_round(float v, bool r) { return r ? __half2float(__float2half_rn(v)) : v; }
 
 __device__ inline const float* x_row(const MatArgs& a, int64_t z, int64_t t) {
     const int64_t r = a.x_rows ? a.x_rows[t] : t;
-    return reinterpret_cast<const float*>(reinterpret_cast<const char*>(a.x) + z * a.x_z + r * a.x_t);
+    // (a 64-bit division per activation load made the tensor-core kernel 30 % slower)
+    const int64_t zb = a.x_div == 1 ? z : z / a.x_div;
+    return reinterpret_cast<const float*>(reinterpret_cast<const char*>(a.x) + zb * a.x_z + r * a.x_t);
 }
 
 __device__ inline float warp_sum(float v) {
@@ -30,20 +32,32 @@ __device__ inline float warp_sum(float v) {
     return v;
 }
 
-// Generation: each warp owns R weight rows and up to NT tokens; lanes split the rows into
-// 8-value chunks. Every activation chunk is read once (16-byte loads) for the R rows, and the
-// R rows' weights are independent loads in flight together. Activation rows must be 16-byte
-// aligned (launch_mat(env) copies them when they are not).
+// Weights of batch entry z (a routed expert's matrix when w_ids is set), or null: skip z.
+__device__ inline const uint8_t* weights_of(const MatArgs& a, int64_t z) {
+    if (!a.w_ids) return a.w + z * a.w_z;
+    const int32_t e = a.w_ids[(z / a.ids_k) * a.ids_t + z % a.ids_k];
+    return e >= 0 && e < a.w_count ? a.w + (int64_t)e * a.w_z : nullptr;
+}
+
+// Generation: a block owns R weight rows and up to NT tokens; its kVecWarps warps split the
+// row into 8-value chunks (consecutive chunks to consecutive threads, so a warp's loads are
+// contiguous), and the partial sums meet in shared memory. Enough blocks to keep every SM's
+// memory pipeline full at T = 1 (N / R blocks of kVecWarps warps), each activation chunk is
+// read once (16-byte loads) for the R rows, and the R rows' weights (two chunks deep) are
+// independent loads in flight together. Activation rows must be 16-byte aligned
+// (launch_mat(env) copies them when they are not).
 template <class D, int NT, int R>
-__global__ void __launch_bounds__(32 * kVecRowsPerBlock) mat_vec_kernel(MatArgs a) {
+__global__ void __launch_bounds__(32 * kVecWarps) mat_vec_kernel(MatArgs a) {
+    __shared__ float part[kVecWarps][R * NT];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int64_t n0 = ((int64_t)blockIdx.x * kVecRowsPerBlock + warp) * R;
+    const int64_t n0 = (int64_t)blockIdx.x * R;
     const int64_t t0 = (int64_t)blockIdx.y * NT;
     const int64_t z = blockIdx.z;
-    if (n0 >= a.N) return;
+    const uint8_t* wz = weights_of(a, z);
+    if (!wz) return;  // the whole block: no barrier is skipped by part of it
     const uint8_t* rows[R];
 #pragma unroll
-    for (int r = 0; r < R; ++r) rows[r] = a.w + z * a.w_z + min(n0 + r, a.N - 1) * a.w_row;
+    for (int r = 0; r < R; ++r) rows[r] = wz + min(n0 + r, a.N - 1) * a.w_row;
     const int nt = (int)min((int64_t)NT, a.T - t0);
     const float* xr[NT];
 #pragma unroll
@@ -55,7 +69,8 @@ __global__ void __launch_bounds__(32 * kVecRowsPerBlock) mat_vec_kernel(MatArgs 
         for (int i = 0; i < NT; ++i) acc[r][i] = 0.f;
     constexpr int cpb = D::kBlockElems / 8;
     const int64_t n_chunks = a.K / 8;
-    for (int64_t c = lane; c < n_chunks; c += 32) {
+#pragma unroll 2
+    for (int64_t c = threadIdx.x; c < n_chunks; c += 32 * kVecWarps) {
         float w8[R][8];
 #pragma unroll
         for (int r = 0; r < R; ++r) D::decode8(rows[r], c / cpb, (int)(c % cpb), w8[r]);
@@ -76,11 +91,132 @@ __global__ void __launch_bounds__(32 * kVecRowsPerBlock) mat_vec_kernel(MatArgs 
 #pragma unroll
         for (int i = 0; i < NT; ++i) {
             const float v = warp_sum(acc[r][i]);
-            if (lane == 0 && i < nt && n0 + r < a.N) {
-                float* y = reinterpret_cast<float*>(reinterpret_cast<char*>(a.y) + z * a.y_z + (t0 + i) * a.y_t);
-                y[n0 + r] = v + (a.bias ? a.bias[n0 + r] : 0.f);
+            if (lane == 0) part[warp][r * NT + i] = v;
+        }
+    __syncthreads();
+    if (threadIdx.x < R * NT) {
+        const int r = threadIdx.x / NT, i = threadIdx.x % NT;
+        float v = 0.f;
+#pragma unroll
+        for (int w = 0; w < kVecWarps; ++w) v += part[w][threadIdx.x];
+        if (i < nt && n0 + r < a.N) {
+            float* y = reinterpret_cast<float*>(reinterpret_cast<char*>(a.y) + z * a.y_z + (t0 + i) * a.y_t);
+            y[n0 + r] = v + (a.bias ? a.bias[n0 + r] : 0.f);
+        }
+    }
+}
+
+// Generation, one token, weights staged through shared memory: the block's R rows are
+// copied a stage (kStageValues values per row) at a time with 16-byte asynchronous copies
+// (cp.async), kStages deep, so each SM keeps tens of KiB of weight reads in flight without
+// holding them in registers; the threads then decode from shared memory (the decoders read it
+// like global memory: same offsets modulo 16) and multiply with the activations. Needs rows
+// without row-level metadata, 16-byte aligned rows of a multiple of 16 bytes, and 16-byte
+// aligned activations (mat_vec_staged_fits).
+constexpr int kStages = 4;
+constexpr int kStageValues = 1024;  // a multiple of every block size (<= 256)
+constexpr int kStagedRows = 4;
+
+__device__ inline void cp_async16(void* smem, const void* gmem) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+}
+__device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ inline void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+template <class D>
+constexpr int64_t staged_row_bytes() {  // shared memory per row and stage, with 16-byte slack at both ends
+    return ((int64_t)kStageValues / D::kBlockElems * D::kBlockBytes + 15) / 16 * 16 + 32;
+}
+
+template <class D, int R>
+__global__ void __launch_bounds__(32 * kVecWarps) mat_vec_staged_kernel(MatArgs a) {
+    extern __shared__ __align__(16) uint8_t stage_mem[];  // [kStages][R][staged_row_bytes]
+    __shared__ float part[kVecWarps][R];
+    constexpr int64_t kRowBytes = staged_row_bytes<D>();
+    constexpr int E = D::kBlockElems, B = D::kBlockBytes, cpb = E / 8;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int64_t n0 = (int64_t)blockIdx.x * R;
+    const int64_t z = blockIdx.z;
+    const uint8_t* wz = weights_of(a, z);
+    if (!wz) return;  // the whole block
+    const uint8_t* rows[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) rows[r] = wz + min(n0 + r, a.N - 1) * a.w_row;
+    const float* x = x_row(a, z, 0);
+    const int64_t n_steps = (a.K + kStageValues - 1) / kStageValues;
+    auto byte_lo = [&](int64_t s) { return (s * kStageValues / E * B) & ~(int64_t)15; };
+    auto issue = [&](int64_t s) {
+        if (s < n_steps) {
+            const int64_t v1 = min(a.K, (s + 1) * kStageValues);
+            const int64_t lo = byte_lo(s), hi = (v1 / E * B + 15) & ~(int64_t)15;
+            uint8_t* buf = stage_mem + (s % kStages) * R * kRowBytes;
+            const int n16 = (int)((hi - lo) / 16);
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+                for (int i = threadIdx.x; i < n16; i += 32 * kVecWarps) cp_async16(buf + r * kRowBytes + i * 16, rows[r] + lo + i * 16);
+        }
+        cp_async_commit();  // an empty group past the end keeps the group count uniform
+    };
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s) issue(s);
+    float acc[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[r] = 0.f;
+    for (int64_t s = 0; s < n_steps; ++s) {
+        cp_async_wait<kStages - 2>();  // this thread's copies of stage s are done
+        __syncthreads();               // everyone's; and stage s - 1's buffer is free again
+        issue(s + kStages - 1);
+        const uint8_t* buf = stage_mem + (s % kStages) * R * kRowBytes;
+        const int64_t lo = byte_lo(s);
+        const int64_t c0 = s * kStageValues / 8, c1 = min(a.K, (s + 1) * kStageValues) / 8;
+        for (int64_t c = c0 + threadIdx.x; c < c1; c += 32 * kVecWarps) {
+            const float4* xp = reinterpret_cast<const float4*>(x + c * 8);
+            const float4 x0 = xp[0], x1 = xp[1];
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                float w8[8];
+                // A row pointer whose blocks land in this stage's copy (offsets kept modulo 16).
+                D::decode8(buf + r * kRowBytes - lo, c / cpb, (int)(c % cpb), w8);
+                acc[r] += w8[0] * x0.x + w8[1] * x0.y + w8[2] * x0.z + w8[3] * x0.w + w8[4] * x1.x + w8[5] * x1.y +
+                          w8[6] * x1.z + w8[7] * x1.w;
             }
         }
+    }
+    cp_async_wait<0>();
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const float v = warp_sum(acc[r]);
+        if (lane == 0) part[warp][r] = v;
+    }
+    __syncthreads();
+    if (threadIdx.x < R) {
+        const int r = threadIdx.x;
+        float v = 0.f;
+#pragma unroll
+        for (int w = 0; w < kVecWarps; ++w) v += part[w][r];
+        if (n0 + r < a.N) {
+            float* y = reinterpret_cast<float*>(reinterpret_cast<char*>(a.y) + z * a.y_z);
+            y[n0 + r] = v + (a.bias ? a.bias[n0 + r] : 0.f);
+        }
+    }
+}
+
+template <class D>
+size_t staged_smem_bytes() {
+    return (size_t)kStages * kStagedRows * (size_t)staged_row_bytes<D>();
+}
+
+template <class D>
+bool mat_vec_staged_fits(const MatArgs& a) {
+    if (!a.staged || D::kRowMetaBytes != 0 || a.T != 1 || staged_smem_bytes<D>() > 48 * 1024) return false;
+    const int64_t row_len = a.K / D::kBlockElems * D::kBlockBytes;
+    const bool batched = a.Z > 1 || a.w_ids;
+    return row_len % 16 == 0 && a.w_row % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0 &&
+           (!batched || a.w_z % 16 == 0) && (reinterpret_cast<uintptr_t>(a.x) | (batched ? a.x_z : 0)) % 16 == 0;
 }
 
 // Prompt batches: 128 weight rows x 64 tokens per block of 8 warps (each 32 x 32), K in steps
@@ -233,15 +369,18 @@ __global__ void act_round_kernel(MatArgs a, int mode, float* out) {
 template <class D>
 void launch_typed(const MatArgs& a, cudaStream_t s) {
     if (a.T <= kVecMaxTokens) {
-        const dim3 block(32 * kVecRowsPerBlock);
-        if (a.T == 1) {
+        const dim3 block(32 * kVecWarps);
+        if (a.T == 1 && mat_vec_staged_fits<D>(a)) {
+            const dim3 grid((unsigned)((a.N + kStagedRows - 1) / kStagedRows), 1, (unsigned)a.Z);
+            mat_vec_staged_kernel<D, kStagedRows><<<grid, block, staged_smem_bytes<D>(), s>>>(a);
+        } else if (a.T == 1) {
             constexpr int R = 4;
-            const dim3 grid((unsigned)((a.N + kVecRowsPerBlock * R - 1) / (kVecRowsPerBlock * R)), 1, (unsigned)a.Z);
+            const dim3 grid((unsigned)((a.N + R - 1) / R), 1, (unsigned)a.Z);
             mat_vec_kernel<D, 1, R><<<grid, block, 0, s>>>(a);
         } else {
             constexpr int R = 2;
-            const dim3 grid((unsigned)((a.N + kVecRowsPerBlock * R - 1) / (kVecRowsPerBlock * R)),
-                            (unsigned)((a.T + kVecMaxTokens - 1) / kVecMaxTokens), (unsigned)a.Z);
+            const dim3 grid((unsigned)((a.N + R - 1) / R), (unsigned)((a.T + kVecMaxTokens - 1) / kVecMaxTokens),
+                            (unsigned)a.Z);
             mat_vec_kernel<D, kVecMaxTokens, R><<<grid, block, 0, s>>>(a);
         }
         IKLLM_CUDA_LAUNCHED("mat_vec_kernel");
@@ -254,20 +393,26 @@ void launch_typed(const MatArgs& a, cudaStream_t s) {
 
 }  // namespace
 
-void launch_mat(const MatArgs& a, const OpEnv& env) {
+bool mat_is_vector(const MatArgs& a) { return a.T <= kVecMaxTokens; }
+
+MatArgs with_rounded_activations(const MatArgs& a_in, const OpEnv& env) {
+    MatArgs a = a_in;
+    a.staged = env.staged;
     const int mode = env.act_round ? act_round_for(a.type) : act_round_none;
-    if (a.N <= 0 || a.T <= 0 || a.Z <= 0) return;
+    if (a.N <= 0 || a.T <= 0 || a.Z <= 0) return a;
     // The matrix-vector kernel reads activations 16 bytes at a time and never rounds to f16
     // itself: misaligned rows and f16 rounding go through the copy below.
     const bool aligned = (reinterpret_cast<uintptr_t>(a.x) | a.x_t | a.x_z) % 16 == 0;
-    if (mode == act_round_none && !a.round_x_f16 && (aligned || a.T > kVecMaxTokens)) {
-        launch_mat(a, env.stream);
-        return;
-    }
-    float* xr = static_cast<float*>(env.scratch->alloc(sizeof(float) * (size_t)(a.Z * a.T * a.K)));
+    if (mode == act_round_none && !a.round_x_f16 && (aligned || a.T > kVecMaxTokens)) return a;
+    // One rounded copy per activation block (z / x_div), not per z.
+    const int64_t blocks = (a.Z + a.x_div - 1) / a.x_div;
+    float* xr = static_cast<float*>(env.scratch->alloc(sizeof(float) * (size_t)(blocks * a.T * a.K)));
+    MatArgs src = a;
+    src.Z = blocks;
+    src.x_div = 1;
     const int64_t warps = a.T * ((a.K + 255) / 256);
-    const dim3 grid((unsigned)((warps * 32 + 127) / 128), (unsigned)a.Z);
-    act_round_kernel<<<grid, 128, 0, env.stream>>>(a, mode, xr);
+    const dim3 grid((unsigned)((warps * 32 + 127) / 128), (unsigned)blocks);
+    act_round_kernel<<<grid, 128, 0, env.stream>>>(src, mode, xr);
     IKLLM_CUDA_LAUNCHED("act_round_kernel");
     MatArgs b = a;
     b.x = xr;
@@ -275,12 +420,15 @@ void launch_mat(const MatArgs& a, const OpEnv& env) {
     b.x_z = sizeof(float) * (size_t)(a.T * a.K);
     b.x_rows = nullptr;
     b.round_x_f16 = false;
-    launch_mat(b, env.stream);
+    return b;
 }
+
+void launch_mat(const MatArgs& a, const OpEnv& env) { launch_mat(with_rounded_activations(a, env), env.stream); }
 
 void launch_mat(const MatArgs& a, cudaStream_t stream) {
     if (a.N <= 0 || a.T <= 0 || a.Z <= 0) return;
     if (a.K % 32 != 0) throw std::runtime_error("CUDA matmul: row length " + std::to_string(a.K) + " is not a multiple of 32");
+    if (a.w_ids && !mat_is_vector(a)) throw std::runtime_error("CUDA matmul: routed-expert ids need the matrix-vector kernel");
     const bool ok = dispatch_weight_type(a.type, [&](auto d) { launch_typed<decltype(d)>(a, stream); });
     if (!ok) throw std::runtime_error("CUDA matmul: weight type " + std::to_string(a.type) + " has no CUDA kernel");
 }

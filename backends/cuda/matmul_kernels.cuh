@@ -24,6 +24,14 @@ struct MatArgs {
     const float* bias = nullptr;
     int64_t K = 0, N = 0, T = 0, Z = 1;
     bool round_x_f16 = false;  // round activations to f16 first (F16 expert numerics)
+    // z reads activation block z / x_div (routed experts: k (token, expert) pairs per token).
+    int64_t x_div = 1;
+    // Routed experts, matrix-vector kernel only (T <= 8): the weight matrix of z is number
+    // w_ids[(z / ids_k) * ids_t + z % ids_k] (stride w_z); z is skipped (y left as it is) when
+    // that id is negative or >= w_count. The ids stay on the device: no host round trip.
+    const int32_t* w_ids = nullptr;
+    int64_t ids_k = 1, ids_t = 0, w_count = 0;
+    bool staged = false;  // may use the shared-memory staged kernel (OpEnv::staged)
 };
 
 // Picks the kernel by T; throws std::runtime_error for an unsupported type. Activations are
@@ -33,5 +41,11 @@ struct OpEnv;
 // The same after rounding the activations like the CPU kernels do for this weight type
 // (act_round.cuh); the rounded copy lives in env.scratch.
 void launch_mat(const MatArgs& a, const OpEnv& env);
+// The rounding step of the above alone: `a` with x pointing at a rounded, contiguous copy in
+// env.scratch (rows [Z][T][K], x_rows and x_div undone), or `a` itself when nothing needs
+// doing. Lets several products share one rounded copy.
+MatArgs with_rounded_activations(const MatArgs& a, const OpEnv& env);
+// Whether the matrix-vector kernel handles a's token count (routed-expert ids need it).
+bool mat_is_vector(const MatArgs& a);
 
 }  // namespace ikllm::cuda

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "act_round.cuh"
 #include "block_decode.cuh"
 #include "cuda_ops.cuh"
 #include "matmul_kernels.cuh"
@@ -54,6 +55,21 @@ __global__ void moe_combine_kernel(const float* eout, const int32_t* slot, const
         const int32_t sl = slot[t * k + j];
         if (sl >= 0) s += wt[j] * eout[(int64_t)sl * E + i];
     }
+    reinterpret_cast<float*>(reinterpret_cast<char*>(y) + t * y_t)[i] = s;
+}
+
+// The same for the device-side expert path: pair z = t*k + j holds token t's j-th choice,
+// skipped when its id is outside [0, n_exp).
+__global__ void moe_combine_ids_kernel(const float* eout, const int32_t* ids, size_t ids_t, const float* wts, size_t wts_t,
+                                       int64_t k, int64_t n_exp, int64_t E, float* y, size_t y_t) {
+    const int64_t t = blockIdx.y;
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= E) return;
+    const float* wt = reinterpret_cast<const float*>(reinterpret_cast<const char*>(wts) + t * wts_t);
+    const int32_t* id = reinterpret_cast<const int32_t*>(reinterpret_cast<const char*>(ids) + t * ids_t);
+    float s = 0.f;
+    for (int64_t j = 0; j < k; ++j)
+        if (id[j] >= 0 && id[j] < n_exp) s += wt[j] * eout[(t * k + j) * E + i];
     reinterpret_cast<float*>(reinterpret_cast<char*>(y) + t * y_t)[i] = s;
 }
 
@@ -114,13 +130,24 @@ void run_mul_mat_swiglu(const Op& op, const OpEnv& env) {
     a.T = T;
     a.y = g;
     a.y_t = sizeof(float) * N;
-    launch_mat(a, env);
+    const MatArgs ar = with_rounded_activations(a, env);
+    launch_mat(ar, env.stream);
     MatArgs b = a;
     b.type = wu.type;
     b.w = static_cast<const uint8_t*>(wu.data);
     b.w_row = wu.nb[1];
     b.y = u;
-    launch_mat(b, env);
+    if (!env.act_round || act_round_for(wu.type) == act_round_for(wg.type)) {
+        // The same rounding (or none): reuse the rounded copy.
+        b.x = ar.x;
+        b.x_t = ar.x_t;
+        b.x_z = ar.x_z;
+        b.x_rows = ar.x_rows;
+        b.staged = ar.staged;
+        launch_mat(b, env.stream);
+    } else {
+        launch_mat(b, env);
+    }
     swiglu_rows_kernel<<<blocks_for(N * T, 256), 256, 0, env.stream>>>(g, u, N, T, static_cast<float*>(y.data), y.nb[1],
                                                                        false);
     IKLLM_CUDA_LAUNCHED("swiglu_rows_kernel");
@@ -142,10 +169,94 @@ void run_mul_mat_heads(const Op& op, const OpEnv& env) {
     launch_mat(a, env);
 }
 
-// Routed experts. The expert ids come back to the host once per layer (a small copy) so the
-// (token, slot) pairs can be grouped by expert; each used expert then runs gate/up, SwiGLU
-// and down over its tokens, and one kernel sums the k outputs per token.
+namespace {
+
+// Few tokens (generation): every (token, choice) pair is one matrix-vector product whose
+// weight matrix the kernel picks from the ids on the device; no host round trip, so the step
+// stays asynchronous (and capturable).
+void moe_ffn_on_device(const Op& op, const OpEnv& env) {
+    const Tensor& x = *op.src[0];
+    const Tensor& ids = *op.src[1];
+    const Tensor& wts = *op.src[2];
+    const Tensor& y = *op.dst;
+    const Tensor& wg = *op.ex[0];
+    const Tensor* wu = op.ex[1];
+    const Tensor& wd = *op.ex[2];
+    const int64_t E = x.ne[0], T = x.ne[1], k = ids.ne[0];
+    const int64_t n_ff = wd.ne[0], n_exp = wd.ne[2], pairs = T * k;
+    float* g = static_cast<float*>(env.scratch->alloc(sizeof(float) * pairs * n_ff));
+    float* u = static_cast<float*>(env.scratch->alloc(sizeof(float) * pairs * n_ff));
+    float* eout = static_cast<float*>(env.scratch->alloc(sizeof(float) * pairs * E));
+    auto expert_args = [&](const Tensor& w) {
+        MatArgs a = weight_args(w);
+        a.N = w.ne[1];
+        a.T = 1;
+        a.Z = pairs;
+        a.w_ids = static_cast<const int32_t*>(ids.data);
+        a.ids_k = k;
+        a.ids_t = (int64_t)(ids.nb[1] / sizeof(int32_t));
+        a.w_count = n_exp;
+        return a;
+    };
+    // Gate and up: pair z reads token z / k.
+    MatArgs a = expert_args(wg);
+    a.N = n_ff;
+    a.x = static_cast<const float*>(x.data);
+    a.x_z = x.nb[1];
+    a.x_div = k;
+    a.y = g;
+    a.y_z = sizeof(float) * n_ff;
+    a.round_x_f16 = op.moe.round_f16;
+    const MatArgs ar = with_rounded_activations(a, env);
+    launch_mat(ar, env.stream);
+    MatArgs b = wu ? expert_args(*wu) : ar;
+    if (!wu) b.w += n_ff * wg.nb[1];  // merged gate+up: the up rows follow the gate rows
+    b.N = n_ff;
+    b.y = u;
+    b.y_z = sizeof(float) * n_ff;
+    if (!wu || !env.act_round || act_round_for(wu->type) == act_round_for(wg.type)) {
+        b.x = ar.x;
+        b.x_z = ar.x_z;
+        b.x_t = ar.x_t;
+        b.x_div = ar.x_div;
+        b.round_x_f16 = ar.round_x_f16;
+        b.staged = ar.staged;
+        launch_mat(b, env.stream);
+    } else {
+        b.x = a.x;
+        b.x_z = a.x_z;
+        b.x_div = k;
+        b.round_x_f16 = op.moe.round_f16;
+        launch_mat(b, env);
+    }
+    swiglu_rows_kernel<<<blocks_for(pairs * n_ff, 256), 256, 0, env.stream>>>(g, u, n_ff, pairs, g, sizeof(float) * n_ff,
+                                                                              op.moe.round_f16);
+    IKLLM_CUDA_LAUNCHED("swiglu_rows_kernel");
+    // Down: pair z reads its own hidden row.
+    MatArgs d = expert_args(wd);
+    d.x = g;
+    d.x_z = sizeof(float) * n_ff;
+    d.y = eout;
+    d.y_z = sizeof(float) * E;
+    launch_mat(d, env);
+    const dim3 grid(blocks_for(E, 256), (unsigned)T);
+    moe_combine_ids_kernel<<<grid, 256, 0, env.stream>>>(eout, static_cast<const int32_t*>(ids.data), ids.nb[1],
+                                                         static_cast<const float*>(wts.data), wts.nb[1], k, n_exp, E,
+                                                         static_cast<float*>(y.data), y.nb[1]);
+    IKLLM_CUDA_LAUNCHED("moe_combine_ids_kernel");
+}
+
+}  // namespace
+
+// Routed experts. Up to 8 tokens: moe_ffn_on_device. Larger batches: the expert ids come back
+// to the host once per layer (a small copy) so the (token, slot) pairs can be grouped by
+// expert; each used expert then runs gate/up, SwiGLU and down over its tokens, and one kernel
+// sums the k outputs per token.
 void run_moe_ffn(const Op& op, const OpEnv& env) {
+    if (op.src[0]->ne[1] <= 8) {
+        moe_ffn_on_device(op, env);
+        return;
+    }
     const Tensor& x = *op.src[0];
     const Tensor& ids = *op.src[1];
     const Tensor& wts = *op.src[2];

@@ -1,6 +1,9 @@
 #include "graph/scheduler.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -78,6 +81,10 @@ std::pair<uintptr_t, uintptr_t> extent(const Tensor& t) {
     return {lo, lo + last + row};
 }
 
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 bool is_weight_op_input(const Op& op, int slot) {
     switch (op.kind) {
         case OpKind::get_rows:
@@ -96,9 +103,19 @@ Scheduler::Scheduler(std::vector<backend::Backend*> devices, std::vector<backend
     : devices_(std::move(devices)), execs_(std::move(executors)) {
     staging_.resize(devices_.size());
     staging_used_.resize(devices_.size(), 0);
+    const char* p = std::getenv("IKLLM_OP_PROFILE");
+    prof_.on = p && *p && *p != '0';
 }
 
 Scheduler::~Scheduler() {
+    if (prof_.on && prof_.runs > 0) {
+        const double ms = 1e3 / (double)prof_.runs;
+        std::fprintf(stderr,
+                     "scheduler profile: %ld runs, host ms per run: total %.3f = scheduling %.3f + CPU slices %.3f + "
+                     "issuing device slices %.3f + waiting for devices %.3f\n",
+                     prof_.runs, prof_.total * ms, (prof_.total - prof_.cpu - prof_.device_issue - prof_.wait) * ms,
+                     prof_.cpu * ms, prof_.device_issue * ms, prof_.wait * ms);
+    }
     for (size_t d = 1; d < execs_.size(); ++d) {
         try {
             execs_[d]->synchronize();
@@ -142,6 +159,14 @@ void Scheduler::ensure_on(const Tensor& t, int device) {
         if (device == 0) {
             Region* r = region_of(p.lo, p.hi, from);
             if (!r) throw Error(Status::internal, "scheduler: no device copy to read back");
+            const auto t0 = std::chrono::steady_clock::now();
+            struct Timed {
+                Profile& prof;
+                std::chrono::steady_clock::time_point t0;
+                ~Timed() {
+                    if (prof.on) prof.wait += seconds_since(t0);
+                }
+            } timed{prof_, t0};
             execs_[(size_t)from]->to_host(reinterpret_cast<void*>(p.lo),
                                           reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(r->dev) + (p.lo - r->host)), n);
         } else if (from == 0) {
@@ -240,17 +265,21 @@ void Scheduler::flush() {
     const int d = seg_device_;
     seg_device_ = -1;
     if (cancel_ && *cancel_) throw Error(Status::cancelled, "cancelled");
+    const auto t0 = std::chrono::steady_clock::now();
     if (d == 0) {
         if (cpu_end_ > cpu_begin_) execs_[0]->run(*graph_, cpu_begin_, cpu_end_, cancel_);
+        if (prof_.on) prof_.cpu += seconds_since(t0);
     } else if (seg_graph_ && !seg_graph_->ops.empty()) {
         // Device slices are queued whole; cancellation is checked between slices (above).
         execs_[(size_t)d]->run(*seg_graph_, 0, seg_graph_->ops.size(), nullptr);
+        if (prof_.on) prof_.device_issue += seconds_since(t0);
     }
     seg_graph_.reset();
 }
 
 void Scheduler::run(const Graph& graph, Arena& arena, const std::vector<std::pair<void*, size_t>>& outputs,
                     const volatile int32_t* cancel) {
+    const auto t_run = std::chrono::steady_clock::now();
     graph_ = &graph;
     cancel_ = cancel;
     staged_.clear();
@@ -325,7 +354,9 @@ void Scheduler::run(const Graph& graph, Arena& arena, const std::vector<std::pai
             t.ne[0] = (int64_t)(n / 4);
             ensure_on(t, 0);
         }
+        const auto t_wait = std::chrono::steady_clock::now();
         for (size_t dev = 1; dev < execs_.size(); ++dev) execs_[dev]->synchronize();
+        if (prof_.on) prof_.wait += seconds_since(t_wait);
     } catch (...) {
         seg_graph_.reset();
         seg_device_ = -1;
@@ -341,6 +372,10 @@ void Scheduler::run(const Graph& graph, Arena& arena, const std::vector<std::pai
     }
     for (auto& [p, n] : transient) valid_.forget(p, p + n);
     graph_ = nullptr;
+    if (prof_.on) {
+        prof_.total += seconds_since(t_run);
+        prof_.runs++;
+    }
 }
 
 void Scheduler::mirrors_to_host() {

@@ -91,6 +91,13 @@ private:
     std::map<std::pair<const void*, int>, const void*> staged_;
     std::vector<std::unique_ptr<backend::Buffer>> staging_;  // per device
     std::vector<size_t> staging_used_;
+    // IKLLM_OP_PROFILE=1: host wall time of run() split into scheduling, CPU slices, issuing
+    // device slices and waiting for devices; printed to stderr at destruction.
+    struct Profile {
+        bool on = false;
+        long runs = 0;
+        double total = 0, cpu = 0, device_issue = 0, wait = 0;
+    } prof_;
 };
 
 }  // namespace ikllm

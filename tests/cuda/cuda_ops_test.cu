@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -162,6 +163,8 @@ struct Env {
         e.stream = nullptr;
         e.scratch = &s;
         e.sm_count = 1;
+        const char* st = std::getenv("IKLLM_CUDA_STAGED");  // 1: the staged matrix-vector kernel
+        e.staged = st && std::string(st) == "1";
     }
 };
 void dsync(Env& env) {
