@@ -26,6 +26,13 @@ __device__ inline const float* x_row(const MatArgs& a, int64_t z, int64_t t) {
     return reinterpret_cast<const float*>(reinterpret_cast<const char*>(a.x) + zb * a.x_z + r * a.x_t);
 }
 
+// The same without x_div, for the tensor-core kernel (x_div is 1 there: launch_mat checks),
+// whose per-value activation loads are instruction-bound.
+__device__ inline const float* x_row_flat(const MatArgs& a, int64_t z, int64_t t) {
+    const int64_t r = a.x_rows ? a.x_rows[t] : t;
+    return reinterpret_cast<const float*>(reinterpret_cast<const char*>(a.x) + z * a.x_z + r * a.x_t);
+}
+
 __device__ inline float warp_sum(float v) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -251,7 +258,7 @@ __device__ inline void tc_load(const MatArgs& a, const uint8_t* wbase, int64_t n
     for (int i = 0; i < kBValues; ++i) {
         const int j = tid + i * kTcThreads;
         const int t = j / kTileK, kk = j % kTileK;
-        xv[i] = t0 + t < a.T && k0 + kk < a.K ? x_row(a, z, t0 + t)[k0 + kk] : 0.f;
+        xv[i] = t0 + t < a.T && k0 + kk < a.K ? x_row_flat(a, z, t0 + t)[k0 + kk] : 0.f;
     }
 }
 
@@ -428,7 +435,8 @@ void launch_mat(const MatArgs& a, const OpEnv& env) { launch_mat(with_rounded_ac
 void launch_mat(const MatArgs& a, cudaStream_t stream) {
     if (a.N <= 0 || a.T <= 0 || a.Z <= 0) return;
     if (a.K % 32 != 0) throw std::runtime_error("CUDA matmul: row length " + std::to_string(a.K) + " is not a multiple of 32");
-    if (a.w_ids && !mat_is_vector(a)) throw std::runtime_error("CUDA matmul: routed-expert ids need the matrix-vector kernel");
+    if ((a.w_ids || a.x_div != 1) && !mat_is_vector(a))
+        throw std::runtime_error("CUDA matmul: routed-expert ids and x_div need the matrix-vector kernel");
     const bool ok = dispatch_weight_type(a.type, [&](auto d) { launch_typed<decltype(d)>(a, stream); });
     if (!ok) throw std::runtime_error("CUDA matmul: weight type " + std::to_string(a.type) + " has no CUDA kernel");
 }
