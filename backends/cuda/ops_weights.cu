@@ -73,6 +73,23 @@ __global__ void moe_combine_ids_kernel(const float* eout, const int32_t* ids, si
     reinterpret_cast<float*>(reinterpret_cast<char*>(y) + t * y_t)[i] = s;
 }
 
+// b with the activations (and their rounding state) of src: products that share one input.
+MatArgs with_activations_of(MatArgs b, const MatArgs& src) {
+    b.x = src.x;
+    b.x_t = src.x_t;
+    b.x_z = src.x_z;
+    b.x_rows = src.x_rows;
+    b.x_div = src.x_div;
+    b.round_x_f16 = src.round_x_f16;
+    b.staged = src.staged;
+    return b;
+}
+
+// Whether products with weights of types t1 and t2 take the same rounded activations.
+bool same_rounding(const OpEnv& env, uint32_t t1, uint32_t t2) {
+    return !env.act_round || act_round_for(t1) == act_round_for(t2);
+}
+
 MatArgs weight_args(const Tensor& w) {
     MatArgs a;
     a.type = w.type;
@@ -137,17 +154,9 @@ void run_mul_mat_swiglu(const Op& op, const OpEnv& env) {
     b.w = static_cast<const uint8_t*>(wu.data);
     b.w_row = wu.nb[1];
     b.y = u;
-    if (!env.act_round || act_round_for(wu.type) == act_round_for(wg.type)) {
-        // The same rounding (or none): reuse the rounded copy.
-        b.x = ar.x;
-        b.x_t = ar.x_t;
-        b.x_z = ar.x_z;
-        b.x_rows = ar.x_rows;
-        b.staged = ar.staged;
-        launch_mat(b, env.stream);
-    } else {
-        launch_mat(b, env);
-    }
+    // The same rounding (or none): reuse the rounded copy.
+    if (same_rounding(env, wu.type, wg.type)) launch_mat(with_activations_of(b, ar), env.stream);
+    else launch_mat(b, env);
     swiglu_rows_kernel<<<blocks_for(N * T, 256), 256, 0, env.stream>>>(g, u, N, T, static_cast<float*>(y.data), y.nb[1],
                                                                        false);
     IKLLM_CUDA_LAUNCHED("swiglu_rows_kernel");
@@ -171,19 +180,25 @@ void run_mul_mat_heads(const Op& op, const OpEnv& env) {
 
 namespace {
 
+// The operands of a routed-experts op (ops.h: moe_ffn).
+struct MoeOperands {
+    const Tensor &x, &ids, &wts, &y, &wg;
+    const Tensor* wu;  // null: gate and up merged in wg
+    const Tensor& wd;
+    int64_t E, T, k, n_ff, n_exp;
+    explicit MoeOperands(const Op& op)
+        : x(*op.src[0]), ids(*op.src[1]), wts(*op.src[2]), y(*op.dst), wg(*op.ex[0]), wu(op.ex[1]), wd(*op.ex[2]),
+          E(x.ne[0]), T(x.ne[1]), k(ids.ne[0]), n_ff(wd.ne[0]), n_exp(wd.ne[2]) {}
+};
+
 // Few tokens (generation): every (token, choice) pair is one matrix-vector product whose
 // weight matrix the kernel picks from the ids on the device; no host round trip, so the step
 // stays asynchronous (and capturable).
 void moe_ffn_on_device(const Op& op, const OpEnv& env) {
-    const Tensor& x = *op.src[0];
-    const Tensor& ids = *op.src[1];
-    const Tensor& wts = *op.src[2];
-    const Tensor& y = *op.dst;
-    const Tensor& wg = *op.ex[0];
-    const Tensor* wu = op.ex[1];
-    const Tensor& wd = *op.ex[2];
-    const int64_t E = x.ne[0], T = x.ne[1], k = ids.ne[0];
-    const int64_t n_ff = wd.ne[0], n_exp = wd.ne[2], pairs = T * k;
+    const MoeOperands o(op);
+    const Tensor &x = o.x, &ids = o.ids, &wts = o.wts, &y = o.y, &wg = o.wg, &wd = o.wd;
+    const Tensor* wu = o.wu;
+    const int64_t E = o.E, T = o.T, k = o.k, n_ff = o.n_ff, n_exp = o.n_exp, pairs = T * k;
     float* g = static_cast<float*>(env.scratch->alloc(sizeof(float) * pairs * n_ff));
     float* u = static_cast<float*>(env.scratch->alloc(sizeof(float) * pairs * n_ff));
     float* eout = static_cast<float*>(env.scratch->alloc(sizeof(float) * pairs * E));
@@ -209,26 +224,13 @@ void moe_ffn_on_device(const Op& op, const OpEnv& env) {
     a.round_x_f16 = op.moe.round_f16;
     const MatArgs ar = with_rounded_activations(a, env);
     launch_mat(ar, env.stream);
-    MatArgs b = wu ? expert_args(*wu) : ar;
+    MatArgs b = wu ? expert_args(*wu) : a;
     if (!wu) b.w += n_ff * wg.nb[1];  // merged gate+up: the up rows follow the gate rows
     b.N = n_ff;
     b.y = u;
     b.y_z = sizeof(float) * n_ff;
-    if (!wu || !env.act_round || act_round_for(wu->type) == act_round_for(wg.type)) {
-        b.x = ar.x;
-        b.x_z = ar.x_z;
-        b.x_t = ar.x_t;
-        b.x_div = ar.x_div;
-        b.round_x_f16 = ar.round_x_f16;
-        b.staged = ar.staged;
-        launch_mat(b, env.stream);
-    } else {
-        b.x = a.x;
-        b.x_z = a.x_z;
-        b.x_div = k;
-        b.round_x_f16 = op.moe.round_f16;
-        launch_mat(b, env);
-    }
+    if (!wu || same_rounding(env, wu->type, wg.type)) launch_mat(with_activations_of(b, ar), env.stream);
+    else launch_mat(with_activations_of(b, a), env);
     swiglu_rows_kernel<<<blocks_for(pairs * n_ff, 256), 256, 0, env.stream>>>(g, u, n_ff, pairs, g, sizeof(float) * n_ff,
                                                                               op.moe.round_f16);
     IKLLM_CUDA_LAUNCHED("swiglu_rows_kernel");
@@ -257,16 +259,11 @@ void run_moe_ffn(const Op& op, const OpEnv& env) {
         moe_ffn_on_device(op, env);
         return;
     }
-    const Tensor& x = *op.src[0];
-    const Tensor& ids = *op.src[1];
-    const Tensor& wts = *op.src[2];
-    const Tensor& y = *op.dst;
-    const Tensor& wg = *op.ex[0];
-    const Tensor* wu = op.ex[1];
-    const Tensor& wd = *op.ex[2];
+    const MoeOperands o(op);
+    const Tensor &x = o.x, &ids = o.ids, &wts = o.wts, &y = o.y, &wg = o.wg, &wd = o.wd;
+    const Tensor* wu = o.wu;
     const bool merged = wu == nullptr;
-    const int64_t E = x.ne[0], T = x.ne[1], k = ids.ne[0];
-    const int64_t n_ff = wd.ne[0], n_exp = wd.ne[2];
+    const int64_t E = o.E, T = o.T, k = o.k, n_ff = o.n_ff, n_exp = o.n_exp;
 
     std::vector<int32_t> h_ids((size_t)(k * T));
     IKLLM_CUDA_CHECK(cudaMemcpy2DAsync(h_ids.data(), sizeof(int32_t) * k, ids.data, ids.nb[1], sizeof(int32_t) * k, T,
