@@ -3,7 +3,8 @@
 // (generation) and nt = 64 (prompt) activation rows. Prints weight GB/s (bytes of W per second)
 // and GFLOP/s (2 * rows * ne0 * nt per second), medians of 5 wall-clock repetitions. Several
 // copies of the matrix are cycled so W does not sit in the last-level cache.
-// Usage: quant_matmul_bench [--threads 1,2] [--nt 1,64] [type ...]   (IKLLM_ISA caps the ISA)
+// Usage: quant_matmul_bench [--threads 1,2] [--nt 1,64] [--shape ROWSxK] [type ...]   (IKLLM_ISA caps
+// the ISA; --shape, default 4096x4096, measures a model's own matrices, e.g. 512x2048 for small K/V)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,7 +23,7 @@ using namespace ikllm::quant;
 
 namespace {
 
-constexpr int64_t kNe0 = 4096, kRows = 4096;
+int64_t kNe0 = 4096, kRows = 4096;  // --shape
 
 std::vector<int> int_list(const std::string& s) {
     std::vector<int> v;
@@ -92,6 +93,15 @@ int main(int argc, char** argv) {
         const std::string s = argv[i];
         if (s == "--threads" && i + 1 < argc) threads = int_list(argv[++i]);
         else if (s == "--nt" && i + 1 < argc) nts = int_list(argv[++i]);
+        else if (s == "--shape" && i + 1 < argc) {
+            long long r = 0, k = 0;
+            if (std::sscanf(argv[++i], "%lldx%lld", &r, &k) != 2 || r < 64 || r % 64 || k < 256 || k % 256) {
+                std::fprintf(stderr, "--shape wants ROWSxK, ROWS a multiple of 64, K of 256\n");
+                return 2;
+            }
+            kRows = r;
+            kNe0 = k;
+        }
         else names.push_back(s);
     }
     if (names.empty()) {

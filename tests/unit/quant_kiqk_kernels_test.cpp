@@ -354,12 +354,21 @@ void check_type(const TypeCase& tc, bool random_bytes) {
                     }
                 }
             }
+            std::vector<float> y_avx2;
             for (Isa isa : {Isa::avx2, Isa::avx512}) {
                 const MatmulKernel* kv = kernel(tc.id, isa);
                 ASSERT_NE(kv, nullptr) << tc.name << " " << isa_name(isa);
                 if (!cpu_has(isa)) continue;
                 ASSERT_EQ(kv->act->id, fmt);
                 const std::vector<float> yv = run(kv, tc, p);
+                // Q6_K batches: both re-encode the rows the same way (the AVX-512 one in vectors)
+                // and sum in one order, so a single re-encoded code that differs shows here.
+                if (tc.id == T_Q6_K && s.nt >= kConv6Tokens) {
+                    if (isa == Isa::avx2) y_avx2 = yv;
+                    else if (!y_avx2.empty())
+                        for (size_t i = 0; i < yv.size(); ++i)
+                            ASSERT_EQ(yv[i], y_avx2[i]) << "q6_K batch: AVX-512 and AVX2 bits differ at " << i;
+                }
                 for (int64_t t = 0; t < s.nt; ++t) {
                     const Act a = decode_act(fmt, p.act.data() + t * p.act_rb, s.ne0);
                     for (int64_t r = 0; r < s.rows; ++r) {
