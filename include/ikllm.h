@@ -437,7 +437,7 @@ typedef struct ikllm_sampler ikllm_sampler;
 
 /* A sampler chain configured by IKLLM_OPTIONS_SAMPLER options (seed, temperature, top_k,
    top_p, min_p, typical_p, repeat_penalty, presence_penalty, frequency_penalty,
-   penalty_last_n, chain, grammar, grammar_root, json_schema). temperature <= 0 is greedy. Same seed + same inputs = same output. */
+   penalty_last_n, chain, ignore_eos, grammar, grammar_root, json_schema). temperature <= 0 is greedy. Same seed + same inputs = same output. */
 IKLLM_API ikllm_status ikllm_sampler_create(const ikllm_model* model, const ikllm_options* options,
                                             ikllm_sampler** out_sampler);
 IKLLM_API void ikllm_sampler_free(ikllm_sampler* sampler);

@@ -246,7 +246,7 @@ ikllm_status ikllm_session_prompt_reuse(ikllm_session* session, int32_t seq_id, 
 ikllm_status ikllm_session_context_shift(ikllm_session* session, int32_t seq_id, int32_t n_keep, int32_t n_discard);
 // A sampler chain configured by IKLLM_OPTIONS_SAMPLER options (seed, temperature, top_k,
 // top_p, min_p, typical_p, repeat_penalty, presence_penalty, frequency_penalty,
-// penalty_last_n, chain, grammar, grammar_root, json_schema). temperature <= 0 is greedy. Same seed + same inputs = same output.
+// penalty_last_n, chain, ignore_eos, grammar, grammar_root, json_schema). temperature <= 0 is greedy. Same seed + same inputs = same output.
 ikllm_status ikllm_sampler_create(const ikllm_model* model, const ikllm_options* options, ikllm_sampler** out_sampler);
 void ikllm_sampler_free(ikllm_sampler* sampler);
 // Samples from the logits of batch token `index` of the session's last decode, then records the

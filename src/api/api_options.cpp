@@ -52,6 +52,8 @@ const OptionSpec kSpecs[] = {
     {IKLLM_OPTIONS_SAMPLER, "penalty_last_n", IKLLM_OPTION_INT, "64", "-1", "1000000000", "Penalty window in tokens (-1 = whole history, 0 = off)"},
     {IKLLM_OPTIONS_SAMPLER, "chain", IKLLM_OPTION_STRING, "penalties;top_k;typical_p;top_p;min_p;temperature", "", "",
      "Order of sampler steps, ';'-separated"},
+    {IKLLM_OPTIONS_SAMPLER, "ignore_eos", IKLLM_OPTION_INT, "0", "0", "1",
+     "Never sample an end-of-generation token (EOS, EOT, ...): replies run until a token limit or a stop (benchmarks, tests)"},
     {IKLLM_OPTIONS_SAMPLER, "grammar", IKLLM_OPTION_STRING, "", "", "",
      "GBNF grammar every sampled token must follow (empty = none); checked by ikllm_sampler_create"},
     {IKLLM_OPTIONS_SAMPLER, "grammar_root", IKLLM_OPTION_STRING, "root", "", "", "Start rule of 'grammar'"},

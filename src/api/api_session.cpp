@@ -5,6 +5,7 @@
 #include "grammar/token_matcher.h"
 #include "sampling/sampler.h"
 #include "session/session.h"
+#include "tokenizer/tokenizer.h"
 #include "quantize/imatrix_collector.h"
 
 using namespace ikllm;
@@ -138,7 +139,13 @@ ikllm_status ikllm_sampler_create(const ikllm_model* model, const ikllm_options*
         IKLLM_REQUIRE(model && out, "NULL argument");
         IKLLM_REQUIRE(!options || options->kind == IKLLM_OPTIONS_SAMPLER, "options are not sampler options");
         auto h = std::make_unique<ikllm_sampler>();
-        h->s = std::make_unique<Sampler>(api::sampler_options(options), api::sampler_grammar(options, model));
+        SamplerOptions so = api::sampler_options(options);
+        if (api::opt_int(options, IKLLM_OPTIONS_SAMPLER, "ignore_eos") != 0) {
+            const auto& tk = *model->m->tokenizer;
+            for (int32_t id = 0; id < tk.n_vocab(); ++id)
+                if (tk.is_eog(id)) so.excluded.push_back(id);
+        }
+        h->s = std::make_unique<Sampler>(so, api::sampler_grammar(options, model));
         h->n_vocab = model->m->hp.n_vocab;
         *out = h.release();
     });

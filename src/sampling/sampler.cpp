@@ -78,11 +78,21 @@ void Sampler::softmax(std::vector<Cand>& c) {
 
 // Every token, or with a grammar only those it allows (the mask comes first in the chain, as if
 // the others had logit -inf).
+void Sampler::drop_excluded() {
+    if (o_.excluded.empty()) return;
+    const auto& ex = o_.excluded;
+    cand_.erase(std::remove_if(cand_.begin(), cand_.end(),
+                               [&](const Cand& c) { return std::binary_search(ex.begin(), ex.end(), c.id); }),
+                cand_.end());
+}
+
 void Sampler::fill_candidates(const float* logits, int32_t n_vocab) {
     cand_.clear();
     if (!grammar_) {
         cand_.resize(n_vocab);
         for (int32_t i = 0; i < n_vocab; ++i) cand_[i] = {i, logits[i], 0};
+        drop_excluded();
+        if (cand_.empty()) fail(Status::invalid_argument, "every token of the vocabulary is excluded (ignore_eos)");
         return;
     }
     const std::vector<uint64_t>& mask = grammar_->allowed();
@@ -92,6 +102,7 @@ void Sampler::fill_candidates(const float* logits, int32_t n_vocab) {
             const int32_t id = (int32_t)(w * 64 + (size_t)__builtin_ctzll(bits));
             if (id < n_vocab && !std::isnan(logits[id])) cand_.push_back({id, logits[id], 0});
         }
+    drop_excluded();
     if (cand_.empty()) {
         const auto st = grammar_->state();
         fail(Status::grammar_error, st == grammar::MatchState::failed ? "the grammar has failed (a token that does not match was accepted)"

@@ -26,6 +26,7 @@ struct SamplerOptions {
     float frequency_penalty = 0.0f;
     int32_t penalty_last_n = 64; // window of recent tokens (0: off, -1: whole history)
     std::string chain = "penalties;top_k;typical_p;top_p;min_p;temperature";
+    std::vector<int32_t> excluded; // never sampled, sorted (ignore_eos: the end-of-generation set)
 };
 
 class Sampler {
@@ -61,6 +62,7 @@ private:
     std::vector<Cand> cand_;
     std::unique_ptr<grammar::TokenMatcher> grammar_;
     void fill_candidates(const float* logits, int32_t n_vocab);
+    void drop_excluded();
 };
 
 }  // namespace ikllm

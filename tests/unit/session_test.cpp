@@ -202,4 +202,48 @@ TEST(Sampler, SameSeedSameTokensAndGreedyIsArgmax) {
     for (int32_t t : run(1, 0.0)) EXPECT_EQ(t, argmax);
 }
 
+// ignore_eos removes the whole end-of-generation set from the candidates, under greedy and
+// random draws alike; without it the same logits do produce those tokens.
+TEST(Sampler, IgnoreEosNeverSamplesEndOfGeneration) {
+    IKLLM_REQUIRE_REFDATA();
+    Fixture f;
+    ASSERT_TRUE(load(f, ikllm::test::refdata_dir() + "/models/llama-tiny-f16.gguf"));
+    const int32_t n_vocab = ikllm_model_n_vocab(f.model);
+    std::vector<int32_t> eog;
+    for (int32_t id = 0; id < n_vocab; ++id)
+        if (ikllm_token_is_eog(f.model, id)) eog.push_back(id);
+    ASSERT_FALSE(eog.empty()) << "the test model has no end-of-generation token";
+    // The EOG tokens dominate: greedy would pick one, and a hot draw nearly always would.
+    std::vector<float> logits(n_vocab, 0.0f);
+    for (size_t i = 0; i < eog.size(); ++i) logits[eog[i]] = 20.0f + (float)i;
+    auto run = [&](int64_t ignore, double temp) {
+        ikllm_options* o = nullptr;
+        ikllm_options_create(IKLLM_OPTIONS_SAMPLER, &o);
+        EXPECT_EQ(ikllm_options_set_int(o, "ignore_eos", ignore), IKLLM_OK);
+        ikllm_options_set_float(o, "temperature", temp);
+        ikllm_options_set_int(o, "top_k", 0);
+        ikllm_options_set_float(o, "top_p", 1.0);
+        ikllm_options_set_float(o, "min_p", 0.0);
+        ikllm_sampler* smp = nullptr;
+        EXPECT_EQ(ikllm_sampler_create(f.model, o, &smp), IKLLM_OK);
+        ikllm_options_free(o);
+        int n_eog = 0;
+        for (int i = 0; i < 64; ++i) {
+            int32_t t = -1;
+            EXPECT_EQ(ikllm_sampler_sample_logits(smp, logits.data(), n_vocab, &t), IKLLM_OK);
+            n_eog += ikllm_token_is_eog(f.model, t);
+        }
+        ikllm_sampler_free(smp);
+        return n_eog;
+    };
+    EXPECT_EQ(run(0, 0.0), 64);
+    EXPECT_GT(run(0, 1.0), 60);
+    EXPECT_EQ(run(1, 0.0), 0);
+    EXPECT_EQ(run(1, 1.0), 0);
+    ikllm_options* o = nullptr;
+    ikllm_options_create(IKLLM_OPTIONS_SAMPLER, &o);
+    EXPECT_NE(ikllm_options_set_int(o, "ignore_eos", 2), IKLLM_OK);  // a flag: 0 or 1
+    ikllm_options_free(o);
+}
+
 }  // namespace

@@ -452,7 +452,7 @@ extern "C" {
     pub fn ikllm_session_context_shift(session: *mut ikllm_session, seq_id: i32, n_keep: i32, n_discard: i32) -> ikllm_status;
     // A sampler chain configured by IKLLM_OPTIONS_SAMPLER options (seed, temperature, top_k,
     // top_p, min_p, typical_p, repeat_penalty, presence_penalty, frequency_penalty,
-    // penalty_last_n, chain, grammar, grammar_root, json_schema). temperature <= 0 is greedy. Same seed + same inputs = same output.
+    // penalty_last_n, chain, ignore_eos, grammar, grammar_root, json_schema). temperature <= 0 is greedy. Same seed + same inputs = same output.
     pub fn ikllm_sampler_create(model: *const ikllm_model, options: *const ikllm_options, out_sampler: *mut *mut ikllm_sampler) -> ikllm_status;
     pub fn ikllm_sampler_free(sampler: *mut ikllm_sampler);
     // Samples from the logits of batch token `index` of the session's last decode, then records the

@@ -125,7 +125,9 @@ def scenario_reply_and_reload(run):
 
 
 def scenario_stop_and_close(run):
-    run(["open " + TINY, "wait-load 30", "set app.max_tokens 0", "set session.n_ctx 8192",
+    # ignore_eos: how many tokens stream before a stop depends on timing, and so does where the
+    # next reply's random draws land; an end-of-generation token must not end a reply early.
+    run(["open " + TINY, "wait-load 30", "set app.max_tokens 0", "set session.n_ctx 8192", "set sampler.ignore_eos 1",
          "type Write forever.", "send", "wait-stream 20 30", "stop", "wait-reply 30",
          "dump-state " + run.path("stopped.json"),
          # The same with the keyboard: Enter sends, Esc stops.
@@ -144,7 +146,7 @@ def scenario_stop_and_close(run):
 
     # Quitting while a reply streams: clean exit (cancel + join), and the partial reply is not lost.
     t0 = time.time()
-    run(["open " + TINY, "wait-load 30", "set app.max_tokens 0", "type Keep going.", "send", "wait-stream 10 30", "quit"])
+    run(["open " + TINY, "wait-load 30", "set app.max_tokens 0", "set sampler.ignore_eos 1", "type Keep going.", "send", "wait-stream 10 30", "quit"])
     check(time.time() - t0 < 30, "closing during generation exits promptly")
     run(["dump-state " + run.path("after_close.json"), "quit"])
     m = last_assistant(run.state("after_close.json"))
