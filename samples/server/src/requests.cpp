@@ -21,6 +21,7 @@ void parse_sampling(const json& b, SamplingParams& s) {
     s.seed = fields::integer(b, "seed", INT64_MIN, INT64_MAX);
     s.penalty_last_n = fields::integer(b, "repeat_last_n", -1, 1000000000);
     if (auto g = fields::string(b, "grammar")) s.grammar = *g;
+    s.ignore_eos = fields::boolean(b, "ignore_eos").value_or(false);
 }
 
 // Fields shared by chat and text completions.

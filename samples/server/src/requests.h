@@ -18,6 +18,7 @@ struct SamplingParams {
     std::string json_schema;  // response_format json_object / json_schema
     std::string grammar;      // "grammar" (GBNF), a llama-server extension
     std::string grammar_root; // start rule of grammar ("" = root)
+    bool ignore_eos = false;  // llama-server's field: never sample an end-of-generation token
 };
 
 enum class ToolChoice { Auto, None, Required, Named };

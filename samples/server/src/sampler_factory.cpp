@@ -35,6 +35,7 @@ SamplerPtr make_sampler(const ikllm_model* model, const SamplingParams& p) {
     setf("repeat_penalty", p.repeat_penalty, "repeat_penalty");
     seti("top_k", p.top_k, "top_k");
     seti("penalty_last_n", p.penalty_last_n, "repeat_last_n");
+    if (p.ignore_eos) seti("ignore_eos", 1, "ignore_eos");
     // The engine's seed range is non-negative; negative seeds (llama-server's -1) mean "random".
     int64_t seed = p.seed.value_or(-1);
     if (seed < 0) seed = (int64_t)(std::random_device{}() & 0x7fffffff);

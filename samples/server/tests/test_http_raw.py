@@ -70,6 +70,7 @@ def bad_requests(port):
         ({"messages": msgs, "max_tokens": "ten"}, "max_tokens"),
         ({"messages": "hi"}, "messages"),
         ({"messages": msgs, "stream": "yes"}, "stream"),
+        ({"messages": msgs, "ignore_eos": "yes"}, "ignore_eos"),
         ({"messages": msgs, "temperature": 5000}, "temperature"),
         ({"messages": msgs, "top_p": -1}, "top_p"),
         ({"messages": msgs, "stop": [1, 2]}, "stop"),
@@ -188,7 +189,8 @@ def stream_request(port, body):
 def disconnects(port):
     m0 = harness.metrics(port)
     # Leaves after the first events of a long stream.
-    s = stream_request(port, {"prompt": "Tell me a long story", "max_tokens": 2000, "stream": True, "cache_prompt": False})
+    s = stream_request(port, {"prompt": "Tell me a long story", "max_tokens": 2000, "stream": True, "cache_prompt": False,
+                               "ignore_eos": True})
     got = b""
     while got.count(b"data: ") < 3:
         got += s.recv(4096)
@@ -199,7 +201,7 @@ def disconnects(port):
           m1["ikllm_requests_cancelled_total"] >= m0["ikllm_requests_cancelled_total"] + 1)
     check("its generation stopped early", m1["ikllm_generated_tokens_total"] - m0["ikllm_generated_tokens_total"] < 1900)
     # Leaves while waiting for a non-streamed answer.
-    data = json.dumps({"prompt": "Another long story", "max_tokens": 2000, "cache_prompt": False}).encode()
+    data = json.dumps({"prompt": "Another long story", "max_tokens": 2000, "cache_prompt": False, "ignore_eos": True}).encode()
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
     s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + KEY.encode() +
               b"\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(data) + data)
@@ -215,7 +217,7 @@ def disconnects(port):
 
 def full_queue(binary, model):
     with harness.Server(binary, model, "-np", "1", "--max-queue", "1", "-c", "4096", "--api-key", KEY) as srv:
-        a = stream_request(srv.port, {"prompt": "A", "max_tokens": 3000, "stream": True})
+        a = stream_request(srv.port, {"prompt": "A", "max_tokens": 3000, "stream": True, "ignore_eos": True})
         harness.wait_for(lambda: harness.metrics(srv.port)["ikllm_slots_busy"] == 1, 10, "slot busy")
         b = stream_request(srv.port, {"prompt": "B", "max_tokens": 5, "stream": True})
         harness.wait_for(lambda: harness.metrics(srv.port)["ikllm_queue_depth"] == 1, 10, "one request queued")
