@@ -32,7 +32,8 @@ void op_kv_store(const Op& op, ThreadPool& pool);
 void op_gather_rows(const Op& op, ThreadPool& pool);
 void op_mul_mat(const Op& op, ThreadPool& pool, Scratch& scratch);
 void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch);
-// The tile-unit path of op_attention for prompt batches; false when it does not apply.
+// The bf16 path of op_attention for prompt batches (tile unit, else AVX512-BF16); false when it does
+// not apply.
 bool op_attention_amx(const Op& op, ThreadPool& pool, Scratch& scratch);
 void op_mul_mat_swiglu(const Op& op, ThreadPool& pool, Scratch& scratch);
 void op_mul_mat_heads(const Op& op, ThreadPool& pool, Scratch& scratch);

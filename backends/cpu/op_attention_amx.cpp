@@ -1,4 +1,5 @@
-// Attention of a prompt batch on the AMX tile unit (kernels/attn_amx.h). Taken by op_attention
+// Attention of a prompt batch in bf16 (kernels/attn_amx.h): on the AMX tile unit, or on AVX512-BF16
+// vector products where the CPU has no tile unit. Taken by op_attention
 // for batches of kAmxMinTokens tokens or more of one sequence, outside batch-invariant sessions,
 // when the head sizes fit the tiles (multiples of 32) and the packed keys/values of one KV head
 // stay within the op's scratch bound. Per KV head: the sequence's visible cells (by position) are
@@ -28,6 +29,7 @@ bool op_attention_amx(const Op& op, ThreadPool& pool, Scratch& scratch) {
     const int64_t d_v = vc.ne[0], n_head_kv = kc.ne[1];
     if (T < kAmxMinTokens || op.batch_invariant || best_isa() != Isa::avx512 || d_k % 32 || d_v % 32) return false;
     const AmxAttention* A = amx_attention();
+    if (!A) A = avx512_bf16_attention();
     if (!A) return false;
     const int32_t seq = op.seq_ids[0];
     int32_t max_pos = op.i32[0];

@@ -1,5 +1,6 @@
-// Tile-unit attention for prompt batches (kernels/attn_amx.h, op_attention_amx):
-//  - the kernel equals double-precision softmax attention over the bf16-rounded q, k, v within
+// bf16 attention for prompt batches (kernels/attn_amx.h, op_attention_amx), on the tile unit and
+// on AVX512-BF16 vector products:
+//  - each kernel equals double-precision softmax attention over the bf16-rounded q, k, v within
 //    the rounding of the bf16 weights P, for head sizes of llama (64, 128), DeepSeek's MLA
 //    (576 / 512) and its decompressed form (192 / 128), key counts that are not multiples of
 //    the 32-key groups and cross the 256-key softmax chunks (the running max moves between
@@ -8,7 +9,8 @@
 //    outside batch-invariant sessions, and there agrees with the fp32 flash-attention path
 //    (taken with batch_invariant) for GQA with an f16 cache and for MLA with a q8_0 latent cache
 //    stored in shuffled cells beside another sequence's cells.
-// Skipped (with a message) where the CPU or OS does not grant the tile unit.
+// The kernel test runs each implementation the machine has; the op tests run the one the op picks
+// (the tile unit where granted). Skipped (with a message) where the CPU has neither.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -29,9 +31,10 @@ using namespace ikllm;
 
 namespace {
 
-#define REQUIRE_AMX_ATTENTION()                                                              \
-    do {                                                                                     \
-        if (!cpu::amx_attention()) GTEST_SKIP() << "no AMX-BF16 tile unit on this machine"; \
+#define REQUIRE_BF16_ATTENTION()                                                                    \
+    do {                                                                                            \
+        if (!cpu::amx_attention() && !cpu::avx512_bf16_attention())                                 \
+            GTEST_SKIP() << "neither the AMX-BF16 tile unit nor AVX512-BF16 on this machine";       \
     } while (0)
 
 float bf16_round(float x) {
@@ -52,8 +55,7 @@ double rel_rms(const float* a, const double* b, int64_t n) {
     return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
-void check_kernel(int64_t d_k, int64_t d_v, int64_t n, int nr, float scale, uint32_t seed) {
-    const cpu::AmxAttention* A = cpu::amx_attention();
+void check_kernel(const cpu::AmxAttention* A, int64_t d_k, int64_t d_v, int64_t n, int nr, float scale, uint32_t seed) {
     std::mt19937 rng(seed);
     std::normal_distribution<float> nd(0.f, 1.f);
     const int64_t n_pad = (n + 31) / 32 * 32;
@@ -102,12 +104,21 @@ void check_kernel(int64_t d_k, int64_t d_v, int64_t n, int nr, float scale, uint
     }
 }
 
-TEST(AmxAttention, KernelMatchesDoubleReference) {
-    REQUIRE_AMX_ATTENTION();
+void check_kernels(const cpu::AmxAttention* A) {
     for (auto [dk, dv] : {std::pair<int64_t, int64_t>{64, 64}, {128, 128}, {192, 128}, {576, 512}})
         for (int64_t n : {1, 31, 300, 600})
-            for (int nr : {1, 7, 32}) check_kernel(dk, dv, n, nr, 1.0f / std::sqrt((float)dk), (uint32_t)(dk + n + nr));
-    check_kernel(128, 128, 700, 32, 0.5f, 5);  // sharp softmax: the running max moves chunk to chunk
+            for (int nr : {1, 7, 9, 32}) check_kernel(A, dk, dv, n, nr, 1.0f / std::sqrt((float)dk), (uint32_t)(dk + n + nr));
+    check_kernel(A, 128, 128, 700, 32, 0.5f, 5);  // sharp softmax: the running max moves chunk to chunk
+}
+
+TEST(AmxAttention, KernelMatchesDoubleReference) {
+    if (!cpu::amx_attention()) GTEST_SKIP() << "no AMX-BF16 tile unit on this machine";
+    check_kernels(cpu::amx_attention());
+}
+
+TEST(Bf16VectorAttention, KernelMatchesDoubleReference) {
+    if (!cpu::avx512_bf16_attention()) GTEST_SKIP() << "no AVX512-BF16 on this machine (or IKLLM_BF16_ATTENTION=0)";
+    check_kernels(cpu::avx512_bf16_attention());
 }
 
 // A cache of n_cells cells; the batch's sequence 0 occupies cells in shuffled order (positions
@@ -207,18 +218,18 @@ void check_op(const AttnCase& c) {
 }
 
 TEST(AmxAttention, OpMatchesFlashAttentionGqaF16) {
-    REQUIRE_AMX_ATTENTION();
+    REQUIRE_BF16_ATTENTION();
     check_op({64, 64, 8, 2, 70, 100, quant::T_F16, false});
     check_op({128, 128, 4, 4, 64, 64, quant::T_F16, false});
 }
 
 TEST(AmxAttention, OpMatchesFlashAttentionMlaQ8) {
-    REQUIRE_AMX_ATTENTION();
+    REQUIRE_BF16_ATTENTION();
     check_op({576, 512, 16, 1, 65, 300, quant::T_Q8_0, true});
 }
 
 TEST(AmxAttention, OpDeclinesWhereItDoesNotApply) {
-    REQUIRE_AMX_ATTENTION();
+    REQUIRE_BF16_ATTENTION();
     cpu::ThreadPool pool(2);
     cpu::Scratch scratch;
     AttnSetup s;

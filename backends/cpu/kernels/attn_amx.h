@@ -1,6 +1,8 @@
-// Tile-unit (AMX-BF16) attention for prompt batches: Q K^T and P V as bf16 x bf16 -> fp32 tile
-// products, the softmax in fp32 (online across chunks of keys, exact max within a chunk). The keys
-// and values of one KV head are packed once per op into the unit's B-tile layouts, then every
+// bf16 attention for prompt batches, on the AMX tile unit (amx_attention) or, without it, on
+// AVX512-BF16 vector products (avx512_bf16_attention; the same layouts and softmax,
+// attn_bf16_common_avx512.h): Q K^T and P V as bf16 x bf16 -> fp32 products, the softmax in
+// fp32 (online across chunks of keys, exact max within a chunk). The keys and values of one KV
+// head are packed once per op into the tile unit's B-tile layouts, then every
 // call attends up to kAmxAttnRows query rows (tokens x query heads sharing that KV head) against
 // a prefix of them, so the packing is paid once per KV head and not once per query block.
 //
@@ -32,5 +34,8 @@ struct AmxAttention {
 
 // The tile-unit attention when it is compiled in and amx_usable(), else nullptr.
 const AmxAttention* amx_attention();
+// The vector-product version when it is compiled in and best_isa() is AVX-512 (which includes
+// AVX512-BF16), else nullptr.
+const AmxAttention* avx512_bf16_attention();
 
 }  // namespace ikllm::cpu
