@@ -24,9 +24,12 @@ namespace ikllm::cpu {
 namespace {
 
 constexpr int kP32Rows = 16;
-// Unpacking a panel costs about as much as 30 tokens' dot products over it, so the panel pays off
-// from about 64 tokens (the small-tile kernel is faster below).
-constexpr int64_t kP32MinTokens = 64;
+// Unpacking a panel costs about as much as 15-30 tokens' dot products over it (Zen 4 / Sapphire
+// Rapids): from 24 tokens on the panel is faster (Zen 4, 768 x 2048: Q4_K at 32 tokens 131 against
+// 105 GFLOP/s, Q4_1 131 / 90). The threshold stays at the batch forms' common 32 so batch-invariant
+// calls (kInvariantTokens = 31, matmul_rows.h) never take it; MoE experts in prompt batches
+// often have 32-63 tokens each.
+constexpr int64_t kP32MinTokens = 32;
 
 struct LegacyPanel {
     std::vector<uint8_t> q;  // [nb][8][16][4]
