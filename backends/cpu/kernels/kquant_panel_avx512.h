@@ -15,12 +15,12 @@ template <bool Five>
 void fill_q45k_panel(const uint8_t* w, size_t wrb, int64_t r0, int rows, int64_t nb256, LegacyPanel& pn) {
     constexpr int bytes = Five ? 176 : 144;
     alignas(32) float D[8], M[8];
-    alignas(32) uint8_t codes[256];
-    for (int k = 0; k < kP32Rows; ++k) {
-        const uint8_t* row = w + (size_t)(r0 + k) * wrb;
-        for (int64_t b = 0; b < nb256; ++b) {
+    alignas(64) uint8_t tmp[kP32Rows * 256];
+    for (int64_t b = 0; b < nb256; ++b) {
+        for (int k = 0; k < kP32Rows; ++k) {
+            uint8_t* codes = tmp + 256 * k;
             if (k < rows) {
-                const uint8_t* x = row + (size_t)b * bytes;
+                const uint8_t* x = w + (size_t)(r0 + k) * wrb + (size_t)b * bytes;
                 __m256 vd, vm;
                 q45k_scales(x, true, &vd, &vm);
                 _mm256_store_ps(D, vd);
@@ -32,17 +32,15 @@ void fill_q45k_panel(const uint8_t* w, size_t wrb, int64_t r0, int rows, int64_t
                     _mm256_store_si256(reinterpret_cast<__m256i*>(codes + 64 * g + 32), c[1]);
                 }
             } else {
-                std::memset(codes, 0, sizeof(codes));
+                std::memset(codes, 0, 256);
                 for (int j = 0; j < 8; ++j) D[j] = M[j] = 0.0f;
             }
             for (int j = 0; j < 8; ++j) {
-                const int64_t blk = 8 * b + j;
-                uint8_t* dst = pn.q.data() + (size_t)blk * 32 * kP32Rows + 4 * k;
-                for (int c = 0; c < 8; ++c) std::memcpy(dst + 64 * c, codes + 32 * j + 4 * c, 4);
-                pn.d[(size_t)blk * kP32Rows + k] = D[j];
-                pn.m[(size_t)blk * kP32Rows + k] = M[j];
+                pn.d[(size_t)(8 * b + j) * kP32Rows + k] = D[j];
+                pn.m[(size_t)(8 * b + j) * kP32Rows + k] = M[j];
             }
         }
+        panel_put_codes(tmp, pn.q.data() + (size_t)(8 * b) * 32 * kP32Rows, 64);
     }
 }
 
@@ -110,24 +108,23 @@ inline void q6k_convert_avx512(const uint8_t* b, Q6Conv& o) {
 // form of legacy_panel_avx512.h (codes + 128, one scale per 32), multiplied in SymBatchAccum order.
 inline void fill_q6k_panel(const uint8_t* w, size_t wrb, int64_t r0, int rows, int64_t nb256, LegacyPanel& pn) {
     Q6Conv c;
-    for (int k = 0; k < kP32Rows; ++k) {
-        const uint8_t* row = w + (size_t)(r0 + k) * wrb;
-        for (int64_t b = 0; b < nb256; ++b) {
-            if (k < rows) q6k_convert_avx512(row + (size_t)b * 210, c);
-            for (int j = 0; j < 8; ++j) {
-                const int64_t blk = 8 * b + j;
-                uint8_t* dst = pn.q.data() + (size_t)blk * 32 * kP32Rows + 4 * k;
-                alignas(32) uint8_t tmp[32];
-                if (k < rows) {
+    alignas(64) uint8_t tmp[kP32Rows * 256];
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    for (int64_t b = 0; b < nb256; ++b) {
+        for (int k = 0; k < kP32Rows; ++k) {
+            uint8_t* codes = tmp + 256 * k;
+            if (k < rows) {
+                q6k_convert_avx512(w + (size_t)(r0 + k) * wrb + (size_t)b * 210, c);
+                for (int j = 0; j < 8; ++j) {
                     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c.q + 32 * j));
-                    _mm256_store_si256(reinterpret_cast<__m256i*>(tmp), _mm256_xor_si256(v, _mm256_set1_epi8((char)0x80)));
-                } else {
-                    std::memset(tmp, 0x80, 32);
+                    _mm256_store_si256(reinterpret_cast<__m256i*>(codes + 32 * j), _mm256_xor_si256(v, flip));
                 }
-                for (int q = 0; q < 8; ++q) std::memcpy(dst + 64 * q, tmp + 4 * q, 4);
-                pn.d[(size_t)blk * kP32Rows + k] = k < rows ? c.d[j] : 0.0f;
+            } else {
+                std::memset(codes, 0x80, 256);
             }
+            for (int j = 0; j < 8; ++j) pn.d[(size_t)(8 * b + j) * kP32Rows + k] = k < rows ? c.d[j] : 0.0f;
         }
+        panel_put_codes(tmp, pn.q.data() + (size_t)(8 * b) * 32 * kP32Rows, 64);
     }
 }
 

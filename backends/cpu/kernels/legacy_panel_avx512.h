@@ -18,6 +18,7 @@
 
 #include "kernels/legacy_simd.h"
 #include "kernels/legacy_sym_accum.h"
+#include "kernels/transpose_avx512.h"
 #include "quant/act_q8_0.h"
 
 namespace ikllm::cpu {
@@ -58,28 +59,45 @@ struct ActBlockOffsets {
     }
 };
 
+// Codes of 16 rows x 256 columns (row k at tmp + 256 k) into the panel vectors of eight
+// consecutive 32-column blocks, which lie contiguously at dst (vector i = 8 * block + j holds
+// columns 4j..4j+3 of the block for the 16 rows): four 16 x 16 dword transposes. Only the first
+// nvec vectors are written (a last group of fewer than eight blocks).
+inline void panel_put_codes(const uint8_t* tmp, uint8_t* dst, int nvec) {
+    __m512i r[16];
+    for (int m = 0; 16 * m < nvec; ++m) {
+        for (int k = 0; k < kP32Rows; ++k) r[k] = _mm512_loadu_si512((const void*)(tmp + 256 * k + 64 * m));
+        simd512::transpose16(r);
+        for (int p = 0; p < 16 && 16 * m + p < nvec; ++p) _mm512_storeu_si512((void*)(dst + 64 * (16 * m + p)), r[p]);
+    }
+}
+
 template <class P>
 void fill_panel(const uint8_t* w, size_t wrb, int64_t r0, int rows, int64_t nb, LegacyPanel& pn) {
-    alignas(32) uint8_t tmp[32];
-    for (int k = 0; k < kP32Rows; ++k) {
-        const uint8_t* row = w + (size_t)(r0 + k) * wrb;
-        for (int64_t b = 0; b < nb; ++b) {
-            uint8_t* dst = pn.q.data() + (size_t)b * 32 * kP32Rows + 4 * k;
-            const size_t si = (size_t)b * kP32Rows + k;
-            if (k < rows) {
-                __m256i v = P::values(row + b * P::kBytes);
-                if constexpr (!P::kAffine) v = _mm256_xor_si256(v, _mm256_set1_epi8((char)0x80));
-                _mm256_store_si256((__m256i*)tmp, v);
-                pn.d[si] = P::scale(row + b * P::kBytes);
-                if constexpr (P::kAffine) pn.m[si] = P::min(row + b * P::kBytes);
-                else pn.d[si] = sym_batch_scale(pn.d[si], P::kE8M0);
-            } else {  // padding rows: value 0, scale 0
-                std::memset(tmp, P::kAffine ? 0 : 0x80, 32);
-                pn.d[si] = 0.0f;
-                pn.m[si] = 0.0f;
+    alignas(64) uint8_t tmp[kP32Rows * 256];
+    for (int64_t b0 = 0; b0 < nb; b0 += 8) {
+        const int nblk = (int)std::min<int64_t>(8, nb - b0);
+        for (int k = 0; k < kP32Rows; ++k) {
+            const uint8_t* row = w + (size_t)(r0 + k) * wrb;
+            for (int i = 0; i < nblk; ++i) {
+                const int64_t b = b0 + i;
+                const size_t si = (size_t)b * kP32Rows + k;
+                __m256i v;
+                if (k < rows) {
+                    v = P::values(row + b * P::kBytes);
+                    if constexpr (!P::kAffine) v = _mm256_xor_si256(v, _mm256_set1_epi8((char)0x80));
+                    pn.d[si] = P::scale(row + b * P::kBytes);
+                    if constexpr (P::kAffine) pn.m[si] = P::min(row + b * P::kBytes);
+                    else pn.d[si] = sym_batch_scale(pn.d[si], P::kE8M0);
+                } else {  // padding rows: value 0, scale 0
+                    v = _mm256_set1_epi8(P::kAffine ? 0 : (char)0x80);
+                    pn.d[si] = 0.0f;
+                    pn.m[si] = 0.0f;
+                }
+                _mm256_store_si256((__m256i*)(tmp + 256 * k + 32 * i), v);
             }
-            for (int j = 0; j < 8; ++j) std::memcpy(dst + 64 * j, tmp + 4 * j, 4);
         }
+        panel_put_codes(tmp, pn.q.data() + (size_t)b0 * 32 * kP32Rows, 8 * nblk);
     }
 }
 
