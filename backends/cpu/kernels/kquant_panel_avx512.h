@@ -40,7 +40,7 @@ void fill_q45k_panel(const uint8_t* w, size_t wrb, int64_t r0, int rows, int64_t
                 pn.m[(size_t)(8 * b + j) * kP32Rows + k] = M[j];
             }
         }
-        panel_put_codes(tmp, pn.q.data() + (size_t)(8 * b) * 32 * kP32Rows, 64);
+        simd512::panel_put_codes(tmp, 256, pn.q.data() + (size_t)(8 * b) * 32 * kP32Rows, 64);
     }
 }
 
@@ -124,7 +124,7 @@ inline void fill_q6k_panel(const uint8_t* w, size_t wrb, int64_t r0, int rows, i
             }
             for (int j = 0; j < 8; ++j) pn.d[(size_t)(8 * b + j) * kP32Rows + k] = k < rows ? c.d[j] : 0.0f;
         }
-        panel_put_codes(tmp, pn.q.data() + (size_t)(8 * b) * 32 * kP32Rows, 64);
+        simd512::panel_put_codes(tmp, 256, pn.q.data() + (size_t)(8 * b) * 32 * kP32Rows, 64);
     }
 }
 

@@ -31,6 +31,9 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
+#include <cstring>
+
+#include "kernels/panel_codes_avx512.h"
 #endif
 
 namespace ikllm::cpu {
@@ -812,22 +815,24 @@ struct ConvPanel {
 template <class U>
 inline void conv_panel(const uint8_t* w, size_t w_row_bytes, int64_t r0, int rows, int64_t nb, ConvRow& cr,
                        ConvPanel& pn) {
+    // The 16 rows' codes as q + 128 (code 0 for padding rows), then interleaved per 256 columns.
+    thread_local std::vector<uint8_t> codes;
+    const size_t stride = (size_t)nb * 256;
+    if (codes.size() < stride * kPanelRows) codes.resize(stride * kPanelRows);
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
     for (int k = 0; k < kPanelRows; ++k) {
-        if (k < rows) conv_row<U>(w + (size_t)(r0 + k) * w_row_bytes, nb, cr);
-        for (int64_t b = 0; b < nb; ++b) {
-            pn.d[(size_t)b * kPanelRows + k] = k < rows ? cr.d[b] : 0.0f;
-            uint8_t* dst = pn.q.data() + (size_t)b * 256 * kPanelRows + 4 * k;
-            const int8_t* src = cr.q + 256 * b;
-            for (int j = 0; j < 64; ++j) {
-                uint32_t v = 0x80808080u;  // code 0 for padding rows
-                if (k < rows) {
-                    std::memcpy(&v, src + 4 * j, 4);
-                    v ^= 0x80808080u;  // int8 q -> uint8 q + 128
-                }
-                std::memcpy(dst + 64 * j, &v, 4);
-            }
+        uint8_t* dst = codes.data() + stride * k;
+        if (k < rows) {
+            conv_row<U>(w + (size_t)(r0 + k) * w_row_bytes, nb, cr);
+            for (size_t i = 0; i < stride; i += 64)  // int8 q -> uint8 q + 128
+                _mm512_storeu_si512((void*)(dst + i), _mm512_xor_si512(_mm512_loadu_si512((const void*)(cr.q + i)), flip));
+        } else {
+            std::memset(dst, 0x80, stride);
         }
+        for (int64_t b = 0; b < nb; ++b) pn.d[(size_t)b * kPanelRows + k] = k < rows ? cr.d[b] : 0.0f;
     }
+    for (int64_t b = 0; b < nb; ++b)
+        simd512::panel_put_codes(codes.data() + 256 * b, stride, pn.q.data() + (size_t)b * 256 * kPanelRows, 64);
 }
 
 template <int T>

@@ -18,7 +18,7 @@
 
 #include "kernels/legacy_simd.h"
 #include "kernels/legacy_sym_accum.h"
-#include "kernels/transpose_avx512.h"
+#include "kernels/panel_codes_avx512.h"
 #include "quant/act_q8_0.h"
 
 namespace ikllm::cpu {
@@ -59,19 +59,6 @@ struct ActBlockOffsets {
     }
 };
 
-// Codes of 16 rows x 256 columns (row k at tmp + 256 k) into the panel vectors of eight
-// consecutive 32-column blocks, which lie contiguously at dst (vector i = 8 * block + j holds
-// columns 4j..4j+3 of the block for the 16 rows): four 16 x 16 dword transposes. Only the first
-// nvec vectors are written (a last group of fewer than eight blocks).
-inline void panel_put_codes(const uint8_t* tmp, uint8_t* dst, int nvec) {
-    __m512i r[16];
-    for (int m = 0; 16 * m < nvec; ++m) {
-        for (int k = 0; k < kP32Rows; ++k) r[k] = _mm512_loadu_si512((const void*)(tmp + 256 * k + 64 * m));
-        simd512::transpose16(r);
-        for (int p = 0; p < 16 && 16 * m + p < nvec; ++p) _mm512_storeu_si512((void*)(dst + 64 * (16 * m + p)), r[p]);
-    }
-}
-
 template <class P>
 void fill_panel(const uint8_t* w, size_t wrb, int64_t r0, int rows, int64_t nb, LegacyPanel& pn) {
     alignas(64) uint8_t tmp[kP32Rows * 256];
@@ -97,7 +84,7 @@ void fill_panel(const uint8_t* w, size_t wrb, int64_t r0, int rows, int64_t nb, 
                 _mm256_store_si256((__m256i*)(tmp + 256 * k + 32 * i), v);
             }
         }
-        panel_put_codes(tmp, pn.q.data() + (size_t)b0 * 32 * kP32Rows, 8 * nblk);
+        simd512::panel_put_codes(tmp, 256, pn.q.data() + (size_t)b0 * 32 * kP32Rows, 8 * nblk);
     }
 }
 
