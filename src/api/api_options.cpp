@@ -15,6 +15,8 @@ const OptionSpec kSpecs[] = {
     {IKLLM_OPTIONS_MODEL, "vocab_only", IKLLM_OPTION_INT, "0", "0", "1", "Load only metadata and the tokenizer (no weights; sessions cannot be created)"},
     {IKLLM_OPTIONS_MODEL, "check_tensors", IKLLM_OPTION_INT, "0", "0", "1", "Decode every tensor at load time to detect NaN/Inf (slow)"},
     {IKLLM_OPTIONS_MODEL, "huge_pages", IKLLM_OPTION_INT, "0", "0", "1", "Ask for transparent huge pages on the mapped weights (madvise)"},
+    {IKLLM_OPTIONS_MODEL, "prefault", IKLLM_OPTION_INT, "0", "0", "1",
+     "Fault the mapped weights in at load (reads what is not cached yet), so no later token pays page faults: MoE experts are otherwise faulted in as routing first reaches them"},
     {IKLLM_OPTIONS_MODEL, "numa", IKLLM_OPTION_STRING, "", "", "", "NUMA policy for the mapped weights: '' (default), 'interleave' or 'bind:N'"},
     {IKLLM_OPTIONS_MODEL, "repack", IKLLM_OPTION_INT, "0", "0", "1",
      "Convert CPU weights to the row-interleaved layout at load for faster products (those tensors leave the mmap)"},
@@ -144,6 +146,7 @@ ModelOptions model_options(const ikllm_options* o) {
     m.vocab_only = opt_int(o, IKLLM_OPTIONS_MODEL, "vocab_only") != 0;
     m.repack = opt_int(o, IKLLM_OPTIONS_MODEL, "repack") != 0;
     m.huge_pages = opt_int(o, IKLLM_OPTIONS_MODEL, "huge_pages") != 0;
+    m.prefault = opt_int(o, IKLLM_OPTIONS_MODEL, "prefault") != 0;
     m.numa = opt_string(o, IKLLM_OPTIONS_MODEL, "numa");
     m.n_gpu_layers = (int32_t)opt_int(o, IKLLM_OPTIONS_MODEL, "n_gpu_layers");
     m.tensor_placement = opt_string(o, IKLLM_OPTIONS_MODEL, "tensor_placement");

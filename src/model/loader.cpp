@@ -349,7 +349,7 @@ std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& o
         return m;
     }
     m->hp = read_hparams(*m->file);
-    m->placement = apply_placement(*m->file, opts.use_mmap, PlacementOptions{opts.huge_pages, opts.numa});
+    m->placement = apply_placement(*m->file, opts.use_mmap, PlacementOptions{opts.huge_pages, opts.numa, opts.prefault});
     const gguf::TensorInfo* emb = m->file->find_tensor("token_embd.weight");
     if (!emb) fail(Status::invalid_file, "missing tensor 'token_embd.weight'");
     if (emb->ne[1] > INT32_MAX) fail(Status::invalid_file, "vocabulary too large");

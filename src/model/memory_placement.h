@@ -11,6 +11,7 @@ namespace ikllm {
 struct PlacementOptions {
     bool huge_pages = false;
     std::string numa;  // "" (system default), "interleave", "bind:N"
+    bool prefault = false;  // fault the mapped weights in at load (after the NUMA policy)
 };
 
 // Throws invalid_argument for a malformed numa value. Never fails on a machine without NUMA

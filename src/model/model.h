@@ -46,6 +46,7 @@ struct ModelOptions {
     bool vocab_only = false;     // metadata + tokenizer only (no weights, no sessions)
     bool repack = false;         // convert CPU weights to row-interleaved layouts at load (leave the mmap)
     bool huge_pages = false;     // madvise(MADV_HUGEPAGE) on the mapped weights
+    bool prefault = false;       // fault the mapped weights in at load (memory_placement.h)
     std::string numa;            // "", "interleave", "bind:N"
     // Tensor placement (docs/cuda.md): layers [n_layer - n_gpu_layers, n_layer) go to the first
     // GPU (n_gpu_layers > n_layer: the output head too); then the ordered rules

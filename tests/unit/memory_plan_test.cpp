@@ -2,8 +2,12 @@
 // here from the GGUF tensor table; plus the C API of placement (options, queries, ikllm_plan).
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "gguf/gguf_file.h"
@@ -289,4 +293,52 @@ TEST(PlacementApi, Plan) {
     ikllm_options_free(mo);
     ikllm_options_free(so);
     ikllm_lib_free(lib);
+}
+
+// prefault: the mapped weights are in the process's page tables once the load returns, so reading
+// every tensor afterwards takes (almost) no page faults, where it takes about one per page without.
+TEST(PlacementApi, PrefaultMapsTheWeightsAtLoad) {
+    IKLLM_REQUIRE_REFDATA();
+    std::vector<float> buf;  // sized and touched before any measured pass
+    auto faults_reading_all = [&buf](bool prefault, bool mmap, std::string* placement) {
+        ikllm_lib* lib = nullptr;
+        EXPECT_EQ(ikllm_lib_create(0, &lib), IKLLM_OK);
+        ikllm_options* o = nullptr;
+        ikllm_options_create(IKLLM_OPTIONS_MODEL, &o);
+        EXPECT_EQ(ikllm_options_set_int(o, "prefault", prefault ? 1 : 0), IKLLM_OK);
+        EXPECT_EQ(ikllm_options_set_int(o, "use_mmap", mmap ? 1 : 0), IKLLM_OK);
+        ikllm_model* m = nullptr;
+        EXPECT_EQ(ikllm_model_load(lib, model_path("llama-tiny-f16").c_str(), o, nullptr, nullptr, nullptr, &m), IKLLM_OK);
+        ikllm_options_free(o);
+        *placement = ikllm_model_placement(m);
+        const int32_t n = ikllm_model_tensor_count(m);
+        std::vector<const char*> names((size_t)n);
+        size_t most = 0;
+        for (int32_t i = 0; i < n; ++i) {
+            ikllm_model_tensor_info(m, i, &names[(size_t)i], nullptr, nullptr, nullptr);
+            size_t need = 0;
+            ikllm_model_tensor_dequantize(m, names[(size_t)i], nullptr, 0, &need);
+            most = std::max(most, need);
+        }
+        if (buf.size() < most) buf.assign(most, 1.0f);
+        rusage r0, r1;
+        getrusage(RUSAGE_SELF, &r0);
+        size_t need = 0;
+        for (const char* name : names)
+            EXPECT_EQ(ikllm_model_tensor_dequantize(m, name, buf.data(), buf.size(), &need), IKLLM_OK) << name;
+        getrusage(RUSAGE_SELF, &r1);
+        ikllm_model_free(m);
+        ikllm_lib_free(lib);
+        return (long)(r1.ru_minflt - r0.ru_minflt);
+    };
+    std::string p_on, p_off, p_read;
+    const long off = faults_reading_all(false, true, &p_off);
+    const long on = faults_reading_all(true, true, &p_on);
+    EXPECT_NE(p_on.find("weights prefaulted"), std::string::npos) << p_on;
+    EXPECT_EQ(p_off.find("prefault"), std::string::npos) << p_off;
+    // (The kernel maps up to 16 pages of a file per fault, "fault-around": ~80 faults for 5 MB.)
+    EXPECT_GT(off, 40) << "reading 5 MB of mapped weights without prefault should fault pages in";
+    EXPECT_LT(on * 5, off) << "with prefault " << on << " faults, without " << off;
+    faults_reading_all(true, false, &p_read);
+    EXPECT_NE(p_read.find("prefault applies to mapped weights only"), std::string::npos) << p_read;
 }

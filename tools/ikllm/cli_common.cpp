@@ -35,7 +35,7 @@ Args parse(int argc, char** argv, const std::vector<std::string>& flags) {
         if (s.size() > 1 && s[0] == '-' && !(s.size() > 1 && std::isdigit((unsigned char)s[1]))) {
             // Flags every command understands (model loading, logging) plus the command's own.
             bool is_flag = s == "--verbose" || s == "--no-mmap" || s == "-rtr" || s == "--run-time-repack" ||
-                           s == "--huge-pages" || s == "--batch-invariant";
+                           s == "--huge-pages" || s == "--batch-invariant" || s == "--prefault" || s == "--no-prefault";
             for (auto& f : flags) is_flag |= f == s;
             if (is_flag) {
                 a.opts[s];
@@ -119,6 +119,7 @@ void load(const Args& a, Loaded& out, const std::string& model_path, bool vocab_
     if (a.has("--no-mmap")) check(ikllm_options_set_int(mo, "use_mmap", 0), "option use_mmap");
     if (a.has("-rtr") || a.has("--run-time-repack")) check(ikllm_options_set_int(mo, "repack", 1), "option repack");
     if (a.has("--huge-pages")) check(ikllm_options_set_int(mo, "huge_pages", 1), "option --huge-pages");
+    if (a.has("--prefault") && !a.has("--no-prefault")) check(ikllm_options_set_int(mo, "prefault", 1), "option --prefault");
     if (a.has("--numa")) check(ikllm_options_set_string(mo, "numa", a.get("--numa").c_str()), "option --numa");
     apply_placement_flags(a, mo);
     ikllm_status st = ikllm_model_load(out.lib, path.c_str(), mo, progress_bar, &tty, nullptr, &out.model);

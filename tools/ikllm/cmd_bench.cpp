@@ -137,6 +137,9 @@ int cmd_bench(int argc, char** argv) {
     const std::string fmt = a.get("--format", "md");
     if (fmt != "md" && fmt != "jsonl") die("bench: --format must be md or jsonl");
     if (pp < 0 || tg < 0 || reps < 1) die("bench: -p/-n must be >= 0 and -r >= 1");
+    // Steady-state speed: the weights are faulted in at load unless --no-prefault (a MoE model's
+    // experts would otherwise be faulted in during the timed runs, as routing first reaches them).
+    if (!a.has("--no-prefault")) a.opts["--prefault"];
     Loaded L;
     load(a, L);
     const bool sweep = a.has("--sweep");
