@@ -315,7 +315,7 @@ void check_type(const TypeCase& tc, bool random_bytes) {
     ASSERT_EQ(ks->act->id, fmt);
     struct Shape { int64_t ne0, rows, nt; };
     const Shape shapes[] = {{256, 7, 1},  {512, 13, 3}, {1536, 5, 8}, {256, 9, 17}, {4096, 3, 1},
-                            {768, 11, 70}, {2048, 6, 5}, {512, 6, 32}, {256, 5, 31}, {1024, 4, 40}, {512, 13, 67}};
+                            {768, 11, 70}, {2048, 6, 5}, {512, 6, 32}, {256, 5, 31}, {1024, 4, 40}, {512, 13, 67}, {512, 53, 37}};
     for (const Shape& s : shapes) {
         Problem p;
         p.ne0 = s.ne0;

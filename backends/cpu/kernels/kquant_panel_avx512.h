@@ -49,16 +49,8 @@ void q45k_panel_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, in
                        size_t arb, int64_t nt, float* y, int64_t ys) {
     if (nt < kP32MinTokens) return q82_matmul<Q45KAvx512<Five>, 8>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
     const int64_t nb = ne0 / 32;
-    const ActBlockOffsets ao(ne0);
-    LegacyPanel pn(nb);
-    for (int64_t r = r0; r < r1; r += kP32Rows) {
-        const int rows = (int)std::min<int64_t>(kP32Rows, r1 - r);
-        fill_q45k_panel<Five>(w, wrb, r, rows, ne0 / 256, pn);
-        int64_t t = 0;
-        for (; t + 8 <= nt; t += 8) panel_tile<true, 8>(pn, nb, ao, act + (size_t)t * arb, arb, rows, y + t * ys + r, ys);
-        for (; t + 4 <= nt; t += 4) panel_tile<true, 4>(pn, nb, ao, act + (size_t)t * arb, arb, rows, y + t * ys + r, ys);
-        for (; t < nt; ++t) panel_tile<true, 1>(pn, nb, ao, act + (size_t)t * arb, arb, rows, y + t * ys + r, ys);
-    }
+    panel_gemm<true>([&](int64_t r, int rows, LegacyPanel& pn) { fill_q45k_panel<Five>(w, wrb, r, rows, ne0 / 256, pn); }, nb,
+                     act, arb, nt, r0, r1, y, ys);
 }
 
 // q6k_convert (kquant_q6k_conv.h) in vectors, same bits: per 32-weight chunk the exact products
@@ -132,16 +124,8 @@ inline void q6k_panel_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t 
                              size_t arb, int64_t nt, float* y, int64_t ys) {
     if (nt < kQ6ConvMinTokens) return q82_matmul<Q6KAvx512, 8>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
     const int64_t nb = ne0 / 32;
-    const ActBlockOffsets ao(ne0);
-    LegacyPanel pn(nb);
-    for (int64_t r = r0; r < r1; r += kP32Rows) {
-        const int rows = (int)std::min<int64_t>(kP32Rows, r1 - r);
-        fill_q6k_panel(w, wrb, r, rows, ne0 / 256, pn);
-        int64_t t = 0;
-        for (; t + 8 <= nt; t += 8) panel_tile<false, 8>(pn, nb, ao, act + (size_t)t * arb, arb, rows, y + t * ys + r, ys);
-        for (; t + 4 <= nt; t += 4) panel_tile<false, 4>(pn, nb, ao, act + (size_t)t * arb, arb, rows, y + t * ys + r, ys);
-        for (; t < nt; ++t) panel_tile<false, 1>(pn, nb, ao, act + (size_t)t * arb, arb, rows, y + t * ys + r, ys);
-    }
+    panel_gemm<false>([&](int64_t r, int rows, LegacyPanel& pn) { fill_q6k_panel(w, wrb, r, rows, ne0 / 256, pn); }, nb, act,
+                      arb, nt, r0, r1, y, ys);
 }
 
 }  // namespace
