@@ -11,10 +11,10 @@ namespace ikllm::api {
 
 namespace {
 const OptionSpec kSpecs[] = {
-    {IKLLM_OPTIONS_MODEL, "use_mmap", IKLLM_OPTION_INT, "1", "0", "1", "Map the model file instead of reading it into memory"},
+    {IKLLM_OPTIONS_MODEL, "use_mmap", IKLLM_OPTION_INT, "-1", "-1", "1", "1: map the model file, 0: read it into memory, -1: read it when it fits in 3/4 of the available memory and no GPU placement, repacking, vocab-only load or NUMA policy wants the mapping"},
     {IKLLM_OPTIONS_MODEL, "vocab_only", IKLLM_OPTION_INT, "0", "0", "1", "Load only metadata and the tokenizer (no weights; sessions cannot be created)"},
     {IKLLM_OPTIONS_MODEL, "check_tensors", IKLLM_OPTION_INT, "0", "0", "1", "Decode every tensor at load time to detect NaN/Inf (slow)"},
-    {IKLLM_OPTIONS_MODEL, "huge_pages", IKLLM_OPTION_INT, "0", "0", "1", "Ask for transparent huge pages on the mapped weights (madvise)"},
+    {IKLLM_OPTIONS_MODEL, "huge_pages", IKLLM_OPTION_INT, "-1", "-1", "1", "Transparent huge pages for the weights (madvise): 1 on, 0 off, -1 on when they are read into memory (file mappings rarely get them)"},
     {IKLLM_OPTIONS_MODEL, "prefault", IKLLM_OPTION_INT, "0", "0", "1",
      "Fault the mapped weights in at load (reads what is not cached yet), so no later token pays page faults: MoE experts are otherwise faulted in as routing first reaches them"},
     {IKLLM_OPTIONS_MODEL, "numa", IKLLM_OPTION_STRING, "", "", "", "NUMA policy for the mapped weights: '' (default), 'interleave' or 'bind:N'"},
@@ -141,11 +141,11 @@ std::string opt_string(const ikllm_options* o, int32_t kind, const char* name) {
 
 ModelOptions model_options(const ikllm_options* o) {
     ModelOptions m;
-    m.use_mmap = opt_int(o, IKLLM_OPTIONS_MODEL, "use_mmap") != 0;
+    m.use_mmap = (int)opt_int(o, IKLLM_OPTIONS_MODEL, "use_mmap");
     m.check_tensors = opt_int(o, IKLLM_OPTIONS_MODEL, "check_tensors") != 0;
     m.vocab_only = opt_int(o, IKLLM_OPTIONS_MODEL, "vocab_only") != 0;
     m.repack = opt_int(o, IKLLM_OPTIONS_MODEL, "repack") != 0;
-    m.huge_pages = opt_int(o, IKLLM_OPTIONS_MODEL, "huge_pages") != 0;
+    m.huge_pages = (int)opt_int(o, IKLLM_OPTIONS_MODEL, "huge_pages");
     m.prefault = opt_int(o, IKLLM_OPTIONS_MODEL, "prefault") != 0;
     m.numa = opt_string(o, IKLLM_OPTIONS_MODEL, "numa");
     m.n_gpu_layers = (int32_t)opt_int(o, IKLLM_OPTIONS_MODEL, "n_gpu_layers");

@@ -61,8 +61,10 @@ class File {
 public:
     // Opens `path`; when it is the first part of a split set, opens every part.
     // `geometry` validates tensor types and sizes; unknown types are an error naming the tensor.
-    // map = false reads the bytes into memory instead of mapping them.
-    static std::unique_ptr<File> open(const std::string& path, GeometryFn geometry, bool map = true);
+    // map = false reads the bytes into memory instead of mapping them; huge = true then asks for
+    // transparent huge pages on that copy before it is written (fewer TLB misses when token
+    // generation streams the weights; a read-only file mapping rarely gets them).
+    static std::unique_ptr<File> open(const std::string& path, GeometryFn geometry, bool map = true, bool huge = false);
     ~File();
 
     uint32_t version() const { return version_; }

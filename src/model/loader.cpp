@@ -1,6 +1,7 @@
 // Load pipeline: GGUF index -> hyper-parameters -> architecture tensor schema (shapes
 // checked, every file tensor consumed) -> weights bound to backend memory -> tokenizer.
 #include <cstring>
+#include <sys/stat.h>
 #include <set>
 
 #include "core/error.h"
@@ -325,6 +326,39 @@ void bind_deepseek2(Model& m, Binder& b) {
     if (m.output_norm->type != quant::T_F32) fail(Status::unsupported, "tensor 'output_norm.weight' must be F32");
 }
 
+// How the file's bytes are held (ModelOptions::use_mmap / huge_pages, -1 = auto). A read copy on
+// transparent huge pages streams faster in token generation than a mapping on 4 KiB pages (one
+// TLB miss per 4 KiB of weights; measured in docs/cpu-speed.md), but costs a full read at load
+// and memory the kernel cannot drop, so auto keeps the mapping where its laziness matters.
+struct Storage {
+    bool map = true, huge = false;
+    std::string why;  // for the placement line
+};
+Storage load_storage(const std::string& path, const ModelOptions& opts, const backend::Backend& cpu) {
+    Storage st;
+    if (opts.use_mmap >= 0) {
+        st.map = opts.use_mmap != 0;
+    } else {
+        const char* keep = opts.vocab_only                                             ? "vocab-only load"
+                           : opts.repack                                              ? "repacked weights"
+                           : opts.n_gpu_layers > 0 || !opts.tensor_placement.empty() ? "GPU placement"
+                           : !opts.numa.empty()                                       ? "NUMA policy"
+                                                                                      : nullptr;
+        struct stat sb;
+        const uint64_t avail = cpu.capabilities().memory_available;
+        if (keep) {
+            st.why = std::string(" (use_mmap auto: ") + keep + ")";
+        } else if (::stat(path.c_str(), &sb) == 0 && avail > 0 && (uint64_t)sb.st_size <= avail / 4 * 3) {
+            st.map = false;
+            st.why = " (use_mmap auto: fits in available memory)";
+        } else {
+            st.why = " (use_mmap auto: larger than 3/4 of available memory)";
+        }
+    }
+    st.huge = opts.huge_pages < 0 ? !st.map : opts.huge_pages != 0;
+    return st;
+}
+
 }  // namespace
 
 std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& opts, const ProgressFn& progress,
@@ -338,7 +372,8 @@ std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& o
     check_cancel(0.0f);
     m = std::make_unique<Model>();
     m->cpu = backend::make_cpu_backend();
-    m->file = gguf::File::open(path, &type_geometry, opts.use_mmap);
+    const Storage storage = load_storage(path, opts, *m->cpu);
+    m->file = gguf::File::open(path, &type_geometry, storage.map, storage.huge);
     check_cancel(0.1f);
     if (opts.vocab_only) {
         m->vocab_only = true;
@@ -349,7 +384,7 @@ std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& o
         return m;
     }
     m->hp = read_hparams(*m->file);
-    m->placement = apply_placement(*m->file, opts.use_mmap, PlacementOptions{opts.huge_pages, opts.numa, opts.prefault});
+    m->placement = apply_placement(*m->file, storage.map, PlacementOptions{storage.huge, opts.numa, opts.prefault}, storage.why);
     const gguf::TensorInfo* emb = m->file->find_tensor("token_embd.weight");
     if (!emb) fail(Status::invalid_file, "missing tensor 'token_embd.weight'");
     if (emb->ne[1] > INT32_MAX) fail(Status::invalid_file, "vocabulary too large");

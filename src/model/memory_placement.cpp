@@ -1,6 +1,8 @@
 #include "model/memory_placement.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #if defined(__linux__)
@@ -34,6 +36,51 @@ std::string prefault(const gguf::File& file) {
     return "; weights prefaulted";
 }
 
+// Bytes of [p, p + n) ranges backed by transparent huge pages right now, from /proc/self/smaps
+// (AnonHugePages + FilePmdMapped of the mappings that overlap them, each capped at the overlap);
+// -1 where smaps cannot be read.
+int64_t huge_page_bytes(const std::vector<std::pair<void*, uint64_t>>& ranges) {
+    FILE* f = std::fopen("/proc/self/smaps", "r");
+    if (!f) return -1;
+    char line[512];
+    uint64_t lo = 0, hi = 0, overlap = 0;
+    int64_t total = 0;
+    while (std::fgets(line, sizeof line, f)) {
+        unsigned long long a = 0, b = 0, kb = 0;
+        char c = 0;
+        if (std::sscanf(line, "%llx-%llx %c", &a, &b, &c) == 3 && std::strchr(line, '-') < std::strchr(line, ' ')) {
+            lo = a;
+            hi = b;
+            overlap = 0;
+            for (auto [p, n] : ranges) {
+                const uint64_t s = std::max<uint64_t>(lo, (uint64_t)(uintptr_t)p);
+                const uint64_t e = std::min<uint64_t>(hi, (uint64_t)(uintptr_t)p + n);
+                if (e > s) overlap += e - s;
+            }
+        } else if (overlap && (std::sscanf(line, "AnonHugePages: %llu kB", &kb) == 1 ||
+                               std::sscanf(line, "FilePmdMapped: %llu kB", &kb) == 1)) {
+            total += (int64_t)std::min<uint64_t>(overlap, kb * 1024);
+        }
+    }
+    std::fclose(f);
+    return total;
+}
+
+std::string huge_pages(const gguf::File& file, bool mmapped) {
+    // A mapping is advised now (file THP, where the kernel has it, comes later from khugepaged);
+    // a read copy was advised before it was written, so its pages are counted as granted.
+    if (mmapped && !file.advise_huge_pages()) return "; huge pages refused by the kernel";
+    uint64_t size = 0;
+    for (auto [p, n] : file.mapped_ranges()) size += n;
+    const int64_t got = huge_page_bytes(file.mapped_ranges());
+    char buf[128];
+    if (got < 0) std::snprintf(buf, sizeof buf, "; huge pages requested (madvise)");
+    else
+        std::snprintf(buf, sizeof buf, "; huge pages requested (madvise), %.0f of %.0f MiB on huge pages now", got / 1048576.0,
+                      size / 1048576.0);
+    return buf;
+}
+
 std::string numa_policy(const gguf::File& file, bool mmapped, const PlacementOptions& opts, int bind_node) {
     if (opts.numa.empty()) return "; numa: system default";
 #if defined(IKLLM_HAVE_NUMA)
@@ -58,8 +105,8 @@ std::string numa_policy(const gguf::File& file, bool mmapped, const PlacementOpt
 }
 }  // namespace
 
-std::string apply_placement(const gguf::File& file, bool mmapped, const PlacementOptions& opts) {
-    std::string d = mmapped ? "weights mmapped" : "weights in memory";
+std::string apply_placement(const gguf::File& file, bool mmapped, const PlacementOptions& opts, const std::string& why) {
+    std::string d = (mmapped ? "weights mmapped" : "weights in memory") + why;
     int bind_node = -1;
     if (!opts.numa.empty() && opts.numa != "interleave") {
         if (opts.numa.rfind("bind:", 0) != 0) fail(Status::invalid_argument, "numa must be '', 'interleave' or 'bind:N'");
@@ -67,9 +114,7 @@ std::string apply_placement(const gguf::File& file, bool mmapped, const Placemen
         bind_node = (int)std::strtol(opts.numa.c_str() + 5, &end, 10);
         if (*end || bind_node < 0) fail(Status::invalid_argument, "numa: bad node in '" + opts.numa + "'");
     }
-    if (opts.huge_pages)
-        d += mmapped ? (file.advise_huge_pages() ? "; huge pages requested (madvise)" : "; huge pages refused by the kernel")
-                     : "; huge pages apply to mapped weights only";
+    if (opts.huge_pages) d += huge_pages(file, mmapped);
     d += numa_policy(file, mmapped, opts, bind_node);
     if (opts.prefault) d += mmapped ? prefault(file) : "; prefault applies to mapped weights only";
     return d;

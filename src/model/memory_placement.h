@@ -1,5 +1,6 @@
-// Where the weights live in memory: transparent huge pages and a NUMA policy for the file
-// mapping (model options "huge_pages" and "numa"). Returns a one-line description for
+// Where the weights live in memory: transparent huge pages (the mapping, or the read copy that
+// was advised before it was written) and a NUMA policy for the file mapping (model options
+// "huge_pages" and "numa"). Returns a one-line description for
 // `ikllm info` and the bench header.
 #pragma once
 #include <string>
@@ -16,6 +17,8 @@ struct PlacementOptions {
 
 // Throws invalid_argument for a malformed numa value. Never fails on a machine without NUMA
 // or THP: the description says what was applied.
-std::string apply_placement(const gguf::File& file, bool mmapped, const PlacementOptions& opts);
+// `why` follows "weights mmapped" / "weights in memory" (how use_mmap auto chose).
+std::string apply_placement(const gguf::File& file, bool mmapped, const PlacementOptions& opts,
+                            const std::string& why = "");
 
 }  // namespace ikllm

@@ -41,11 +41,14 @@ struct LayerWeights {
 };
 
 struct ModelOptions {
-    bool use_mmap = true;
+    // -1 (auto): read the file into memory when nothing needs the mapping's laziness (no GPU
+    // placement, repacking, vocab-only load or NUMA policy) and it takes at most 3/4 of the
+    // available memory, else map it (load_storage() in loader.cpp).
+    int use_mmap = -1;
     bool check_tensors = false;  // decode every tensor at load to find NaN/inf (slow)
     bool vocab_only = false;     // metadata + tokenizer only (no weights, no sessions)
     bool repack = false;         // convert CPU weights to row-interleaved layouts at load (leave the mmap)
-    bool huge_pages = false;     // madvise(MADV_HUGEPAGE) on the mapped weights
+    int huge_pages = -1;         // madvise(MADV_HUGEPAGE) on the weights; -1: on for a read copy only
     bool prefault = false;       // fault the mapped weights in at load (memory_placement.h)
     std::string numa;            // "", "interleave", "bind:N"
     // Tensor placement (docs/cuda.md): layers [n_layer - n_gpu_layers, n_layer) go to the first

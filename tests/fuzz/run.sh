@@ -8,6 +8,8 @@
 # (about 20-30 s each on a 2-core machine) with a fixed seed, so a CI smoke is reproducible and
 # only fails on a change, not on the luck of a run; long campaigns use SECONDS, or IKLLM_FUZZ_RUNS=N
 # for N executions per target (the 10^7 campaign: IKLLM_FUZZ_RUNS=10000000 tests/fuzz/run.sh 0 TARGET...).
+# IKLLM_FUZZ_FORK=N runs each target in libFuzzer's fork mode with N worker processes (one campaign
+# whose executions are counted across its workers: a 10^7 run on all cores of a small machine).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -71,6 +73,7 @@ run_one() {
   elif [ -n "${IKLLM_FUZZ_RUNS:-}" ]; then
     budget=(-runs="$IKLLM_FUZZ_RUNS")  # a campaign of that many executions (corpus kept)
   fi
+  [ -n "${IKLLM_FUZZ_FORK:-}" ] && budget+=(-fork="$IKLLM_FUZZ_FORK")
   set +e
   ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=0" UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
     "$build/tests/fuzz/$t" "${budget[@]}" -timeout=30 -rss_limit_mb=2048 -print_final_stats=1 \
@@ -78,6 +81,8 @@ run_one() {
   rc=$?
   set -e
   execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
+  # Fork mode prints no final stats: its last status line counts the executions of all workers.
+  [ -n "$execs" ] || execs="$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#')"
   cov="$(grep -E '^#[0-9]+' "$log" | grep -o 'cov: [0-9]*' | tail -1 | cut -d' ' -f2)"
   crashes=$(( $(ls "$artifacts" | grep -vc '^slow-unit-' || true) - before ))  # slow units are not failures
   if [ "$rc" -ne 0 ] && [ "$crashes" -eq 0 ]; then crashes=1; fi  # died without writing an input

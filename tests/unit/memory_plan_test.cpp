@@ -352,3 +352,74 @@ TEST(PlacementApi, PrefaultOption) {
         ikllm_lib_free(lib);
     }
 }
+
+namespace {
+std::string placement_with(std::initializer_list<std::pair<const char*, int64_t>> ints) {
+    ikllm_lib* lib = nullptr;
+    EXPECT_EQ(ikllm_lib_create(0, &lib), IKLLM_OK);
+    ikllm_options* o = nullptr;
+    ikllm_options_create(IKLLM_OPTIONS_MODEL, &o);
+    for (auto [k, v] : ints) EXPECT_EQ(ikllm_options_set_int(o, k, v), IKLLM_OK) << k;
+    ikllm_model* m = nullptr;
+    EXPECT_EQ(ikllm_model_load(lib, model_path("llama-tiny-f16").c_str(), o, nullptr, nullptr, nullptr, &m), IKLLM_OK);
+    ikllm_options_free(o);
+    std::string placement = m ? ikllm_model_placement(m) : "";
+    ikllm_model_free(m);
+    ikllm_lib_free(lib);
+    return placement;
+}
+}  // namespace
+
+// use_mmap -1 (the default) reads a model that fits into memory on huge pages, and keeps the
+// mapping where something needs it; explicit values are obeyed and out-of-range ones refused.
+TEST(PlacementApi, UseMmapAuto) {
+    IKLLM_REQUIRE_REFDATA();
+    std::string p = placement_with({});
+    EXPECT_TRUE(starts_with(p, "weights in memory (use_mmap auto: fits in available memory); huge pages requested")) << p;
+    p = placement_with({{"repack", 1}});
+    EXPECT_TRUE(starts_with(p, "weights mmapped (use_mmap auto: repacked weights)")) << p;
+    EXPECT_EQ(p.find("huge pages"), std::string::npos) << p;
+    p = placement_with({{"use_mmap", 1}});
+    EXPECT_TRUE(starts_with(p, "weights mmapped;")) << p;
+    EXPECT_EQ(p.find("huge pages"), std::string::npos) << p;
+    p = placement_with({{"use_mmap", 0}, {"huge_pages", 0}});
+    EXPECT_TRUE(starts_with(p, "weights in memory;")) << p;
+    EXPECT_EQ(p.find("huge pages"), std::string::npos) << p;
+    p = placement_with({{"use_mmap", 1}, {"huge_pages", 1}});
+    EXPECT_TRUE(starts_with(p, "weights mmapped; huge pages")) << p;
+
+    ikllm_options* o = nullptr;
+    ikllm_options_create(IKLLM_OPTIONS_MODEL, &o);
+    EXPECT_NE(ikllm_options_set_int(o, "use_mmap", -2), IKLLM_OK);
+    EXPECT_NE(ikllm_options_set_int(o, "use_mmap", 2), IKLLM_OK);
+    EXPECT_NE(ikllm_options_set_int(o, "huge_pages", 2), IKLLM_OK);
+    ikllm_options_free(o);
+}
+
+// A read copy is advised before it is written, so the kernel backs it with huge pages where it
+// has them (THP "always" or "madvise"). The report counts the pages from /proc/self/smaps. (No
+// control without the advice: the allocator may hand out a block that an earlier test advised.)
+TEST(Placement, ReadCopyOnHugePages) {
+    IKLLM_REQUIRE_REFDATA();
+    auto huge_mib = [](bool huge, std::string* d) {
+        auto f = gguf::File::open(model_path("llama-tiny-f16"), &type_geometry, false, huge);
+        *d = apply_placement(*f, false, PlacementOptions{true, "", false});
+        double got = -1, total = -1;
+        const size_t at = d->find("), ");
+        if (at != std::string::npos) std::sscanf(d->c_str() + at + 3, "%lf of %lf MiB on huge pages now", &got, &total);
+        EXPECT_GE(got, 0) << *d;
+        EXPECT_LE(got, total) << *d;
+        return got;
+    };
+    std::string with_d;
+    const double with = huge_mib(true, &with_d);
+    std::string mode;
+    if (FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r")) {
+        char buf[128] = {};
+        if (std::fgets(buf, sizeof buf, f)) mode = buf;
+        std::fclose(f);
+    }
+    if (mode.find("[never]") != std::string::npos || mode.empty()) GTEST_SKIP() << "THP off on this machine: " << mode;
+    if (with == 0) GTEST_SKIP() << "the kernel granted no huge page now (fragmented memory?): " << with_d;
+    EXPECT_GE(with, 2) << with_d;  // the 5 MiB copy spans at least one aligned 2 MiB page
+}

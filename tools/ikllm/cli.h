@@ -44,7 +44,9 @@ void apply_placement_flags(const Args& a, ikllm_options* model_options);
 // powers of 1000; a fraction is allowed ("1.5G"). Exits with a message naming `what` otherwise.
 uint64_t parse_bytes(const std::string& text, const char* what);
 // Loads -m MODEL (progress on a terminal, logs at warn+ to stderr).
-void load(const Args& a, Loaded& out, const std::string& model_path = "", bool vocab_only = false);
+// inspect: the command only looks at the file (info, dequant): mapped unless --no-mmap, since
+// use_mmap auto would read all of it.
+void load(const Args& a, Loaded& out, const std::string& model_path = "", bool vocab_only = false, bool inspect = false);
 std::vector<int32_t> read_ids(const std::string& path);
 std::string read_file(const std::string& path);
 // Session options from -c/-t/-b/--kv-type.

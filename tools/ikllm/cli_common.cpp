@@ -34,8 +34,9 @@ Args parse(int argc, char** argv, const std::vector<std::string>& flags) {
         std::string s = argv[i];
         if (s.size() > 1 && s[0] == '-' && !(s.size() > 1 && std::isdigit((unsigned char)s[1]))) {
             // Flags every command understands (model loading, logging) plus the command's own.
-            bool is_flag = s == "--verbose" || s == "--no-mmap" || s == "-rtr" || s == "--run-time-repack" ||
-                           s == "--huge-pages" || s == "--batch-invariant" || s == "--prefault" || s == "--no-prefault";
+            bool is_flag = s == "--verbose" || s == "--no-mmap" || s == "--mmap" || s == "-rtr" || s == "--run-time-repack" ||
+                           s == "--huge-pages" || s == "--no-huge-pages" || s == "--batch-invariant" || s == "--prefault" ||
+                           s == "--no-prefault";
             for (auto& f : flags) is_flag |= f == s;
             if (is_flag) {
                 a.opts[s];
@@ -107,7 +108,7 @@ uint64_t parse_bytes(const std::string& text, const char* what) {
     return (uint64_t)(v * mul);
 }
 
-void load(const Args& a, Loaded& out, const std::string& model_path, bool vocab_only) {
+void load(const Args& a, Loaded& out, const std::string& model_path, bool vocab_only, bool inspect) {
     const std::string path = model_path.empty() ? a.get("-m") : model_path;
     if (path.empty()) die("missing -m MODEL");
     check(ikllm_lib_create(0, &out.lib), "init");
@@ -117,8 +118,10 @@ void load(const Args& a, Loaded& out, const std::string& model_path, bool vocab_
     check(ikllm_options_create(IKLLM_OPTIONS_MODEL, &mo), "options");
     if (vocab_only) check(ikllm_options_set_int(mo, "vocab_only", 1), "option vocab_only");
     if (a.has("--no-mmap")) check(ikllm_options_set_int(mo, "use_mmap", 0), "option use_mmap");
+    if (a.has("--mmap") || (inspect && !a.has("--no-mmap"))) check(ikllm_options_set_int(mo, "use_mmap", 1), "option use_mmap");
     if (a.has("-rtr") || a.has("--run-time-repack")) check(ikllm_options_set_int(mo, "repack", 1), "option repack");
     if (a.has("--huge-pages")) check(ikllm_options_set_int(mo, "huge_pages", 1), "option --huge-pages");
+    if (a.has("--no-huge-pages")) check(ikllm_options_set_int(mo, "huge_pages", 0), "option --no-huge-pages");
     if (a.has("--prefault") && !a.has("--no-prefault")) check(ikllm_options_set_int(mo, "prefault", 1), "option --prefault");
     if (a.has("--numa")) check(ikllm_options_set_string(mo, "numa", a.get("--numa").c_str()), "option --numa");
     apply_placement_flags(a, mo);

@@ -8,9 +8,9 @@
 namespace cli {
 
 int cmd_info(int argc, char** argv) {
-    Args a = parse(argc, argv, {"--verbose", "--no-mmap"});
+    Args a = parse(argc, argv, {"--verbose", "--no-mmap", "--mmap"});
     Loaded L;
-    load(a, L);
+    load(a, L, "", false, true);
     ikllm_model* m = L.model;
     std::printf("architecture : %s\n", ikllm_model_architecture(m));
     std::printf("name         : %s\n", ikllm_model_name(m));
@@ -96,10 +96,10 @@ int cmd_tokenize(int argc, char** argv) {
 }
 
 int cmd_dequant(int argc, char** argv) {
-    Args a = parse(argc, argv, {"--verbose", "--no-mmap"});
+    Args a = parse(argc, argv, {"--verbose", "--no-mmap", "--mmap"});
     if (!a.has("--tensor") || !a.has("--out")) die("dequant: needs --tensor NAME --out OUT.f32");
     Loaded L;
-    load(a, L);
+    load(a, L, "", false, true);
     const std::string name = a.get("--tensor");
     size_t n = 0;
     ikllm_status st = ikllm_model_tensor_dequantize(L.model, name.c_str(), nullptr, 0, &n);
