@@ -132,7 +132,10 @@ void op_mul_mat_heads(const Op& op, ThreadPool& pool, Scratch& scratch) {
         k.act->encode_row(x.row<float>(h, t), act + ar * (h * T + t), K);
     });
     const int64_t unit = row_unit(k, *quant::find_type(w.type));
-    const int64_t chunk = chunk_rows(N, unit, std::max(1, pool.n_threads() / (int)std::max<int64_t>(1, H)));
+    // Decode steps with enough heads to share out: whole heads per task (task overhead is a
+    // sizeable part of the small per-head products, deepseek2: 512 x 128 Q8_0 per head).
+    const int64_t chunk = T <= 8 && H >= 4 * (int64_t)pool.n_threads() ? N
+                          : chunk_rows(N, unit, std::max(1, pool.n_threads() / (int)std::max<int64_t>(1, H)));
     const int64_t per_head = (N + chunk - 1) / chunk;
     // Straight into the strided view (a head's tokens are y.nb[2] apart): the output of these
     // products is large (deepseek2: 16 MiB per layer for 512 tokens), one pass over it is enough.

@@ -116,7 +116,7 @@ std::string apply_placement(const gguf::File& file, bool mmapped, const Placemen
     }
     if (opts.huge_pages) d += huge_pages(file, mmapped);
     d += numa_policy(file, mmapped, opts, bind_node);
-    if (opts.prefault) d += mmapped ? prefault(file) : "; prefault applies to mapped weights only";
+    if (opts.prefault) d += mmapped ? prefault(file) : "; prefault not needed (weights read at load)";
     return d;
 }
 
