@@ -64,6 +64,12 @@ public:
     virtual bool supports(const Op& op) const = 0;
     // Can weights of this type be used by this backend's mul_mat / get_rows?
     virtual bool supports_weight_type(uint32_t type) const = 0;
+    // Whether converting weights of `type` to its row-interleaved form (quant::repack_target)
+    // makes this backend's products faster; run-time repack (model option "repack" 1) asks.
+    virtual bool repack_helps(uint32_t type) const {
+        (void)type;
+        return false;
+    }
     virtual std::unique_ptr<Buffer> alloc(size_t bytes) = 0;
     // True when buffers are ordinary host memory (the CPU backend).
     virtual bool host_memory() const { return true; }

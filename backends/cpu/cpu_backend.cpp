@@ -163,6 +163,18 @@ public:
         const quant::TypeTraits* tt = quant::find_type(type);
         return tt && tt->dequant && cpu::find_matmul(type, cpu::best_isa()) != nullptr;
     }
+    // Measured with ikllm bench (docs/cpu-speed.md, "Run-time repack"): with AVX-512 the plain
+    // Q4_0 / Q8_0 / Q4_K kernels have prompt-batch panels and the interleaved ones do not (pp512
+    // about half), and token generation ties; with AVX2 the interleaved forms win.
+    bool repack_helps(uint32_t type) const override {
+        switch (type) {
+            case quant::T_Q4_0:
+            case quant::T_Q8_0:
+            case quant::T_Q4_K: return cpu::best_isa() != cpu::Isa::avx512;
+            case quant::T_BF16: return true;
+            default: return false;
+        }
+    }
     bool supports(const Op& op) const override {
         if (op.kind == OpKind::mul_mat || op.kind == OpKind::mul_mat_heads) return supports_weight_type(op.src[0]->type);
         if (op.kind == OpKind::mul_mat_swiglu)

@@ -18,8 +18,8 @@ const OptionSpec kSpecs[] = {
     {IKLLM_OPTIONS_MODEL, "prefault", IKLLM_OPTION_INT, "0", "0", "1",
      "Fault the mapped weights in at load (reads what is not cached yet), so no later token pays page faults: MoE experts are otherwise faulted in as routing first reaches them"},
     {IKLLM_OPTIONS_MODEL, "numa", IKLLM_OPTION_STRING, "", "", "", "NUMA policy for the mapped weights: '' (default), 'interleave' or 'bind:N'"},
-    {IKLLM_OPTIONS_MODEL, "repack", IKLLM_OPTION_INT, "0", "0", "1",
-     "Convert CPU weights to the row-interleaved layout at load for faster products (those tensors leave the mmap)"},
+    {IKLLM_OPTIONS_MODEL, "repack", IKLLM_OPTION_INT, "0", "0", "2",
+     "Convert CPU weights to the row-interleaved layout at load (they leave the mmap): 1 for the types this CPU multiplies faster that way, 2 for every type with an interleaved form"},
     {IKLLM_OPTIONS_MODEL, "n_gpu_layers", IKLLM_OPTION_INT, "0", "0", "100000",
      "Put the last N layers' weights on the GPU (more than the layer count: the output head too); 0 = none"},
     {IKLLM_OPTIONS_MODEL, "tensor_placement", IKLLM_OPTION_STRING, "", "", "",
@@ -144,7 +144,7 @@ ModelOptions model_options(const ikllm_options* o) {
     m.use_mmap = (int)opt_int(o, IKLLM_OPTIONS_MODEL, "use_mmap");
     m.check_tensors = opt_int(o, IKLLM_OPTIONS_MODEL, "check_tensors") != 0;
     m.vocab_only = opt_int(o, IKLLM_OPTIONS_MODEL, "vocab_only") != 0;
-    m.repack = opt_int(o, IKLLM_OPTIONS_MODEL, "repack") != 0;
+    m.repack = (int)opt_int(o, IKLLM_OPTIONS_MODEL, "repack");
     m.huge_pages = (int)opt_int(o, IKLLM_OPTIONS_MODEL, "huge_pages");
     m.prefault = opt_int(o, IKLLM_OPTIONS_MODEL, "prefault") != 0;
     m.numa = opt_string(o, IKLLM_OPTIONS_MODEL, "numa");

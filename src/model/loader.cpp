@@ -334,13 +334,14 @@ struct Storage {
     bool map = true, huge = false;
     std::string why;  // for the placement line
 };
-Storage load_storage(const std::string& path, const ModelOptions& opts, const backend::Backend& cpu) {
+// `repacks`: run-time repack will convert some tensors (known once the file's header is read).
+Storage load_storage(const std::string& path, const ModelOptions& opts, const backend::Backend& cpu, bool repacks) {
     Storage st;
     if (opts.use_mmap >= 0) {
         st.map = opts.use_mmap != 0;
     } else {
         const char* keep = opts.vocab_only                                             ? "vocab-only load"
-                           : opts.repack                                              ? "repacked weights"
+                           : repacks                                                  ? "repacked weights"
                            : opts.n_gpu_layers > 0 || !opts.tensor_placement.empty() ? "GPU placement"
                            : !opts.numa.empty()                                       ? "NUMA policy"
                                                                                       : nullptr;
@@ -372,8 +373,18 @@ std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& o
     check_cancel(0.0f);
     m = std::make_unique<Model>();
     m->cpu = backend::make_cpu_backend();
-    const Storage storage = load_storage(path, opts, *m->cpu);
-    m->file = gguf::File::open(path, &type_geometry, storage.map, storage.huge);
+    // With run-time repack and use_mmap auto the mapping is kept only when some tensor will be
+    // converted (it then leaves the mapping); the header tells, so map first and look.
+    bool repacks = false;
+    if (opts.repack && opts.use_mmap < 0 && !opts.vocab_only) {
+        m->file = gguf::File::open(path, &type_geometry, true, false);
+        for (const gguf::TensorInfo& ti : m->file->tensors()) repacks |= repack_applies(*m->cpu, ti.type, opts.repack == 2);
+    }
+    const Storage storage = load_storage(path, opts, *m->cpu, repacks);
+    if (!m->file || !storage.map) {
+        m->file.reset();
+        m->file = gguf::File::open(path, &type_geometry, storage.map, storage.huge);
+    }
     check_cancel(0.1f);
     if (opts.vocab_only) {
         m->vocab_only = true;
@@ -413,7 +424,7 @@ std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& o
                               l.ffn_gate_exps, l.ffn_up_exps, l.ffn_down_exps, l.ffn_gate_shexp, l.ffn_up_shexp,
                               l.ffn_down_shexp})
                 mm.push_back(t);
-        repack_weights(*m, mm, log);
+        repack_weights(*m, mm, opts.repack == 2, log);
     }
     check_cancel(0.9f);
     place_weights(*m, opts, registry, log, check_cancel);

@@ -1,37 +1,34 @@
 #include "model/repack_weights.h"
 
+#include <map>
 #include <set>
+#include <string>
 
 #include "quant/repack.h"
 #include "quant/type_traits.h"
 
 namespace ikllm {
 
-namespace {
-// Interleaved forms whose CPU kernels are measured faster than the plain ones
-// (bench/quant_matmul_bench, AVX-512, 1 and 2 threads); other repacks are not worth it yet.
-bool worth_repacking(uint32_t from) {
-    switch (from) {
-        case quant::T_Q4_0:
-        case quant::T_Q8_0:
-        case quant::T_Q4_K:
-        case quant::T_BF16: return true;
-        default: return false;
-    }
+bool repack_applies(const backend::Backend& cpu, uint32_t type, bool force) {
+    const uint32_t to = quant::repack_target(type);
+    return to && cpu.supports_weight_type(to) && (force || cpu.repack_helps(type));
 }
-}  // namespace
 
-int repack_weights(Model& m, const std::vector<Tensor*>& matmul_weights, const Logger& log) {
+int repack_weights(Model& m, const std::vector<Tensor*>& matmul_weights, bool force, const Logger& log) {
     int n = 0;
     uint64_t bytes = 0;
     std::set<Tensor*> seen;
+    std::map<uint32_t, int> kept;  // types the CPU runs faster as stored: tensors left plain
     for (Tensor* t : matmul_weights) {
         if (!t || !seen.insert(t).second) continue;
         // Tied embeddings are also looked up row by row; keep them plain.
         if (t == m.tok_embd) continue;
-        if (!worth_repacking(t->type)) continue;
         const uint32_t to = quant::repack_target(t->type);
         if (!to || !m.cpu->supports_weight_type(to)) continue;
+        if (!force && !m.cpu->repack_helps(t->type)) {
+            ++kept[t->type];
+            continue;
+        }
         const quant::TypeTraits& dst = *quant::find_type(to);
         if (t->ne[1] % dst.interleave != 0) continue;
         const int64_t rows = t->n_rows();
@@ -50,6 +47,13 @@ int repack_weights(Model& m, const std::vector<Tensor*>& matmul_weights, const L
         m.buffers.push_back(std::move(buf));
         bytes += rb * (size_t)rows;
         ++n;
+    }
+    if (!kept.empty()) {
+        std::string list;
+        for (auto [type, count] : kept)
+            list += (list.empty() ? "" : ", ") + std::to_string(count) + " " + quant::find_type(type)->name;
+        log.log(log_warn, "run-time repack: tensors kept as stored, faster than interleaved on this CPU (repack 2 "
+                          "forces it): %s", list.c_str());
     }
     log.log(log_info, "repacked %d weight tensors (%.1f MiB) to row-interleaved layouts", n, bytes / 1048576.0);
     return n;

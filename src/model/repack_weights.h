@@ -8,8 +8,11 @@
 
 namespace ikllm {
 
-// Repacks the given matmul weights in place where a faster interleaved form exists; returns
-// the number of tensors converted.
-int repack_weights(Model& m, const std::vector<Tensor*>& matmul_weights, const Logger& log);
+// Repacks the given matmul weights in place where the CPU backend says the interleaved form is
+// faster (Backend::repack_helps; `force`: wherever an interleaved form exists and runs), warning
+// about the types kept as stored; returns the number of tensors converted.
+int repack_weights(Model& m, const std::vector<Tensor*>& matmul_weights, bool force, const Logger& log);
+// Whether repack_weights could convert a tensor of this type.
+bool repack_applies(const backend::Backend& cpu, uint32_t type, bool force);
 
 }  // namespace ikllm

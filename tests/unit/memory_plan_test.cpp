@@ -354,14 +354,15 @@ TEST(PlacementApi, PrefaultOption) {
 }
 
 namespace {
-std::string placement_with(std::initializer_list<std::pair<const char*, int64_t>> ints) {
+std::string placement_with(std::initializer_list<std::pair<const char*, int64_t>> ints,
+                           const std::string& model = "/models/llama-tiny-f16.gguf") {
     ikllm_lib* lib = nullptr;
     EXPECT_EQ(ikllm_lib_create(0, &lib), IKLLM_OK);
     ikllm_options* o = nullptr;
     ikllm_options_create(IKLLM_OPTIONS_MODEL, &o);
     for (auto [k, v] : ints) EXPECT_EQ(ikllm_options_set_int(o, k, v), IKLLM_OK) << k;
     ikllm_model* m = nullptr;
-    EXPECT_EQ(ikllm_model_load(lib, model_path("llama-tiny-f16").c_str(), o, nullptr, nullptr, nullptr, &m), IKLLM_OK);
+    EXPECT_EQ(ikllm_model_load(lib, (test::refdata_dir() + model).c_str(), o, nullptr, nullptr, nullptr, &m), IKLLM_OK);
     ikllm_options_free(o);
     std::string placement = m ? ikllm_model_placement(m) : "";
     ikllm_model_free(m);
@@ -376,9 +377,11 @@ TEST(PlacementApi, UseMmapAuto) {
     IKLLM_REQUIRE_REFDATA();
     std::string p = placement_with({});
     EXPECT_TRUE(starts_with(p, "weights in memory (use_mmap auto: fits in available memory); huge pages requested")) << p;
-    p = placement_with({{"repack", 1}});
+    p = placement_with({{"repack", 2}}, "/quant/llama-q-Q4_0.gguf");  // Q4_0 -> Q4_0_R8: the mapping stays
     EXPECT_TRUE(starts_with(p, "weights mmapped (use_mmap auto: repacked weights)")) << p;
     EXPECT_EQ(p.find("huge pages"), std::string::npos) << p;
+    p = placement_with({{"repack", 2}});  // F16 has no interleaved form: nothing to repack
+    EXPECT_TRUE(starts_with(p, "weights in memory (use_mmap auto: fits")) << p;
     p = placement_with({{"use_mmap", 1}});
     EXPECT_TRUE(starts_with(p, "weights mmapped;")) << p;
     EXPECT_EQ(p.find("huge pages"), std::string::npos) << p;

@@ -217,7 +217,7 @@ TEST(QuantizeApi, ImatrixFeedsLowBitTypesAndRepackKeepsLogits) {
     ikllm_options_free(o);
     ikllm_options* mo = nullptr;
     ikllm_options_create(IKLLM_OPTIONS_MODEL, &mo);
-    ikllm_options_set_int(mo, "repack", 1);
+    ikllm_options_set_int(mo, "repack", 2);  // forced: on AVX-512 repack 1 keeps Q8_0 as stored
     ikllm_model *plain = nullptr, *packed = nullptr;
     ASSERT_EQ(ikllm_model_load(L.lib, x.c_str(), nullptr, nullptr, nullptr, nullptr, &plain), IKLLM_OK);
     ASSERT_EQ(ikllm_model_load(L.lib, x.c_str(), mo, nullptr, nullptr, nullptr, &packed), IKLLM_OK);
@@ -233,16 +233,33 @@ TEST(QuantizeApi, ImatrixFeedsLowBitTypesAndRepackKeepsLogits) {
     std::remove(im.c_str());
 }
 
+// repack 2 converts every matmul weight with an interleaved form (not the embedding table).
 TEST(QuantizeApi, RepackConvertsMatmulWeightsOnly) {
     IKLLM_REQUIRE_REFDATA();
     ikllm::Logger log;
     ikllm::ModelOptions mo;
-    mo.repack = true;
+    mo.repack = 2;
     auto m = ikllm::load_model(ikllm::test::refdata_dir() + "/quant/llama-q-Q4_0.gguf", mo, nullptr, log);
     EXPECT_EQ(m->tok_embd->type, ikllm::quant::T_Q4_0);
     EXPECT_EQ(m->layers[0].wq->type, ikllm::quant::T_Q4_0_R8);
     EXPECT_EQ(m->layers[0].ffn_down->type, ikllm::quant::T_Q4_0_R8);
-    EXPECT_EQ(m->output->type, ikllm::quant::T_Q6_K);  // Q6_K_R4 kernels are not faster yet: kept plain
+    EXPECT_EQ(m->output->type, ikllm::quant::T_Q6_K_R4);
+}
+
+// repack 1 converts only the types the CPU backend multiplies faster interleaved (on AVX-512 the
+// plain Q4_0 kernels win, on AVX2 the interleaved ones), and keeps the file mapped only then.
+TEST(QuantizeApi, RepackOneFollowsTheBackend) {
+    IKLLM_REQUIRE_REFDATA();
+    ikllm::Logger log;
+    ikllm::ModelOptions mo;
+    mo.repack = 1;
+    auto m = ikllm::load_model(ikllm::test::refdata_dir() + "/quant/llama-q-Q4_0.gguf", mo, nullptr, log);
+    const bool helps = m->cpu->repack_helps(ikllm::quant::T_Q4_0);
+    EXPECT_EQ(m->layers[0].wq->type, helps ? ikllm::quant::T_Q4_0_R8 : ikllm::quant::T_Q4_0);
+    EXPECT_EQ(m->output->type, m->cpu->repack_helps(ikllm::quant::T_Q6_K) ? ikllm::quant::T_Q6_K_R4 : ikllm::quant::T_Q6_K);
+    EXPECT_EQ(m->placement.rfind(helps ? "weights mmapped (use_mmap auto: repacked weights)" : "weights in memory (use_mmap auto", 0),
+              0u)
+        << m->placement;
 }
 
 }  // namespace
