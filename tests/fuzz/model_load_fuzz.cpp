@@ -123,7 +123,7 @@ int run(const uint8_t* data, size_t size) {
     const std::string path = dir.write("model.gguf", data, size);
     ikllm_options* o = nullptr;
     check_status(ikllm_options_create(IKLLM_OPTIONS_MODEL, &o), "options_create");
-    if (size & 1) ikllm_options_set_int(o, "repack", 1);
+    if (size & 1) ikllm_options_set_int(o, "repack", 2);  // 2: every interleaved form, whatever the CPU
     ikllm_options_set_int(o, "use_mmap", (size & 2) ? 0 : 1);  // both explicit: auto would always read
     if (size & 4) ikllm_options_set_int(o, "check_tensors", 1);
     ikllm_model* m = nullptr;
