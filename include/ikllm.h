@@ -157,8 +157,9 @@ typedef int32_t ikllm_token;
 /* Progress in [0,1]. Return non-zero to cancel the load. Called on the loading thread. */
 typedef int32_t (*ikllm_progress_fn)(void* user_data, float progress);
 
-/* Loads a GGUF model (single file or the first part of a split set; memory-mapped by
-   default). options may be NULL (defaults). progress may be NULL. cancel_flag may be NULL;
+/* Loads a GGUF model (single file or the first part of a split set). By default (model option
+   use_mmap -1) the file is read into memory on transparent huge pages when it fits in 3/4 of the
+   available memory and nothing needs a mapping, else memory-mapped. options may be NULL (defaults). progress may be NULL. cancel_flag may be NULL;
    when it becomes non-zero (from any thread) the load stops with IKLLM_CANCELLED. The library
    reads the flag atomically; set it with an atomic store (C11 atomic_store, C++ std::atomic_ref,
    __atomic_store_n) so that the write is not a data race.

@@ -66,8 +66,9 @@ ikllm_status ikllm_options_get_string(const ikllm_options* options, const char* 
 // Number of options of a kind, and their description. All strings are static.
 int32_t ikllm_option_count(int32_t kind);
 ikllm_status ikllm_option_info(int32_t kind, int32_t index, const char** out_name, int32_t* out_type, const char** out_default, const char** out_min, const char** out_max, const char** out_doc);
-// Loads a GGUF model (single file or the first part of a split set; memory-mapped by
-// default). options may be NULL (defaults). progress may be NULL. cancel_flag may be NULL;
+// Loads a GGUF model (single file or the first part of a split set). By default (model option
+// use_mmap -1) the file is read into memory on transparent huge pages when it fits in 3/4 of the
+// available memory and nothing needs a mapping, else memory-mapped. options may be NULL (defaults). progress may be NULL. cancel_flag may be NULL;
 // when it becomes non-zero (from any thread) the load stops with IKLLM_CANCELLED. The library
 // reads the flag atomically; set it with an atomic store (C11 atomic_store, C++ std::atomic_ref,
 // __atomic_store_n) so that the write is not a data race.

@@ -37,7 +37,7 @@ std::string hex_offset(uint64_t off) {
 // that a file that shrinks or fails while being read gives an io_error instead of SIGBUS later.
 class MappedFile {
 public:
-    MappedFile(const std::string& path, bool map, bool huge) : path_(path) {
+    MappedFile(const std::string& path, bool map, bool huge, const File::ReadProgress& on_read) : path_(path) {
         fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd_ < 0) fail(Status::io_error, "cannot open '" + path + "': " + std::strerror(errno));
         struct stat st;
@@ -65,7 +65,7 @@ public:
             return;
         }
         try {
-            read_all(huge);
+            read_all(huge, on_read);
         } catch (...) {
             aligned_free64(owned_);
             ::close(fd_);
@@ -104,12 +104,13 @@ public:
     std::pair<void*, uint64_t> range() const { return {const_cast<uint8_t*>(base_), size_}; }
 
 private:
-    void read_all(bool huge) {
+    void read_all(bool huge, const File::ReadProgress& on_read) {
         owned_ = static_cast<uint8_t*>(aligned_alloc64(size_));
         if (huge) ikllm::advise_huge_pages(owned_, size_);  // before the first write faults the pages in
         uint64_t done = 0;
         while (done < size_) {
-            const size_t want = (size_t)std::min<uint64_t>(size_ - done, 1u << 30);
+            if (on_read) on_read(done, size_);  // before each 16 MiB piece
+            const size_t want = (size_t)std::min<uint64_t>(size_ - done, on_read ? 16u << 20 : 1u << 30);
             const ssize_t n = ::pread(fd_, owned_ + done, want, (off_t)done);
             if (n < 0 && errno == EINTR) continue;
             if (n < 0) fail(Status::io_error, "cannot read '" + path_ + "': " + std::strerror(errno));
@@ -542,10 +543,11 @@ void File::parse_part(size_t part_index, GeometryFn geometry) {
     }
 }
 
-std::unique_ptr<File> File::open(const std::string& path, GeometryFn geometry, bool map, bool huge) {
+std::unique_ptr<File> File::open(const std::string& path, GeometryFn geometry, bool map, bool huge,
+                                 const ReadProgress& on_read) {
     std::unique_ptr<File> f(new File());
     f->path_ = path;
-    f->parts_.push_back(std::make_unique<MappedFile>(path, map, huge));
+    f->parts_.push_back(std::make_unique<MappedFile>(path, map, huge, on_read));
     f->parse_part(0, geometry);
 
     const Value* count = f->find("split.count");
@@ -566,7 +568,7 @@ std::unique_ptr<File> File::open(const std::string& path, GeometryFn geometry, b
             std::snprintf(name, sizeof name, "-%05d-of-%05d.gguf", (int)(k + 1), (int)n_split);
             const std::string part = prefix + name;
             try {
-                f->parts_.push_back(std::make_unique<MappedFile>(part, map, huge));
+                f->parts_.push_back(std::make_unique<MappedFile>(part, map, huge, on_read));
             } catch (const Error& e) {
                 fail(Status::io_error, "missing split part " + std::to_string(k + 1) + " of " + std::to_string(n_split) +
                      ": " + e.what());

@@ -3,6 +3,7 @@
 // Spec: docs/gguf.md (shared). All failures throw ikllm::Error(Status::invalid_file|io_error|unsupported).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -64,7 +65,11 @@ public:
     // map = false reads the bytes into memory instead of mapping them; huge = true then asks for
     // transparent huge pages on that copy before it is written (fewer TLB misses when token
     // generation streams the weights; a read-only file mapping rarely gets them).
-    static std::unique_ptr<File> open(const std::string& path, GeometryFn geometry, bool map = true, bool huge = false);
+    // on_read(done, total) is called while a copy is read (before every 16 MiB, bytes of this part); it may
+    // throw (a cancelled load) and the copy is freed.
+    using ReadProgress = std::function<void(uint64_t done, uint64_t total)>;
+    static std::unique_ptr<File> open(const std::string& path, GeometryFn geometry, bool map = true, bool huge = false,
+                                      const ReadProgress& on_read = nullptr);
     ~File();
 
     uint32_t version() const { return version_; }

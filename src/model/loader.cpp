@@ -1,5 +1,6 @@
 // Load pipeline: GGUF index -> hyper-parameters -> architecture tensor schema (shapes
 // checked, every file tensor consumed) -> weights bound to backend memory -> tokenizer.
+#include <algorithm>
 #include <cstring>
 #include <sys/stat.h>
 #include <set>
@@ -366,8 +367,11 @@ std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& o
                                   const Logger& log, backend::Registry* registry) {
     std::unique_ptr<Model> m;
     // Between steps: cancellation, and a file that changed size under us (a mapping would fault).
+    // A read copy takes most of a load: its bytes report progress in [0, 0.7] (and can cancel),
+    // the steps after it are mapped into [0.7, 1].
+    float lo = 0, span = 1;
     auto check_cancel = [&](float p) {
-        if (progress && !progress(p)) fail(Status::cancelled, "model load cancelled");
+        if (progress && !progress(lo + span * p)) fail(Status::cancelled, "model load cancelled");
         if (m && m->file) m->file->check_unchanged();
     };
     check_cancel(0.0f);
@@ -383,7 +387,15 @@ std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& o
     const Storage storage = load_storage(path, opts, *m->cpu, repacks);
     if (!m->file || !storage.map) {
         m->file.reset();
-        m->file = gguf::File::open(path, &type_geometry, storage.map, storage.huge);
+        gguf::File::ReadProgress on_read;
+        float shown = 0;  // monotonic: each part of a split set reports its own bytes
+        if (!storage.map && progress)
+            on_read = [&](uint64_t done, uint64_t total) {
+                shown = std::max(shown, 0.7f * (float)((double)done / (double)total));
+                if (!progress(shown)) fail(Status::cancelled, "model load cancelled");
+            };
+        m->file = gguf::File::open(path, &type_geometry, storage.map, storage.huge, on_read);
+        if (!storage.map) lo = 0.7f, span = 0.3f;
     }
     check_cancel(0.1f);
     if (opts.vocab_only) {

@@ -426,3 +426,55 @@ TEST(Placement, ReadCopyOnHugePages) {
     if (with == 0) GTEST_SKIP() << "the kernel granted no huge page now (fragmented memory?): " << with_d;
     EXPECT_GE(with, 2) << with_d;  // the 5 MiB copy spans at least one aligned 2 MiB page
 }
+
+namespace {
+struct ProgressLog {
+    std::vector<float> seen;
+    int cancel_at = -1;  // return non-zero (cancel) on this call
+};
+int32_t record_progress(void* user, float p) {
+    auto* log = static_cast<ProgressLog*>(user);
+    log->seen.push_back(p);
+    return (int)log->seen.size() - 1 == log->cancel_at ? 1 : 0;
+}
+ikllm_status load_with_progress(ProgressLog& log, int64_t use_mmap) {
+    ikllm_lib* lib = nullptr;
+    EXPECT_EQ(ikllm_lib_create(0, &lib), IKLLM_OK);
+    ikllm_options* o = nullptr;
+    ikllm_options_create(IKLLM_OPTIONS_MODEL, &o);
+    EXPECT_EQ(ikllm_options_set_int(o, "use_mmap", use_mmap), IKLLM_OK);
+    ikllm_model* m = nullptr;
+    const ikllm_status st =
+        ikllm_model_load(lib, model_path("llama-tiny-f16").c_str(), o, record_progress, &log, nullptr, &m);
+    ikllm_options_free(o);
+    ikllm_model_free(m);
+    ikllm_lib_free(lib);
+    return st;
+}
+}  // namespace
+
+// Reading the weights into memory is the long part of a load: it reports progress below 0.7
+// and can be cancelled there; the values never go back and end at 1.
+TEST(PlacementApi, ReadCopyReportsProgressAndCancels) {
+    IKLLM_REQUIRE_REFDATA();
+    for (int64_t mmap : {0, 1}) {
+        ProgressLog log;
+        ASSERT_EQ(load_with_progress(log, mmap), IKLLM_OK);
+        ASSERT_GE(log.seen.size(), 3u);
+        for (size_t i = 1; i < log.seen.size(); ++i) EXPECT_GE(log.seen[i], log.seen[i - 1]) << i;
+        EXPECT_EQ(log.seen.back(), 1.0f);
+        // read copy: the read's report (0 before its single 16 MiB piece), then the later steps
+        // in [0.7, 1]; mapping: the first step after opening is 0.1
+        if (mmap == 0) {
+            EXPECT_EQ(log.seen[1], 0.0f);
+            EXPECT_GE(log.seen[2], 0.7f);
+        } else {
+            EXPECT_FLOAT_EQ(log.seen[1], 0.1f);
+        }
+    }
+    ProgressLog cancel;
+    cancel.cancel_at = 1;  // the first call inside the read (call 0 is the start of the load)
+    EXPECT_EQ(load_with_progress(cancel, 0), IKLLM_CANCELLED);
+    EXPECT_EQ(cancel.seen.size(), 2u);
+    EXPECT_LT(cancel.seen.back(), 0.7f);
+}

@@ -272,8 +272,9 @@ extern "C" {
     // Number of options of a kind, and their description. All strings are static.
     pub fn ikllm_option_count(kind: i32) -> i32;
     pub fn ikllm_option_info(kind: i32, index: i32, out_name: *mut *const c_char, out_type: *mut i32, out_default: *mut *const c_char, out_min: *mut *const c_char, out_max: *mut *const c_char, out_doc: *mut *const c_char) -> ikllm_status;
-    // Loads a GGUF model (single file or the first part of a split set; memory-mapped by
-    // default). options may be NULL (defaults). progress may be NULL. cancel_flag may be NULL;
+    // Loads a GGUF model (single file or the first part of a split set). By default (model option
+    // use_mmap -1) the file is read into memory on transparent huge pages when it fits in 3/4 of the
+    // available memory and nothing needs a mapping, else memory-mapped. options may be NULL (defaults). progress may be NULL. cancel_flag may be NULL;
     // when it becomes non-zero (from any thread) the load stops with IKLLM_CANCELLED. The library
     // reads the flag atomically; set it with an atomic store (C11 atomic_store, C++ std::atomic_ref,
     // __atomic_store_n) so that the write is not a data race.
