@@ -2,7 +2,6 @@
 // checked, every file tensor consumed) -> weights bound to backend memory -> tokenizer.
 #include <algorithm>
 #include <cstring>
-#include <sys/stat.h>
 #include <set>
 
 #include "core/error.h"
@@ -335,22 +334,25 @@ struct Storage {
     bool map = true, huge = false;
     std::string why;  // for the placement line
 };
-// `repacks`: run-time repack will convert some tensors (known once the file's header is read).
-Storage load_storage(const std::string& path, const ModelOptions& opts, const backend::Backend& cpu, bool repacks) {
+// `mapped`: the file opened as a mapping (use_mmap auto), whose header tells whether run-time
+// repack will convert some tensor and how many bytes all parts of a split set hold.
+Storage load_storage(const gguf::File* mapped, const ModelOptions& opts, const backend::Backend& cpu) {
     Storage st;
     if (opts.use_mmap >= 0) {
         st.map = opts.use_mmap != 0;
     } else {
+        bool repacks = false;
+        if (opts.repack && mapped)
+            for (const gguf::TensorInfo& ti : mapped->tensors()) repacks |= repack_applies(cpu, ti.type, opts.repack == 2);
         const char* keep = opts.vocab_only                                             ? "vocab-only load"
                            : repacks                                                  ? "repacked weights"
                            : opts.n_gpu_layers > 0 || !opts.tensor_placement.empty() ? "GPU placement"
                            : !opts.numa.empty()                                       ? "NUMA policy"
                                                                                       : nullptr;
-        struct stat sb;
         const uint64_t avail = cpu.capabilities().memory_available;
         if (keep) {
             st.why = std::string(" (use_mmap auto: ") + keep + ")";
-        } else if (::stat(path.c_str(), &sb) == 0 && avail > 0 && (uint64_t)sb.st_size <= avail / 4 * 3) {
+        } else if (mapped && avail > 0 && mapped->total_file_bytes() <= avail / 4 * 3) {
             st.map = false;
             st.why = " (use_mmap auto: fits in available memory)";
         } else {
@@ -377,14 +379,10 @@ std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& o
     check_cancel(0.0f);
     m = std::make_unique<Model>();
     m->cpu = backend::make_cpu_backend();
-    // With run-time repack and use_mmap auto the mapping is kept only when some tensor will be
-    // converted (it then leaves the mapping); the header tells, so map first and look.
-    bool repacks = false;
-    if (opts.repack && opts.use_mmap < 0 && !opts.vocab_only) {
-        m->file = gguf::File::open(path, &type_geometry, true, false);
-        for (const gguf::TensorInfo& ti : m->file->tensors()) repacks |= repack_applies(*m->cpu, ti.type, opts.repack == 2);
-    }
-    const Storage storage = load_storage(path, opts, *m->cpu, repacks);
+    // use_mmap auto decides from the header (sizes of all parts, what run-time repack converts):
+    // map first (cheap: only the header pages are read), then read a copy if that is the choice.
+    if (opts.use_mmap < 0 && !opts.vocab_only) m->file = gguf::File::open(path, &type_geometry, true, false);
+    const Storage storage = load_storage(m->file.get(), opts, *m->cpu);
     if (!m->file || !storage.map) {
         m->file.reset();
         gguf::File::ReadProgress on_read;
