@@ -6,12 +6,14 @@ namespace ikllm::cpu {
 
 KernelTable iqk_kernels_avx512() {
 #define K_ENTRY(U) {U::id, Isa::avx512, simd_act_q8_k(), simd_matmul<U, Avx512Tile, 8>, U::conv}
+#define K_NIB(U) {U::id, Isa::avx512, simd_act_q8_k(), simd_matmul_nib<U, U##Nib, Avx512Tile, 8>, U::conv}
     static const MatmulKernel entries[] = {
-        K_ENTRY(ZIq4Xs), K_ENTRY(ZIq2K), K_ENTRY(ZIq3K), K_ENTRY(ZIq4K), K_ENTRY(ZIq5K), K_ENTRY(ZIq6K),
-        K_ENTRY(ZIq4Ks), K_ENTRY(ZIq5Ks), K_ENTRY(SIq2Ks), K_ENTRY(SIq3Ks),
+        K_NIB(ZIq4Xs), K_ENTRY(ZIq2K), K_ENTRY(ZIq3K), K_NIB(ZIq4K), K_ENTRY(ZIq5K), K_ENTRY(ZIq6K),
+        K_NIB(ZIq4Ks), K_ENTRY(ZIq5Ks), K_ENTRY(SIq2Ks), K_ENTRY(SIq3Ks),
         K_ENTRY(SIq4Kss), K_ENTRY(SIq2Kl),
     };
 #undef K_ENTRY
+#undef K_NIB
     return {entries, sizeof(entries) / sizeof(entries[0])};
 }
 

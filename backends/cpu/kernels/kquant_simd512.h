@@ -68,6 +68,54 @@ inline void zp4n_blocks(const uint8_t* qs, const int8_t* table16, __m256i sc16, 
     for (int k = 0; k < 4; ++k) zemit_sat(s, k, _mm512_shuffle_epi8(tab, zp4n(qs + 32 * k)), zscale(sc16, k));
 }
 
+// ---- 4-bit non-linear types below the conv threshold, activations in nibble order -----------
+// The P4N codes of 4 chunks (128 weights) are 64 contiguous bytes whose low nibbles are the
+// chunks' first 16 weights and whose high nibbles their last 16. With the activation codes of
+// each 128 weights reordered the same way once per call ([chunk c, bytes 0-15] for c = 0..3,
+// then [chunk c, bytes 16-31]: act_nibble_order), one 64-byte load gives two 64-weight vectors
+// with no lane-crossing permute, and the table lookup yields level + 128 directly. Same integer
+// sums per block as the natural-order unpackers (maddubs pairs stay adjacent weights); only the
+// float lanes they are accumulated in differ.
+
+// int16 scale lanes of vector k in nibble order: 128-bit lane L holds scale 8(k/2) + 2L + k%2.
+inline __m512i zscale_nib(__m256i sc16, int k) {
+    alignas(64) static const int16_t idx[4][32] = {
+        {0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2, 4, 4, 4, 4, 4, 4, 4, 4, 6, 6, 6, 6, 6, 6, 6, 6},
+        {1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3, 5, 5, 5, 5, 5, 5, 5, 5, 7, 7, 7, 7, 7, 7, 7, 7},
+        {8, 8, 8, 8, 8, 8, 8, 8, 10, 10, 10, 10, 10, 10, 10, 10, 12, 12, 12, 12, 12, 12, 12, 12,
+         14, 14, 14, 14, 14, 14, 14, 14},
+        {9, 9, 9, 9, 9, 9, 9, 9, 11, 11, 11, 11, 11, 11, 11, 11, 13, 13, 13, 13, 13, 13, 13, 13,
+         15, 15, 15, 15, 15, 15, 15, 15},
+    };
+    return _mm512_permutexvar_epi16(_mm512_load_si512((const void*)idx[k]), zcast(sc16));
+}
+
+// The 128 P4N bytes of a block (qs) through a 16-entry level table, as sat bytes, nibble order.
+template <class S>
+inline void zp4n_blocks_nib(const uint8_t* qs, const int8_t* table16, __m256i sc16, S& s) {
+    const __m512i tab = _mm512_xor_si512(_mm512_broadcast_i32x4(ld128(table16)), _mm512_set1_epi8((char)0x80));
+    const __m512i m15 = zset1(15);
+    for (int h = 0; h < 2; ++h) {
+        const __m512i z = _mm512_loadu_si512((const void*)(qs + 64 * h));
+        s.pair512(2 * h, _mm512_shuffle_epi8(tab, _mm512_and_si512(z, m15)), 0, zscale_nib(sc16, 2 * h));
+        s.pair512(2 * h + 1, _mm512_shuffle_epi8(tab, _mm512_and_si512(_mm512_srli_epi16(z, 4), m15)), 0,
+                  zscale_nib(sc16, 2 * h + 1));
+    }
+}
+
+// Q8_K activation rows with each 128-weight half's codes in nibble order (see above).
+inline void act_nibble_order(const uint8_t* act, size_t row_bytes, int64_t nt, int64_t nb, uint8_t* out) {
+    std::memcpy(out, act, row_bytes * (size_t)nt);
+    for (int64_t t = 0; t < nt; ++t)
+        for (int64_t b = 0; b < nb; ++b) {
+            const uint8_t* src = act + (size_t)t * row_bytes + (size_t)b * quant::kQ8KBlockBytes + quant::kQ8KOffQs;
+            uint8_t* dst = out + (size_t)t * row_bytes + (size_t)b * quant::kQ8KBlockBytes + quant::kQ8KOffQs;
+            for (int h = 0; h < 2; ++h)
+                for (int p = 0; p < 2; ++p)
+                    for (int c = 0; c < 4; ++c) std::memcpy(dst + 128 * h + 64 * p + 16 * c, src + 128 * h + 32 * c + 16 * p, 16);
+        }
+}
+
 struct ZIq4Xs : KIq4Xs {
     template <class S>
     static void unpack(const uint8_t* b, float, S& s) {
@@ -75,6 +123,16 @@ struct ZIq4Xs : KIq4Xs {
                             _pdep_u64(rd_u16(b + 2), 0x3030303030303030ull);
         const __m128i sc8 = _mm_sub_epi8(dup8(sc), _mm_set1_epi8(32));
         zp4n_blocks(b + 8, tabs::kIq4nl, _mm256_cvtepi8_epi16(sc8), s);
+        s.end(hf(b), hf(b), sat_corr(_mm256_setzero_si256(), sc8));
+    }
+};
+struct ZIq4XsNib : KIq4Xs {
+    template <class S>
+    static void unpack(const uint8_t* b, float, S& s) {
+        const uint64_t sc = _pdep_u64(rd_u32(b + 4), 0x0f0f0f0f0f0f0f0full) |
+                            _pdep_u64(rd_u16(b + 2), 0x3030303030303030ull);
+        const __m128i sc8 = _mm_sub_epi8(dup8(sc), _mm_set1_epi8(32));
+        zp4n_blocks_nib(b + 8, tabs::kIq4nl, _mm256_cvtepi8_epi16(sc8), s);
         s.end(hf(b), hf(b), sat_corr(_mm256_setzero_si256(), sc8));
     }
 };
@@ -87,6 +145,14 @@ struct ZIq4K : KIq4K {
         s.end(hf(b), hf(b), sat_corr(extra_corr(rd_u16(b + 2), sc8, 4), sc8));
     }
 };
+struct ZIq4KNib : KIq4K {
+    template <class S>
+    static void unpack(const uint8_t* b, float, S& s) {
+        const __m128i sc8 = k6_scales(b);
+        zp4n_blocks_nib(b + 16, tabs::kIq4k, _mm256_cvtepi8_epi16(sc8), s);
+        s.end(hf(b), hf(b), sat_corr(extra_corr(rd_u16(b + 2), sc8, 4), sc8));
+    }
+};
 
 struct ZIq4Ks : KIq4Ks {
     template <class S>
@@ -95,6 +161,16 @@ struct ZIq4Ks : KIq4Ks {
         __m256i corr;
         ks_scale_vectors(b, 4, &sc8, &corr);
         zp4n_blocks(b + 8, tabs::kIq4k, _mm256_cvtepi8_epi16(sc8), s);
+        s.end(rowd, rowd, sat_corr(corr, sc8));
+    }
+};
+struct ZIq4KsNib : KIq4Ks {
+    template <class S>
+    static void unpack(const uint8_t* b, float rowd, S& s) {
+        __m128i sc8;
+        __m256i corr;
+        ks_scale_vectors(b, 4, &sc8, &corr);
+        zp4n_blocks_nib(b + 8, tabs::kIq4k, _mm256_cvtepi8_epi16(sc8), s);
         s.end(rowd, rowd, sat_corr(corr, sc8));
     }
 };
@@ -186,6 +262,17 @@ struct ZIq3K : KIq3K {
         s.end(hf(b), hf(b), extra_corr(rd_u16(b + 2), sc8, 4));
     }
 };
+
+// U: the natural-order unpacker (conv path of big batches), N: its nibble-order twin (tiles).
+template <class U, class N, template <int, bool> class Tile, int TMax>
+void simd_matmul_nib(const uint8_t* w, size_t w_row_bytes, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
+                     size_t act_row_bytes, int64_t nt, float* y, int64_t y_stride) {
+    if (nt >= kConvMinTokens) return conv_matmul<U>(w, w_row_bytes, ne0, r0, r1, act, act_row_bytes, nt, y, y_stride);
+    thread_local std::vector<uint8_t> nib;
+    if (nib.size() < act_row_bytes * (size_t)nt) nib.resize(act_row_bytes * (size_t)nt);
+    act_nibble_order(act, act_row_bytes, nt, ne0 / 256, nib.data());
+    simd_matmul<N, Tile, TMax>(w, w_row_bytes, ne0, r0, r1, nib.data(), act_row_bytes, nt, y, y_stride);
+}
 
 }  // namespace
 }  // namespace ikllm::cpu
