@@ -72,7 +72,10 @@ std::string huge_pages(const gguf::File& file, bool mmapped) {
     if (mmapped && !file.advise_huge_pages()) return "; huge pages refused by the kernel";
     uint64_t size = 0;
     for (auto [p, n] : file.mapped_ranges()) size += n;
-    const int64_t got = huge_page_bytes(file.mapped_ranges());
+    // Below one huge page nothing can be on huge pages: skip the smaps walk, which costs
+    // milliseconds in processes with many mappings (most of a tiny model's load under ASan).
+    constexpr uint64_t kHugePage = 2u << 20;
+    const int64_t got = size < kHugePage ? 0 : huge_page_bytes(file.mapped_ranges());
     char buf[128];
     if (got < 0) std::snprintf(buf, sizeof buf, "; huge pages requested (madvise)");
     else

@@ -4,6 +4,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,11 @@ public:
     std::vector<std::unique_ptr<backend::Backend>> gpu_backends;  // owned GPU backends
     // Device of layer l's attention (its KV cache lives there).
     std::vector<int> layer_attn_device;
+
+    // Identity hash for session-state headers (model_fingerprint), computed once on first use:
+    // hashing a 150k-entry vocabulary on every state save/load cost more than the load itself.
+    mutable std::once_flag fingerprint_once;
+    mutable uint64_t fingerprint = 0;
 };
 
 namespace backend { class Registry; }

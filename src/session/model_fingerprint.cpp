@@ -13,9 +13,8 @@ void hash_double(Hash64& h, double d) {
     std::memcpy(&bits, &d, 8);
     h.u64(bits);
 }
-}  // namespace
 
-uint64_t model_fingerprint(const Model& model) {
+uint64_t compute_fingerprint(const Model& model) {
     Hash64 h;
     const gguf::File& f = *model.file;
     h.u64(f.total_file_bytes());
@@ -51,6 +50,12 @@ uint64_t model_fingerprint(const Model& model) {
         h.u64(t.file_offset);
     }
     return h.digest();
+}
+}  // namespace
+
+uint64_t model_fingerprint(const Model& model) {
+    std::call_once(model.fingerprint_once, [&] { model.fingerprint = compute_fingerprint(model); });
+    return model.fingerprint;
 }
 
 }  // namespace ikllm

@@ -4,7 +4,8 @@
 // even) or patches it: byte 1..4 = offset, the rest overwrites the state from there, and the
 // first byte's bit 1 also truncates it at the end of the patch (so the checksum is bypassed only
 // where the loader must catch the damage itself). Properties: only hostile-input statuses come
-// back; a failed load leaves the session as it was (same positions); the session decodes after.
+// back; a failed load leaves the session as it was (same positions); the session decodes after
+// every successful load (and after one failed load in eight).
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -65,6 +66,13 @@ bool expected(ikllm_status s) {
            s == IKLLM_ERR_OUT_OF_MEMORY || s == IKLLM_CONTEXT_FULL || s == IKLLM_ERR_UNSUPPORTED;
 }
 
+// Back to the seed state for the next input.
+int reload_seed(Fixture& f) {
+    IKLLM_FUZZ_CHECK(ikllm_session_state_load(f.session, f.state.data(), f.state.size(), f.sampler,
+                                              IKLLM_STATE_REPLACE_ALL) == IKLLM_OK, "seed state reloads");
+    return 0;
+}
+
 int run(const uint8_t* data, size_t size) {
     Fixture& f = fixture();
     if (!f.ok) return 0;
@@ -91,7 +99,10 @@ int run(const uint8_t* data, size_t size) {
         IKLLM_FUZZ_CHECK(ikllm_session_seq_pos_max(f.session, 0) == before0 &&
                          ikllm_session_seq_pos_max(f.session, 1) == before1, "a failed load changes nothing");
     }
-    // Whatever happened, the session still decodes (a free cell permitting) and samples.
+    // After a load the session still decodes (a free cell permitting) and samples. A failed load
+    // was already checked to change nothing, so only one input in eight decodes then: the decode
+    // (a 32k-row output matmul under ASan) was most of an execution's time.
+    if (st != IKLLM_OK && size % 8 != 0) return reload_seed(f);
     const ikllm_token t = 7;
     const int32_t seq = 0;
     const ikllm_status d = ikllm_session_decode(f.session, &t, nullptr, &seq, nullptr, 1, 0);
@@ -100,10 +111,7 @@ int run(const uint8_t* data, size_t size) {
         ikllm_token next = -1;
         IKLLM_FUZZ_CHECK(ikllm_sampler_sample(f.sampler, f.session, -1, &next) == IKLLM_OK, "sample after load");
     }
-    // Back to the seed state for the next input.
-    IKLLM_FUZZ_CHECK(ikllm_session_state_load(f.session, f.state.data(), f.state.size(), f.sampler,
-                                              IKLLM_STATE_REPLACE_ALL) == IKLLM_OK, "seed state reloads");
-    return 0;
+    return reload_seed(f);
 }
 
 }  // namespace ikllm::fuzz::state_target
