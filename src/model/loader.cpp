@@ -332,7 +332,8 @@ void bind_deepseek2(Model& m, Binder& b) {
 // and memory the kernel cannot drop, so auto keeps the mapping where its laziness matters.
 struct Storage {
     bool map = true, huge = false;
-    std::string why;  // for the placement line
+    bool copy_cpu_weights = false;  // mapped for GPU placement: the CPU's weights get a copy later
+    std::string why;                // for the placement line
 };
 // `mapped`: the file opened as a mapping (use_mmap auto), whose header tells whether run-time
 // repack will convert some tensor and how many bytes all parts of a split set hold.
@@ -352,6 +353,7 @@ Storage load_storage(const gguf::File* mapped, const ModelOptions& opts, const b
         const uint64_t avail = cpu.capabilities().memory_available;
         if (keep) {
             st.why = std::string(" (use_mmap auto: ") + keep + ")";
+            st.copy_cpu_weights = std::strcmp(keep, "GPU placement") == 0 && opts.huge_pages != 0;
         } else if (mapped && avail > 0 && mapped->total_file_bytes() <= avail / 4 * 3) {
             st.map = false;
             st.why = " (use_mmap auto: fits in available memory)";
@@ -438,6 +440,7 @@ std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& o
     }
     check_cancel(0.9f);
     place_weights(*m, opts, registry, log, check_cancel);
+    if (storage.copy_cpu_weights) m->placement += copy_cpu_weights(*m, [&](float f) { check_cancel(0.99f + 0.01f * f); });
     log.log(log_info, "loaded %s: %s, %d layers, %.1f M params, %.1f MiB", path.c_str(), m->hp.arch_str.c_str(),
             m->hp.n_layer, m->n_params / 1e6, m->weight_bytes / 1048576.0);
     check_cancel(1.0f);

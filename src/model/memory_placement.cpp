@@ -10,6 +10,7 @@
 #endif
 
 #include "core/error.h"
+#include "model/model.h"
 
 #if defined(IKLLM_HAVE_NUMA)
 #include <numa.h>
@@ -121,6 +122,81 @@ std::string apply_placement(const gguf::File& file, bool mmapped, const Placemen
     d += numa_policy(file, mmapped, opts, bind_node);
     if (opts.prefault) d += mmapped ? prefault(file) : "; prefault not needed (weights read at load)";
     return d;
+}
+
+std::string copy_cpu_weights(Model& m, const std::function<void(float)>& progress) {
+    // Byte spans of the CPU tensors that lie in the mapping, merged where views overlap.
+    const std::vector<std::pair<void*, uint64_t>> ranges = m.file->mapped_ranges();
+    auto in_file = [&](const uint8_t* lo, const uint8_t* hi) {
+        for (auto [p, n] : ranges)
+            if (lo >= static_cast<const uint8_t*>(p) && hi <= static_cast<const uint8_t*>(p) + n) return true;
+        return false;
+    };
+    struct Span {
+        const uint8_t* lo;
+        const uint8_t* hi;
+        uint64_t offset = 0;
+    };
+    std::vector<Span> spans;
+    std::vector<Tensor*> moved;
+    for (auto& t : m.weights) {
+        if (t->device != 0 || !t->data) continue;
+        const uint8_t* lo = static_cast<const uint8_t*>(t->data);
+        const uint8_t* hi = lo + (uint64_t)t->nb[1] * (uint64_t)t->n_rows();
+        if (!in_file(lo, hi)) continue;
+        spans.push_back({lo, hi});
+        moved.push_back(t.get());
+    }
+    if (spans.empty()) return "";
+    std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.lo < b.lo; });
+    std::vector<Span> merged;
+    for (const Span& s : spans) {
+        if (!merged.empty() && s.lo < merged.back().hi) merged.back().hi = std::max(merged.back().hi, s.hi);
+        else merged.push_back(s);
+    }
+    uint64_t total = 0;
+    for (Span& s : merged) {
+        s.offset = total;
+        total += ((uint64_t)(s.hi - s.lo) + 63) / 64 * 64;  // keeps the file's 32-byte alignment
+    }
+    char buf[160];
+    const uint64_t avail = m.cpu->capabilities().memory_available;
+    if (avail == 0 || total > avail / 4 * 3) {
+        std::snprintf(buf, sizeof buf, "; CPU weights stay mapped (%.0f MiB, over 3/4 of available memory)",
+                      total / 1048576.0);
+        return buf;
+    }
+    std::unique_ptr<backend::Buffer> copy;
+    try {
+        copy = m.cpu->alloc(total);  // host buffers this large are advised MADV_HUGEPAGE before use
+    } catch (const Error& e) {
+        if (e.status != Status::out_of_memory) throw;
+        return "; CPU weights stay mapped (no memory for a copy)";
+    }
+    uint8_t* base = static_cast<uint8_t*>(copy->data());
+    uint64_t done = 0;
+    constexpr uint64_t kPiece = 16u << 20;
+    for (const Span& s : merged) {
+        for (const uint8_t* p = s.lo; p < s.hi; p += kPiece) {
+            progress((float)((double)done / (double)total));
+            const uint64_t n = std::min<uint64_t>(kPiece, (uint64_t)(s.hi - p));
+            std::memcpy(base + s.offset + (uint64_t)(p - s.lo), p, n);
+            done += n;
+        }
+    }
+    for (Tensor* t : moved) {
+        const uint8_t* lo = static_cast<const uint8_t*>(t->data);
+        auto it = std::upper_bound(merged.begin(), merged.end(), lo, [](const uint8_t* p, const Span& s) { return p < s.lo; });
+        const Span& s = *(it - 1);  // the span starting at or before lo contains it
+        t->data = base + s.offset + (uint64_t)(lo - s.lo);
+    }
+    const int64_t huge = total < (2u << 20) ? 0 : huge_page_bytes({{base, total}});
+    m.buffers.push_back(std::move(copy));
+    if (huge < 0) std::snprintf(buf, sizeof buf, "; CPU weights copied to memory (%.0f MiB)", total / 1048576.0);
+    else
+        std::snprintf(buf, sizeof buf, "; CPU weights copied to memory (%.0f MiB), %.0f MiB on huge pages now",
+                      total / 1048576.0, huge / 1048576.0);
+    return buf;
 }
 
 }  // namespace ikllm

@@ -90,7 +90,9 @@ struct PlacedRun {
         EXPECT_EQ(ikllm_options_set_int(so, "n_ctx", 128), IKLLM_OK);
         EXPECT_EQ(ikllm_options_set_int(so, "n_seq_max", 2), IKLLM_OK);
         EXPECT_EQ(ikllm_options_set_int(so, "n_threads", 2), IKLLM_OK);
-        if (m) EXPECT_EQ(ikllm_session_create(m, so, &s), IKLLM_OK);
+        if (m) {
+            EXPECT_EQ(ikllm_session_create(m, so, &s), IKLLM_OK);
+        }
         ikllm_options_free(so);
     }
     ~PlacedRun() {
@@ -196,6 +198,39 @@ TEST(GpuDouble, CancelledDecodeLeavesTheCacheUnchanged) {
     flag = 0;
     EXPECT_EQ(r.decode({4, 5}, 0).size(), first.size());
     EXPECT_EQ(ikllm_session_seq_pos_max(r.s, 0), 4);
+}
+
+// use_mmap auto keeps a GPU-placed model's file mapped; the weights left on the CPU are copied
+// into memory (huge pages advised) unless use_mmap or huge_pages say otherwise. The scenario
+// above runs on such copies; here the placement line tells what was done.
+TEST(GpuDouble, CpuWeightsOfAHybridAreCopiedToMemory) {
+    IKLLM_REQUIRE_REFDATA();
+    Env e("IKLLM_TEST_GPU_DOUBLE", "1");
+    Lib l;
+    const std::string path = ikllm::test::refdata_dir() + "/models/qwen3moe-tiny-f16.gguf";
+    auto placement = [&](int ngl, const char* rules, int use_mmap, int huge) {
+        ikllm_options* mo = nullptr;
+        EXPECT_EQ(ikllm_options_create(IKLLM_OPTIONS_MODEL, &mo), IKLLM_OK);
+        EXPECT_EQ(ikllm_options_set_int(mo, "n_gpu_layers", ngl), IKLLM_OK);
+        EXPECT_EQ(ikllm_options_set_string(mo, "tensor_placement", rules), IKLLM_OK);
+        EXPECT_EQ(ikllm_options_set_int(mo, "use_mmap", use_mmap), IKLLM_OK);
+        EXPECT_EQ(ikllm_options_set_int(mo, "huge_pages", huge), IKLLM_OK);
+        ikllm_model* m = nullptr;
+        EXPECT_EQ(ikllm_model_load(l.lib, path.c_str(), mo, nullptr, nullptr, nullptr, &m), IKLLM_OK);
+        ikllm_options_free(mo);
+        std::string p = m ? ikllm_model_placement(m) : "";
+        ikllm_model_free(m);
+        return p;
+    };
+    std::string p = placement(99, "exps=CPU", -1, -1);
+    EXPECT_NE(p.find("weights mmapped (use_mmap auto: GPU placement)"), std::string::npos) << p;
+    EXPECT_NE(p.find("; CPU weights copied to memory ("), std::string::npos) << p;
+    p = placement(1, "", -1, -1);  // layers off the GPU are CPU weights too
+    EXPECT_NE(p.find("; CPU weights copied to memory ("), std::string::npos) << p;
+    for (auto [mm, huge] : {std::pair{1, -1}, std::pair{-1, 0}}) {
+        p = placement(99, "exps=CPU", mm, huge);
+        EXPECT_EQ(p.find("CPU weights copied"), std::string::npos) << p;
+    }
 }
 
 // "weights" of device `dev` in the "requested" part of ikllm_plan's JSON.
