@@ -141,6 +141,8 @@ Scheduler::Region* Scheduler::region_of(uintptr_t lo, uintptr_t hi, int device) 
 // memory goes through its mirror (made on first use for arena blocks and output buffers).
 void* Scheduler::device_ptr(const Tensor& t, int device) {
     if (device == 0) return t.data;
+    if (t.device == 0 && !streamed_.empty())
+        if (auto it = streamed_.find(t.data); it != streamed_.end()) return it->second;
     const auto [lo, hi] = extent(t);
     if (Region* r = region_of(lo, hi, device)) return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(r->dev) + (lo - r->host));
     if (t.device == device) return t.data;  // a weight that lives on the device itself
@@ -180,9 +182,77 @@ void Scheduler::ensure_on(const Tensor& t, int device) {
     }
 }
 
-// The op's device: that of the weights it reads, else of the KV cache it touches, else where
-// its main input was last written (ties: the previous op's device).
+namespace {
+// Weight tensors a streamed op reads (matrix, bias / second matrix, experts).
+std::vector<const Tensor*> streamed_weights(const Op& op) {
+    if (op.kind == OpKind::moe_ffn) return {op.ex[0], op.ex[1], op.ex[2]};
+    return {op.src[0], op.src[2]};
+}
+}  // namespace
+
+// A big enough batch of a matrix product whose weights are in host memory: GPU 1 can take it
+// (op and weight types) and the weights are in host memory.
+bool Scheduler::streams(const Op& op) const {
+    if (stream_min_tokens_ <= 0 || devices_.size() < 2) return false;
+    const Tensor* w = nullptr;
+    switch (op.kind) {
+        case OpKind::mul_mat:
+        case OpKind::mul_mat_swiglu: w = op.src[0]; break;
+        case OpKind::moe_ffn: w = op.ex[0]; break;
+        default: return false;
+    }
+    if (w->device != 0 || !op.src[1] || op.src[1]->ne[1] * op.src[1]->ne[2] < stream_min_tokens_) return false;
+    if (op.kind == OpKind::moe_ffn && op.src[0]->ne[1] < stream_min_tokens_) return false;
+    for (const Tensor* t : streamed_weights(op))
+        if (t && (t->device != 0 || !devices_[1]->supports_weight_type(t->type))) return false;
+    return devices_[1]->supports(op);
+}
+
+// Uploads the op's weights into the stream buffer (growing it between uses); false, and
+// streaming off for this session, when the device has no memory for them.
+bool Scheduler::stream_weights(const Op& op, int device) {
+    streamed_.clear();
+    std::vector<std::pair<const Tensor*, size_t>> todo;  // tensor, offset
+    size_t need = 0;
+    for (const Tensor* t : streamed_weights(op)) {
+        if (!t || streamed_.count(t->data)) continue;
+        const auto [lo, hi] = extent(*t);
+        todo.emplace_back(t, need);
+        streamed_[t->data] = nullptr;
+        need += (hi - lo + 255) / 256 * 256;
+    }
+    flush();  // ops queued before read the buffer's previous contents: queue them first
+    if (!stream_buf_ || stream_buf_->size() < need) {
+        execs_[(size_t)device]->synchronize();
+        stream_buf_.reset();
+        try {
+            stream_buf_ = devices_[(size_t)device]->alloc(need);
+        } catch (const std::bad_alloc&) {
+        } catch (const Error& e) {
+            if (e.status != Status::out_of_memory) throw;
+        }
+        if (!stream_buf_) {
+            stream_min_tokens_ = 0;
+            streamed_.clear();
+            return false;
+        }
+    }
+    uint8_t* base = static_cast<uint8_t*>(stream_buf_->data());
+    for (auto [t, off] : todo) {
+        const auto [lo, hi] = extent(*t);
+        execs_[(size_t)device]->to_device(base + off, reinterpret_cast<const void*>(lo), hi - lo);
+        streamed_[t->data] = base + off;
+        stream_stats_.bytes += (int64_t)(hi - lo);
+    }
+    stream_stats_.ops++;
+    return true;
+}
+
+// The op's device: that of the weights it reads (or the GPU that their streamed copy goes to,
+// see streams()), else of the KV cache it touches, else where its main input was last written
+// (ties: the previous op's device).
 int Scheduler::place(const Op& op, int prev) const {
+    if (streams(op)) return 1;
     switch (op.kind) {
         case OpKind::get_rows:
         case OpKind::mul_mat:
@@ -320,7 +390,9 @@ void Scheduler::run(const Graph& graph, Arena& arena, const std::vector<std::pai
         for (size_t i = 0; i < graph.ops.size(); ++i) {
             if (cancel && *cancel) throw Error(Status::cancelled, "cancelled");
             const Op& op = graph.ops[i];
-            const int d = place(op, prev);
+            int d = place(op, prev);
+            streamed_.clear();
+            if (d != 0 && streams(op) && !stream_weights(op, d)) d = 0;  // no device memory: on the CPU
             if (d != 0 && !devices_[(size_t)d]->supports(op))
                 throw Error(Status::unsupported, std::string("op on device ") + std::to_string(d) + " is not supported there (" +
                             (op.src[0] && op.src[0]->name ? op.src[0]->name : "") + ")");

@@ -54,6 +54,14 @@ public:
     // Host code is about to read / has written the persistent mirrors (KV cache rows).
     void mirrors_to_host();
     void mirrors_host_written();
+    // Matrix products on at least `tokens` tokens whose weights are in host memory run on the
+    // first GPU, their weights uploaded for each op (session option offload_min_batch; 0 = never).
+    void set_stream_min_tokens(int64_t tokens) { stream_min_tokens_ = tokens; }
+    struct StreamStats {
+        int64_t ops = 0;    // ops run on a GPU with streamed weights
+        int64_t bytes = 0;  // weight bytes uploaded for them
+    };
+    const StreamStats& stream_stats() const { return stream_stats_; }
 
 private:
     struct Region {
@@ -65,6 +73,8 @@ private:
         std::unique_ptr<backend::Buffer> buffer;
     };
     int place(const Op& op, int prev) const;
+    bool streams(const Op& op) const;
+    bool stream_weights(const Op& op, int device);
     Region* region_of(uintptr_t lo, uintptr_t hi, int device);
     void* device_ptr(const Tensor& t, int device);
     void ensure_on(const Tensor& t, int device);
@@ -91,6 +101,12 @@ private:
     std::map<std::pair<const void*, int>, const void*> staged_;
     std::vector<std::unique_ptr<backend::Buffer>> staging_;  // per device
     std::vector<size_t> staging_used_;
+    // Streamed weights: one device buffer, refilled for each streamed op after the ops queued
+    // before it (stream order makes the reuse safe); host address -> device copy of this op.
+    int64_t stream_min_tokens_ = 0;
+    std::unique_ptr<backend::Buffer> stream_buf_;
+    std::map<const void*, void*> streamed_;
+    StreamStats stream_stats_;
     // IKLLM_OP_PROFILE=1: host wall time of run() split into scheduling, CPU slices, issuing
     // device slices and waiting for devices; printed to stderr at destruction.
     struct Profile {

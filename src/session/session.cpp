@@ -31,6 +31,7 @@ Session::Session(const Model& model, const SessionOptions& opts) : model_(model)
             execs.push_back(gpu_execs_.back().get());
         }
         sched_ = std::make_unique<Scheduler>(model.devices, execs);
+        sched_->set_stream_min_tokens(opts_.offload_min_batch);
         for (int l = 0; l < model.hp.n_layer; ++l) {
             const int d = model.layer_attn_device[(size_t)l];
             if (d == 0) continue;

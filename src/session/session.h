@@ -28,6 +28,9 @@ struct SessionOptions {
     bool embeddings = false;     // keep the final-norm hidden state of every batch token (and pool it)
     int32_t pooling = -1;        // a Pooling value; -1: the model's <arch>.pooling_type
     bool embd_normalize = true;  // L2-normalise pooled embeddings
+    // Prompt batches of at least this many tokens run matrix products whose weights are in host
+    // memory on the GPU, uploading the weights for each op (0 = never; needs a GPU in use).
+    int32_t offload_min_batch = 0;
 };
 
 class Session {
@@ -35,6 +38,7 @@ public:
     Session(const Model& model, const SessionOptions& opts);
     const Model& model() const { return model_; }
     const SessionOptions& options() const { return opts_; }
+    const Scheduler* scheduler() const { return sched_.get(); }  // null: every weight on the CPU
     KvCache& kv() { return *kv_; }
     const KvCache& kv() const { return *kv_; }
 

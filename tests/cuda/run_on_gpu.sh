@@ -137,6 +137,11 @@ if [ "$do_bench" = 1 ] && [ -x "$build/ikllm-make-bench" ]; then
   for m in qwen3moe-a3b-8l-q4_K_M deepseek2-v3-4l-iq4_k; do
     bench "$m full" "$bench_dir/$m.gguf" -ngl 99 -p 512 -n 128
     bench "$m exps=CPU" "$bench_dir/$m.gguf" -ngl 99 -ot exps=CPU -p 512 -n 128
+    # Prompt batches with the CPU's experts streamed to the GPU per op (offload_min_batch): where
+    # the bus beats the CPU's own matmuls, these PP numbers are higher than the row above.
+    bench "$m exps=CPU streamed PP512" "$bench_dir/$m.gguf" -ngl 99 -ot exps=CPU -p 512 -n 0 --offload-min-batch 32
+    bench "$m exps=CPU PP2048" "$bench_dir/$m.gguf" -ngl 99 -ot exps=CPU -p 2048 -n 0 -b 2048
+    bench "$m exps=CPU streamed PP2048" "$bench_dir/$m.gguf" -ngl 99 -ot exps=CPU -p 2048 -n 0 -b 2048 --offload-min-batch 32
   done
 fi
 

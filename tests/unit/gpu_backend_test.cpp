@@ -11,7 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "core/log.h"
 #include "ikllm.h"
+#include "model/model.h"
+#include "registry.h"
+#include "session/session.h"
 #include "test_support.h"
 
 namespace {
@@ -230,6 +234,57 @@ TEST(GpuDouble, CpuWeightsOfAHybridAreCopiedToMemory) {
     for (auto [mm, huge] : {std::pair{1, -1}, std::pair{-1, 0}}) {
         p = placement(99, "exps=CPU", mm, huge);
         EXPECT_EQ(p.find("CPU weights copied"), std::string::npos) << p;
+    }
+}
+
+// offload_min_batch: prompt batches of that many tokens run the CPU-resident experts (and the
+// layers below -ngl) on the GPU with weights uploaded per op; single tokens stay on the CPU.
+// Logits equal the CPU's (the double runs the same kernels), and the scheduler counts what it
+// streamed: every CPU-resident product of the batch, none of the single-token steps.
+TEST(GpuDouble, LargeBatchesStreamHostWeightsToTheGpu) {
+    IKLLM_REQUIRE_REFDATA();
+    Env e("IKLLM_TEST_GPU_DOUBLE", "1");
+    ikllm::backend::Registry reg;
+    ASSERT_EQ(reg.gpu_count(), 1);
+    ikllm::Logger log;
+    for (const char* name : {"qwen3moe-tiny-f16", "deepseek2-tiny-f16", "llama-tiny-f16"}) {
+        const std::string path = ikllm::test::refdata_dir() + "/models/" + name + ".gguf";
+        if (!ikllm::test::file_exists(path)) continue;
+        const std::vector<int32_t> prompt{1, 20, 300, 45, 7, 99, 123, 8};
+        auto run = [&](int ngl, const char* rules, int32_t min_batch, ikllm::Scheduler::StreamStats* stats) {
+            ikllm::ModelOptions mo;
+            mo.n_gpu_layers = ngl;
+            mo.tensor_placement = rules;
+            auto m = ikllm::load_model(path, mo, nullptr, log, &reg);
+            ikllm::SessionOptions so;
+            so.n_ctx = 64;
+            so.n_threads = 2;
+            so.offload_min_batch = min_batch;
+            ikllm::Session s(*m, so);
+            std::vector<std::vector<float>> out;
+            const int32_t n_vocab = m->hp.n_vocab;
+            s.decode(prompt.data(), nullptr, nullptr, nullptr, (int32_t)prompt.size());
+            out.emplace_back(s.logits(-1), s.logits(-1) + n_vocab);
+            if (stats) *stats = s.scheduler() ? s.scheduler()->stream_stats() : ikllm::Scheduler::StreamStats{};
+            for (int32_t t : {55, 17}) {
+                s.decode(&t, nullptr, nullptr, nullptr, 1);
+                out.emplace_back(s.logits(-1), s.logits(-1) + n_vocab);
+            }
+            if (stats && s.scheduler()) EXPECT_EQ(s.scheduler()->stream_stats().ops, stats->ops) << "single tokens stream";
+            return out;
+        };
+        const auto cpu = run(0, "", 0, nullptr);
+        ikllm::Scheduler::StreamStats hybrid{}, split{}, off{}, above{};
+        expect_same(cpu, run(99, "exps=CPU", 4, &hybrid), name);
+        expect_same(cpu, run(1, "", 8, &split), name);
+        expect_same(cpu, run(99, "exps=CPU", 0, &off), name);
+        expect_same(cpu, run(99, "exps=CPU", 9, &above), name);
+        const bool moe = std::string(name) != "llama-tiny-f16";
+        EXPECT_EQ(hybrid.ops > 0, moe) << name;
+        if (moe) EXPECT_GT(hybrid.bytes, 0) << name;
+        EXPECT_GT(split.ops, 0) << name;  // every layer but the last, and the head when it stays
+        EXPECT_EQ(off.ops, 0) << name;
+        EXPECT_EQ(above.ops, 0) << name;  // 8-token batch below a threshold of 9
     }
 }
 
