@@ -74,7 +74,34 @@ float exp_shift_sum(float* s, int64_t n, float m) {
     return sum;
 }
 
-constexpr VecKernels kAvx2{Isa::avx2, silu_mul, exp_shift_sum};
+// Lanes 0-3 and 4-7 of the scalar table's eight double sums in two accumulators (the products
+// are exact in double, so the fused add rounds like the scalar add); the tail one lane at a time.
+void rms_norm(const float* x, const float* gain, float* y, int64_t n, float eps) {
+    __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256d a = _mm256_cvtps_pd(_mm_loadu_ps(x + i)), b = _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4));
+        lo = _mm256_fmadd_pd(a, a, lo);
+        hi = _mm256_fmadd_pd(b, b, hi);
+    }
+    alignas(32) double acc[8];
+    _mm256_store_pd(acc, lo);
+    _mm256_store_pd(acc + 4, hi);
+    for (; i < n; ++i) acc[i & 7] += (double)x[i] * x[i];
+    const double sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    const float s = 1.0f / std::sqrt((float)(sum / n) + eps);
+    const __m256 vs = _mm256_set1_ps(s);
+    int64_t k = 0;
+    for (; k + 8 <= n; k += 8) {
+        __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + k), vs);
+        if (gain) v = _mm256_mul_ps(v, _mm256_loadu_ps(gain + k));
+        _mm256_storeu_ps(y + k, v);
+    }
+    for (; k < n; ++k) y[k] = gain ? (x[k] * s) * gain[k] : x[k] * s;
+    _mm256_zeroupper();
+}
+
+constexpr VecKernels kAvx2{Isa::avx2, silu_mul, exp_shift_sum, rms_norm};
 
 }  // namespace
 const VecKernels* vec_kernels_avx2() { return &kAvx2; }

@@ -4,6 +4,7 @@
 #if defined(__AVX512F__)
 #include <immintrin.h>
 
+#include <cmath>
 #include <limits>
 
 #include "kernels/exp_avx512.h"
@@ -37,7 +38,29 @@ float exp_shift_sum(float* s, int64_t n, float m) {
     return sum;
 }
 
-constexpr VecKernels kAvx512{Isa::avx512, silu_mul, exp_shift_sum};
+// One 8-lane double accumulator: lane j sums elements i + j, as the scalar table's acc[j] (the
+// products are exact in double, so the fused add rounds like the scalar add).
+void rms_norm(const float* x, const float* gain, float* y, int64_t n, float eps) {
+    __m512d acc = _mm512_setzero_pd();
+    for (int64_t i = 0; i < n; i += 8) {
+        const __mmask8 m = n - i >= 8 ? (__mmask8)0xff : (__mmask8)((1u << (n - i)) - 1);
+        const __m512d v = _mm512_maskz_cvtps_pd((__mmask8)0xff, _mm256_maskz_loadu_ps(m, x + i));
+        acc = _mm512_fmadd_pd(v, v, acc);
+    }
+    alignas(64) double a[8];
+    _mm512_store_pd(a, acc);
+    const double sum = ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
+    const __m512 s = _mm512_set1_ps(1.0f / std::sqrt((float)(sum / n) + eps));
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), s);
+        if (gain) v = _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, gain + i));
+        _mm512_mask_storeu_ps(y + i, m, v);
+    }
+    _mm256_zeroupper();
+}
+
+constexpr VecKernels kAvx512{Isa::avx512, silu_mul, exp_shift_sum, rms_norm};
 
 }  // namespace
 const VecKernels* vec_kernels_avx512() { return &kAvx512; }

@@ -15,6 +15,10 @@ struct VecKernels {
     void (*silu_mul)(const float* g, const float* u, float* y, int64_t n);
     // s[i] = exp(s[i] - m) (0 where s[i] is -inf), returns the sum of the new s[i]. m >= every s[i].
     float (*exp_shift_sum)(float* s, int64_t n, float m);
+    // RMSNorm of one row: y[i] = (x[i] * s) * gain[i] (gain null: x[i] * s), s = 1/sqrt(mean(x^2) + eps).
+    // The squares (exact in double) are summed in 8 interleaved double lanes (element i into lane
+    // i % 8), combined ((0+4)+(1+5))+((2+6)+(3+7)): every table gives bit-identical results.
+    void (*rms_norm)(const float* x, const float* gain, float* y, int64_t n, float eps);
 };
 
 const VecKernels* vec_kernels_scalar();

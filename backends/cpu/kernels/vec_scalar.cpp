@@ -41,7 +41,21 @@ float exp_shift_sum(float* s, int64_t n, float m) {
     return sum;
 }
 
-constexpr VecKernels kScalar{Isa::scalar, silu_mul, exp_shift_sum};
+void rms_norm(const float* x, const float* gain, float* y, int64_t n, float eps) {
+    double acc[8] = {};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; ++j) acc[j] += (double)x[i + j] * x[i + j];
+    for (; i < n; ++i) acc[i & 7] += (double)x[i] * x[i];
+    const double sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    const float s = 1.0f / std::sqrt((float)(sum / n) + eps);
+    if (gain)
+        for (int64_t k = 0; k < n; ++k) y[k] = (x[k] * s) * gain[k];
+    else
+        for (int64_t k = 0; k < n; ++k) y[k] = x[k] * s;
+}
+
+constexpr VecKernels kScalar{Isa::scalar, silu_mul, exp_shift_sum, rms_norm};
 
 }  // namespace
 
