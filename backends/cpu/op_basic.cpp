@@ -75,12 +75,8 @@ void op_add(const Op& op, ThreadPool& pool) {
     const Tensor& b = *op.src[1];
     const Tensor& y = *op.dst;
     const int64_t ne0 = a.ne[0];
-    for_rows(pool, a.n_rows(), [&](int64_t r) {
-        const float* pa = a.row<float>(r);
-        const float* pb = b.row<float>(r);
-        float* py = y.row<float>(r);
-        for (int64_t i = 0; i < ne0; ++i) py[i] = pa[i] + pb[i];
-    });
+    const auto add = vec_kernels().add;
+    for_rows(pool, a.n_rows(), [&](int64_t r) { add(a.row<float>(r), b.row<float>(r), y.row<float>(r), ne0); });
 }
 
 void op_swiglu(const Op& op, ThreadPool& pool) {

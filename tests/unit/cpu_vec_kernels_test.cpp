@@ -102,8 +102,9 @@ TEST(VecKernels, SimdMatchesScalar) {
 }
 
 // RMSNorm: the scalar row against a long-double reference, and every SIMD table bit-identical to
-// the scalar one (same eight double lanes), with and without gain, in place, on odd lengths.
-TEST(VecKernels, RmsNormMatchesReferenceAndIsBitIdenticalAcrossTables) {
+// the scalar one (same eight double lanes), with and without gain, in place, on odd lengths; the
+// vector add exact in every table.
+TEST(VecKernels, RmsNormAndAddMatchReferenceBitForBitAcrossTables) {
     std::mt19937 rng(4);
     std::uniform_real_distribution<float> d(-3.f, 3.f);
     auto tables = simd_tables();
@@ -128,7 +129,12 @@ TEST(VecKernels, RmsNormMatchesReferenceAndIsBitIdenticalAcrossTables) {
             k->rms_norm(x.data(), g.data(), y.data(), n, eps);
             k->rms_norm(x.data(), nullptr, yng.data(), n, eps);
             k->rms_norm(inplace.data(), g.data(), inplace.data(), n, eps);
+            std::vector<float> sum((size_t)n), sum_inplace = x;
+            k->add(x.data(), g.data(), sum.data(), n);
+            k->add(sum_inplace.data(), g.data(), sum_inplace.data(), n);
             for (int64_t i = 0; i < n; ++i) {
+                ASSERT_EQ(sum[i], x[i] + g[i]) << cpu::isa_name(k->isa) << " add n=" << n << " i=" << i;
+                ASSERT_EQ(sum_inplace[i], sum[i]) << cpu::isa_name(k->isa) << " add in place n=" << n;
                 ASSERT_EQ(y[i], ref[i]) << cpu::isa_name(k->isa) << " n=" << n << " i=" << i;
                 ASSERT_EQ(yng[i], ref_ng[i]) << cpu::isa_name(k->isa) << " n=" << n << " i=" << i;
                 ASSERT_EQ(inplace[i], ref[i]) << cpu::isa_name(k->isa) << " n=" << n << " i=" << i;

@@ -101,7 +101,14 @@ void rms_norm(const float* x, const float* gain, float* y, int64_t n, float eps)
     _mm256_zeroupper();
 }
 
-constexpr VecKernels kAvx2{Isa::avx2, silu_mul, exp_shift_sum, rms_norm};
+void add(const float* a, const float* b, float* y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+    for (; i < n; ++i) y[i] = a[i] + b[i];
+    _mm256_zeroupper();
+}
+
+constexpr VecKernels kAvx2{Isa::avx2, silu_mul, exp_shift_sum, rms_norm, add};
 
 }  // namespace
 const VecKernels* vec_kernels_avx2() { return &kAvx2; }

@@ -60,7 +60,15 @@ void rms_norm(const float* x, const float* gain, float* y, int64_t n, float eps)
     _mm256_zeroupper();
 }
 
-constexpr VecKernels kAvx512{Isa::avx512, silu_mul, exp_shift_sum, rms_norm};
+void add(const float* a, const float* b, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(y + i, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i)));
+    }
+    _mm256_zeroupper();
+}
+
+constexpr VecKernels kAvx512{Isa::avx512, silu_mul, exp_shift_sum, rms_norm, add};
 
 }  // namespace
 const VecKernels* vec_kernels_avx512() { return &kAvx512; }

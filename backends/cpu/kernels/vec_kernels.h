@@ -19,6 +19,8 @@ struct VecKernels {
     // The squares (exact in double) are summed in 8 interleaved double lanes (element i into lane
     // i % 8), combined ((0+4)+(1+5))+((2+6)+(3+7)): every table gives bit-identical results.
     void (*rms_norm)(const float* x, const float* gain, float* y, int64_t n, float eps);
+    // y[i] = a[i] + b[i] (y may alias a or b)
+    void (*add)(const float* a, const float* b, float* y, int64_t n);
 };
 
 const VecKernels* vec_kernels_scalar();

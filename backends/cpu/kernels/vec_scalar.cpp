@@ -55,7 +55,11 @@ void rms_norm(const float* x, const float* gain, float* y, int64_t n, float eps)
         for (int64_t k = 0; k < n; ++k) y[k] = x[k] * s;
 }
 
-constexpr VecKernels kScalar{Isa::scalar, silu_mul, exp_shift_sum, rms_norm};
+void add(const float* a, const float* b, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+}
+
+constexpr VecKernels kScalar{Isa::scalar, silu_mul, exp_shift_sum, rms_norm, add};
 
 }  // namespace
 
