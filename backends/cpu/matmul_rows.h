@@ -25,9 +25,10 @@ void run_rows(const MatmulKernel& k, const uint8_t* w, size_t row_bytes, int64_t
 
 // Batch invariance: every kernel computes a token of a call of at most kInvariantTokens tokens
 // exactly as it computes that token alone (the batch forms that re-encode weights or change
-// the float order start at 32 tokens; test CpuMatmulThreads.BatchInvariantOpsMatchSingleTokens).
-// So a batch-invariant op caps its kernel calls there.
-constexpr int64_t kInvariantTokens = 31;
+// the float order start at 16 tokens, kP32ExactMinTokens; test
+// CpuMatmulThreads.BatchInvariantOpsMatchSingleTokens). So a batch-invariant op caps its kernel
+// calls there.
+constexpr int64_t kInvariantTokens = 15;
 inline int64_t max_call_tokens(const Op& op) { return op.batch_invariant ? kInvariantTokens : 0; }
 // Size of balanced blocks of at most max_tokens (0 = one block of nt).
 inline int64_t balanced_block(int64_t nt, int64_t max_tokens) {

@@ -1,8 +1,10 @@
 // Prompt-batch GEMM for Q4_K / Q5_K on AVX-512 VNNI (included by kquant_avx512.cpp): for batches
-// of kP32MinTokens tokens or more, rows are unpacked once per call into the 16-row panels of
+// of kP32ExactMinTokens tokens or more, rows are unpacked once per call into the 16-row panels of
 // legacy_panel_avx512.h, each 32-weight chunk as unsigned codes with its conv-mode factors
 // D_j = fp16(d * sc_j) and M_j = fp16(-dmin * m_j) (kquant_q82.h), then multiplied by the
-// affine panel tile: per chunk d_a * D_j * sum q a + d_a * M_j * s_a.
+// affine panel tile: per chunk d_a * D_j * sum q a + d_a * M_j * s_a. Below kConvMinTokens the
+// factors are exact (the numerics of the small-batch kernel, in another summation order); from
+// there rounded to fp16 like the reference's batch path.
 #pragma once
 #include "kernels/kquant_q6k_conv.h"
 #include "kernels/kquant_q82.h"
@@ -11,8 +13,10 @@
 namespace ikllm::cpu {
 namespace {
 
+// conv: the factors rounded to fp16 as the reference does for batches of kConvMinTokens or more;
+// else exact, as the small-batch kernel computes them.
 template <bool Five>
-void fill_q45k_panel(const uint8_t* w, size_t wrb, int64_t r0, int rows, int64_t nb256, LegacyPanel& pn) {
+void fill_q45k_panel(const uint8_t* w, size_t wrb, int64_t r0, int rows, int64_t nb256, bool conv, LegacyPanel& pn) {
     constexpr int bytes = Five ? 176 : 144;
     alignas(32) float D[8], M[8];
     alignas(64) uint8_t tmp[kP32Rows * 256];
@@ -24,7 +28,7 @@ void fill_q45k_panel(const uint8_t* w, size_t wrb, int64_t r0, int rows, int64_t
                 if (b + 1 < nb256)  // the next block of this row (see fill_q6k_exact_panel)
                     for (int l = 0; l < bytes; l += 64) _mm_prefetch(reinterpret_cast<const char*>(x + bytes + l), _MM_HINT_T0);
                 __m256 vd, vm;
-                q45k_scales(x, true, &vd, &vm);
+                q45k_scales(x, conv, &vd, &vm);
                 _mm256_store_ps(D, vd);
                 _mm256_store_ps(M, vm);
                 for (int g = 0; g < 4; ++g) {
@@ -49,9 +53,10 @@ void fill_q45k_panel(const uint8_t* w, size_t wrb, int64_t r0, int rows, int64_t
 template <bool Five>
 void q45k_panel_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
                        size_t arb, int64_t nt, float* y, int64_t ys) {
-    if (nt < kP32MinTokens) return q82_matmul<Q45KAvx512<Five>, 8>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+    if (nt < kP32ExactMinTokens) return q82_matmul<Q45KAvx512<Five>, 8>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
     const int64_t nb = ne0 / 32;
-    panel_gemm<true>([&](int64_t r, int rows, LegacyPanel& pn) { fill_q45k_panel<Five>(w, wrb, r, rows, ne0 / 256, pn); }, nb,
+    const bool conv = nt >= kConvMinTokens;
+    panel_gemm<true>([&](int64_t r, int rows, LegacyPanel& pn) { fill_q45k_panel<Five>(w, wrb, r, rows, ne0 / 256, conv, pn); }, nb,
                      act, arb, nt, r0, r1, y, ys);
 }
 
@@ -266,7 +271,7 @@ inline void q6k_exact_panel_gemm(const uint8_t* w, size_t wrb, int64_t ne0, int6
 
 inline void q6k_panel_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
                              size_t arb, int64_t nt, float* y, int64_t ys) {
-    if (nt < kP32MinTokens) return q82_matmul<Q6KAvx512, 8>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+    if (nt < kP32ExactMinTokens) return q82_matmul<Q6KAvx512, 8>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
     if (nt < kQ6ConvMinTokens) return q6k_exact_panel_gemm(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
     const int64_t nb = ne0 / 32;
     panel_gemm<false>([&](int64_t r, int rows, LegacyPanel& pn) { fill_q6k_panel(w, wrb, r, rows, ne0 / 256, pn); }, nb, act,

@@ -32,6 +32,11 @@ constexpr int kP32Rows = 16;
 // calls (kInvariantTokens = 31, matmul_rows.h) never take it; MoE experts in prompt batches
 // often have 32-63 tokens each.
 constexpr int64_t kP32MinTokens = 32;
+// The K-quant panels with the small-batch kernels' numerics (exact factors: Q4_K / Q5_K below
+// kConvMinTokens, Q6_K below kQ6ConvMinTokens) start lower: MoE experts of a prompt batch often
+// get 16-31 tokens (qwen3moe pp512: 32 on average), which the small-batch kernel ran at about
+// half the panels' rate. Batch-invariant calls stay below it (kInvariantTokens, matmul_rows.h).
+constexpr int64_t kP32ExactMinTokens = 16;
 
 struct LegacyPanel {
     std::vector<uint8_t> q;  // [nb][8][16][4]
