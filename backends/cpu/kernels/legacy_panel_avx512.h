@@ -72,6 +72,13 @@ void fill_panel(const uint8_t* w, size_t wrb, int64_t r0, int rows, int64_t nb, 
         const int nblk = (int)std::min<int64_t>(8, nb - b0);
         for (int k = 0; k < kP32Rows; ++k) {
             const uint8_t* row = w + (size_t)(r0 + k) * wrb;
+            // This row's next 8 blocks: the 16 rows are read 8 blocks at a time, a pattern the
+            // hardware prefetcher follows poorly (see fill_q6k_exact_panel).
+            if (k < rows && b0 + 8 < nb) {
+                const char* nx = reinterpret_cast<const char*>(row + (b0 + 8) * P::kBytes);
+                const int64_t nbytes = std::min<int64_t>(8, nb - b0 - 8) * P::kBytes;
+                for (int64_t l = 0; l < nbytes; l += 64) _mm_prefetch(nx + l, _MM_HINT_T0);
+            }
             for (int i = 0; i < nblk; ++i) {
                 const int64_t b = b0 + i;
                 const size_t si = (size_t)b * kP32Rows + k;
