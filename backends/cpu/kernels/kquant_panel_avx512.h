@@ -60,46 +60,52 @@ void q45k_panel_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, in
                      act, arb, nt, r0, r1, y, ys);
 }
 
-// q6k_convert (kquant_q6k_conv.h) in vectors, same bits: per 32-weight chunk the exact products
-// P = sc * (q - 32) as 32 int16 lanes, m = max |P| (unsigned min-position of the complement), then
-// either the codes P or RNE(float(P) * (127 / m)) with the scalar's float32 operations.
-inline void q6k_convert_avx512(const uint8_t* b, Q6Conv& o) {
-    const float dw = h2f(b + 208);
+// The 8 chunks of 32 codes q (0..63) of a Q6_K block, chunk j = weights 32j..32j+31: per 128
+// weights, the low / high nibbles of ql0 and ql1 with the qh bit pairs 0-3.
+inline void q6k_chunk_codes(const uint8_t* b, __m256i q[8]) {
     const __m256i low4 = _mm256_set1_epi8(15), two = _mm256_set1_epi8(3);
     for (int c = 0; c < 2; ++c) {
         const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 64 * c));
         const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 64 * c + 32));
         const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * c));
-        // The four 32-weight chunks of this half: low / high nibbles of ql0, ql1 with qh bit pairs 0-3.
         const __m256i lo[4] = {_mm256_and_si256(ql0, low4), _mm256_and_si256(ql1, low4),
                                _mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4),
                                _mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4)};
-        for (int k = 0; k < 4; ++k) {
-            const int j = 4 * c + k;
-            const __m256i hi = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), two), 4);
-            const __m256i v = _mm256_or_si256(lo[k], hi);  // q + 32 in 0..63
-            const __m512i sc = _mm512_inserti64x4(_mm512_set1_epi16((int16_t)(int8_t)b[192 + 2 * j]),
-                                                  _mm256_set1_epi16((int16_t)(int8_t)b[193 + 2 * j]), 1);
-            const __m512i p = _mm512_mullo_epi16(_mm512_sub_epi16(_mm512_cvtepu8_epi16(v), _mm512_set1_epi16(32)), sc);
-            const __m512i a = _mm512_abs_epi16(p);
-            const __m256i a256 = _mm256_max_epu16(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
-            const __m128i a128 = _mm_max_epu16(_mm256_castsi256_si128(a256), _mm256_extracti128_si256(a256, 1));
-            const int m = 0xffff - (_mm_cvtsi128_si32(_mm_minpos_epu16(_mm_xor_si128(a128, _mm_set1_epi16(-1)))) & 0xffff);
-            __m256i codes;
-            if (m <= 127) {
-                codes = _mm512_cvtepi16_epi8(p);
-                o.d[j] = dw;
-            } else {
-                const __m512 id = _mm512_set1_ps(127.0f / (float)m);
-                const __m512i p0 = _mm512_cvtepi16_epi32(_mm512_castsi512_si256(p));
-                const __m512i p1 = _mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64(p, 1));
-                const __m512i r0 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(p0), id));  // RNE
-                const __m512i r1 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(p1), id));
-                codes = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtepi32_epi8(r0)), _mm512_cvtepi32_epi8(r1), 1);
-                o.d[j] = round_to_half(dw * (float)m / 127.0f);
-            }
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(o.q + 32 * j), codes);
+        for (int k = 0; k < 4; ++k)
+            q[4 * c + k] = _mm256_or_si256(lo[k], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), two), 4));
+    }
+}
+
+// q6k_convert (kquant_q6k_conv.h) in vectors, same bits: per 32-weight chunk the exact products
+// P = sc * (q - 32) as 32 int16 lanes, m = max |P| (unsigned min-position of the complement), then
+// either the codes P or RNE(float(P) * (127 / m)) with the scalar's float32 operations.
+inline void q6k_convert_avx512(const uint8_t* b, Q6Conv& o) {
+    const float dw = h2f(b + 208);
+    __m256i q[8];
+    q6k_chunk_codes(b, q);
+    for (int j = 0; j < 8; ++j) {
+        const __m256i v = q[j];  // q + 32 in 0..63
+        const __m512i sc = _mm512_inserti64x4(_mm512_set1_epi16((int16_t)(int8_t)b[192 + 2 * j]),
+                                              _mm256_set1_epi16((int16_t)(int8_t)b[193 + 2 * j]), 1);
+        const __m512i p = _mm512_mullo_epi16(_mm512_sub_epi16(_mm512_cvtepu8_epi16(v), _mm512_set1_epi16(32)), sc);
+        const __m512i a = _mm512_abs_epi16(p);
+        const __m256i a256 = _mm256_max_epu16(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
+        const __m128i a128 = _mm_max_epu16(_mm256_castsi256_si128(a256), _mm256_extracti128_si256(a256, 1));
+        const int m = 0xffff - (_mm_cvtsi128_si32(_mm_minpos_epu16(_mm_xor_si128(a128, _mm_set1_epi16(-1)))) & 0xffff);
+        __m256i codes;
+        if (m <= 127) {
+            codes = _mm512_cvtepi16_epi8(p);
+            o.d[j] = dw;
+        } else {
+            const __m512 id = _mm512_set1_ps(127.0f / (float)m);
+            const __m512i p0 = _mm512_cvtepi16_epi32(_mm512_castsi512_si256(p));
+            const __m512i p1 = _mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64(p, 1));
+            const __m512i r0 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(p0), id));  // RNE
+            const __m512i r1 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(p1), id));
+            codes = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtepi32_epi8(r0)), _mm512_cvtepi32_epi8(r1), 1);
+            o.d[j] = round_to_half(dw * (float)m / 127.0f);
         }
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(o.q + 32 * j), codes);
     }
 }
 
@@ -147,7 +153,7 @@ struct Q6Panel {
 
 inline void fill_q6k_exact_panel(const uint8_t* w, size_t wrb, int64_t r0, int rows, int64_t nb256, Q6Panel& pn) {
     alignas(64) uint8_t tmp[kP32Rows * 256];
-    const __m256i low4 = _mm256_set1_epi8(15), two = _mm256_set1_epi8(3), m32 = _mm256_set1_epi8(32);
+    const __m256i m32 = _mm256_set1_epi8(32);
     for (int64_t b = 0; b < nb256; ++b) {
         for (int k = 0; k < kP32Rows; ++k) {
             uint8_t* codes = tmp + 256 * k;
@@ -167,30 +173,21 @@ inline void fill_q6k_exact_panel(const uint8_t* w, size_t wrb, int64_t r0, int r
             if (b + 1 < nb256)
                 for (int l = 0; l < 210; l += 64) _mm_prefetch(reinterpret_cast<const char*>(x + 210 + l), _MM_HINT_T0);
             const float d = h2f(x + 208);
-            for (int c = 0; c < 2; ++c) {
-                const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 64 * c));
-                const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 64 * c + 32));
-                const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 128 + 32 * c));
-                // The four 32-weight chunks of this 128: nibbles of ql0 / ql1 with qh bit pairs 0-3.
-                const __m256i lo[4] = {_mm256_and_si256(ql0, low4), _mm256_and_si256(ql1, low4),
-                                       _mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4),
-                                       _mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4)};
-                for (int kk = 0; kk < 4; ++kk) {
-                    const int j = 4 * c + kk;
-                    const __m256i hi = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * kk), two), 4);
-                    const __m256i q = _mm256_or_si256(lo[kk], hi);  // 0..63
-                    _mm256_store_si256(reinterpret_cast<__m256i*>(codes + 32 * j), _mm256_sub_epi8(q, m32));
-                    // Code sums of the two halves: byte sums of q per 8 (vpsadbw), less 16 * 32.
-                    const __m256i sad = _mm256_sad_epu8(q, _mm256_setzero_si256());
-                    const __m128i h0 = _mm256_castsi256_si128(sad), h1 = _mm256_extracti128_si256(sad, 1);
-                    const int32_t sa = _mm_cvtsi128_si32(_mm_add_epi64(h0, _mm_unpackhi_epi64(h0, h0))) - 512;
-                    const int32_t sb = _mm_cvtsi128_si32(_mm_add_epi64(h1, _mm_unpackhi_epi64(h1, h1))) - 512;
-                    const size_t si = (size_t)(8 * b + j) * kP32Rows + k;
-                    pn.s0[si] = d * (float)(int8_t)x[192 + 2 * j];
-                    pn.s1[si] = d * (float)(int8_t)x[193 + 2 * j];
-                    pn.c0[si] = 128 * sa;
-                    pn.c1[si] = 128 * sb;
-                }
+            __m256i qc[8];
+            q6k_chunk_codes(x, qc);
+            for (int j = 0; j < 8; ++j) {
+                const __m256i q = qc[j];  // 0..63
+                _mm256_store_si256(reinterpret_cast<__m256i*>(codes + 32 * j), _mm256_sub_epi8(q, m32));
+                // Code sums of the two halves: byte sums of q per 8 (vpsadbw), less 16 * 32.
+                const __m256i sad = _mm256_sad_epu8(q, _mm256_setzero_si256());
+                const __m128i h0 = _mm256_castsi256_si128(sad), h1 = _mm256_extracti128_si256(sad, 1);
+                const int32_t sa = _mm_cvtsi128_si32(_mm_add_epi64(h0, _mm_unpackhi_epi64(h0, h0))) - 512;
+                const int32_t sb = _mm_cvtsi128_si32(_mm_add_epi64(h1, _mm_unpackhi_epi64(h1, h1))) - 512;
+                const size_t si = (size_t)(8 * b + j) * kP32Rows + k;
+                pn.s0[si] = d * (float)(int8_t)x[192 + 2 * j];
+                pn.s1[si] = d * (float)(int8_t)x[193 + 2 * j];
+                pn.c0[si] = 128 * sa;
+                pn.c1[si] = 128 * sb;
             }
         }
         simd512::panel_put_codes(tmp, 256, pn.q.data() + (size_t)(8 * b) * 32 * kP32Rows, 64);
