@@ -83,8 +83,15 @@ const char* kTemplate =
     "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
     "{% if add_generation_prompt %}<|assistant|>{% endif %}";
 
+// GPU placement for the hybrid runs (on the GPU test double): layers, rules, offload_min_batch.
+struct Placement {
+    int n_gpu_layers = 0;
+    const char* rules = "";
+    int offload_min_batch = 0;
+};
+
 // The whole path an application takes; stops at the first failing call and frees everything.
-Outcome run_path(ikllm_lib* lib, const std::string& model_path, bool use_mmap) {
+Outcome run_path(ikllm_lib* lib, const std::string& model_path, bool use_mmap, const Placement& pl = {}) {
     Outcome o;
     ikllm_model* model = nullptr;
     ikllm_options* mopt = nullptr;
@@ -107,6 +114,12 @@ Outcome run_path(ikllm_lib* lib, const std::string& model_path, bool use_mmap) {
     [&] {
         if (!step("model options", [&] { return ikllm_options_create(IKLLM_OPTIONS_MODEL, &mopt); })) return;
         if (!step("use_mmap", [&] { return ikllm_options_set_int(mopt, "use_mmap", use_mmap ? 1 : 0); })) return;
+        if (pl.n_gpu_layers > 0) {
+            // use_mmap auto: the hybrid copies its CPU weights out of the mapping (another allocation)
+            if (!step("use_mmap", [&] { return ikllm_options_set_int(mopt, "use_mmap", -1); })) return;
+            if (!step("placement", [&] { return ikllm_options_set_int(mopt, "n_gpu_layers", pl.n_gpu_layers); })) return;
+            if (!step("placement", [&] { return ikllm_options_set_string(mopt, "tensor_placement", pl.rules); })) return;
+        }
         if (!step("load", [&] { return ikllm_model_load(lib, model_path.c_str(), mopt, nullptr, nullptr, nullptr, &model); })) return;
         ikllm_token toks[64];
         size_t n = 0;
@@ -115,6 +128,7 @@ Outcome run_path(ikllm_lib* lib, const std::string& model_path, bool use_mmap) {
         if (!step("session options", [&] { return ikllm_options_create(IKLLM_OPTIONS_SESSION, &sopt); })) return;
         ikllm_options_set_int(sopt, "n_ctx", 64);
         ikllm_options_set_int(sopt, "n_threads", 1);
+        ikllm_options_set_int(sopt, "offload_min_batch", pl.offload_min_batch);
         if (!step("session", [&] { return ikllm_session_create(model, sopt, &session); })) return;
         std::vector<int32_t> pos(n), want(n, 0);
         for (size_t i = 0; i < n; ++i) pos[i] = (int32_t)i;
@@ -152,11 +166,11 @@ Outcome run_path(ikllm_lib* lib, const std::string& model_path, bool use_mmap) {
 
 // Every allocation index of the path is failed once (every `stride`-th; IKLLM_FAULT_STRIDE=1
 // forces the full sweep).
-void fail_every_allocation(const std::string& model_path, bool use_mmap, long stride = 1) {
+void fail_every_allocation(const std::string& model_path, bool use_mmap, long stride = 1, const Placement& pl = {}) {
     ikllm_lib* lib = nullptr;
     ASSERT_EQ(ikllm_lib_create(0, &lib), IKLLM_OK);
     t_fail_at = -1;
-    Outcome clean = run_path(lib, model_path, use_mmap);
+    Outcome clean = run_path(lib, model_path, use_mmap, pl);
     ASSERT_EQ(clean.status, IKLLM_OK) << clean.stage << ": " << clean.message;
     ASSERT_FALSE(clean.logits.empty());
 
@@ -167,7 +181,7 @@ void fail_every_allocation(const std::string& model_path, bool use_mmap, long st
         t_count = 0;
         t_injected = false;
         t_fail_at = k;
-        Outcome o = run_path(lib, model_path, use_mmap);
+        Outcome o = run_path(lib, model_path, use_mmap, pl);
         t_fail_at = -1;
         if (!t_injected) {  // the path needs fewer than k allocations: every index was tried
             EXPECT_EQ(o.status, IKLLM_OK) << o.stage << ": " << o.message;
@@ -186,7 +200,7 @@ void fail_every_allocation(const std::string& model_path, bool use_mmap, long st
     for (auto& [stage, count] : oom_by_stage) std::printf("[ fault    ]   %-16s %ld x out of memory\n", stage.c_str(), count);
     EXPECT_GT(oom_by_stage["load"], 100) << "injection did not reach the loader";
     // Still usable, same numbers.
-    Outcome after = run_path(lib, model_path, use_mmap);
+    Outcome after = run_path(lib, model_path, use_mmap, pl);
     ASSERT_EQ(after.status, IKLLM_OK) << after.stage << ": " << after.message;
     EXPECT_EQ(after.logits, clean.logits);
     ikllm_lib_free(lib);
@@ -209,6 +223,17 @@ TEST(FaultInjection, MoeAndMlaModels) {
     // Every 5th index by default: these paths are long (IKLLM_FAULT_STRIDE=1 runs them all).
     fail_every_allocation(model_path("deepseek2-tiny-f16"), true, 5);
     fail_every_allocation(model_path("qwen3moe-tiny-f16"), true, 5);
+}
+
+// The experts-on-CPU hybrid on the GPU test double: the copy of the CPU weights, the device
+// buffers, the scheduler's mirrors and staging, and the weights streamed for the prompt batch
+// (offload_min_batch 4) are allocations too. A failed copy or stream buffer is not an error (the
+// mapping stays, the op runs on the CPU); everything else is a clean out-of-memory.
+TEST(FaultInjection, HybridPlacementOnTheGpuDouble) {
+    IKLLM_REQUIRE_REFDATA();
+    setenv("IKLLM_TEST_GPU_DOUBLE", "1", 1);  // read when the library first looks for GPUs
+    fail_every_allocation(model_path("qwen3moe-tiny-f16"), true, 5, Placement{99, "exps=CPU", 4});
+    unsetenv("IKLLM_TEST_GPU_DOUBLE");
 }
 
 // --- I/O: the file shrinks after it was opened ------------------------------------------------
