@@ -190,8 +190,8 @@ std::vector<const Tensor*> streamed_weights(const Op& op) {
 }
 }  // namespace
 
-// A big enough batch of a matrix product whose weights are in host memory: GPU 1 can take it
-// (op and weight types) and the weights are in host memory.
+// Whether the op streams: a matrix product on at least stream_min_tokens_ tokens whose weights
+// are all in host memory, of an op and weight types GPU 1 runs.
 bool Scheduler::streams(const Op& op) const {
     if (stream_min_tokens_ <= 0 || devices_.size() < 2) return false;
     const Tensor* w = nullptr;
