@@ -1,5 +1,7 @@
 #include "graph/builder.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "quant/type_traits.h"
 
@@ -22,6 +24,12 @@ Tensor* GraphBuilder::f32(int64_t ne0, int64_t ne1, int64_t ne2) {
     float* d = static_cast<float*>(a_.alloc(sizeof(float) * ne0 * ne1 * ne2));
     Tensor* t = wrap(d, ne0, ne1 * ne2);
     return reshape(t, ne0, ne1, ne2);
+}
+
+const int32_t* GraphBuilder::iota(int32_t n) {
+    int32_t* ids = static_cast<int32_t*>(a_.alloc(sizeof(int32_t) * (size_t)std::max(n, 1)));
+    for (int32_t i = 0; i < n; ++i) ids[i] = i;
+    return ids;
 }
 
 Tensor* GraphBuilder::reshape(Tensor* src, int64_t ne0, int64_t ne1, int64_t ne2) {

@@ -24,6 +24,8 @@ struct BatchView {
     int32_t ser_max = 0;                // smart expert reduction (session option; 0 = off)
     float ser_frac = 0.0f;
     float attn_scratch_mib = 0.0f;       // bound on attention scratch memory (session option; 0 = none)
+    bool batch_invariant = false;        // session option: per-token results independent of the batch
+    int32_t mla_expand_min_batch = 0;    // MLA: batches this large expand the latents (0 = never)
 };
 
 // Helpers to make activation tensors in the arena.
@@ -31,6 +33,8 @@ class GraphBuilder {
 public:
     GraphBuilder(Graph& g, Arena& a) : g_(g), a_(a) {}
     Tensor* f32(int64_t ne0, int64_t ne1 = 1, int64_t ne2 = 1);
+    // 0, 1, ..., n-1 in the arena (row ids of get_rows).
+    const int32_t* iota(int32_t n);
     // A view of t's memory with a new shape (contiguous float data).
     Tensor* reshape(Tensor* t, int64_t ne0, int64_t ne1, int64_t ne2 = 1);
     Tensor* wrap(float* data, int64_t ne0, int64_t ne1);

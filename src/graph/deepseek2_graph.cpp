@@ -6,6 +6,45 @@
 namespace ikllm {
 
 namespace {
+// Upper bound on the expanded keys and values of one layer (below) when the session sets no
+// attention scratch bound: past it (long contexts of wide models) the absorbed form runs.
+constexpr double kExpandDefaultMiB = 1024.0;
+
+// Expanded ("non-absorbed") MLA (§8.3; the reference's MLA mode 3 for batches of >= 128 tokens):
+// the cached latents of every visible cell become per-head keys [k_nope | k_rope] and values
+// through attn_kv_b, then ordinary attention with H KV heads. For a prompt (batch about as
+// large as the cache) this costs about half the flops of the absorbed form, whose per-token
+// wk_b / wv_b products and 576 / 512-wide attention dominate there. Only where the layer's
+// cache and attn_kv_b are on the CPU (the GPU runs the absorbed form).
+bool expand_mla(const Model& m, const LayerWeights& l, const BatchView& b, const KvCache& kv, int layer) {
+    if (!l.wkv_b || b.batch_invariant || b.mla_expand_min_batch <= 0 || b.n_tokens < b.mla_expand_min_batch) return false;
+    if (l.wkv_b->device != 0 || kv.k(layer)->device != 0) return false;
+    const HParams& hp = m.hp;
+    const double per_cell = 4.0 * hp.n_head * ((hp.d_nope + hp.d_v) + (hp.d_nope + hp.n_rot)) + 4.0 * (hp.kv_lora_rank + hp.n_rot);
+    const double limit = (b.attn_scratch_mib > 0 ? b.attn_scratch_mib : kExpandDefaultMiB) * 1048576.0;
+    return per_cell * kv.view().n_cells <= limit;
+}
+
+// q: [d_k, H, T] (per head [q_nope | q_rope], rope applied). Returns [d_v * H, T].
+Tensor* expanded_attention(GraphBuilder& gb, const Model& m, const LayerWeights& l, Tensor* q, const BatchView& b,
+                           KvCache& kv, int layer) {
+    const HParams& hp = m.hp;
+    const int64_t H = hp.n_head, dn = hp.d_nope, dr = hp.n_rot, dv = hp.d_v, rkv = hp.kv_lora_rank;
+    const KvView view = kv.view();
+    const int32_t n = view.n_cells;
+    Tensor* kc = kv.k(layer);  // [r_kv + n_rot, 1, cells]: [c | k_rope] per cell
+    Tensor* rows = gb.view(kc, rkv + dr, n, 1, kc->nb[2], kc->nb[2] * (size_t)n, 0);
+    Tensor* lat = gb.get_rows(rows, gb.iota(n), n);                                   // [r_kv + n_rot, n] f32
+    Tensor* kvb = gb.mul_mat(l.wkv_b, gb.view(lat, rkv, n, 1, lat->nb[1], lat->nb[1] * (size_t)n, 0));
+    const size_t hs = sizeof(float) * (size_t)(dn + dv);                                // one head of kvb
+    Tensor* k = gb.f32(dn + dr, H, n);
+    gb.copy(gb.view(kvb, dn, H, n, hs, hs * H, 0), gb.view(k, dn, H, n, k->nb[1], k->nb[2], 0));
+    // The one rope key of a cell into every head (source head stride 0).
+    gb.copy(gb.view(lat, dr, H, n, 0, lat->nb[1], sizeof(float) * rkv), gb.view(k, dr, H, n, k->nb[1], k->nb[2], sizeof(float) * dn));
+    Tensor* v = gb.view(kvb, dv, H, n, hs, hs * H, sizeof(float) * dn);
+    return gb.attention(q, k, v, b, view, hp.kq_scale);
+}
+
 // Absorbed MLA (§8.5). Cache row per token: [c = RMSNorm(latent) (r_kv) | k_rope (n_rot)];
 // query per head [q~ = wk_b^T q_nope (r_kv) | q_rope (n_rot)]; values = the latent c.
 Tensor* mla_block(GraphBuilder& gb, const Model& m, const LayerWeights& l, Tensor* u, const BatchView& b,
@@ -26,6 +65,8 @@ Tensor* mla_block(GraphBuilder& gb, const Model& m, const LayerWeights& l, Tenso
     gb.rms_norm(c, l.kv_a_norm, hp.eps, c);                                        // in place
     gb.rope(gb.view(kvr, dr, 1, T, kvr->nb[1], kvr->nb[2], 4 * rkv), b.positions, hp.rope);
     gb.kv_store(gb.reshape(kvr, rkv + dr, T, 1), kv.k(layer), b.cells, (int32_t)T);
+    if (expand_mla(m, l, b, kv, layer))
+        return gb.mul_mat(l.wo, expanded_attention(gb, m, l, q, b, kv, layer));
 
     Tensor* qf = gb.f32(rkv + dr, H, T);                                           // [r_kv + n_rot, H, T]
     gb.mul_mat_heads(l.wk_b, q_nope, gb.view(qf, rkv, H, T, qf->nb[1], qf->nb[2], 0));

@@ -298,6 +298,7 @@ void bind_deepseek2(Model& m, Binder& b) {
         }
         if (Tensor* kvb = b.optional(p + "attn_kv_b.weight", {rkv, H * (dn + dv)})) {
             if (!l.wk_b) derive_mla_products(m, l, *kvb, p);
+            if (m.cpu->supports_weight_type(kvb->type)) l.wkv_b = kvb;
         } else if (!l.wk_b) {
             fail(Status::invalid_file, "layer " + std::to_string(i) + " has neither attn_kv_b nor attn_k_b/attn_v_b");
         }

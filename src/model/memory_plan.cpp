@@ -107,6 +107,13 @@ uint64_t scratch_estimate(const HParams& hp, int32_t n_ctx, int32_t n_batch, boo
         floats += nb * ((uint64_t)hp.n_expert + (uint64_t)hp.n_expert_used * (3 * (uint64_t)hp.n_ff_exp + E));
     if (head) floats += nb * (uint64_t)hp.n_vocab;
     if (cpu) floats += nb * (E + (uint64_t)hp.n_vocab);
+    // MLA layers on the CPU expand the cached latents for batches of >= 128 tokens (session option
+    // mla_expand_min_batch's default; deepseek2_graph.cpp): per cell the f32 products of attn_kv_b,
+    // the assembled keys and the latent row, at most 1 GiB.
+    if (cpu && layers && hp.kv_lora_rank > 0 && nb >= 128) {
+        const uint64_t per_cell = H * ((uint64_t)hp.d_nope + hp.d_v + hp.d_nope + hp.n_rot) + hp.kv_lora_rank + hp.n_rot;
+        floats += std::min<uint64_t>(per_cell * (uint64_t)n_ctx, (uint64_t)1 << 28);
+    }
     return floats * 4;
 }
 

@@ -38,6 +38,7 @@ struct LayerWeights {
     Tensor *wkv_a_mqa = nullptr, *kv_a_norm = nullptr;
     Tensor* wk_b = nullptr;  // [d_nope, r_kv, H]
     Tensor* wv_b = nullptr;  // [r_kv, d_v, H]
+    Tensor* wkv_b = nullptr; // [r_kv, H*(d_nope+d_v)] when the file has it: expanded MLA of big batches
     bool is_moe() const { return ffn_gate_inp != nullptr; }
 };
 

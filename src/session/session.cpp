@@ -134,6 +134,8 @@ void Session::decode(const int32_t* tokens, const int32_t* positions, const int3
             b.ser_max = opts_.ser_max;
             b.ser_frac = opts_.ser_frac;
             b.attn_scratch_mib = opts_.attn_scratch_mib;
+            b.batch_invariant = opts_.batch_invariant;
+            b.mla_expand_min_batch = opts_.mla_expand_min_batch;
             graph_.ops.clear();
             graph_ = Graph();
             arena_.reset();

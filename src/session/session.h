@@ -31,6 +31,9 @@ struct SessionOptions {
     // Prompt batches of at least this many tokens run matrix products whose weights are in host
     // memory on the GPU, uploading the weights for each op (0 = never; needs a GPU in use).
     int32_t offload_min_batch = 0;
+    // MLA models: batches of at least this many tokens expand the cached latents into per-head
+    // keys and values (the reference's MLA mode 3); smaller ones run the absorbed form (0 = always).
+    int32_t mla_expand_min_batch = 128;
 };
 
 class Session {

@@ -168,6 +168,9 @@ ikllm_options* session_options(const Args& a, int n_seq, int default_ctx) {
         check(ikllm_options_set_float(so, "attn_scratch_mib", a.get_float("--attn-scratch-mib", 0)),
               "option --attn-scratch-mib");
     if (a.has("--batch-invariant")) check(ikllm_options_set_int(so, "batch_invariant", 1), "option --batch-invariant");
+    if (a.has("--mla-expand-min-batch"))
+        check(ikllm_options_set_int(so, "mla_expand_min_batch", a.get_int("--mla-expand-min-batch", 128)),
+              "option --mla-expand-min-batch");
     if (a.has("--offload-min-batch"))
         check(ikllm_options_set_int(so, "offload_min_batch", a.get_int("--offload-min-batch", 0)), "option --offload-min-batch");
     return so;
