@@ -42,7 +42,7 @@ const OptionSpec kSpecs[] = {
      "Embedding pooling: none, mean, cls (first token) or last; empty = the model's <arch>.pooling_type (none when absent)"},
     {IKLLM_OPTIONS_SESSION, "embd_normalize", IKLLM_OPTION_INT, "1", "0", "1", "L2-normalise pooled embeddings"},
     {IKLLM_OPTIONS_SESSION, "mla_expand_min_batch", IKLLM_OPTION_INT, "128", "0", "16777216",
-     "MLA models (DeepSeek): batches of at least this many tokens expand the cached latents into per-head keys and values with attn_kv_b and run ordinary attention (the reference's MLA mode 3; about half the work for prompts), smaller batches and decoding use the absorbed form; 0 = always absorbed. Needs attn_kv_b in the file and the layer on the CPU; bounded by attn_scratch_mib (default 1 GiB per layer)"},
+     "MLA models (DeepSeek): batches of at least this many tokens expand the cached latents into per-head keys and values with attn_kv_b and run ordinary attention (the reference's MLA mode 3; about half the work for prompts), smaller batches, decoding and batches for which expanding the whole context costs more use the absorbed form; 0 = always absorbed. Needs attn_kv_b in the file and the layer on the CPU; bounded by attn_scratch_mib (default 1 GiB)"},
     {IKLLM_OPTIONS_SESSION, "offload_min_batch", IKLLM_OPTION_INT, "0", "0", "16777216",
      "With a GPU in use: batches of at least this many tokens run the matrix products whose weights are in host memory (e.g. experts kept on the CPU) on the GPU, uploading those weights for each product; 0 = never"},
 

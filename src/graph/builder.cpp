@@ -47,12 +47,12 @@ Tensor* GraphBuilder::reshape(Tensor* src, int64_t ne0, int64_t ne1, int64_t ne2
     return t;
 }
 
-Tensor* GraphBuilder::get_rows(Tensor* table, const int32_t* ids, int32_t n) {
+Tensor* GraphBuilder::get_rows(Tensor* table, const int32_t* ids, int32_t n, Tensor* dst) {
     Op& op = g_.add(OpKind::get_rows);
     op.src[0] = table;
     op.i32 = ids;
     op.n_i32 = n;
-    op.dst = f32(table->ne[0], n);
+    op.dst = dst ? dst : f32(table->ne[0], n);
     return op.dst;
 }
 

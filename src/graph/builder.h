@@ -39,7 +39,7 @@ public:
     Tensor* reshape(Tensor* t, int64_t ne0, int64_t ne1, int64_t ne2 = 1);
     Tensor* wrap(float* data, int64_t ne0, int64_t ne1);
 
-    Tensor* get_rows(Tensor* table, const int32_t* ids, int32_t n);
+    Tensor* get_rows(Tensor* table, const int32_t* ids, int32_t n, Tensor* dst = nullptr);
     Tensor* rms_norm(Tensor* x, Tensor* gain, float eps, Tensor* dst = nullptr);
     Tensor* mul_mat(Tensor* w, Tensor* x, Tensor* bias = nullptr, Tensor* dst = nullptr);
     Tensor* add(Tensor* a, Tensor* b);

@@ -1,6 +1,8 @@
-// deepseek2 (DeepSeek V2-Lite, V2, V2.5, V3, R1): multi-head latent attention in the absorbed
-// form over a latent KV cache, dense leading layers, routed + shared experts
-// (docs: architectures.md §8).
+// deepseek2 (DeepSeek V2-Lite, V2, V2.5, V3, R1): multi-head latent attention over a latent KV
+// cache (absorbed form; expanded for prompt batches), dense leading layers, routed + shared
+// experts (docs: architectures.md §8).
+#include <algorithm>
+
 #include "graph/builder.h"
 
 namespace ikllm {
@@ -20,24 +22,44 @@ bool expand_mla(const Model& m, const LayerWeights& l, const BatchView& b, const
     if (!l.wkv_b || b.batch_invariant || b.mla_expand_min_batch <= 0 || b.n_tokens < b.mla_expand_min_batch) return false;
     if (l.wkv_b->device != 0 || kv.k(layer)->device != 0) return false;
     const HParams& hp = m.hp;
-    const double per_cell = 4.0 * hp.n_head * ((hp.d_nope + hp.d_v) + (hp.d_nope + hp.n_rot)) + 4.0 * (hp.kv_lora_rank + hp.n_rot);
+    const double n = kv.view().n_cells, T = b.n_tokens, H = hp.n_head, rkv = hp.kv_lora_rank;
+    const double per_cell = 4.0 * H * ((hp.d_nope + hp.d_v) + (hp.d_nope + hp.n_rot)) + 4.0 * (rkv + hp.n_rot);
     const double limit = (b.attn_scratch_mib > 0 ? b.attn_scratch_mib : kExpandDefaultMiB) * 1048576.0;
-    return per_cell * kv.view().n_cells <= limit;
+    if (per_cell * n > limit) return false;
+    // Multiply-adds of both forms (a query sees on average the older cells and half the batch):
+    // a small batch deep into a long context is cheaper absorbed (expanding costs per cell).
+    const double seen = std::max(0.0, n - T) + T / 2, kv_b = H * rkv * (hp.d_nope + hp.d_v);
+    const double absorbed = T * kv_b + T * seen * H * (2 * rkv + hp.n_rot);
+    const double expanded = n * kv_b + T * seen * H * (hp.d_nope + hp.n_rot + hp.d_v);
+    return expanded < absorbed;
 }
+
+// Memory of the expanded keys and values, shared by all layers of a batch (each layer's is dead
+// once its attention ran; the arena only grows within a batch): latents, attn_kv_b products, keys.
+struct ExpandBuffers {
+    Tensor *lat = nullptr, *kvb = nullptr, *k = nullptr;
+    const int32_t* ids = nullptr;
+};
 
 // q: [d_k, H, T] (per head [q_nope | q_rope], rope applied). Returns [d_v * H, T].
 Tensor* expanded_attention(GraphBuilder& gb, const Model& m, const LayerWeights& l, Tensor* q, const BatchView& b,
-                           KvCache& kv, int layer) {
+                           KvCache& kv, int layer, ExpandBuffers& eb) {
     const HParams& hp = m.hp;
     const int64_t H = hp.n_head, dn = hp.d_nope, dr = hp.n_rot, dv = hp.d_v, rkv = hp.kv_lora_rank;
     const KvView view = kv.view();
     const int32_t n = view.n_cells;
+    if (!eb.lat) {
+        eb.ids = gb.iota(n);
+        eb.lat = gb.f32(rkv + dr, n);
+        eb.kvb = gb.f32(H * (dn + dv), n);
+        eb.k = gb.f32(dn + dr, H, n);
+    }
     Tensor* kc = kv.k(layer);  // [r_kv + n_rot, 1, cells]: [c | k_rope] per cell
     Tensor* rows = gb.view(kc, rkv + dr, n, 1, kc->nb[2], kc->nb[2] * (size_t)n, 0);
-    Tensor* lat = gb.get_rows(rows, gb.iota(n), n);                                   // [r_kv + n_rot, n] f32
-    Tensor* kvb = gb.mul_mat(l.wkv_b, gb.view(lat, rkv, n, 1, lat->nb[1], lat->nb[1] * (size_t)n, 0));
+    Tensor* lat = gb.get_rows(rows, eb.ids, n, eb.lat);                                // [r_kv + n_rot, n] f32
+    Tensor* kvb = gb.mul_mat(l.wkv_b, gb.view(lat, rkv, n, 1, lat->nb[1], lat->nb[1] * (size_t)n, 0), nullptr, eb.kvb);
     const size_t hs = sizeof(float) * (size_t)(dn + dv);                                // one head of kvb
-    Tensor* k = gb.f32(dn + dr, H, n);
+    Tensor* k = eb.k;
     gb.copy(gb.view(kvb, dn, H, n, hs, hs * H, 0), gb.view(k, dn, H, n, k->nb[1], k->nb[2], 0));
     // The one rope key of a cell into every head (source head stride 0).
     gb.copy(gb.view(lat, dr, H, n, 0, lat->nb[1], sizeof(float) * rkv), gb.view(k, dr, H, n, k->nb[1], k->nb[2], sizeof(float) * dn));
@@ -48,7 +70,7 @@ Tensor* expanded_attention(GraphBuilder& gb, const Model& m, const LayerWeights&
 // Absorbed MLA (§8.5). Cache row per token: [c = RMSNorm(latent) (r_kv) | k_rope (n_rot)];
 // query per head [q~ = wk_b^T q_nope (r_kv) | q_rope (n_rot)]; values = the latent c.
 Tensor* mla_block(GraphBuilder& gb, const Model& m, const LayerWeights& l, Tensor* u, const BatchView& b,
-                  KvCache& kv, int layer) {
+                  KvCache& kv, int layer, ExpandBuffers& eb) {
     const HParams& hp = m.hp;
     const int64_t T = b.n_tokens, H = hp.n_head, dk = hp.d_k, dn = hp.d_nope, dr = hp.n_rot, rkv = hp.kv_lora_rank;
     Tensor* q;
@@ -66,7 +88,7 @@ Tensor* mla_block(GraphBuilder& gb, const Model& m, const LayerWeights& l, Tenso
     gb.rope(gb.view(kvr, dr, 1, T, kvr->nb[1], kvr->nb[2], 4 * rkv), b.positions, hp.rope);
     gb.kv_store(gb.reshape(kvr, rkv + dr, T, 1), kv.k(layer), b.cells, (int32_t)T);
     if (expand_mla(m, l, b, kv, layer))
-        return gb.mul_mat(l.wo, expanded_attention(gb, m, l, q, b, kv, layer));
+        return gb.mul_mat(l.wo, expanded_attention(gb, m, l, q, b, kv, layer, eb));
 
     Tensor* qf = gb.f32(rkv + dr, H, T);                                           // [r_kv + n_rot, H, T]
     gb.mul_mat_heads(l.wk_b, q_nope, gb.view(qf, rkv, H, T, qf->nb[1], qf->nb[2], 0));
@@ -80,10 +102,11 @@ Tensor* mla_block(GraphBuilder& gb, const Model& m, const LayerWeights& l, Tenso
 void build_deepseek2(Graph& g, Arena& a, const Model& m, const BatchView& b, KvCache& kv) {
     const HParams& hp = m.hp;
     GraphBuilder gb(g, a);
+    ExpandBuffers eb;
     Tensor* x = gb.get_rows(m.tok_embd, b.tokens, b.n_tokens);
     for (int il = 0; il < hp.n_layer; ++il) {
         const LayerWeights& l = m.layers[il];
-        Tensor* h = gb.add(x, mla_block(gb, m, l, gb.rms_norm(x, l.attn_norm, hp.eps), b, kv, il));
+        Tensor* h = gb.add(x, mla_block(gb, m, l, gb.rms_norm(x, l.attn_norm, hp.eps), b, kv, il, eb));
         Tensor* w = gb.rms_norm(h, l.ffn_norm, hp.eps);
         x = gb.add(h, l.is_moe() ? moe_ffn_block(gb, m, l, w, b) : dense_ffn(gb, l, w));
     }
