@@ -263,6 +263,51 @@ void derive_mla_products(Model& m, LayerWeights& l, const Tensor& kvb, const std
     }
 }
 
+// One row of a weight tensor viewed 2-D (rows of ne0), as floats; handles row-interleaved types.
+void dequant_row(const Tensor& t, int64_t row, float* out, std::vector<float>& group) {
+    const quant::TypeTraits& tt = *quant::find_type(t.type);
+    const int64_t il = tt.interleave, g = row / il;
+    group.resize((size_t)(il * t.ne[0]));
+    tt.dequant(static_cast<const uint8_t*>(t.data) + (size_t)g * il * t.nb[1], group.data(), t.ne[0]);
+    std::memcpy(out, group.data() + (row % il) * t.ne[0], sizeof(float) * t.ne[0]);
+}
+
+// attn_kv_b for files with only attn_k_b / attn_v_b (the split layout, §8.7), for the expanded
+// MLA of prompt batches: per head the rows of transpose(wk_b) then those of wv_b, in their
+// common float type, else Q8_0 (as the reference re-creates it for batches of >= 128 tokens).
+// Only for layers whose products stay on the CPU (the GPU runs the absorbed form); costs
+// H * (d_nope + d_v) * r_kv weights per layer (DeepSeek-V3 Q8_0: 17.8 MB).
+void derive_kv_b(Model& m, LayerWeights& l, int layer) {
+    const HParams& hp = m.hp;
+    const int64_t H = hp.n_head, dn = hp.d_nope, dv = hp.d_v, rkv = hp.kv_lora_rank;
+    const Tensor& kb = *l.wk_b;  // [dn, rkv, H]
+    const Tensor& vb = *l.wv_b;  // [rkv, dv, H]
+    const bool is_float = kb.type == vb.type && (kb.type == quant::T_F32 || kb.type == quant::T_F16 || kb.type == quant::T_BF16);
+    const uint32_t type = is_float ? kb.type : quant::T_Q8_0;
+    const quant::TypeTraits& tt = *quant::find_type(type);
+    if (rkv % tt.block_elems != 0 || !m.cpu->supports_weight_type(type)) return;  // absorbed only
+    Tensor* t = owned_tensor(m, "blk." + std::to_string(layer) + ".attn_kv_b.weight(derived)", type, rkv, H * (dn + dv), 1);
+    std::vector<float> kr((size_t)(rkv * dn)), row((size_t)rkv), group;
+    for (int64_t h = 0; h < H; ++h) {
+        for (int64_t c = 0; c < rkv; ++c) dequant_row(kb, h * rkv + c, kr.data() + c * dn, group);
+        for (int64_t i = 0; i < dn + dv; ++i) {
+            uint8_t* dst = static_cast<uint8_t*>(t->data) + (size_t)(h * (dn + dv) + i) * t->nb[1];
+            if (i >= dn && vb.type == type && quant::find_type(vb.type)->interleave == 1) {  // exact copy
+                std::memcpy(dst, static_cast<const uint8_t*>(vb.data) + (size_t)(h * dv + i - dn) * vb.nb[1], t->nb[1]);
+                continue;
+            }
+            if (i < dn)
+                for (int64_t c = 0; c < rkv; ++c) row[(size_t)c] = kr[(size_t)(c * dn + i)];
+            else
+                dequant_row(vb, h * dv + i - dn, row.data(), group);
+            if (type == quant::T_Q8_0) quant::act_q8_0_encode_row(row.data(), dst, rkv);
+            else tt.quantize(row.data(), dst, rkv, nullptr);
+        }
+    }
+    l.wkv_b = t;
+    m.device_weight_bytes[0] += t->nb[3];  // made after placement: count it with the CPU's weights here
+}
+
 void bind_deepseek2(Model& m, Binder& b) {
     const HParams& hp = m.hp;
     const int64_t E = hp.n_embd, V = hp.n_vocab, H = hp.n_head, dk = hp.d_k, dn = hp.d_nope, dv = hp.d_v,
@@ -441,6 +486,11 @@ std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& o
     }
     check_cancel(0.9f);
     place_weights(*m, opts, registry, log, check_cancel);
+    if (m->hp.arch == Arch::deepseek2)
+        for (size_t i = 0; i < m->layers.size(); ++i) {
+            LayerWeights& l = m->layers[i];
+            if (!l.wkv_b && l.wk_b && l.wv_b && l.wk_b->device == 0 && l.wv_b->device == 0) derive_kv_b(*m, l, (int)i);
+        }
     if (storage.copy_cpu_weights) m->placement += copy_cpu_weights(*m, [&](float f) { check_cancel(0.99f + 0.01f * f); });
     log.log(log_info, "loaded %s: %s, %d layers, %.1f M params, %.1f MiB", path.c_str(), m->hp.arch_str.c_str(),
             m->hp.n_layer, m->n_params / 1e6, m->weight_bytes / 1048576.0);

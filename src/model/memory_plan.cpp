@@ -57,7 +57,21 @@ PlanModel plan_model_from_file(const gguf::File& f) {
         // MLA products the loader derives from attn_kv_b when the file has no attn_k_b (loader.cpp
         // derive_mla_products): wk_b [d_nope, r_kv, H] in kv_b's float type or Q8_0, wv_b
         // [r_kv, d_v, H] in kv_b's type.
-        const std::string suffix = "attn_kv_b.weight";
+        const std::string suffix = "attn_kv_b.weight", k_suffix = "attn_k_b.weight";
+        // And attn_kv_b the loader re-creates from a split file's attn_k_b / attn_v_b (loader.cpp
+        // derive_kv_b; only for layers on the CPU, see plan_memory): their common float type or Q8_0.
+        if (t.layer >= 0 && ti.name.size() > k_suffix.size() &&
+            ti.name.compare(ti.name.size() - k_suffix.size(), k_suffix.size(), k_suffix) == 0) {
+            const std::string p = "blk." + std::to_string(t.layer) + ".";
+            const gguf::TensorInfo* vi = f.find_tensor(p + "attn_v_b.weight");
+            if (f.find_tensor(p + "attn_kv_b.weight") || !vi) continue;
+            const bool is_float = ti.type == vi->type &&
+                                  (ti.type == quant::T_F32 || ti.type == quant::T_F16 || ti.type == quant::T_BF16);
+            const quant::TypeTraits* kt = quant::find_type(is_float ? ti.type : quant::T_Q8_0);
+            pm.tensors.push_back({p + "attn_kv_b.weight(derived)", t.layer, kt->id,
+                                  (uint64_t)quant::row_bytes(*kt, hp.kv_lora_rank) * hp.n_head * (hp.d_nope + hp.d_v)});
+            continue;
+        }
         if (t.layer >= 0 && ti.name.size() > suffix.size() &&
             ti.name.compare(ti.name.size() - suffix.size(), suffix.size(), suffix) == 0) {
             const std::string p = "blk." + std::to_string(t.layer) + ".";
@@ -150,6 +164,8 @@ MemoryPlan plan_memory(const PlanModel& pm, const PlanRequest& req) {
             has_head[d == 0 ? dev_index(pr.device_of[emb_index]) : d] = 1;
             continue;
         }
+        if (d != 0 && t.name.size() > 25 && t.name.compare(t.name.size() - 25, 25, "attn_kv_b.weight(derived)") == 0)
+            continue;  // re-created only for layers on the CPU
         plan.devices[d].weights += t.bytes;
         if (t.layer >= 0) has_layers[d] = 1;
         if (is_expert_tensor(t.name)) has_experts[d] = 1;

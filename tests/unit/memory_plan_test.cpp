@@ -130,6 +130,19 @@ TEST(MemoryPlan, MlaKvAndDerivedTensors) {
     const HParams& hp = pm.hp;
     const uint64_t derived = ((uint64_t)hp.d_nope * hp.kv_lora_rank * hp.n_head + (uint64_t)hp.kv_lora_rank * hp.d_v * hp.n_head) * 2;
     EXPECT_EQ(p.find("CPU")->weights, file_bytes + derived * hp.n_layer);
+
+    // The split layout (attn_k_b / attn_v_b): the loader re-creates attn_kv_b (f16, rkv x H(dn+dv))
+    // for CPU layers only.
+    auto fs = gguf::File::open(model_path("deepseek2-split-tiny-f16"), &type_geometry, true);
+    const PlanModel ps = plan_model_from_file(*fs);
+    uint64_t split_bytes = 0;
+    for (const auto& t : fs->tensors()) split_bytes += t.nbytes;
+    const uint64_t kv_b = (uint64_t)hp.kv_lora_rank * hp.n_head * (hp.d_nope + hp.d_v) * 2;
+    EXPECT_EQ(plan_memory(ps, req).find("CPU")->weights, split_bytes + kv_b * hp.n_layer);
+    PlanRequest gpu = req;
+    gpu.n_gpu_layers = 1;  // the last layer on the GPU: its attn_kv_b is not re-created
+    const MemoryPlan pg = plan_memory(ps, gpu);
+    EXPECT_EQ(pg.find("CPU")->weights + pg.find("CUDA0")->weights, split_bytes + kv_b * (hp.n_layer - 1));
 }
 
 TEST(MemoryPlan, TiedHeadCopiedOnlyWhenOffloaded) {

@@ -5,11 +5,15 @@
 // of big batches agrees with the absorbed one.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
+#include "api/api_internal.h"
 #include "ikllm.h"
+#include "quant/type_traits.h"
 #include "test_support.h"
 
 namespace {
@@ -166,9 +170,9 @@ TEST(MoeMlaSession, ExpertReductionOptions) {
 
 // Expanded MLA (batches of >= mla_expand_min_batch tokens: latents expanded through attn_kv_b,
 // ordinary attention over H heads) against the absorbed form on a 150-token prompt: the same
-// function, different rounding. Files without attn_kv_b (the split layout), batch-invariant
-// sessions and an attention scratch bound too small for the expansion run the absorbed form:
-// bit-identical to mla_expand_min_batch 0. (refdata_logits_mla_expanded checks the expanded
+// function, different rounding. Batch-invariant sessions, an attention scratch bound too small
+// for the expansion and batches below the threshold run the absorbed form: bit-identical to
+// mla_expand_min_batch 0. (refdata_logits_mla_expanded checks the expanded
 // form against the reference's logits.)
 ikllm_session* mla_session(ikllm_model* m, const char* kv, int expand_min, int invariant = 0, double scratch_mib = 0) {
     ikllm_options* o = nullptr;
@@ -216,8 +220,80 @@ TEST(MoeMlaSession, ExpandedMlaAgreesWithAbsorbed) {
             EXPECT_EQ(run(mla_session(m.model, kv, 151)), absorbed) << "150 tokens are below a threshold of 151";
         }
     }
-    M split("deepseek2-split-tiny-f16");  // no attn_kv_b: always absorbed
-    EXPECT_EQ(run(mla_session(split.model, "f16", 128)), run(mla_session(split.model, "f16", 0)));
+    // The split layout (attn_k_b / attn_v_b, no attn_kv_b; deepseek2-tiny's weights): the loader
+    // re-creates attn_kv_b from them (exactly, in F16), so both forms equal deepseek2-tiny's bit for bit.
+    M tiny("deepseek2-tiny-f16"), split("deepseek2-split-tiny-f16");
+    for (int expand_min : {0, 128}) {
+        const std::vector<float> a = run(mla_session(split.model, "f16", expand_min));
+        EXPECT_EQ(a, run(mla_session(tiny.model, "f16", expand_min))) << "split layout, mla_expand_min_batch " << expand_min;
+    }
+    EXPECT_NE(run(mla_session(split.model, "f16", 128)), run(mla_session(split.model, "f16", 0)));
+}
+
+
+// attn_kv_b re-created from quantized split-layout products: Q8_0 rows whose k part is the
+// transposed attn_k_b (within half a step of the new blocks' fp16 scales) and whose v part is attn_v_b's
+// rows copied exactly (same type).
+// A weight tensor of the loaded model (file or derived) as floats.
+std::vector<float> dequant(ikllm_model* m, const std::string& name) {
+    for (const auto& t : m->m->weights)
+        if (name == t->name) {
+            const ikllm::quant::TypeTraits& tt = *ikllm::quant::find_type(t->type);
+            EXPECT_EQ(tt.interleave, 1);
+            std::vector<float> v((size_t)t->n_elements());
+            for (int64_t r = 0; r < t->n_rows(); ++r)
+                tt.dequant(static_cast<const uint8_t*>(t->data) + (size_t)r * t->nb[1], v.data() + r * t->ne[0], t->ne[0]);
+            return v;
+        }
+    ADD_FAILURE() << "no tensor " << name;
+    return {};
+}
+
+TEST(MoeMlaSession, SplitLayoutKvBFromQuantizedProducts) {
+    IKLLM_REQUIRE_REFDATA();
+    ikllm_lib* lib = nullptr;
+    ikllm_lib_create(0, &lib);
+    const std::string in = ikllm::test::refdata_dir() + "/models/deepseek2-split-tiny-f16.gguf";
+    const std::string out = (::testing::TempDir().empty() ? std::string("/tmp/") : ::testing::TempDir()) + "ikllm_split_q8.gguf";
+    ikllm_options* q = nullptr;
+    ikllm_options_create(IKLLM_OPTIONS_QUANTIZE, &q);
+    ikllm_options_set_string(q, "type", "Q8_0");
+    ikllm_options_set_int(q, "pure", 1);
+    ASSERT_EQ(ikllm_quantize(lib, in.c_str(), out.c_str(), q, nullptr, nullptr, nullptr, nullptr), IKLLM_OK) << ikllm_last_error();
+    ikllm_options_free(q);
+    ikllm_model* m = nullptr;
+    ASSERT_EQ(ikllm_model_load(lib, out.c_str(), nullptr, nullptr, nullptr, nullptr, &m), IKLLM_OK) << ikllm_last_error();
+    const int64_t H = 4, dn = 128, dv = 128, rkv = 512;  // deepseek2-tiny's MLA sizes
+    for (int layer = 0; layer < 2; ++layer) {
+        const std::string p = "blk." + std::to_string(layer) + ".";
+        const std::vector<float> kb = dequant(m, p + "attn_k_b.weight"), vb = dequant(m, p + "attn_v_b.weight"),
+                                 kvb = dequant(m, p + "attn_kv_b.weight(derived)");
+        ASSERT_EQ(kb.size(), (size_t)(dn * rkv * H));
+        ASSERT_EQ(kvb.size(), (size_t)(rkv * H * (dn + dv)));
+        double worst = 0;
+        for (int64_t h = 0; h < H; ++h)
+            for (int64_t i = 0; i < dn + dv; ++i) {
+                const float* row = kvb.data() + (h * (dn + dv) + i) * rkv;
+                for (int64_t c0 = 0; c0 < rkv; c0 += 32) {
+                    float want[32], amax = 0;
+                    for (int c = 0; c < 32; ++c) {
+                        want[c] = i < dn ? kb[(size_t)((h * rkv + c0 + c) * dn + i)] : vb[(size_t)((h * dv + i - dn) * rkv + c0 + c)];
+                        amax = std::max(amax, std::fabs(want[c]));
+                    }
+                    for (int c = 0; c < 32; ++c) {
+                        const double err = std::fabs(row[c0 + c] - want[c]);
+                        if (i >= dn) ASSERT_EQ(row[c0 + c], want[c]) << "v row copied exactly";
+                        // half a step of the block scale, plus the scale's own fp16 rounding times 127
+                        ASSERT_LE(err, amax / 127.0 * (0.5 + 127.0 / 2048)) << "head " << h << " row " << i << " col " << c0 + c;
+                        worst = std::max(worst, err / (amax > 0 ? amax : 1.0f));
+                    }
+                }
+            }
+        EXPECT_GT(worst, 0.0);  // the k rows really were requantized
+    }
+    ikllm_model_free(m);
+    ikllm_lib_free(lib);
+    std::remove(out.c_str());
 }
 
 }  // namespace
