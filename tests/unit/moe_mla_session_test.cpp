@@ -33,17 +33,36 @@ struct M {
     }
 };
 
-ikllm_session* session(ikllm_model* m, const char* kv = "f16", const char* ser = "") {
+struct SessionSettings {
+    const char* kv = "f16";
+    const char* ser = "";
+    int n_ctx = 64;
+    int mla_expand_min_batch = 128;  // the option's default
+    int batch_invariant = 0;
+    double attn_scratch_mib = 0;
+};
+
+ikllm_session* make_session(ikllm_model* m, const SessionSettings& ss) {
     ikllm_options* o = nullptr;
     ikllm_options_create(IKLLM_OPTIONS_SESSION, &o);
-    ikllm_options_set_int(o, "n_ctx", 64);
+    ikllm_options_set_int(o, "n_ctx", ss.n_ctx);
     ikllm_options_set_int(o, "n_threads", 2);
-    EXPECT_EQ(ikllm_options_set_string(o, "kv_type", kv), IKLLM_OK);
-    EXPECT_EQ(ikllm_options_set_string(o, "ser", ser), IKLLM_OK) << ikllm_last_error();
+    EXPECT_EQ(ikllm_options_set_string(o, "kv_type", ss.kv), IKLLM_OK);
+    EXPECT_EQ(ikllm_options_set_string(o, "ser", ss.ser), IKLLM_OK) << ikllm_last_error();
+    EXPECT_EQ(ikllm_options_set_int(o, "mla_expand_min_batch", ss.mla_expand_min_batch), IKLLM_OK) << ikllm_last_error();
+    EXPECT_EQ(ikllm_options_set_int(o, "batch_invariant", ss.batch_invariant), IKLLM_OK);
+    EXPECT_EQ(ikllm_options_set_float(o, "attn_scratch_mib", ss.attn_scratch_mib), IKLLM_OK);
     ikllm_session* s = nullptr;
     EXPECT_EQ(ikllm_session_create(m, o, &s), IKLLM_OK) << ikllm_last_error();
     ikllm_options_free(o);
     return s;
+}
+
+ikllm_session* session(ikllm_model* m, const char* kv = "f16", const char* ser = "") {
+    SessionSettings ss;
+    ss.kv = kv;
+    ss.ser = ser;
+    return make_session(m, ss);
 }
 
 std::vector<float> decode(ikllm_session* s, const std::vector<int32_t>& toks, int32_t pos0) {
@@ -175,18 +194,13 @@ TEST(MoeMlaSession, ExpertReductionOptions) {
 // mla_expand_min_batch 0. (refdata_logits_mla_expanded checks the expanded
 // form against the reference's logits.)
 ikllm_session* mla_session(ikllm_model* m, const char* kv, int expand_min, int invariant = 0, double scratch_mib = 0) {
-    ikllm_options* o = nullptr;
-    ikllm_options_create(IKLLM_OPTIONS_SESSION, &o);
-    ikllm_options_set_int(o, "n_ctx", 256);
-    ikllm_options_set_int(o, "n_threads", 2);
-    EXPECT_EQ(ikllm_options_set_string(o, "kv_type", kv), IKLLM_OK);
-    EXPECT_EQ(ikllm_options_set_int(o, "mla_expand_min_batch", expand_min), IKLLM_OK) << ikllm_last_error();
-    ikllm_options_set_int(o, "batch_invariant", invariant);
-    ikllm_options_set_float(o, "attn_scratch_mib", scratch_mib);
-    ikllm_session* s = nullptr;
-    EXPECT_EQ(ikllm_session_create(m, o, &s), IKLLM_OK) << ikllm_last_error();
-    ikllm_options_free(o);
-    return s;
+    SessionSettings ss;
+    ss.kv = kv;
+    ss.n_ctx = 256;
+    ss.mla_expand_min_batch = expand_min;
+    ss.batch_invariant = invariant;
+    ss.attn_scratch_mib = scratch_mib;
+    return make_session(m, ss);
 }
 
 TEST(MoeMlaSession, ExpandedMlaAgreesWithAbsorbed) {
