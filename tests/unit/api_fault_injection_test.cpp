@@ -83,11 +83,13 @@ const char* kTemplate =
     "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
     "{% if add_generation_prompt %}<|assistant|>{% endif %}";
 
-// GPU placement for the hybrid runs (on the GPU test double): layers, rules, offload_min_batch.
+// GPU placement for the hybrid runs (on the GPU test double): layers, rules, offload_min_batch;
+// and the session's mla_expand_min_batch.
 struct Placement {
     int n_gpu_layers = 0;
     const char* rules = "";
     int offload_min_batch = 0;
+    int mla_expand_min_batch = 128;
 };
 
 // The whole path an application takes; stops at the first failing call and frees everything.
@@ -129,6 +131,7 @@ Outcome run_path(ikllm_lib* lib, const std::string& model_path, bool use_mmap, c
         ikllm_options_set_int(sopt, "n_ctx", 64);
         ikllm_options_set_int(sopt, "n_threads", 1);
         ikllm_options_set_int(sopt, "offload_min_batch", pl.offload_min_batch);
+        ikllm_options_set_int(sopt, "mla_expand_min_batch", pl.mla_expand_min_batch);
         if (!step("session", [&] { return ikllm_session_create(model, sopt, &session); })) return;
         std::vector<int32_t> pos(n), want(n, 0);
         for (size_t i = 0; i < n; ++i) pos[i] = (int32_t)i;
@@ -223,6 +226,15 @@ TEST(FaultInjection, MoeAndMlaModels) {
     // Every 5th index by default: these paths are long (IKLLM_FAULT_STRIDE=1 runs them all).
     fail_every_allocation(model_path("deepseek2-tiny-f16"), true, 5);
     fail_every_allocation(model_path("qwen3moe-tiny-f16"), true, 5);
+}
+
+// MLA in the expanded form (a threshold of 4 tokens puts the short prompt on it) on a split-layout
+// file, whose attn_kv_b the loader re-creates: its buffer and the expansion's are allocations too.
+TEST(FaultInjection, ExpandedMlaOfASplitLayoutModel) {
+    IKLLM_REQUIRE_REFDATA();
+    Placement pl;
+    pl.mla_expand_min_batch = 4;
+    fail_every_allocation(model_path("deepseek2-split-tiny-f16"), true, 5, pl);
 }
 
 // The experts-on-CPU hybrid on the GPU test double: the copy of the CPU weights, the device
