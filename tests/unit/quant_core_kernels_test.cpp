@@ -176,10 +176,12 @@ TEST(QuantCoreKernels, MatchFloat64ReferenceAndScalar) {
     // Shapes of 32 tokens or more take the prompt-batch panel GEMM: rows not a multiple of the
     // 16-row panel, token counts with 8/4/1 remainders, rows with leftover (non-x4) blocks, and
     // rows spanning groups of 2 / 3 panels plus single panels (53 rows, 37 tokens: 4-token tiles
-    // and one single token).
+    // and one single token). Single tokens: an odd group of 4 blocks and leftover blocks (416), and
+    // a row longer than the single-token kernel's precomputed activation (33024).
     const Shape shapes[] = {{32, 5, 1},    {96, 7, 3},    {160, 9, 8},   {256, 13, 17}, {512, 11, 1},
                             {1024, 6, 8},  {800, 17, 17}, {4096, 5, 3},  {224, 21, 77}, {512, 35, 64},
-                            {96, 3, 131}, {256, 19, 32}, {160, 7, 40}, {128, 4, 31}, {288, 9, 16}, {672, 5, 2}, {256, 512, 1}, {512, 256, 1}, {256, 53, 37}};
+                            {96, 3, 131}, {256, 19, 32}, {160, 7, 40}, {128, 4, 31}, {288, 9, 16}, {672, 5, 2}, {256, 512, 1}, {512, 256, 1}, {256, 53, 37},
+                            {160, 5, 1}, {416, 3, 1}, {33024, 2, 1}};
     uint32_t seed = 1;
     double worst[4] = {};
     for (const TypeCase& c : kCases) {

@@ -262,51 +262,124 @@ inline __m512i uvalues2_fast(const uint8_t* b) {
     }
 }
 
+// Groups of 4 blocks (128 weights) whose activation floats fit tile_sym_row's stack arrays.
+constexpr int64_t kRowActGroups = 256;
+
+// Per block of one Q8_2_X4 activation row: its scale da and da * sum (the factors of tile_sym's
+// float operations that do not depend on the weights).
+inline void row_act_floats(const uint8_t* act, int64_t ng, float* pda, float* ps) {
+    for (int64_t g = 0; g < ng; ++g) {
+        const __m128i head = _mm_loadu_si128(reinterpret_cast<const __m128i*>(act + 144 * g));
+        const __m128 da = act_scales4(head);
+        _mm_store_ps(pda + 4 * g, da);
+        _mm_store_ps(ps + 4 * g, _mm_mul_ps(da, act_sums4(head)));
+    }
+}
+
+// The 4-bit symmetric types with an 18- or 17-byte block (fp16 or e8m0 scale, 16 code bytes):
+// 8 blocks unpack with two byte permutes (vpermt2b) when the activation codes come in nibble
+// order (row_act_nibbles: per group of 4 blocks their first 16 codes, then their last 16).
 template <class P>
-void tile_sym_row(const uint8_t* wr, size_t, int64_t ne0, const uint8_t* act, size_t, float* y, int64_t) {
+constexpr bool kNibbleRow = std::is_same_v<P, Q4_0P> || std::is_same_v<P, IQ4_NLP> || std::is_same_v<P, MXFP4P>;
+
+inline void row_act_nibbles(const uint8_t* act, int64_t ng, uint8_t* an) {
+    for (int64_t g = 0; g < ng; ++g) {
+        const __m512i x = _mm512_loadu_si512(act + 144 * g + 16), y = _mm512_loadu_si512(act + 144 * g + 80);
+        _mm512_store_si512(an + 128 * g, _mm512_shuffle_i64x2(x, y, 0x88));
+        _mm512_store_si512(an + 128 * g + 64, _mm512_shuffle_i64x2(x, y, 0xDD));
+    }
+}
+
+// Byte index (into two 64-byte sources) of the 16 code bytes of 4 blocks starting at block 'first',
+// relative to byte 'base' of the 8-block group.
+template <class P>
+inline __m512i nibble_row_index(int first, int base) {
+    constexpr int off = std::is_same_v<P, MXFP4P> ? 1 : 2;
+    alignas(64) uint8_t ix[64];
+    for (int j = 0; j < 4; ++j)
+        for (int i = 0; i < 16; ++i) ix[16 * j + i] = (uint8_t)((first + j) * P::kBytes + off + i - base);
+    return _mm512_load_si512(ix);
+}
+
+// Unsigned codes (u = value + kOffset) from the nibbles n of a 4-bit type.
+template <class P>
+inline __m512i nibble_codes(__m512i n) {
+    if constexpr (std::is_same_v<P, Q4_0P>) return n;  // kOffset = 8: u = n
+    else {
+        const uint8_t* tbl = std::is_same_v<P, IQ4_NLP> ? (const uint8_t*)lq::kIq4nlValues : (const uint8_t*)lq::kMxfp4Values;
+        const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(tbl)));
+        return _mm512_add_epi8(_mm512_shuffle_epi8(table, n), _mm512_set1_epi8((char)P::kOffset));
+    }
+}
+
+// an: the row's activation codes from row_act_nibbles (kNibbleRow types), else null.
+template <class P>
+void tile_sym_row(const uint8_t* wr, int64_t ne0, const uint8_t* act, const uint8_t* an, const float* pda, const float* ps,
+                  float* y) {
     const int64_t nb = ne0 / 32, ng = nb / 4;
     // t (below) holds in 128-bit lane L the sums [d0, d1, d2, d3] of lane L; z_g / z_g+1 pick them
     // as [lo0, lo1, lo2, lo3, hi0, hi1, hi2, hi3] (tile_sym's lane order).
-    const __m512i pick = _mm512_setr_epi32(0, 8, 1, 9, 4, 12, 5, 13, 2, 10, 3, 11, 6, 14, 7, 15);
+    const __m512i pick = an ? _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15)
+                            : _mm512_setr_epi32(0, 8, 1, 9, 4, 12, 5, 13, 2, 10, 3, 11, 6, 14, 7, 15);
     const __m128 neg_off = _mm_set1_ps(-(float)P::kOffset);
+    const __m256 neg_off8 = _mm256_set1_ps(-(float)P::kOffset);
     __m256 acc = _mm256_setzero_ps();
     __m128 side = _mm_setzero_ps();
     int64_t g = 0;
+    [[maybe_unused]] __m512i ix_lo, ix_hi;
+    if constexpr (kNibbleRow<P>) {
+        ix_lo = nibble_row_index<P>(0, 0);
+        ix_hi = nibble_row_index<P>(4, 64);
+    }
     for (; g + 2 <= ng; g += 2) {
         const uint8_t* wb = wr + 4 * g * P::kBytes;
-        const uint8_t* ag = act + 144 * g;
         prefetch_weights<8 * P::kBytes>(wb);
-        const __m512i d0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), uvalues2_fast<P>(wb), _mm512_loadu_si512(ag + 16));
-        const __m512i d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), uvalues2_fast<P>(wb + 2 * P::kBytes),
-                                               _mm512_loadu_si512(ag + 80));
-        const __m512i d2 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), uvalues2_fast<P>(wb + 4 * P::kBytes),
-                                               _mm512_loadu_si512(ag + 160));
-        const __m512i d3 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), uvalues2_fast<P>(wb + 6 * P::kBytes),
-                                               _mm512_loadu_si512(ag + 224));
+        __m512i d0, d1, d2, d3;
+        if constexpr (kNibbleRow<P>) {
+            if (an) {
+                // Group g: blocks 0-3 (their codes lie in bytes 0-127 of the 8 blocks), g + 1: 4-7
+                // (bytes 64-143; the load past byte 143 is masked: no read beyond the row).
+                const __m512i a = _mm512_loadu_si512(wb), b = _mm512_loadu_si512(wb + 64);
+                const __m512i c = _mm512_maskz_loadu_epi8((__mmask64)((1ull << (8 * P::kBytes - 128)) - 1), wb + 128);
+                const __m512i q0 = _mm512_permutex2var_epi8(a, ix_lo, b), q1 = _mm512_permutex2var_epi8(b, ix_hi, c);
+                const __m512i m = _mm512_set1_epi8(15);
+                const uint8_t* ag = an + 128 * g;
+                d0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), nibble_codes<P>(_mm512_and_si512(q0, m)), _mm512_load_si512(ag));
+                d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), nibble_codes<P>(_mm512_and_si512(_mm512_srli_epi16(q0, 4), m)),
+                                         _mm512_load_si512(ag + 64));
+                d2 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), nibble_codes<P>(_mm512_and_si512(q1, m)), _mm512_load_si512(ag + 128));
+                d3 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), nibble_codes<P>(_mm512_and_si512(_mm512_srli_epi16(q1, 4), m)),
+                                         _mm512_load_si512(ag + 192));
+            }
+        }
+        if (!kNibbleRow<P> || !an) {
+            const uint8_t* ag = act + 144 * g;
+            d0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), uvalues2_fast<P>(wb), _mm512_loadu_si512(ag + 16));
+            d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), uvalues2_fast<P>(wb + 2 * P::kBytes), _mm512_loadu_si512(ag + 80));
+            d2 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), uvalues2_fast<P>(wb + 4 * P::kBytes), _mm512_loadu_si512(ag + 160));
+            d3 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), uvalues2_fast<P>(wb + 6 * P::kBytes), _mm512_loadu_si512(ag + 224));
+        }
         const __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(d0, d1), _mm512_unpackhi_epi32(d0, d1));
         const __m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(d2, d3), _mm512_unpackhi_epi32(d2, d3));
         const __m512i t = _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23));
         const __m512 z = _mm512_cvtepi32_ps(_mm512_permutexvar_epi32(pick, t));
-        const __m128i head0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ag));
-        const __m128i head1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ag + 144));
-        __m128 dw0, dw1;
+    __m256 dw8;
         if constexpr (std::is_same_v<P, Q4_0P> || std::is_same_v<P, IQ4_NLP>) {
             // The 8 fp16 scales lie at word 0, 9, ..., 63 of the 128 bytes at wb: one permute.
             const __m512i idx = _mm512_castsi128_si512(_mm_setr_epi16(0, 9, 18, 27, 36, 45, 54, 63));
             const __m512i h = _mm512_permutex2var_epi16(_mm512_loadu_si512(wb), idx, _mm512_loadu_si512(wb + 64));
-            const __m256 d8 = _mm256_cvtph_ps(_mm512_castsi512_si128(h));
-            dw0 = _mm256_castps256_ps128(d8);
-            dw1 = _mm256_extractf128_ps(d8, 1);
+            dw8 = _mm256_cvtph_ps(_mm512_castsi512_si128(h));
         } else {
-            dw0 = P::scales4(wb);
-            dw1 = P::scales4(wb + 4 * P::kBytes);
+            dw8 = _mm256_set_m128(P::scales4(wb + 4 * P::kBytes), P::scales4(wb));
         }
-        const __m128 da0 = act_scales4(head0), da1 = act_scales4(head1);
-        const __m128 dd0 = _mm_mul_ps(dw0, da0), dd1 = _mm_mul_ps(dw1, da1);
-        acc = _mm256_fmadd_ps(_mm256_set_m128(dd0, dd0), _mm512_castps512_ps256(z), acc);
-        side = _mm_add_ps(side, _mm_mul_ps(_mm_mul_ps(dw0, neg_off), _mm_mul_ps(da0, act_sums4(head0))));
-        acc = _mm256_fmadd_ps(_mm256_set_m128(dd1, dd1), _mm512_extractf32x8_ps(z, 1), acc);
-        side = _mm_add_ps(side, _mm_mul_ps(_mm_mul_ps(dw1, neg_off), _mm_mul_ps(da1, act_sums4(head1))));
+        // Per block: dd = dw * da, side term (dw * -offset) * (da * sum); da and da * sum come
+        // precomputed (row_act_floats): the same float operations as tile_sym, so the same bits.
+        const __m256 dd8 = _mm256_mul_ps(dw8, _mm256_loadu_ps(pda + 4 * g));
+        const __m256 st8 = _mm256_mul_ps(_mm256_mul_ps(dw8, neg_off8), _mm256_loadu_ps(ps + 4 * g));
+        acc = _mm256_fmadd_ps(_mm256_permute2f128_ps(dd8, dd8, 0x00), _mm512_castps512_ps256(z), acc);
+        side = _mm_add_ps(side, _mm256_castps256_ps128(st8));
+        acc = _mm256_fmadd_ps(_mm256_permute2f128_ps(dd8, dd8, 0x11), _mm512_extractf32x8_ps(z, 1), acc);
+        side = _mm_add_ps(side, _mm256_extractf128_ps(st8, 1));
     }
     for (; g < ng; ++g) {  // an odd last group: tile_sym's steps
         const __m512i gather = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
@@ -466,7 +539,6 @@ constexpr int kRows = 3, kTokens = 6;
 template <class P, int R, int T>
 constexpr TileFn tile_for() {
     if constexpr (P::kAffine) return &tile<P, R, T>;
-    else if constexpr (R == 1 && T == 1) return &tile_sym_row<P>;
     else return &tile_sym<P, R, T>;
 }
 template <class P, size_t... I>
@@ -480,6 +552,18 @@ void run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, cons
     if (nt >= (P::kAffine ? kP32MinTokens : kSymBatchTokens)) return panel_matmul<P>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
     if constexpr (!P::kAffine)
         if (nt >= kPairMinTokens) return run_sym_pairs<P>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+    if constexpr (!P::kAffine)
+        if (nt == 1 && ne0 / 128 <= kRowActGroups) {
+            // Token generation: the activation's per-block floats once per call, then one weight
+            // stream at a time (a single stream streams fastest).
+            alignas(64) float pda[4 * kRowActGroups], ps[4 * kRowActGroups];
+            alignas(64) uint8_t an[kNibbleRow<P> ? 128 * kRowActGroups : 64];
+            row_act_floats(act, ne0 / 128, pda, ps);
+            if constexpr (kNibbleRow<P>) row_act_nibbles(act, ne0 / 128, an);
+            const uint8_t* nib = kNibbleRow<P> && ne0 >= 256 ? an : nullptr;
+            for (int64_t r = r0; r < r1; ++r) tile_sym_row<P>(w + (size_t)r * wrb, ne0, act, nib, pda, ps, y + r);
+            return;
+        }
     static constexpr std::array<TileFn, kRows * kTokens> tiles =
         make_tiles<P>(std::make_index_sequence<kRows * kTokens>{});
     const int rows = nt == 1 ? 1 : kRows;  // one token: a single weight stream streams fastest
