@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -211,7 +212,8 @@ void check_moe_ffn(uint32_t type, double tol, bool merged, int64_t T = 9) {
     I.type = quant::T_I32;
     I.data = ids.data();
     Tensor Xt = f32_tensor(x, E, T);
-    for (int threads : {1, 3}) {
+    std::vector<float> first;
+    for (int threads : {1, 2, 3}) {
         std::vector<float> y((size_t)(E * T));
         Tensor Y = f32_tensor(y, E, T);
         Op op;
@@ -233,6 +235,9 @@ void check_moe_ffn(uint32_t type, double tol, bool merged, int64_t T = 9) {
             den += ref[i] * ref[i];
         }
         EXPECT_LT(std::sqrt(num / den), tol) << tt.name << " threads " << threads << (merged ? " merged" : "") << " T " << T;
+        // How the experts are shared out (whole experts or row chunks as tasks) never changes a bit.
+        if (first.empty()) first = y;
+        else EXPECT_EQ(0, std::memcmp(first.data(), y.data(), sizeof(float) * y.size())) << tt.name << " threads " << threads;
     }
 }
 
@@ -246,6 +251,17 @@ TEST(MoeFfn, GroupedMatchesNaivePerToken) {
     // IQ4_XS reproduces the reference's saturating int16 pair sums for small batches, so it is
     // further from exact maths (that kernel is checked against its own model in the kernel tests).
     check_moe_ffn(quant::T_IQ4_XS, 1e-1, false);
+}
+
+// One token (token generation): its 2 experts as whole-expert tasks on 1 and 2 threads, as row
+// chunks on 3.
+TEST(MoeFfn, SingleTokenMatchesNaive) {
+    for (bool merged : {false, true}) {
+        check_moe_ffn(quant::T_F32, 1e-5, merged, 1);
+        check_moe_ffn(quant::T_Q8_0, 2e-2, merged, 1);
+        check_moe_ffn(quant::T_Q4_K, 3e-2, merged, 1);
+        check_moe_ffn(quant::T_IQ4_XS, 1e-1, merged, 1);
+    }
 }
 
 // A prompt batch (80 tokens, ~27 per expert): where the CPU has AMX, experts above their prompt
