@@ -57,6 +57,12 @@ public:
             const Op& op = graph.ops[i];
             if (observer_) observer_->before(op);
             const auto t0 = std::chrono::steady_clock::now();
+            if (const size_t n = matmul_group(graph, i, end); n > 1) {
+                cpu::op_mul_mat_group(&graph.ops[i], n, pool_, scratch_);
+                if (profile_) profile_group(&graph.ops[i], n, std::chrono::steady_clock::now() - t0);
+                i += n - 1;
+                continue;
+            }
             switch (op.kind) {
                 case OpKind::get_rows: cpu::op_get_rows(op, pool_); break;
                 case OpKind::rms_norm: cpu::op_rms_norm(op, pool_); break;
@@ -79,6 +85,30 @@ public:
                 prof_n_[(int)op.kind]++;
                 if (profile_ > 1) profile_detail(op, dt);
             }
+        }
+    }
+    // Consecutive products of one input (a layer's Q, K, V) run as one group: one encoding of the
+    // input and one pool barrier instead of three. Not with an observer (imatrix collection), which
+    // sees each op's inputs just before that op runs.
+    size_t matmul_group(const Graph& graph, size_t i, size_t end) const {
+        const Op& op = graph.ops[i];
+        if (observer_ || op.kind != OpKind::mul_mat) return 1;
+        size_t n = 1;
+        while (n < cpu::kMaxMatmulGroup && i + n < end && graph.ops[i + n].kind == OpKind::mul_mat &&
+               graph.ops[i + n].src[1] == op.src[1])
+            ++n;
+        return n;
+    }
+    // A group's time shared out over its products by their weight bytes.
+    void profile_group(const Op* ops, size_t n, std::chrono::steady_clock::duration d) {
+        const double dt = std::chrono::duration<double>(d).count();
+        double total = 0;
+        for (size_t j = 0; j < n; ++j) total += (double)ops[j].src[0]->nb[1] * (double)ops[j].src[0]->ne[1];
+        for (size_t j = 0; j < n; ++j) {
+            const double part = total > 0 ? dt * (double)ops[j].src[0]->nb[1] * (double)ops[j].src[0]->ne[1] / total : dt / n;
+            prof_s_[(int)OpKind::mul_mat] += part;
+            prof_n_[(int)OpKind::mul_mat]++;
+            if (profile_ > 1) profile_detail(ops[j], part);
         }
     }
     // IKLLM_OP_PROFILE=1: wall time per op kind, printed to stderr when the executor goes (a

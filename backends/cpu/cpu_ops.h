@@ -31,6 +31,10 @@ void op_rope(const Op& op, ThreadPool& pool);
 void op_kv_store(const Op& op, ThreadPool& pool);
 void op_gather_rows(const Op& op, ThreadPool& pool);
 void op_mul_mat(const Op& op, ThreadPool& pool, Scratch& scratch);
+// Products of one input by up to kMaxMatmulGroup weights (a layer's Q, K and V): the input is
+// encoded once per activation format and all their row chunks share one pool pass.
+constexpr size_t kMaxMatmulGroup = 4;
+void op_mul_mat_group(const Op* ops, size_t n, ThreadPool& pool, Scratch& scratch);
 void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch);
 // The bf16 path of op_attention for prompt batches (tile unit, else AVX512-BF16); false when it does
 // not apply.

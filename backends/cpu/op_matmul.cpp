@@ -148,44 +148,102 @@ void op_mul_mat_heads(const Op& op, ThreadPool& pool, Scratch& scratch) {
     });
 }
 
-void op_mul_mat(const Op& op, ThreadPool& pool, Scratch& scratch) {
-    const Tensor& w = *op.src[0];  // [K, N] weights
-    const Tensor& x = *op.src[1];  // [K, T] f32
-    const Tensor* bias = op.src[2];
-    const Tensor& y = *op.dst;     // [N, T] f32
-    const int64_t K = w.ne[0], N = w.ne[1], T = x.ne[1];
+namespace {
+// One mul_mat's kernel and row chunks (enough to balance the threads, each a whole number of
+// the kernel's row groups).
+struct MatmulPlan {
+    const Op* op;
+    const MatmulKernel* k;
+    size_t act_row, w_row;
+    const uint8_t* act;  // its encoded activations
+    int64_t group, groups_per_chunk, n_chunks;
+};
+
+MatmulPlan plan_mul_mat(const Op& op, int n_threads) {
+    const Tensor& w = *op.src[0];
+    const int64_t K = w.ne[0], N = w.ne[1], T = op.src[1]->ne[1];
     const quant::TypeTraits* tt = quant::find_type(w.type);
     if (!tt) fail(Status::unsupported, std::string("no CPU matmul kernel for the type of ") + w.name);
-    const MatmulKernel* k = &kernel_for(w, op, T);
+    MatmulPlan p{&op, &kernel_for(w, op, T), 0, quant::row_bytes(*tt, K), nullptr, 0, 0, 0};
+    p.act_row = p.k->act->row_bytes(K);
+    p.group = row_unit(*p.k, *tt);
+    const int64_t n_groups = (N + p.group - 1) / p.group;
+    const int64_t target = std::max<int64_t>(1, (int64_t)n_threads * chunks_per_thread(*p.k));
+    p.groups_per_chunk = std::max<int64_t>(1, (n_groups + target - 1) / target);
+    p.n_chunks = (n_groups + p.groups_per_chunk - 1) / p.groups_per_chunk;
+    return p;
+}
 
-    const size_t act_row = k->act->row_bytes(K);
-    if (scratch.act.size() < act_row * T) scratch.act.resize(act_row * T);
-    uint8_t* act = scratch.act.data();
-    pool.parallel_for(T, [&](int64_t t, int) { k->act->encode_row(x.row<float>(t), act + act_row * t, K); });
-
-    const size_t w_row = quant::row_bytes(*tt, K);
-    const int64_t group = row_unit(*k, *tt);
-    const int64_t n_groups = (N + group - 1) / group;
-    // Enough chunks to balance threads, each a whole number of row groups.
-    const int64_t target = std::max<int64_t>(1, (int64_t)pool.n_threads() * chunks_per_thread(*k));
-    const int64_t groups_per_chunk = std::max<int64_t>(1, (n_groups + target - 1) / target);
-    const int64_t n_chunks = (n_groups + groups_per_chunk - 1) / groups_per_chunk;
+void run_mul_mat_chunk(const MatmulPlan& p, int64_t c) {
+    const Op& op = *p.op;
+    const Tensor& w = *op.src[0];
+    const Tensor* bias = op.src[2];
+    const Tensor& y = *op.dst;
+    const int64_t K = w.ne[0], N = w.ne[1], T = op.src[1]->ne[1];
+    const int64_t r0 = c * p.groups_per_chunk * p.group;
+    const int64_t r1 = std::min(N, r0 + p.groups_per_chunk * p.group);
     const int64_t y_stride = (int64_t)(y.nb[1] / sizeof(float));
     float* yd = static_cast<float*>(y.data);
-    const uint8_t* wd = static_cast<const uint8_t*>(w.data);
-    pool.parallel_for(n_chunks, [&](int64_t c, int) {
-        const int64_t r0 = c * groups_per_chunk * group;
-        const int64_t r1 = std::min(N, r0 + groups_per_chunk * group);
-        // Token blocks keep the activations being reused within the cache while the chunk's
-        // weight rows stay resident (a 512-token prompt's activations do not fit in L2).
-        const int64_t tb = call_tokens(op, k->whole_batch, T);
-        for (int64_t t0 = 0; t0 < T; t0 += tb)
-            k->run(wd, w_row, K, r0, r1, act + act_row * t0, act_row, std::min(tb, T - t0), yd + t0 * y_stride, y_stride);
-        if (bias) {
-            const float* b = static_cast<const float*>(bias->data);
-            for (int64_t t = 0; t < T; ++t)
-                for (int64_t r = r0; r < r1; ++r) yd[t * y_stride + r] += b[r];
+    // Token blocks keep the activations being reused within the cache while the chunk's
+    // weight rows stay resident (a 512-token prompt's activations do not fit in L2).
+    const int64_t tb = call_tokens(op, p.k->whole_batch, T);
+    for (int64_t t0 = 0; t0 < T; t0 += tb)
+        p.k->run(static_cast<const uint8_t*>(w.data), p.w_row, K, r0, r1, p.act + p.act_row * t0, p.act_row,
+                 std::min(tb, T - t0), yd + t0 * y_stride, y_stride);
+    if (bias) {
+        const float* b = static_cast<const float*>(bias->data);
+        for (int64_t t = 0; t < T; ++t)
+            for (int64_t r = r0; r < r1; ++r) yd[t * y_stride + r] += b[r];
+    }
+}
+}  // namespace
+
+void op_mul_mat(const Op& op, ThreadPool& pool, Scratch& scratch) { op_mul_mat_group(&op, 1, pool, scratch); }
+
+void op_mul_mat_group(const Op* ops, size_t n, ThreadPool& pool, Scratch& scratch) {
+    const Tensor& x = *ops[0].src[1];  // [K, T] f32, the input of every product
+    const int64_t K = x.ne[0], T = x.ne[1];
+    MatmulPlan plans[kMaxMatmulGroup];
+    if (n < 1 || n > kMaxMatmulGroup) fail(Status::internal, "mul_mat group size");
+    // The input encoded once per activation format the group's kernels want.
+    const ActFormat* formats[kMaxMatmulGroup];
+    size_t n_formats = 0, bytes = 0;
+    size_t offset[kMaxMatmulGroup];
+    for (size_t i = 0; i < n; ++i) {
+        if (ops[i].src[1] != &x && (ops[i].src[1]->data != x.data || ops[i].src[1]->ne[0] != K || ops[i].src[1]->ne[1] != T))
+            fail(Status::internal, "mul_mat group: the products do not share their input");
+        plans[i] = plan_mul_mat(ops[i], pool.n_threads());
+        size_t f = 0;
+        while (f < n_formats && formats[f]->id != plans[i].k->act->id) ++f;
+        if (f == n_formats) {
+            formats[n_formats] = plans[i].k->act;
+            offset[n_formats++] = bytes;
+            bytes += plans[i].act_row * (size_t)T;
         }
+    }
+    if (scratch.act.size() < bytes) scratch.act.resize(bytes);
+    uint8_t* act = scratch.act.data();
+    pool.parallel_for(T * (int64_t)n_formats, [&](int64_t i, int) {
+        const ActFormat& f = *formats[i % (int64_t)n_formats];
+        const int64_t t = i / (int64_t)n_formats;
+        const size_t row = f.row_bytes(K);
+        f.encode_row(x.row<float>(t), act + offset[i % (int64_t)n_formats] + row * t, K);
+    });
+    int64_t total = 0;
+    int64_t first[kMaxMatmulGroup + 1];
+    for (size_t i = 0; i < n; ++i) {
+        size_t f = 0;
+        while (formats[f]->id != plans[i].k->act->id) ++f;
+        plans[i].act = act + offset[f];
+        first[i] = total;
+        total += plans[i].n_chunks;
+    }
+    first[n] = total;
+    // One pass over every product's chunks: a single pool barrier for the group.
+    pool.parallel_for(total, [&](int64_t c, int) {
+        size_t i = 0;
+        while (c >= first[i + 1]) ++i;
+        run_mul_mat_chunk(plans[i], c - first[i]);
     });
 }
 

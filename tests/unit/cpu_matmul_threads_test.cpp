@@ -249,3 +249,83 @@ TEST(CpuMatmulThreads, PerHeadProductsEqualPerHeadMulMat) {
     }
 }
 }  // namespace
+
+namespace {
+// A group of products of one input (op_mul_mat_group: a layer's Q, K and V) gives each product
+// exactly the bits of its own mul_mat, with weights of types that want different activation
+// formats, a bias on one of them, and 1 / 3 / 67 tokens on 1-3 threads.
+TEST(CpuMatmulThreads, GroupedProductsMatchSingleOps) {
+    std::mt19937 rng(13);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    const int64_t K = 512;
+    const char* names[] = {"q4_K", "f32", "q6_K", "q4_0"};
+    const int64_t rows[] = {96, 16, 40, 64};
+    std::vector<std::vector<uint8_t>> w(4);
+    std::vector<Tensor> W(4);
+    std::vector<float> bias((size_t)rows[2]);
+    for (auto& v : bias) v = nd(rng);
+    Tensor B;
+    B.type = quant::T_F32;
+    B.ne[0] = rows[2];
+    B.nb[0] = 4;
+    B.nb[1] = 4 * rows[2];
+    B.data = bias.data();
+    for (int i = 0; i < 4; ++i) {
+        const quant::TypeTraits* tt = quant::find_type_by_name(names[i]);
+        ASSERT_NE(tt, nullptr) << names[i];
+        std::vector<float> wf((size_t)(K * rows[i]));
+        for (auto& v : wf) v = nd(rng) * 0.1f;
+        const size_t rb = quant::row_bytes(*tt, K);
+        w[i].resize(rb * (size_t)rows[i]);
+        for (int64_t r = 0; r < rows[i]; r += tt->interleave) tt->quantize(wf.data() + r * K, w[i].data() + r * rb, K, nullptr);
+        W[i].type = tt->id;
+        W[i].ne[0] = K;
+        W[i].ne[1] = rows[i];
+        W[i].nb[1] = rb;
+        W[i].data = w[i].data();
+        W[i].name = names[i];
+    }
+    for (int64_t T : {1, 3, 67}) {
+        std::vector<float> x((size_t)(K * T));
+        for (auto& v : x) v = nd(rng);
+        Tensor X;
+        X.type = quant::T_F32;
+        X.ne[0] = K;
+        X.ne[1] = T;
+        X.nb[0] = 4;
+        X.nb[1] = 4 * K;
+        X.data = x.data();
+        for (int threads : {1, 2, 3}) {
+            std::vector<std::vector<float>> single(4), grouped(4);
+            std::vector<Tensor> Y(4);
+            Op ops[4];
+            for (int i = 0; i < 4; ++i) {
+                single[i].assign((size_t)(rows[i] * T), NAN);
+                grouped[i].assign((size_t)(rows[i] * T), NAN);
+                Y[i].type = quant::T_F32;
+                Y[i].ne[0] = rows[i];
+                Y[i].ne[1] = T;
+                Y[i].nb[0] = 4;
+                Y[i].nb[1] = 4 * rows[i];
+                ops[i].kind = OpKind::mul_mat;
+                ops[i].src[0] = &W[i];
+                ops[i].src[1] = &X;
+                ops[i].src[2] = i == 2 ? &B : nullptr;
+                ops[i].dst = &Y[i];
+            }
+            cpu::ThreadPool pool(threads);
+            cpu::Scratch scratch;
+            for (int i = 0; i < 4; ++i) {
+                Y[i].data = single[i].data();
+                cpu::op_mul_mat(ops[i], pool, scratch);
+                Y[i].data = grouped[i].data();
+            }
+            cpu::op_mul_mat_group(ops, 4, pool, scratch);
+            for (int i = 0; i < 4; ++i)
+                for (size_t j = 0; j < single[i].size(); ++j)
+                    ASSERT_EQ(f32_bits(single[i][j]), f32_bits(grouped[i][j]))
+                        << names[i] << " T " << T << " threads " << threads << " element " << j;
+        }
+    }
+}
+}  // namespace
