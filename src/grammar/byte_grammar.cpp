@@ -200,8 +200,9 @@ std::shared_ptr<const ByteGrammar> compile_grammar(const GrammarIR& ir) {
     return g;
 }
 
-std::shared_ptr<const ByteGrammar> compile_gbnf(const std::string& text, const std::string& root) {
-    return compile_grammar(parse_gbnf(text, root));
+std::shared_ptr<const ByteGrammar> compile_gbnf(const std::string& text, const std::string& root,
+                                                const GrammarLimits& limits) {
+    return compile_grammar(parse_gbnf(text, root, limits));
 }
 
 }  // namespace ikllm::grammar

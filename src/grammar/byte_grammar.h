@@ -33,6 +33,7 @@ struct ByteGrammar {
 std::shared_ptr<const ByteGrammar> compile_grammar(const GrammarIR& ir);
 
 // parse_gbnf + compile_grammar.
-std::shared_ptr<const ByteGrammar> compile_gbnf(const std::string& text, const std::string& root = "root");
+std::shared_ptr<const ByteGrammar> compile_gbnf(const std::string& text, const std::string& root = "root",
+                                                const GrammarLimits& limits = {});
 
 }  // namespace ikllm::grammar

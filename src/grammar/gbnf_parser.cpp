@@ -17,7 +17,7 @@ bool is_name_char(char c) {
 
 class Parser {
 public:
-    explicit Parser(const std::string& t) : s_(t) {}
+    Parser(const std::string& t, const GrammarLimits& limits) : s_(t), limits_(limits) {}
 
     GrammarIR run(const std::string& root_name) {
         skip_all_space();
@@ -39,12 +39,13 @@ public:
 
 private:
     const std::string& s_;
+    const GrammarLimits limits_;
     size_t p_ = 0;
     GrammarIR g_;
     std::map<std::string, uint32_t> names_;
     std::map<uint32_t, size_t> first_use_;  // rule -> offset of its first reference
     std::map<uint32_t, int> generated_;     // owner rule -> count of generated helper rules
-    uint64_t items_ = 0;                    // items in all rules so far (kMaxGrammarItems)
+    uint64_t items_ = 0;                    // items in all rules so far (limits_.max_items)
     // Last offset line_col() was asked for and its answer: offsets mostly grow, so each call
     // continues from there (rescanning from the start made long grammars quadratic).
     size_t lc_off_ = 0;
@@ -52,8 +53,8 @@ private:
 
     void grow(uint64_t n, size_t at) {
         items_ += n;
-        if (items_ > kMaxGrammarItems)
-            error_at(at, "grammar too large: over the limit of " + std::to_string(kMaxGrammarItems) +
+        if (items_ > limits_.max_items)
+            error_at(at, "grammar too large: over the limit of " + std::to_string(limits_.max_items) +
                              " items once repetitions are expanded");
     }
 
@@ -336,7 +337,8 @@ private:
         if (!(peek() >= '0' && peek() <= '9')) error("expected a number");
         while (peek() >= '0' && peek() <= '9') {
             v = v * 10 + (uint64_t)(peek() - '0');
-            if (v > kMaxRepeat) error_at(at, "repetition count above the limit of " + std::to_string(kMaxRepeat));
+            if (v > limits_.max_repeat)
+                error_at(at, "repetition count above the limit of " + std::to_string(limits_.max_repeat));
             ++p_;
         }
         return v;
@@ -416,8 +418,8 @@ private:
 
 }  // namespace
 
-GrammarIR parse_gbnf(const std::string& text, const std::string& root) {
-    return Parser(text).run(root);
+GrammarIR parse_gbnf(const std::string& text, const std::string& root, const GrammarLimits& limits) {
+    return Parser(text, limits).run(root);
 }
 
 }  // namespace ikllm::grammar

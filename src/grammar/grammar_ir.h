@@ -43,8 +43,16 @@ constexpr uint64_t kMaxRepeat = 100000;
 constexpr uint64_t kMaxGrammarItems = 1000000;
 constexpr int kMaxNesting = 256;
 
+// Size limits of one grammar. The defaults are the library's; a caller that compiles grammars
+// from untrusted users may lower them (the fuzz target does, to keep its executions short).
+struct GrammarLimits {
+    uint64_t max_repeat = kMaxRepeat;
+    uint64_t max_items = kMaxGrammarItems;
+};
+
 // Parses GBNF text (see docs/structured-output.md). Throws Error(grammar_error) with
-// "line L, column C: ..." on malformed text, undefined rules or a missing root rule.
-GrammarIR parse_gbnf(const std::string& text, const std::string& root = "root");
+// "line L, column C: ..." on malformed text, undefined rules, a missing root rule or a grammar
+// over the limits.
+GrammarIR parse_gbnf(const std::string& text, const std::string& root = "root", const GrammarLimits& limits = {});
 
 }  // namespace ikllm::grammar

@@ -62,7 +62,7 @@ TEST(FuzzRegressions, Gguf) { replay("gguf_fuzz", &ikllm::fuzz::gguf_target::run
 TEST(FuzzRegressions, ModelLoad) { replay("model_load_fuzz", &ikllm::fuzz::model_target::run); }
 TEST(FuzzRegressions, ChatTemplate) { replay("chat_template_fuzz", &ikllm::fuzz::chat_target::run); }
 TEST(FuzzRegressions, Utf8Stream) { replay("utf8_stream_fuzz", &ikllm::fuzz::utf8_target::run); }
-TEST(FuzzRegressions, Grammar) { replay("grammar_fuzz", &ikllm::fuzz::grammar_target::run); }
+TEST(FuzzRegressions, Grammar) { replay("grammar_fuzz", &ikllm::fuzz::grammar_target::run_production_limits); }
 TEST(FuzzRegressions, JsonSchema) { replay("json_schema_fuzz", &ikllm::fuzz::schema_target::run); }
 TEST(FuzzRegressions, StateLoad) { replay("state_load_fuzz", &ikllm::fuzz::state_target::run); }
 

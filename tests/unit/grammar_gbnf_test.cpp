@@ -21,9 +21,9 @@ bool matches(const std::string& gbnf, const std::string& text, const std::string
     return a.accepting(s);
 }
 
-std::string error_of(const std::string& gbnf) {
+std::string error_of(const std::string& gbnf, const GrammarLimits& limits = {}) {
     try {
-        compile_gbnf(gbnf);
+        compile_gbnf(gbnf, "root", limits);
     } catch (const Error& e) {
         EXPECT_EQ(e.status, Status::grammar_error);
         return e.what();
@@ -184,4 +184,20 @@ TEST(GrammarGbnf, TotalSizeLimit) {
     EXPECT_EQ(error_of(big), "");  // 900 000 items: within the limit
     const std::string e = error_of(big + " [0-9]{0,60000}");
     EXPECT_NE(e.find("grammar too large: over the limit of 1000000 items"), std::string::npos) << e;
+}
+
+// A caller may lower the limits (the fuzz target does): the same text then fails at the lowered
+// bounds, exactly at them, and still compiles under the defaults.
+TEST(GrammarGbnf, LoweredLimits) {
+    GrammarLimits small;
+    small.max_repeat = 256;
+    small.max_items = 1000;
+    EXPECT_EQ(error_of("root ::= \"a\"{256}", small), "");
+    std::string e = error_of("root ::= \"a\"{257}", small);
+    EXPECT_NE(e.find("repetition count above the limit of 256"), std::string::npos) << e;
+    EXPECT_EQ(error_of("root ::= \"a\"{257}"), "");
+    EXPECT_EQ(error_of("root ::= \"a\"{250} \"b\"{250} \"c\"{250} \"d\"{250}", small), "");  // 1000 items
+    e = error_of("root ::= \"a\"{250} \"b\"{250} \"c\"{250} \"d\"{250} \"e\"", small);
+    EXPECT_NE(e.find("grammar too large: over the limit of 1000 items"), std::string::npos) << e;
+    EXPECT_TRUE(matches("root ::= \"a\"{2,3}", "aaa"));
 }
