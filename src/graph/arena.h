@@ -1,5 +1,7 @@
 // Bump allocator for activations of one batch. Blocks are kept across resets, so once a
-// session has seen its largest batch the decode path allocates nothing.
+// session has seen its largest batch the decode path allocates nothing. Blocks grow from
+// 256 KiB to 16 MiB: a small model's session then holds (and touches) little memory, a big
+// one reaches full-size blocks after a few.
 #pragma once
 #include <cstddef>
 #include <cstdlib>
@@ -29,7 +31,8 @@ public:
             ++block_;
             used_ = 0;
         }
-        const size_t size = bytes > kBlock ? bytes : kBlock;
+        const size_t block = kFirstBlock << (blocks_.size() < kGrowths ? blocks_.size() : kGrowths);
+        const size_t size = bytes > block ? bytes : block;
         Block b;
         b.data.reset(static_cast<uint8_t*>(aligned_alloc64(size)));
         b.size = size;
@@ -51,7 +54,8 @@ public:
     }
 
 private:
-    static constexpr size_t kBlock = 16u << 20;
+    static constexpr size_t kFirstBlock = 256u << 10;
+    static constexpr size_t kGrowths = 6;  // 256 KiB << 6 = 16 MiB
     struct Free { void operator()(uint8_t* p) const { aligned_free64(p); } };
     struct Block {
         std::unique_ptr<uint8_t, Free> data;
