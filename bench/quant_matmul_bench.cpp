@@ -3,12 +3,16 @@
 // (generation) and nt = 64 (prompt) activation rows. Prints weight GB/s (bytes of W per second)
 // and GFLOP/s (2 * rows * ne0 * nt per second), medians of 5 wall-clock repetitions. Several
 // copies of the matrix are cycled so W does not sit in the last-level cache.
-// Usage: quant_matmul_bench [--threads 1,2] [--nt 1,64] [--shape ROWSxK] [type ...]   (IKLLM_ISA caps
-// the ISA; --shape, default 4096x4096, measures a model's own matrices, e.g. 512x2048 for small K/V)
+// Usage: quant_matmul_bench [--threads 1,2] [--nt 1,64] [--shape ROWSxK] [--cpu-time] [type ...]
+// (IKLLM_ISA caps the ISA; --shape, default 4096x4096, measures a model's own matrices, e.g.
+// 512x2048 for small K/V; --cpu-time times the process's CPU seconds instead of wall-clock ones:
+// with one thread on a machine busy with other work it still compares kernels fairly; --hot keeps
+// one copy of the matrix, so a small --shape measures the kernel's decode rate from cache)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <random>
 #include <sstream>
 #include <string>
@@ -24,6 +28,17 @@ using namespace ikllm::quant;
 namespace {
 
 int64_t kNe0 = 4096, kRows = 4096;  // --shape
+bool g_cpu_time = false;             // --cpu-time
+bool g_hot = false;                  // --hot: one copy of the matrix (stays in cache if it fits)
+
+double now_s() {
+    if (g_cpu_time) {
+        timespec ts;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+        return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    }
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 std::vector<int> int_list(const std::string& s) {
     std::vector<int> v;
@@ -69,17 +84,16 @@ double time_matmul(const TypeTraits& tt, std::vector<std::vector<uint8_t>>& copi
         w.data = copies[c++ % copies.size()].data();
         cpu::op_mul_mat(op, pool, scratch);
     };
-    using clock = std::chrono::steady_clock;
     once();  // warm-up
-    const auto t0 = clock::now();
+    const double t0 = now_s();
     once();
-    const double one = std::chrono::duration<double>(clock::now() - t0).count();
+    const double one = now_s() - t0;
     const int iters = std::max(1, (int)(0.05 / std::max(one, 1e-6)));
     std::vector<double> reps;
     for (int r = 0; r < 5; ++r) {
-        const auto s = clock::now();
+        const double s = now_s();
         for (int i = 0; i < iters; ++i) once();
-        reps.push_back(std::chrono::duration<double>(clock::now() - s).count() / iters);
+        reps.push_back((now_s() - s) / iters);
     }
     return median(reps);
 }
@@ -93,6 +107,8 @@ int main(int argc, char** argv) {
         const std::string s = argv[i];
         if (s == "--threads" && i + 1 < argc) threads = int_list(argv[++i]);
         else if (s == "--nt" && i + 1 < argc) nts = int_list(argv[++i]);
+        else if (s == "--cpu-time") g_cpu_time = true;
+        else if (s == "--hot") g_hot = true;
         else if (s == "--shape" && i + 1 < argc) {
             long long r = 0, k = 0;
             if (std::sscanf(argv[++i], "%lldx%lld", &r, &k) != 2 || r < 64 || r % 64 || k < 256 || k % 256) {
@@ -120,8 +136,9 @@ int main(int argc, char** argv) {
     std::vector<float> x((size_t)(max_nt * kNe0));
     for (auto& v : x) v = nd(rng);
 
-    std::printf("matmul %lld x %lld via the CPU op (activation encoding included), isa %s, median of 5\n\n",
-                (long long)kRows, (long long)kNe0, cpu::isa_name(cpu::best_isa()));
+    std::printf("matmul %lld x %lld via the CPU op (activation encoding included), isa %s, median of 5%s\n\n",
+                (long long)kRows, (long long)kNe0, cpu::isa_name(cpu::best_isa()),
+                g_cpu_time ? " (process CPU time)" : "");
     std::printf("| type | bpw | kernel |");
     for (int nt : nts)
         for (int t : threads) std::printf(" nt=%d t=%d GB/s | GFLOP/s |", nt, t);
@@ -143,7 +160,7 @@ int main(int argc, char** argv) {
         for (int r = 0; r < 64; r += tt->interleave)
             tt->quantize(src.data() + r * kNe0, tile.data() + r * wrb, kNe0, nullptr);
         const size_t bytes = wrb * kRows;
-        const size_t ncopies = std::max<size_t>(2, (size_t)(256u << 20) / bytes);
+        const size_t ncopies = g_hot ? 1 : std::max<size_t>(2, (size_t)(256u << 20) / bytes);
         std::vector<std::vector<uint8_t>> copies(ncopies, std::vector<uint8_t>(bytes));
         for (auto& c : copies)
             for (int64_t r = 0; r < kRows; r += 64) std::memcpy(c.data() + r * wrb, tile.data(), tile.size());

@@ -194,11 +194,12 @@ public:
         return tt && tt->dequant && cpu::find_matmul(type, cpu::best_isa()) != nullptr;
     }
     // Measured with ikllm bench (docs/cpu-speed.md, "Run-time repack"): with AVX-512 the plain
-    // Q4_0 / Q8_0 / Q4_K kernels have prompt-batch panels and the interleaved ones do not (pp512
-    // about half), and token generation ties; with AVX2 the interleaved forms win.
+    // Q8_0 / Q4_K kernels have prompt-batch panels and the interleaved ones do not (pp512 about
+    // half), and token generation ties; with AVX2 the interleaved forms win. Q4_0_R8 on AVX-512
+    // fills the plain Q4_0 panels for prompts and decodes 16 rows per register.
     bool repack_helps(uint32_t type) const override {
         switch (type) {
-            case quant::T_Q4_0:
+            case quant::T_Q4_0: return true;
             case quant::T_Q8_0:
             case quant::T_Q4_K: return cpu::best_isa() != cpu::Isa::avx512;
             case quant::T_BF16: return true;

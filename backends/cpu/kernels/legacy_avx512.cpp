@@ -23,6 +23,7 @@
 #include "kernels/legacy_simd.h"
 #include "kernels/legacy_sym_accum.h"
 #include "kernels/legacy_panel_avx512.h"
+#include "kernels/q4_0_r8_avx512.h"
 #include "kernels/prefetch.h"
 #include "quant/act_q8_0.h"
 
@@ -589,6 +590,7 @@ KernelTable legacy_kernels_avx512() {
         {quant::T_Q6_0, Isa::avx512, simd_act_q8_2_x4(), run<Q6_0P>, true},
         {quant::T_IQ4_NL, Isa::avx512, simd_act_q8_2_x4(), run<IQ4_NLP>, true},
         {quant::T_MXFP4, Isa::avx512, simd_act_q8_2_x4(), run<MXFP4P>, true},
+        {quant::T_Q4_0_R8, Isa::avx512, simd_act_q8_2_x4(), run_q4_0_r8, true},
     };
     return {kKernels, sizeof(kKernels) / sizeof(kKernels[0])};
 }

@@ -1,0 +1,85 @@
+// The AVX-512 Q4_0_R8 kernel (kernels/q4_0_r8_avx512.h) against the two kernels it claims to
+// reproduce bit for bit: below kSymBatchTokens tokens the AVX2 Q4_0_R8 kernel (same per-lane
+// integer sums and float operations, 16 rows per register instead of 8), from there on the
+// AVX-512 plain Q4_0 kernel on the same weights before repacking (the same 16-row panels). Odd
+// group counts (a lone 8-row group), row sub-ranges, strided outputs, rows with blocks past the
+// last group of 4 and token counts around every tile size. The accuracy of both references
+// against exact products is checked by QuantGtiKernel / QuantCoreKernels.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/matmul.h"
+#include "quant/repack.h"
+#include "quant/type_traits.h"
+
+using namespace ikllm;
+using namespace ikllm::quant;
+using ikllm::cpu::Isa;
+
+namespace {
+
+struct Case {
+    int64_t ne0, rows, r0, nt;
+};
+
+// Runs kernel k over rows [r0, rows) of w and returns the outputs (stride rows + 5; rows outside
+// the range must stay untouched, checked here).
+std::vector<float> run(const cpu::MatmulKernel& k, const std::vector<uint8_t>& w, const std::vector<uint8_t>& act,
+                       const Case& c) {
+    const TypeTraits* tt = find_type(k.weight_type);
+    const int64_t ys = c.rows + 5;
+    std::vector<float> y((size_t)(c.nt * ys), -7.0f);
+    k.run(w.data(), row_bytes(*tt, c.ne0), c.ne0, c.r0, c.rows, act.data(), k.act->row_bytes(c.ne0), c.nt, y.data(), ys);
+    for (int64_t t = 0; t < c.nt; ++t)
+        for (int64_t r = 0; r < ys; ++r)
+            if (r < c.r0 || r >= c.rows) EXPECT_EQ(y[(size_t)(t * ys + r)], -7.0f) << "row " << r << " written";
+    return y;
+}
+
+}  // namespace
+
+TEST(Q40R8Avx512, MatchesAvx2KernelAndPlainPanelsBitForBit) {
+    if (cpu::detected_isa() != Isa::avx512) GTEST_SKIP() << "this CPU has no AVX-512";
+    const cpu::MatmulKernel* r8 = cpu::find_matmul_exact(T_Q4_0_R8, Isa::avx512);
+    const cpu::MatmulKernel* r8_avx2 = cpu::find_matmul_exact(T_Q4_0_R8, Isa::avx2);
+    const cpu::MatmulKernel* plain = cpu::find_matmul_exact(T_Q4_0, Isa::avx512);
+    ASSERT_TRUE(r8 && r8_avx2 && plain);
+    ASSERT_EQ(r8->act->id, plain->act->id);
+    ASSERT_EQ(r8->act->id, r8_avx2->act->id);
+    const TypeTraits* q40 = find_type(T_Q4_0);
+    std::mt19937 rng(77);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<Case> cases;
+    for (int64_t ne0 : {32, 224, 256, 1056})  // 1, 7, 8, 33 blocks
+        for (auto [rows, r0] : {std::pair<int64_t, int64_t>{8, 0}, {16, 0}, {24, 8}, {40, 0}, {56, 16}})
+            for (int64_t nt : {1, 2, 3, 4, 5, 9, 31, 32, 33, 45}) cases.push_back({ne0, rows, r0, nt});
+    int bitwise_small = 0, bitwise_batch = 0;
+    for (const Case& c : cases) {
+        SCOPED_TRACE("ne0=" + std::to_string(c.ne0) + " rows=" + std::to_string(c.rows) + " r0=" + std::to_string(c.r0) +
+                     " nt=" + std::to_string(c.nt));
+        const size_t wrb = row_bytes(*q40, c.ne0);
+        std::vector<float> x((size_t)(c.rows * c.ne0));
+        for (auto& v : x) v = 0.02f * nd(rng);
+        std::vector<uint8_t> w(wrb * (size_t)c.rows), wr(w.size());
+        for (int64_t r = 0; r < c.rows; ++r) q40->quantize(x.data() + r * c.ne0, w.data() + wrb * r, c.ne0, nullptr);
+        ASSERT_TRUE(repack_rows_to(T_Q4_0, T_Q4_0_R8, w.data(), wr.data(), c.ne0, c.rows));
+        const size_t arb = r8->act->row_bytes(c.ne0);
+        std::vector<uint8_t> act(arb * (size_t)c.nt + 64);
+        std::vector<float> a((size_t)c.ne0);
+        for (int64_t t = 0; t < c.nt; ++t) {
+            for (auto& v : a) v = nd(rng);
+            r8->act->encode_row(a.data(), act.data() + arb * t, c.ne0);
+        }
+        const std::vector<float> got = run(*r8, wr, act, c);
+        const bool batch = c.nt >= 32;  // kSymBatchTokens: the panel GEMM
+        const std::vector<float> want = batch ? run(*plain, w, act, c) : run(*r8_avx2, wr, act, c);
+        ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+            << (batch ? "differs from plain Q4_0" : "differs from the AVX2 Q4_0_R8 kernel");
+        ++(batch ? bitwise_batch : bitwise_small);
+    }
+    EXPECT_GT(bitwise_small, 0);
+    EXPECT_GT(bitwise_batch, 0);
+}
