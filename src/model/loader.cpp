@@ -378,7 +378,7 @@ void bind_deepseek2(Model& m, Binder& b) {
 // and memory the kernel cannot drop, so auto keeps the mapping where its laziness matters.
 struct Storage {
     bool map = true, huge = false;
-    bool copy_cpu_weights = false;  // mapped for GPU placement: the CPU's weights get a copy later
+    bool copy_cpu_weights = false;  // mapped for GPU placement / repack: the CPU's weights get a copy later
     std::string why;                // for the placement line
 };
 // `mapped`: the file opened as a mapping (use_mmap auto), whose header tells whether run-time
@@ -399,7 +399,10 @@ Storage load_storage(const gguf::File* mapped, const ModelOptions& opts, const b
         const uint64_t avail = cpu.capabilities().memory_available;
         if (keep) {
             st.why = std::string(" (use_mmap auto: ") + keep + ")";
-            st.copy_cpu_weights = std::strcmp(keep, "GPU placement") == 0 && opts.huge_pages != 0;
+            // What stays on the CPU (and, with repack, what is not converted, e.g. a Q6_K output)
+            // is copied to huge pages after placement / repacking, as a read copy would be.
+            st.copy_cpu_weights =
+                (std::strcmp(keep, "GPU placement") == 0 || std::strcmp(keep, "repacked weights") == 0) && opts.huge_pages != 0;
         } else if (mapped && avail > 0 && mapped->total_file_bytes() <= avail / 4 * 3) {
             st.map = false;
             st.why = " (use_mmap auto: fits in available memory)";
