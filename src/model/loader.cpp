@@ -388,11 +388,14 @@ Storage load_storage(const gguf::File* mapped, const ModelOptions& opts, const b
     if (opts.use_mmap >= 0) {
         st.map = opts.use_mmap != 0;
     } else {
-        bool repacks = false;
+        // Repacking converts a read copy in place where the interleaved rows take the same room;
+        // only a type that grows (Q8_KV) keeps the mapping (its copy would double the memory).
+        bool repack_grows_data = false;
         if (opts.repack && mapped)
-            for (const gguf::TensorInfo& ti : mapped->tensors()) repacks |= repack_applies(cpu, ti.type, opts.repack == 2);
+            for (const gguf::TensorInfo& ti : mapped->tensors())
+                repack_grows_data |= repack_applies(cpu, ti.type, opts.repack == 2) && repack_grows(ti.type, ti.ne[0]);
         const char* keep = opts.vocab_only                                             ? "vocab-only load"
-                           : repacks                                                  ? "repacked weights"
+                           : repack_grows_data                                        ? "repacked weights"
                            : opts.n_gpu_layers > 0 || !opts.tensor_placement.empty() ? "GPU placement"
                            : !opts.numa.empty()                                       ? "NUMA policy"
                                                                                       : nullptr;

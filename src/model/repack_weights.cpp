@@ -1,8 +1,10 @@
 #include "model/repack_weights.h"
 
+#include <cstring>
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "quant/repack.h"
 #include "quant/type_traits.h"
@@ -14,8 +16,54 @@ bool repack_applies(const backend::Backend& cpu, uint32_t type, bool force) {
     return to && cpu.supports_weight_type(to) && (force || cpu.repack_helps(type));
 }
 
+bool repack_grows(uint32_t type, int64_t ne0) {
+    const uint32_t to = quant::repack_target(type);
+    const quant::TypeTraits* a = quant::find_type(type);
+    const quant::TypeTraits* b = to ? quant::find_type(to) : nullptr;
+    return a && b && quant::row_bytes(*b, ne0) != quant::row_bytes(*a, ne0);
+}
+
+namespace {
+
+// A tensor can be converted where it lies when its bytes are the model's own (a read copy of the
+// file, not a read-only mapping), no other weight tensor views them (that one would still read
+// them as the old type) and the interleaved rows take the same room.
+bool repack_in_place_ok(const Model& m, const Tensor& t, size_t new_row_bytes) {
+    if (!m.file || m.file->mapped() || new_row_bytes != t.nb[1]) return false;
+    const uint8_t* lo = static_cast<const uint8_t*>(t.data);
+    const uint8_t* hi = lo + t.nb[1] * (size_t)t.n_rows();
+    bool in_copy = false;
+    for (auto [p, n] : m.file->mapped_ranges())
+        in_copy |= lo >= static_cast<const uint8_t*>(p) && hi <= static_cast<const uint8_t*>(p) + n;
+    if (!in_copy) return false;
+    for (const auto& w : m.weights) {
+        if (w.get() == &t || !w->data) continue;
+        const uint8_t* wl = static_cast<const uint8_t*>(w->data);
+        const uint8_t* wh = wl + w->nb[1] * (size_t)w->n_rows();
+        if (wl < hi && lo < wh) return false;
+    }
+    return true;
+}
+
+// Converts nrows rows at data in place, one row group at a time through a group-sized copy.
+bool repack_in_place(uint32_t from, uint32_t to, uint8_t* data, size_t row_bytes, int64_t ne0, int64_t nrows,
+                     int64_t group) {
+    std::vector<uint8_t> tmp(row_bytes * (size_t)group);
+    for (int64_t r = 0; r < nrows; r += group) {
+        uint8_t* g = data + row_bytes * (size_t)r;
+        std::memcpy(tmp.data(), g, tmp.size());
+        if (!quant::repack_rows_to(from, to, tmp.data(), g, ne0, group)) {
+            std::memcpy(g, tmp.data(), tmp.size());  // (not reached: the group fits by construction)
+            return false;
+        }
+    }
+    return true;
+}
+
+}  // namespace
+
 int repack_weights(Model& m, const std::vector<Tensor*>& matmul_weights, bool force, const Logger& log) {
-    int n = 0;
+    int n = 0, in_place = 0;
     uint64_t bytes = 0;
     std::set<Tensor*> seen;
     std::map<uint32_t, int> kept;  // types the CPU runs faster as stored: tensors left plain
@@ -33,18 +81,24 @@ int repack_weights(Model& m, const std::vector<Tensor*>& matmul_weights, bool fo
         if (t->ne[1] % dst.interleave != 0) continue;
         const int64_t rows = t->n_rows();
         const size_t rb = quant::row_bytes(dst, t->ne[0]);
-        auto buf = m.cpu->alloc(rb * (size_t)rows);
-        uint32_t got = 0;
-        if (!quant::repack_rows(t->type, &got, static_cast<const uint8_t*>(t->data), static_cast<uint8_t*>(buf->data()),
-                                t->ne[0], rows) || got != to)
-            continue;
+        if (repack_in_place_ok(m, *t, rb)) {
+            if (!repack_in_place(t->type, to, static_cast<uint8_t*>(t->data), rb, t->ne[0], rows, dst.interleave)) continue;
+            ++in_place;
+        } else {
+            auto buf = m.cpu->alloc(rb * (size_t)rows);
+            uint32_t got = 0;
+            if (!quant::repack_rows(t->type, &got, static_cast<const uint8_t*>(t->data),
+                                    static_cast<uint8_t*>(buf->data()), t->ne[0], rows) ||
+                got != to)
+                continue;
+            t->data = buf->data();
+            m.buffers.push_back(std::move(buf));
+        }
         t->type = to;
-        t->data = buf->data();
         t->nb[0] = (size_t)dst.block_bytes;
         t->nb[1] = rb;
         t->nb[2] = rb * (size_t)t->ne[1];
         t->nb[3] = t->nb[2] * (size_t)t->ne[2];
-        m.buffers.push_back(std::move(buf));
         bytes += rb * (size_t)rows;
         ++n;
     }
@@ -55,7 +109,8 @@ int repack_weights(Model& m, const std::vector<Tensor*>& matmul_weights, bool fo
         log.log(log_warn, "run-time repack: tensors kept as stored, faster than interleaved on this CPU (repack 2 "
                           "forces it): %s", list.c_str());
     }
-    log.log(log_info, "repacked %d weight tensors (%.1f MiB) to row-interleaved layouts", n, bytes / 1048576.0);
+    log.log(log_info, "repacked %d weight tensors (%.1f MiB; %d in place) to row-interleaved layouts", n,
+            bytes / 1048576.0, in_place);
     return n;
 }
 

@@ -1,7 +1,9 @@
 // Run-time repacking (model option "repack", the reference's -rtr): CPU-resident matrix
 // weights are converted at load to their row-interleaved layout, which the CPU kernels multiply
-// faster. Converted tensors move from the file mapping into owned buffers. Results are the
-// same as with the plain layout (repacking is lossless, quant/repack.h).
+// faster. Converted tensors move from a file mapping into owned buffers; in a read copy of the
+// file they are converted where they lie when the interleaved form takes the same room (Q4_0,
+// Q8_0, the K-quants...), so repacking then costs no memory. Results are the same as with the
+// plain layout (repacking is lossless, quant/repack.h).
 #pragma once
 #include "core/log.h"
 #include "model/model.h"
@@ -14,5 +16,7 @@ namespace ikllm {
 int repack_weights(Model& m, const std::vector<Tensor*>& matmul_weights, bool force, const Logger& log);
 // Whether repack_weights could convert a tensor of this type.
 bool repack_applies(const backend::Backend& cpu, uint32_t type, bool force);
+// Whether the interleaved form of a row of ne0 columns of this type takes more room (Q8_KV).
+bool repack_grows(uint32_t type, int64_t ne0);
 
 }  // namespace ikllm
