@@ -1,0 +1,55 @@
+#!/usr/bin/python3
+"""`ikllm bench` smoke test on a small reference model: the JSONL form has one object per test with
+the fields external checks read, consistent numbers (bound = bandwidth / bytes per token, the
+bandwidth's median not above its best), -rtr gives the same tests, the table form runs, bad
+options fail cleanly. Speed itself is not judged here (benchmarks, not tests, do that).
+
+usage: check_bench_cli.py IKLLM_CLI [SHARED_DIR]   exit 0 pass, 1 fail, 77 skip (no reference data)
+"""
+import json, os, subprocess, sys
+
+cli = sys.argv[1]
+shared = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__), '../../../shared')
+model = os.path.join(shared, 'refdata/quant/llama-q-Q4_0.gguf')
+if not os.path.exists(model):
+    print('reference models not present; skipping')
+    sys.exit(77)
+fails = []
+
+
+def check(cond, what):
+    if not cond:
+        fails.append(what)
+        print('FAIL:', what)
+
+
+def bench(*args):
+    r = subprocess.run([cli, 'bench', '-m', model, '-p', '16', '-n', '8', '-t', '2', '-r', '2'] + list(args),
+                       capture_output=True, text=True)
+    return r.returncode, r.stdout, r.stderr
+
+
+for extra in ([], ['-rtr']):
+    rc, out, err = bench('--format', 'jsonl', *extra)
+    check(rc == 0, 'bench --format jsonl %s exits 0 (%s)' % (extra, err))
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith('{')]
+    check([r['test'] for r in rows] == ['pp16', 'tg8'], 'one object per test %s: %s' % (extra, rows))
+    for r in rows:
+        for key in ('tokens_per_s', 'stddev', 'read_bandwidth_gbs', 'read_bandwidth_median_gbs',
+                    'bandwidth_bound_tg', 'bytes_per_token', 'peak_rss_mib'):
+            check(key in r, 'field %s in %s' % (key, r))
+        if fails:
+            break
+        check(r['tokens_per_s'] > 0 and r['stddev'] >= 0, 'speed and spread %s' % r)
+        check(0 < r['read_bandwidth_median_gbs'] <= r['read_bandwidth_gbs'], 'median <= best bandwidth %s' % r)
+        bound = r['read_bandwidth_gbs'] * 1e9 / r['bytes_per_token']
+        check(abs(r['bandwidth_bound_tg'] - bound) <= 1e-3 * bound + 1e-3, 'bound = bandwidth / bytes %s' % r)
+        check(r['reps'] == 2 and r['threads'] == 2, 'reps and threads echoed %s' % r)
+
+rc, out, err = bench()
+check(rc == 0 and '| tg8 |' in out and 'best of 5 passes; median' in out, 'table form (%s)' % err)
+rc, out, err = bench('-r', '0')
+check(rc != 0 and err.strip() != '', 'bad -r fails with a message')
+
+print('%d failures' % len(fails))
+sys.exit(1 if fails else 0)
