@@ -197,7 +197,7 @@ public:
     // Q8_0 / Q4_K kernels have prompt-batch panels and the interleaved ones do not (pp512 about
     // half), and token generation ties; with AVX2 the interleaved forms win. Q4_0_R8 on AVX-512
     // fills the plain panels for prompts (same speed) and streams faster in token generation
-    // (q4_0_r8_avx512.h; llama-1b tg128 +3 to +8 %).
+    // (legacy_r8_avx512.h).
     bool repack_helps(uint32_t type) const override {
         switch (type) {
             case quant::T_Q4_0: return true;

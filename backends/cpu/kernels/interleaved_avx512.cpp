@@ -1,6 +1,6 @@
 // AVX-512 kernels of the row-interleaved types (quant-formats.md §12): the kernels of
-// interleaved_simd.h built with VNNI dot products (vpdpbusd on 256-bit vectors) for Q8_0_R8,
-// IQ4_XS_R8, Q4_K_R4, IQ4_K_R4, IQ4_KS_R4 (Q4_0_R8: legacy_avx512.cpp, q4_0_r8_avx512.h), and of
+// interleaved_simd.h built with VNNI dot products (vpdpbusd on 256-bit vectors) for IQ4_XS_R8,
+// Q4_K_R4, IQ4_K_R4, IQ4_KS_R4 (Q4_0_R8, Q8_0_R8: legacy_avx512.cpp, legacy_r8_avx512.h), and of
 // interleaved_simd_kquant.h (VNNI, VBMI table lookups) for Q5_K_R4, Q6_K_R4, IQ4_NL_R4,
 // IQ5_KS_R4; IQ2_K_R4, IQ3_K_R4, IQ5_K_R4 on 512-bit vectors (interleaved_simd_iqk512.h, via
 // interleaved_simd_iqk.h); BF16_R16 with vdpbf16ps (16 rows per zmm, one bf16 column pair per
@@ -47,7 +47,6 @@ void run_bf16_r16(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t
 KernelTable interleaved_kernels_avx512() {
     using namespace quant;
     static const MatmulKernel kKernels[] = {
-        {T_Q8_0_R8, Isa::avx512, act_format_q8_2_x4(), run_interleaved<KQ8_0R8>},
         {T_IQ4_XS_R8, Isa::avx512, &kGtiActQ8K32, run_interleaved<KIQ4XSR8>},
         {T_Q4_K_R4, Isa::avx512, &kGtiActQ8K32, run_interleaved<KQ4KR4>},
         {T_IQ4_K_R4, Isa::avx512, &kGtiActQ8K, run_interleaved<KIQ4KR4>},

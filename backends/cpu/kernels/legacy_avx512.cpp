@@ -23,7 +23,7 @@
 #include "kernels/legacy_simd.h"
 #include "kernels/legacy_sym_accum.h"
 #include "kernels/legacy_panel_avx512.h"
-#include "kernels/q4_0_r8_avx512.h"
+#include "kernels/legacy_r8_avx512.h"
 #include "kernels/prefetch.h"
 #include "quant/act_q8_0.h"
 
@@ -590,7 +590,8 @@ KernelTable legacy_kernels_avx512() {
         {quant::T_Q6_0, Isa::avx512, simd_act_q8_2_x4(), run<Q6_0P>, true},
         {quant::T_IQ4_NL, Isa::avx512, simd_act_q8_2_x4(), run<IQ4_NLP>, true},
         {quant::T_MXFP4, Isa::avx512, simd_act_q8_2_x4(), run<MXFP4P>, true},
-        {quant::T_Q4_0_R8, Isa::avx512, simd_act_q8_2_x4(), run_q4_0_r8, true},
+        {quant::T_Q4_0_R8, Isa::avx512, simd_act_q8_2_x4(), run_r8<R8Q4_0>, true},
+        {quant::T_Q8_0_R8, Isa::avx512, simd_act_q8_2_x4(), run_r8<R8Q8_0>, true},
     };
     return {kKernels, sizeof(kKernels) / sizeof(kKernels[0])};
 }

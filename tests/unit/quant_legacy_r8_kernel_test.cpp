@@ -1,5 +1,5 @@
-// The AVX-512 Q4_0_R8 kernel (kernels/q4_0_r8_avx512.h). Below kSymBatchTokens tokens: against
-// the AVX2 Q4_0_R8 kernel (the same exact integer block sums; the float sums of even and odd
+// The AVX-512 Q4_0_R8 / Q8_0_R8 kernels (kernels/legacy_r8_avx512.h). Below kSymBatchTokens tokens:
+// against the AVX2 kernel of the same type (the same exact integer block sums; the float sums of even and odd
 // blocks are kept apart, so within rounding of the products' magnitude), and batch-invariant:
 // every token of a call gives the bits it gives alone. From kSymBatchTokens on: the AVX-512 plain
 // Q4_0 kernel on the same weights before repacking, bit for bit (the same 16-row panels). Odd
@@ -44,15 +44,18 @@ std::vector<float> run(const cpu::MatmulKernel& k, const std::vector<uint8_t>& w
 
 }  // namespace
 
-TEST(Q40R8Avx512, MatchesAvx2KernelAndPlainPanels) {
+class LegacyR8Avx512 : public ::testing::TestWithParam<std::pair<uint32_t, uint32_t>> {};
+
+TEST_P(LegacyR8Avx512, MatchesAvx2KernelAndPlainPanels) {
     if (cpu::detected_isa() != Isa::avx512) GTEST_SKIP() << "this CPU has no AVX-512";
-    const cpu::MatmulKernel* r8 = cpu::find_matmul_exact(T_Q4_0_R8, Isa::avx512);
-    const cpu::MatmulKernel* r8_avx2 = cpu::find_matmul_exact(T_Q4_0_R8, Isa::avx2);
-    const cpu::MatmulKernel* plain = cpu::find_matmul_exact(T_Q4_0, Isa::avx512);
+    const auto [base, packed] = GetParam();
+    const cpu::MatmulKernel* r8 = cpu::find_matmul_exact(packed, Isa::avx512);
+    const cpu::MatmulKernel* r8_avx2 = cpu::find_matmul_exact(packed, Isa::avx2);
+    const cpu::MatmulKernel* plain = cpu::find_matmul_exact(base, Isa::avx512);
     ASSERT_TRUE(r8 && r8_avx2 && plain);
     ASSERT_EQ(r8->act->id, plain->act->id);
     ASSERT_EQ(r8->act->id, r8_avx2->act->id);
-    const TypeTraits* q40 = find_type(T_Q4_0);
+    const TypeTraits* bt = find_type(base);
     std::mt19937 rng(77);
     std::normal_distribution<float> nd(0.0f, 1.0f);
     std::vector<Case> cases;
@@ -63,12 +66,12 @@ TEST(Q40R8Avx512, MatchesAvx2KernelAndPlainPanels) {
     for (const Case& c : cases) {
         SCOPED_TRACE("ne0=" + std::to_string(c.ne0) + " rows=" + std::to_string(c.rows) + " r0=" + std::to_string(c.r0) +
                      " nt=" + std::to_string(c.nt));
-        const size_t wrb = row_bytes(*q40, c.ne0);
+        const size_t wrb = row_bytes(*bt, c.ne0);
         std::vector<float> x((size_t)(c.rows * c.ne0));
         for (auto& v : x) v = 0.02f * nd(rng);
         std::vector<uint8_t> w(wrb * (size_t)c.rows), wr(w.size());
-        for (int64_t r = 0; r < c.rows; ++r) q40->quantize(x.data() + r * c.ne0, w.data() + wrb * r, c.ne0, nullptr);
-        ASSERT_TRUE(repack_rows_to(T_Q4_0, T_Q4_0_R8, w.data(), wr.data(), c.ne0, c.rows));
+        for (int64_t r = 0; r < c.rows; ++r) bt->quantize(x.data() + r * c.ne0, w.data() + wrb * r, c.ne0, nullptr);
+        ASSERT_TRUE(repack_rows_to(base, packed, w.data(), wr.data(), c.ne0, c.rows));
         const size_t arb = r8->act->row_bytes(c.ne0);
         std::vector<uint8_t> act(arb * (size_t)c.nt + 64);
         std::vector<float> a((size_t)c.ne0);
@@ -79,7 +82,7 @@ TEST(Q40R8Avx512, MatchesAvx2KernelAndPlainPanels) {
         const std::vector<float> got = run(*r8, wr, act, c);
         if (c.nt >= 32) {  // kSymBatchTokens: the panel GEMM
             const std::vector<float> want = run(*plain, w, act, c);
-            ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "differs from plain Q4_0";
+            ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "differs from the plain type";
             ++batches;
             continue;
         }
@@ -94,7 +97,7 @@ TEST(Q40R8Avx512, MatchesAvx2KernelAndPlainPanels) {
             act1.resize(arb + 64);
             const std::vector<float> alone = run(*r8, wr, act1, one);
             for (int64_t r = c.r0; r < c.rows; ++r) {
-                q40->dequant(w.data() + wrb * r, wf.data(), c.ne0);
+                bt->dequant(w.data() + wrb * r, wf.data(), c.ne0);
                 double mag = 0;
                 for (int64_t i = 0; i < c.ne0; ++i) mag += std::fabs((double)wf[i] * af[i]);
                 const float g = got[(size_t)(t * ys + r)];
@@ -107,3 +110,8 @@ TEST(Q40R8Avx512, MatchesAvx2KernelAndPlainPanels) {
     EXPECT_GT(small, 0);
     EXPECT_GT(batches, 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(Types, LegacyR8Avx512,
+                         ::testing::Values(std::pair<uint32_t, uint32_t>{T_Q4_0, T_Q4_0_R8},
+                                           std::pair<uint32_t, uint32_t>{T_Q8_0, T_Q8_0_R8}),
+                         [](const auto& info) { return std::string(find_type(info.param.second)->name); });
