@@ -6,21 +6,12 @@ options fail cleanly. Speed itself is not judged here (benchmarks, not tests, do
 
 usage: check_bench_cli.py IKLLM_CLI [SHARED_DIR]   exit 0 pass, 1 fail, 77 skip (no reference data)
 """
-import json, os, subprocess, sys
+import json, subprocess
 
-cli = sys.argv[1]
-shared = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__), '../../../shared')
-model = os.path.join(shared, 'refdata/quant/llama-q-Q4_0.gguf')
-if not os.path.exists(model):
-    print('reference models not present; skipping')
-    sys.exit(77)
-fails = []
+from cli_check import CliCheck
 
-
-def check(cond, what):
-    if not cond:
-        fails.append(what)
-        print('FAIL:', what)
+c = CliCheck('quant/llama-q-Q4_0.gguf')
+cli, model, check, fails = c.cli, c.model, c.check, c.fails
 
 
 def bench(*args):
@@ -51,5 +42,4 @@ check(rc == 0 and '| tg8 |' in out and 'best of 5 passes; median' in out, 'table
 rc, out, err = bench('-r', '0')
 check(rc != 0 and err.strip() != '', 'bad -r fails with a message')
 
-print('%d failures' % len(fails))
-sys.exit(1 if fails else 0)
+c.finish('check_bench_cli')

@@ -3,21 +3,12 @@
 
 usage: check_plan_cli.py IKLLM_CLI [SHARED_DIR]   exit 0 pass, 1 fail, 77 skip (no reference data)
 """
-import json, os, subprocess, sys
+import json, subprocess
 
-cli = sys.argv[1]
-shared = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__), '../../../shared')
-model = os.path.join(shared, 'refdata/models/qwen3moe-tiny-f16.gguf')
-if not os.path.exists(model):
-    print('reference models not present; skipping')
-    sys.exit(77)
-fails = []
+from cli_check import CliCheck
 
-
-def check(cond, what):
-    if not cond:
-        fails.append(what)
-        print('FAIL:', what)
+c = CliCheck('models/qwen3moe-tiny-f16.gguf')
+cli, model, check, fails = c.cli, c.model, c.check, c.fails
 
 
 def plan(*args):
@@ -56,5 +47,4 @@ rc, out, err = plan('-ot', 'exps=GPU')
 check(rc != 0 and "unknown device 'GPU'" in err, 'bad rule fails naming it (%s)' % err.strip())
 rc, out, err = plan('--vram-budget', '12x')
 check(rc != 0 and '--vram-budget' in err, 'bad size fails')
-print('check_plan_cli: %s' % ('FAILED: %d' % len(fails) if fails else 'ok'))
-sys.exit(1 if fails else 0)
+c.finish('check_plan_cli')
