@@ -34,8 +34,8 @@ int run(const uint8_t* data, size_t size) {
     r.bos_token = "<s>";
     r.eos_token = "</s>";
     r.now = chat::DateTime{2026, 1, 15, 0, 0, 0};
-    r.limits.max_output = 1u << 20;
-    r.limits.max_steps = 200000;
+    r.limits.max_output = 1u << 16;
+    r.limits.max_steps = 20000;
     try {
         const chat::ChatTemplate t(fields[0]);
         (void)t.render(r);

@@ -36,9 +36,18 @@ for extra in ([], ['-rtr']):
         bound = r['read_bandwidth_gbs'] * 1e9 / r['bytes_per_token']
         check(abs(r['bandwidth_bound_tg'] - bound) <= 1e-3 * bound + 1e-3, 'bound = bandwidth / bytes %s' % r)
         check(r['reps'] == 2 and r['threads'] == 2, 'reps and threads echoed %s' % r)
+        paired = ('bound_fraction_paired_min', 'bound_fraction_paired', 'bound_fraction_paired_max')
+        if r['test'].startswith('tg'):
+            check(all(k in r for k in paired), 'paired fraction fields in the tg row %s' % r)
+            if not fails:
+                lo, mid, hi = (r[k] for k in paired)
+                check(0 < lo <= mid <= hi, 'paired fraction min <= median <= max %s' % r)
+        else:
+            check(not any(k in r for k in paired), 'no paired fraction in a pp row %s' % r)
 
 rc, out, err = bench()
 check(rc == 0 and '| tg8 |' in out and 'best of 5 passes; median' in out, 'table form (%s)' % err)
+check('tg / bound of the bandwidth around each rep: median' in out, 'table form prints the paired fraction')
 rc, out, err = bench('-r', '0')
 check(rc != 0 and err.strip() != '', 'bad -r fails with a message')
 

@@ -63,54 +63,83 @@ uint64_t bytes_per_token(ikllm_model* m) {
     return (uint64_t)total;
 }
 
-// Read bandwidth of this machine: sum a 512 MiB buffer (2 threads' worth of work is what the
-// engine gets). The bound uses the best of 5 passes; the median is printed beside it, since on a
-// shared VM the passes spread by ±15 % and generation is reported as a mean.
-struct Bandwidth {
-    double best = 0, median = 0;
-};
-Bandwidth read_bandwidth_gbs(int threads) {
-    const size_t n = (size_t)512 << 20;
-    // On huge pages where the kernel has them, like weights read into memory (use_mmap auto): the
-    // bound is the machine's streaming rate, not its 4 KiB-page TLB miss rate.
-    void* mem = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mem == MAP_FAILED) return {};
+// Read bandwidth of this machine: sum a 512 MiB buffer with the bench's thread count. The bound
+// uses the best of 5 passes; the median is printed beside it, since on a shared VM the passes
+// spread by ±15 % and generation is reported as a mean. The same probe also runs one pass before
+// each generation rep and one after the last, so that each rep is compared with the bandwidth of
+// its own moment (the "paired" fraction of the bound), which the VM's drift does not blur.
+class ReadProbe {
+public:
+    explicit ReadProbe(int threads) : threads_(std::max(1, threads)) {
+        void* mem = ::mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (mem == MAP_FAILED) return;
+        // On huge pages where the kernel has them, like weights read into memory (use_mmap auto):
+        // the bound is the machine's streaming rate, not its 4 KiB-page TLB miss rate.
 #if defined(MADV_HUGEPAGE)
-    ::madvise(mem, n, MADV_HUGEPAGE);
+        ::madvise(mem, kBytes, MADV_HUGEPAGE);
 #endif
-    std::span<uint64_t> buf(static_cast<uint64_t*>(mem), n / 8);
-    std::fill(buf.begin(), buf.end(), 1);
-    std::vector<double> passes;
-    for (int rep = 0; rep < 5; ++rep) {
+        buf_ = std::span<uint64_t>(static_cast<uint64_t*>(mem), kBytes / 8);
+        std::fill(buf_.begin(), buf_.end(), 1);
+    }
+    ~ReadProbe() {
+        if (!buf_.empty()) ::munmap(buf_.data(), kBytes);
+    }
+    ReadProbe(const ReadProbe&) = delete;
+    ReadProbe& operator=(const ReadProbe&) = delete;
+
+    bool ok() const { return !buf_.empty(); }
+
+    // One timed pass over the whole buffer, GB/s (0 when the buffer could not be mapped).
+    double pass() {
+        if (buf_.empty()) return 0;
         const auto t0 = Clock::now();
-        std::vector<uint64_t> part((size_t)threads, 0);
+        std::vector<uint64_t> part((size_t)threads_, 0);
         std::vector<std::thread> ts;
-        for (int t = 0; t < threads; ++t)
+        for (int t = 0; t < threads_; ++t)
             ts.emplace_back([&, t] {
-                const size_t b = buf.size() * t / threads, e = buf.size() * (t + 1) / threads;
+                const size_t b = buf_.size() * t / threads_, e = buf_.size() * (t + 1) / threads_;
                 // One cache line per step with a software prefetch 4 KiB ahead, like the engine's
                 // matrix-vector kernels: without it one core reads a stream at about 2/3 of the rate
                 // it can, and the "bound" would understate what token generation reaches.
                 uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
                 size_t i = b;
                 for (; i + 8 <= e; i += 8) {
-                    __builtin_prefetch(buf.data() + i + 512, 0, 3);
-                    s0 += buf[i] + buf[i + 4];
-                    s1 += buf[i + 1] + buf[i + 5];
-                    s2 += buf[i + 2] + buf[i + 6];
-                    s3 += buf[i + 3] + buf[i + 7];
+                    __builtin_prefetch(buf_.data() + i + 512, 0, 3);
+                    s0 += buf_[i] + buf_[i + 4];
+                    s1 += buf_[i + 1] + buf_[i + 5];
+                    s2 += buf_[i + 2] + buf_[i + 6];
+                    s3 += buf_[i + 3] + buf_[i + 7];
                 }
-                for (; i < e; ++i) s0 += buf[i];
+                for (; i < e; ++i) s0 += buf_[i];
                 part[(size_t)t] = s0 + s1 + s2 + s3;
             });
         for (auto& th : ts) th.join();
         const double s = seconds_since(t0);
         if (part[0] == 42) std::fprintf(stderr, " ");  // keep the sums alive
-        passes.push_back((double)n / s / 1e9);
+        return (double)kBytes / s / 1e9;
     }
-    ::munmap(mem, n);
+
+private:
+    static constexpr size_t kBytes = (size_t)512 << 20;
+    int threads_;
+    std::span<uint64_t> buf_;
+};
+
+struct Bandwidth {
+    double best = 0, median = 0;
+};
+Bandwidth best_of_passes(ReadProbe& probe, int n) {
+    std::vector<double> passes;
+    for (int rep = 0; rep < n; ++rep) passes.push_back(probe.pass());
     std::sort(passes.begin(), passes.end());
     return {passes.back(), passes[passes.size() / 2]};
+}
+
+double median_of(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const size_t h = v.size() / 2;
+    return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
 }
 
 struct Stat {
@@ -137,6 +166,14 @@ void decode_or_die(ikllm_session* s, const int32_t* toks, int32_t n) {
     std::vector<int32_t> want(n, 0);
     want[n - 1] = 1;
     check(ikllm_session_decode(s, toks, nullptr, nullptr, want.data(), n, 0), "decode");
+}
+
+// The tg row's extra JSONL fields: the paired fraction of the bound (median, min, max over reps).
+std::string paired_json(double median, double lo, double hi) {
+    char b[160];
+    std::snprintf(b, sizeof b, ", \"bound_fraction_paired\": %.4f, \"bound_fraction_paired_min\": %.4f, "
+                  "\"bound_fraction_paired_max\": %.4f", median, lo, hi);
+    return b;
 }
 
 double peak_rss_mib() {
@@ -226,22 +263,34 @@ int cmd_bench(int argc, char** argv) {
         }
         rows.push_back({"pp" + std::to_string(pp), stats(v)});
     }
+    const double rss = peak_rss_mib();  // before the bandwidth probe's buffer (the warm-up sized everything)
+    ReadProbe probe(threads > 0 ? threads : 2);
+    // Per generation rep: its speed over the bound of the bandwidth measured around it (the mean
+    // of the passes just before and just after it).
+    std::vector<double> paired;
     if (tg > 0) {
         const std::vector<int32_t> toks = random_tokens(L.model, (size_t)tg, 3);
         std::vector<double> v;
+        double before = probe.pass();
         for (int r = 0; r < reps; ++r) {
             check(ikllm_session_clear(s), "clear");
             const auto t0 = Clock::now();
             for (int i = 0; i < tg; ++i) decode_or_die(s, &toks[(size_t)i], 1);
             v.push_back(tg / seconds_since(t0));
+            const double after = probe.pass();
+            const double around = 0.5 * (before + after);
+            if (around > 0 && bpt > 0) paired.push_back(v.back() / (around * 1e9 / (double)bpt));
+            before = after;
         }
         rows.push_back({"tg" + std::to_string(tg), stats(v)});
     }
     ikllm_session_free(s);
-    const double rss = peak_rss_mib();  // before the bandwidth probe's buffer
-    const Bandwidth probe = read_bandwidth_gbs(threads > 0 ? threads : 2);
-    const double bw = probe.best;
+    const Bandwidth bws = best_of_passes(probe, 5);
+    const double bw = bws.best;
     const double bound = bw * 1e9 / (double)std::max<uint64_t>(1, bpt);
+    const double paired_median = median_of(paired);
+    const double paired_min = paired.empty() ? 0 : *std::min_element(paired.begin(), paired.end());
+    const double paired_max = paired.empty() ? 0 : *std::max_element(paired.begin(), paired.end());
     if (fmt == "md") {
         std::printf("%s\n\n", ikllm_model_placement(L.model));
         std::printf("| model | size | threads | test | t/s |\n|---|---:|---:|---|---:|\n");
@@ -250,15 +299,19 @@ int cmd_bench(int argc, char** argv) {
                         r.tps.mean, r.tps.sd);
         std::printf("\nweights read per generated token: %.2f MiB; read bandwidth %.1f GB/s (best of 5 passes; median "
                     "%.1f) -> bandwidth-bound tg %.1f t/s; peak RSS %.1f MiB\n",
-                    (double)bpt / 1048576.0, bw, probe.median, bound, rss);
+                    (double)bpt / 1048576.0, bw, bws.median, bound, rss);
+        if (!paired.empty())
+            std::printf("tg / bound of the bandwidth around each rep: median %.1f %% (%.1f-%.1f %%, %zu reps)\n",
+                        100 * paired_median, 100 * paired_min, 100 * paired_max, paired.size());
     } else {
         for (auto& r : rows)
             std::printf("{\"model\": \"%s\", \"test\": \"%s\", \"threads\": %d, \"tokens_per_s\": %.4f, \"stddev\": %.4f, "
                         "\"reps\": %d, \"size_bytes\": %" PRIu64 ", \"bytes_per_token\": %" PRIu64
                         ", \"read_bandwidth_gbs\": %.3f, \"read_bandwidth_median_gbs\": %.3f, \"bandwidth_bound_tg\": %.3f"
-                        ", \"peak_rss_mib\": %.1f}\n",
+                        ", \"peak_rss_mib\": %.1f%s}\n",
                         name.c_str(), r.test.c_str(), threads, r.tps.mean, r.tps.sd, reps,
-                        ikllm_model_size_bytes(L.model), bpt, bw, probe.median, bound, rss);
+                        ikllm_model_size_bytes(L.model), bpt, bw, bws.median, bound, rss,
+                        r.test[0] == 't' && !paired.empty() ? paired_json(paired_median, paired_min, paired_max).c_str() : "");
     }
     return 0;
 }
