@@ -6,6 +6,7 @@
 // interleaved_simd_iqk.h); BF16_R16 with vdpbf16ps (16 rows per zmm, one bf16 column pair per
 // instruction); every other interleaved type uses the generic dequantize-and-dot kernel with
 // AVX-512 dot products.
+#include "kernels/interleaved_generic_entries.h"
 #include "kernels/interleaved_simd.h"
 #include "kernels/interleaved_simd_iqk.h"
 #include "kernels/interleaved_simd_kquant.h"
@@ -59,21 +60,7 @@ KernelTable interleaved_kernels_avx512() {
         {T_IQ3_K_R4, Isa::avx512, &kGtiActQ8K, run_interleaved<KIQ3KR4>},
         {T_IQ5_K_R4, Isa::avx512, &kGtiActQ8K, run_interleaved<KIQ5KR4>},
         {T_BF16_R16, Isa::avx512, act_format_bf16(), run_bf16_r16},
-#define KX4(T) {T, Isa::avx512, act_format_q8_2_x4(), gti_generic_run<T, gti_decode_q8_2_x4>}
-#define KK(T) {T, Isa::avx512, &kGtiActQ8K, gti_generic_run<T, decode_q8_k_row>}
-#define KK128(T) {T, Isa::avx512, &kGtiActQ8K128, gti_generic_run<T, decode_q8_k128_row>}
-#define KQ80(T) {T, Isa::avx512, act_format_q8_0(), gti_generic_run<T, gti_decode_q8_0>}
-        KX4(T_Q5_0_R4), KX4(T_Q6_0_R4), KX4(T_MXFP4_R8),
-        KK(T_Q2_K_R4), KK(T_Q3_K_R4), KK(T_IQ2_XXS_R4), KK(T_IQ2_XS_R4), KK(T_IQ2_S_R4),
-        KK(T_IQ3_XXS_R4), KK(T_IQ3_S_R4), KK(T_Q8_K_R8), KK(T_Q8_K_R16),
-        KK128(T_IQ1_S_R4), KK128(T_IQ1_M_R4),
-        KQ80(T_Q4_0_4X4), KQ80(T_Q4_0_4X8), KQ80(T_Q4_0_8X8),
-        {T_IQ2_BN_R4, Isa::avx512, &kGtiActQ8K16, gti_generic_run<T_IQ2_BN_R4, decode_q8_k16_row>},
-        {T_Q8_KV_R8, Isa::avx512, &kGtiActQ8KV, gti_generic_run<T_Q8_KV_R8, decode_q8_kv_row>},
-#undef KX4
-#undef KK
-#undef KK128
-#undef KQ80
+        IKLLM_INTERLEAVED_GENERIC_ENTRIES(Isa::avx512),
     };
     return {kKernels, sizeof(kKernels) / sizeof(kKernels[0])};
 }
