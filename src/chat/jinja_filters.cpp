@@ -203,6 +203,7 @@ Value f_batch(Interp&, const Value& v, CallArgs& a) {
         if (!tmp.empty()) {
             if (!fill.is_none()) {
                 int64_t n = int_param(count, "linecount");
+                if (n > 0) check_list_size(static_cast<uint64_t>(n));
                 while (static_cast<int64_t>(tmp.size()) < n) tmp.push_back(fill);
             }
             out.push_back(Value::list(std::move(tmp)));
@@ -618,6 +619,7 @@ Value f_slice(Interp&, const Value& v, CallArgs& a) {
         int64_t len = static_cast<int64_t>(seq.size());
         if (slices == 0) raise_error("ZeroDivisionError", "integer division or modulo by zero");
         if (slices < 0) return out;
+        check_list_size(static_cast<uint64_t>(slices));  // one list per slice, however short the input
         int64_t per = len / slices, extra = len % slices, offset = 0;
         for (int64_t n = 0; n < slices; ++n) {
             int64_t start = offset + n * per;

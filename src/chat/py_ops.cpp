@@ -224,6 +224,8 @@ Value repeat_seq(const Value& seq, int64_t n) {
     if (n < 0) n = 0;
     if (seq.is_string()) {
         const std::string& s = seq.str();
+        // An empty string stays empty however large n is (no n-step loop: "" * 10**12 is instant).
+        if (s.empty()) return Value::string(std::string(), seq.markup());
         if (!s.empty() && static_cast<uint64_t>(n) > kMaxString / s.size()) raise_error("MemoryError", "string too large");
         std::string out;
         out.reserve(s.size() * static_cast<size_t>(n));
@@ -231,8 +233,10 @@ Value repeat_seq(const Value& seq, int64_t n) {
         return Value::string(std::move(out), seq.markup());
     }
     const auto& items = seq.list().items;
-    if (!items.empty() && static_cast<uint64_t>(n) > kMaxListItems / items.size()) check_list_size(UINT64_MAX);
+    if (items.empty()) return Value::list({}, seq.list().type);
+    if (static_cast<uint64_t>(n) > kMaxListItems / items.size()) check_list_size(UINT64_MAX);
     std::vector<Value> out;
+    out.reserve(items.size() * static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) out.insert(out.end(), items.begin(), items.end());
     return Value::list(std::move(out), seq.list().type);
 }

@@ -92,6 +92,20 @@ TEST(ChatLimits, AmplifyingOperationsFailWithMemoryError) {
         "MemoryError");
 }
 
+// Work proportional to a count that produces nothing (found by chat_template_fuzz as a 30 s timeout:
+// `"" * 2222222222244` looped 2.2e12 times): an empty string or list times any count is empty at
+// once, as in Python; slice / batch counts that would make more lists than the limit fail.
+TEST(ChatLimits, EmptyRepetitionsAndHugeCountsAreCheap) {
+    EXPECT_EQ(render("{{ '' * 2222222222244 }}|{{ 11 * '' * 2222222222244 }}|{{ ([] * 9223372036854775807) | length }}|"
+                     "{{ (() * 4000000000000) | length }}|{{ 'ab' * 2 }}|{{ [1] * 3 }}"),
+              "||0|0|abab|[1, 1, 1]");
+    EXPECT_TEMPLATE_ERROR("{{ [] | slice(1000000000000) | list | length }}", "MemoryError");
+    EXPECT_TEMPLATE_ERROR("{{ [1] | batch(3, fill_with=0) | list }}{{ [1] | batch(1000000000000, fill_with=0) | list }}",
+                          "MemoryError");
+    EXPECT_EQ(render("{{ [1, 2, 3] | slice(2) | list }}|{{ [1, 2, 3] | batch(2, fill_with=0) | list }}"),
+              "[[1, 2], [3]]|[[1, 2], [3, 0]]");
+}
+
 TEST(ChatLimits, FloatToIntegerFormattingChecksRange) {
     EXPECT_TEMPLATE_ERROR("{{ '%d' % 1e300 }}", "OverflowError");  // was an out-of-range conversion
     EXPECT_TEMPLATE_ERROR("{{ '%d' % (1e309 - 1e309) }}", "ValueError");
