@@ -58,15 +58,17 @@ __host__ __device__ inline void act_scale(int mode, float amax, float* d, float*
     }
 }
 
-__host__ __device__ inline float act_code_value(float x, float d, float id) {
+// The code (an integer in [-127, 127], as a float) of x in a block with multiplier id.
+__host__ __device__ inline float act_code(float x, float id) {
 #ifdef __CUDA_ARCH__
     float q = rintf(__fmul_rn(x, id));
 #else
     float q = std::nearbyint(x * id);
 #endif
-    q = q > 127.0f ? 127.0f : (q < -127.0f ? -127.0f : q);
-    return q * d;
+    return q > 127.0f ? 127.0f : (q < -127.0f ? -127.0f : q);
 }
+
+__host__ __device__ inline float act_code_value(float x, float d, float id) { return act_code(x, id) * d; }
 
 // Host version for tests: rounds a row of n values (n a multiple of the block) in place.
 inline void act_round_row_host(int mode, float* x, int64_t n) {

@@ -94,6 +94,8 @@ public:
         profile_ = p && *p && *p != '0';
         const char* st = std::getenv("IKLLM_CUDA_STAGED");
         staged_ = st && std::string(st) == "1";
+        const char* i8 = std::getenv("IKLLM_CUDA_INT8");
+        int8_ = i8 && std::string(i8) == "1";
         const char* g = std::getenv("IKLLM_CUDA_GRAPHS");
         graphs_ = !(g && std::string(g) == "0") && !profile_;
     }
@@ -118,6 +120,7 @@ public:
         env.sm_count = sm_count_;
         env.act_round = act_round_;
         env.staged = staged_;
+        env.int8 = int8_;
         const auto t0 = std::chrono::steady_clock::now();
         const bool capture = graphs_ && capturable(graph, begin, end);
         if (capture) IKLLM_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
@@ -302,6 +305,7 @@ private:
     int sm_count_ = 0;
     bool act_round_ = true;
     bool staged_ = false;
+    bool int8_ = false;
     ChunkScratch scratch_;
     OpObserver* observer_ = nullptr;
     void* pinned_ = nullptr;

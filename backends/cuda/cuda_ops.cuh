@@ -36,6 +36,12 @@ struct OpEnv {
     // (matmul.cu, mat_vec_staged_kernel). Off by default: no faster than the register kernel
     // on an H200 (llama-8b Q4_0 tg128 105.7-110.9 vs 114.2 t/s); IKLLM_CUDA_STAGED=1 turns it on.
     bool staged = false;
+    // Products on up to 8 tokens with weights of a type that has an integer view
+    // (int8_codes.cuh: Q8_0, Q4_0, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS, IQ4_K) multiply int8
+    // weight codes with the rounded activations' int8 codes (dp4a) instead of decoding to
+    // float. Same products up to float rounding. Off by default until measured on a GPU;
+    // IKLLM_CUDA_INT8=1 turns it on.
+    bool int8 = false;
 };
 
 // Throws std::runtime_error naming the call when a CUDA call failed.

@@ -8,14 +8,16 @@
 #include "act_round.cuh"
 #include "block_decode.cuh"
 #include "cuda_ops.cuh"
+#include "mat_vec_common.cuh"
 #include "matmul_kernels.cuh"
 
 namespace ikllm::cuda {
 
 namespace {
 
-constexpr int kVecWarps = 4;      // warps per block; they split the row length
-constexpr int kVecMaxTokens = 8;  // up to this many tokens: the matrix-vector kernel
+using mv::kVecMaxTokens;
+using mv::kVecWarps;
+using mv::weights_of;
 
 __device__ inline float maybe_round(float v, bool r) { return r ? __half2float(__float2half_rn(v)) : v; }
 
@@ -33,19 +35,6 @@ __device__ inline const float* x_row_flat(const MatArgs& a, int64_t z, int64_t t
     return reinterpret_cast<const float*>(reinterpret_cast<const char*>(a.x) + z * a.x_z + r * a.x_t);
 }
 
-__device__ inline float warp_sum(float v) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-
-// Weights of batch entry z (a routed expert's matrix when w_ids is set), or null: skip z.
-__device__ inline const uint8_t* weights_of(const MatArgs& a, int64_t z) {
-    if (!a.w_ids) return a.w + z * a.w_z;
-    const int32_t e = a.w_ids[(z / a.ids_k) * a.ids_t + z % a.ids_k];
-    return e >= 0 && e < a.w_count ? a.w + (int64_t)e * a.w_z : nullptr;
-}
-
 // Generation: a block owns R weight rows and up to NT tokens; its kVecWarps warps split the
 // row into 8-value chunks (consecutive chunks to consecutive threads, so a warp's loads are
 // contiguous), and the partial sums meet in shared memory. Enough blocks to keep every SM's
@@ -55,16 +44,13 @@ __device__ inline const uint8_t* weights_of(const MatArgs& a, int64_t z) {
 // (launch_mat(env) copies them when they are not).
 template <class D, int NT, int R>
 __global__ void __launch_bounds__(32 * kVecWarps) mat_vec_kernel(MatArgs a) {
-    __shared__ float part[kVecWarps][R * NT];
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int64_t n0 = (int64_t)blockIdx.x * R;
     const int64_t t0 = (int64_t)blockIdx.y * NT;
     const int64_t z = blockIdx.z;
     const uint8_t* wz = weights_of(a, z);
     if (!wz) return;  // the whole block: no barrier is skipped by part of it
     const uint8_t* rows[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r) rows[r] = wz + min(n0 + r, a.N - 1) * a.w_row;
+    mv::block_rows<R>(a, wz, n0, rows);
     const int nt = (int)min((int64_t)NT, a.T - t0);
     const float* xr[NT];
 #pragma unroll
@@ -93,24 +79,7 @@ __global__ void __launch_bounds__(32 * kVecWarps) mat_vec_kernel(MatArgs a) {
             }
         }
     }
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-        for (int i = 0; i < NT; ++i) {
-            const float v = warp_sum(acc[r][i]);
-            if (lane == 0) part[warp][r * NT + i] = v;
-        }
-    __syncthreads();
-    if (threadIdx.x < R * NT) {
-        const int r = threadIdx.x / NT, i = threadIdx.x % NT;
-        float v = 0.f;
-#pragma unroll
-        for (int w = 0; w < kVecWarps; ++w) v += part[w][threadIdx.x];
-        if (i < nt && n0 + r < a.N) {
-            float* y = reinterpret_cast<float*>(reinterpret_cast<char*>(a.y) + z * a.y_z + (t0 + i) * a.y_t);
-            y[n0 + r] = v + (a.bias ? a.bias[n0 + r] : 0.f);
-        }
-    }
+    mv::reduce_store<R, NT>(a, acc, n0, t0, z, nt);
 }
 
 // Generation, one token, weights staged through shared memory: the block's R rows are
@@ -142,17 +111,14 @@ constexpr int64_t staged_row_bytes() {  // shared memory per row and stage, with
 template <class D, int R>
 __global__ void __launch_bounds__(32 * kVecWarps) mat_vec_staged_kernel(MatArgs a) {
     extern __shared__ __align__(16) uint8_t stage_mem[];  // [kStages][R][staged_row_bytes]
-    __shared__ float part[kVecWarps][R];
     constexpr int64_t kRowBytes = staged_row_bytes<D>();
     constexpr int E = D::kBlockElems, B = D::kBlockBytes, cpb = E / 8;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int64_t n0 = (int64_t)blockIdx.x * R;
     const int64_t z = blockIdx.z;
     const uint8_t* wz = weights_of(a, z);
     if (!wz) return;  // the whole block
     const uint8_t* rows[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r) rows[r] = wz + min(n0 + r, a.N - 1) * a.w_row;
+    mv::block_rows<R>(a, wz, n0, rows);
     const float* x = x_row(a, z, 0);
     const int64_t n_steps = (a.K + kStageValues - 1) / kStageValues;
     auto byte_lo = [&](int64_t s) { return (s * kStageValues / E * B) & ~(int64_t)15; };
@@ -194,22 +160,10 @@ __global__ void __launch_bounds__(32 * kVecWarps) mat_vec_staged_kernel(MatArgs 
         }
     }
     cp_async_wait<0>();
+    float acc2[R][1];
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-        const float v = warp_sum(acc[r]);
-        if (lane == 0) part[warp][r] = v;
-    }
-    __syncthreads();
-    if (threadIdx.x < R) {
-        const int r = threadIdx.x;
-        float v = 0.f;
-#pragma unroll
-        for (int w = 0; w < kVecWarps; ++w) v += part[w][r];
-        if (n0 + r < a.N) {
-            float* y = reinterpret_cast<float*>(reinterpret_cast<char*>(a.y) + z * a.y_z);
-            y[n0 + r] = v + (a.bias ? a.bias[n0 + r] : 0.f);
-        }
-    }
+    for (int r = 0; r < R; ++r) acc2[r][0] = acc[r];
+    mv::reduce_store<R, 1>(a, acc2, n0, 0, z, 1);
 }
 
 template <class D>
@@ -336,7 +290,8 @@ __global__ void __launch_bounds__(kTcThreads) mat_tc_kernel(MatArgs a) {
 
 // Rounds activations like the CPU kernels' 8-bit formats (act_round.cuh): one warp per 256
 // values of a row, 8 per lane; scales reduced over 4 lanes (blocks of 32) or the warp (256).
-__global__ void act_round_kernel(MatArgs a, int mode, float* out) {
+// With q_out/d_out it also writes the codes and one scale per 32 values (MatArgs::xq).
+__global__ void act_round_kernel(MatArgs a, int mode, float* out, int8_t* q_out, float* d_out) {
     const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     const int lane = threadIdx.x % 32;
     const int64_t per_row = (a.K + 255) / 256;
@@ -368,14 +323,26 @@ __global__ void act_round_kernel(MatArgs a, int mode, float* out) {
         return;
     }
     act_scale(mode, amax, &d, &id);
+    float q[8];
 #pragma unroll
-    for (int e = 0; e < 8; ++e)
-        if (k0 + e < a.K) y[k0 + e] = act_code_value(v[e], d, id);
+    for (int e = 0; e < 8; ++e) {
+        q[e] = act_code(v[e], id);
+        if (k0 + e < a.K) y[k0 + e] = q[e] * d;
+    }
+    if (q_out && k0 < a.K) {  // K is a multiple of 32: all 8 values of this lane are in the row
+        uint32_t w[2] = {0, 0};
+#pragma unroll
+        for (int e = 0; e < 8; ++e) w[e / 4] |= (uint32_t)(uint8_t)(int8_t)(int)q[e] << 8 * (e % 4);
+        const int64_t r = z * a.T + t;
+        *reinterpret_cast<uint2*>(q_out + r * a.K + k0) = make_uint2(w[0], w[1]);
+        if (lane % 4 == 0) d_out[r * (a.K / 32) + k0 / 32] = d;
+    }
 }
 
 template <class D>
 void launch_typed(const MatArgs& a, cudaStream_t s) {
     if (a.T <= kVecMaxTokens) {
+        if (a.xq && launch_mat_vec_int8(a, s)) return;
         const dim3 block(32 * kVecWarps);
         if (a.T == 1 && mat_vec_staged_fits<D>(a)) {
             const dim3 grid((unsigned)((a.N + kStagedRows - 1) / kStagedRows), 1, (unsigned)a.Z);
@@ -417,9 +384,16 @@ MatArgs with_rounded_activations(const MatArgs& a_in, const OpEnv& env) {
     MatArgs src = a;
     src.Z = blocks;
     src.x_div = 1;
+    // The int8 kernel's codes too, where it will run (T <= 8, a type with an integer view).
+    int8_t* xq = nullptr;
+    float* xq_d = nullptr;
+    if (env.int8 && mode != act_round_none && a.T <= kVecMaxTokens && a.K % 32 == 0 && int8_view_supported(a.type)) {
+        xq = static_cast<int8_t*>(env.scratch->alloc((size_t)(blocks * a.T * a.K)));
+        xq_d = static_cast<float*>(env.scratch->alloc(sizeof(float) * (size_t)(blocks * a.T * (a.K / 32))));
+    }
     const int64_t warps = a.T * ((a.K + 255) / 256);
     const dim3 grid((unsigned)((warps * 32 + 127) / 128), (unsigned)blocks);
-    act_round_kernel<<<grid, 128, 0, env.stream>>>(src, mode, xr);
+    act_round_kernel<<<grid, 128, 0, env.stream>>>(src, mode, xr, xq, xq_d);
     IKLLM_CUDA_LAUNCHED("act_round_kernel");
     MatArgs b = a;
     b.x = xr;
@@ -427,6 +401,8 @@ MatArgs with_rounded_activations(const MatArgs& a_in, const OpEnv& env) {
     b.x_z = sizeof(float) * (size_t)(a.T * a.K);
     b.x_rows = nullptr;
     b.round_x_f16 = false;
+    b.xq = xq;
+    b.xq_d = xq_d;
     return b;
 }
 

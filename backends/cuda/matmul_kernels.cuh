@@ -32,6 +32,12 @@ struct MatArgs {
     const int32_t* w_ids = nullptr;
     int64_t ids_k = 1, ids_t = 0, w_count = 0;
     bool staged = false;  // may use the shared-memory staged kernel (OpEnv::staged)
+    // The activations' int8 codes (with_rounded_activations, OpEnv::int8): row r = (z / x_div)
+    // * T + t of xq holds K codes, of xq_d K / 32 scales (one per 32 codes; value = code *
+    // scale). When set and the weight type has an integer view (int8_codes.cuh), products on
+    // up to 8 tokens use the dp4a kernel; x still holds the same values as floats.
+    const int8_t* xq = nullptr;
+    const float* xq_d = nullptr;
 };
 
 // Picks the kernel by T; throws std::runtime_error for an unsupported type. Activations are
@@ -47,5 +53,9 @@ void launch_mat(const MatArgs& a, const OpEnv& env);
 MatArgs with_rounded_activations(const MatArgs& a, const OpEnv& env);
 // Whether the matrix-vector kernel handles a's token count (routed-expert ids need it).
 bool mat_is_vector(const MatArgs& a);
+// The int8 matrix-vector kernel (mat_vec_int8.cu) for a.xq and a weight type with an integer
+// view; false (nothing launched) for other types.
+bool launch_mat_vec_int8(const MatArgs& a, cudaStream_t stream);
+bool int8_view_supported(uint32_t type);
 
 }  // namespace ikllm::cuda

@@ -165,6 +165,8 @@ struct Env {
         e.sm_count = 1;
         const char* st = std::getenv("IKLLM_CUDA_STAGED");  // 1: the staged matrix-vector kernel
         e.staged = st && std::string(st) == "1";
+        const char* i8 = std::getenv("IKLLM_CUDA_INT8");  // 1: the int8 (dp4a) matrix-vector kernel
+        e.int8 = i8 && std::string(i8) == "1";
     }
 };
 void dsync(Env& env) {

@@ -43,7 +43,7 @@ if [ "$do_build" = 1 ]; then
   # only the CUDA tests that need no GoogleTest.
   common=("${gen[@]}" "${cuda[@]}" -DCMAKE_BUILD_TYPE=Release -DIKLLM_CUDA=ON -DIKLLM_CUDA_TESTS=ON
           -DIKLLM_BUILD_BENCH=OFF -DIKLLM_BUILD_SAMPLES=OFF)
-  targets=(ikllm_cli ikllm_cuda cuda_ops_test cuda_decode_host_test ikllm-make-bench)
+  targets=(ikllm_cli ikllm_cuda cuda_ops_test cuda_decode_host_test cuda_int8_codes_host_test ikllm-make-bench)
   if cmake -S . -B "$build" "${common[@]}" -DIKLLM_BUILD_TESTS=ON >"$logs/configure.txt" 2>&1; then
     targets+=(gpu_backend_test)
   else
@@ -75,7 +75,11 @@ run_test() {  # name, log file, command...
 # 1. Device code against the CPU, op by op.
 dec=$build/cuda_decode_host_test; [ -x "$dec" ] || dec=$build/backends/cuda/cuda_decode_host_test
 run_test "block decoders (host + device)" "$logs/decode.txt" "$dec"
+i8=$build/cuda_int8_codes_host_test; [ -x "$i8" ] || i8=$build/backends/cuda/cuda_int8_codes_host_test
+run_test "int8 weight codes (host + device)" "$logs/int8_codes.txt" "$i8"
 run_test "ops vs CPU backend" "$logs/ops.txt" "$build/cuda_ops_test"
+# The int8 (dp4a) generation kernel, opt-in until measured (OpEnv::int8).
+IKLLM_CUDA_INT8=1 run_test "ops vs CPU backend, IKLLM_CUDA_INT8=1" "$logs/ops_int8.txt" "$build/cuda_ops_test"
 # Session paths (decode, state save/load, shifts, sequence copies) on the GPU vs the CPU, when
 # the gtest suite was built (IKLLM_BUILD_TESTS=ON).
 gbt=$build/tests/gpu_backend_test; [ -x "$gbt" ] || gbt=$build/gpu_backend_test
@@ -95,6 +99,8 @@ if [ -f "$shared/tools/compare_logits.py" ]; then
     run_test "refdata logits, $tag ($args)" "$logs/refdata_$tag.txt" "${py:-python3}" tests/refdata/check_logits.py \
       "$cli" "$shared" --args "$args" $stems
   done
+  IKLLM_CUDA_INT8=1 run_test "refdata logits, full, IKLLM_CUDA_INT8=1" "$logs/refdata_full_int8.txt" "${py:-python3}" \
+    tests/refdata/check_logits.py "$cli" "$shared" --args "-ngl 99" $stems
 else
   row "refdata logits" skip "no $shared/tools/compare_logits.py"
 fi
@@ -132,10 +138,12 @@ if [ "$do_bench" = 1 ] && [ -x "$build/ikllm-make-bench" ]; then
   }
   for m in llama-8b-q4_0 llama-8b-q8_0 llama-8b-iq4_k; do
     bench "$m full PP512/TG128" "$bench_dir/$m.gguf" -ngl 99 -p 512 -n 128
+    IKLLM_CUDA_INT8=1 bench "$m full TG128, IKLLM_CUDA_INT8=1" "$bench_dir/$m.gguf" -ngl 99 -p 0 -n 128
     bench "$m full PP2048" "$bench_dir/$m.gguf" -ngl 99 -p 2048 -n 0
   done
   for m in qwen3moe-a3b-8l-q4_K_M deepseek2-v3-4l-iq4_k; do
     bench "$m full" "$bench_dir/$m.gguf" -ngl 99 -p 512 -n 128
+    IKLLM_CUDA_INT8=1 bench "$m full TG128, IKLLM_CUDA_INT8=1" "$bench_dir/$m.gguf" -ngl 99 -p 0 -n 128
     bench "$m exps=CPU" "$bench_dir/$m.gguf" -ngl 99 -ot exps=CPU -p 512 -n 128
     # Prompt batches with the CPU's experts streamed to the GPU per op (offload_min_batch): where
     # the bus beats the CPU's own matmuls, these PP numbers are higher than the row above.

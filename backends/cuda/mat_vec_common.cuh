@@ -1,0 +1,62 @@
+// Device helpers shared by the matrix-vector kernels (matmul.cu: decode to float;
+// mat_vec_int8.cu: int8 codes and dp4a): block geometry, operand addressing, and the epilogue
+// in which a block's warps add their partial sums and write y.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "matmul_kernels.cuh"
+
+namespace ikllm::cuda::mv {
+
+constexpr int kVecWarps = 4;      // warps per block; they split the row length
+constexpr int kVecMaxTokens = 8;  // up to this many tokens: a matrix-vector kernel
+
+__device__ inline float warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// Weights of batch entry z (a routed expert's matrix when w_ids is set), or null: skip z.
+__device__ inline const uint8_t* weights_of(const MatArgs& a, int64_t z) {
+    if (!a.w_ids) return a.w + z * a.w_z;
+    const int32_t e = a.w_ids[(z / a.ids_k) * a.ids_t + z % a.ids_k];
+    return e >= 0 && e < a.w_count ? a.w + (int64_t)e * a.w_z : nullptr;
+}
+
+// The block's R weight rows (the last row repeated past N: loads stay in bounds).
+template <int R>
+__device__ inline void block_rows(const MatArgs& a, const uint8_t* wz, int64_t n0, const uint8_t* (&rows)[R]) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) rows[r] = wz + min(n0 + r, a.N - 1) * a.w_row;
+}
+
+// Epilogue: every warp's partial sums meet in shared memory; y[n0 + r, t0 + i] for the nt
+// valid tokens and the rows below N (+ bias). Called by the whole block.
+template <int R, int NT>
+__device__ inline void reduce_store(const MatArgs& a, float (&acc)[R][NT], int64_t n0, int64_t t0, int64_t z, int nt) {
+    __shared__ float part[kVecWarps][R * NT];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int i = 0; i < NT; ++i) {
+            const float v = warp_sum(acc[r][i]);
+            if (lane == 0) part[warp][r * NT + i] = v;
+        }
+    __syncthreads();
+    if (threadIdx.x < R * NT) {
+        const int r = threadIdx.x / NT, i = threadIdx.x % NT;
+        float v = 0.f;
+#pragma unroll
+        for (int w = 0; w < kVecWarps; ++w) v += part[w][threadIdx.x];
+        if (i < nt && n0 + r < a.N) {
+            float* y = reinterpret_cast<float*>(reinterpret_cast<char*>(a.y) + z * a.y_z + (t0 + i) * a.y_t);
+            y[n0 + r] = v + (a.bias ? a.bias[n0 + r] : 0.f);
+        }
+    }
+}
+
+}  // namespace ikllm::cuda::mv
