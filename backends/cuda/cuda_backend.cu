@@ -96,6 +96,8 @@ public:
         staged_ = st && std::string(st) == "1";
         const char* i8 = std::getenv("IKLLM_CUDA_INT8");
         int8_ = i8 && std::string(i8) == "1";
+        const char* mma = std::getenv("IKLLM_CUDA_INT8_MMA");
+        int8_mma_ = mma && std::string(mma) == "1";
         const char* g = std::getenv("IKLLM_CUDA_GRAPHS");
         graphs_ = !(g && std::string(g) == "0") && !profile_;
     }
@@ -121,6 +123,7 @@ public:
         env.act_round = act_round_;
         env.staged = staged_;
         env.int8 = int8_;
+        env.int8_mma = int8_mma_;
         const auto t0 = std::chrono::steady_clock::now();
         const bool capture = graphs_ && capturable(graph, begin, end);
         if (capture) IKLLM_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
@@ -306,6 +309,7 @@ private:
     bool act_round_ = true;
     bool staged_ = false;
     bool int8_ = false;
+    bool int8_mma_ = false;
     ChunkScratch scratch_;
     OpObserver* observer_ = nullptr;
     void* pinned_ = nullptr;

@@ -42,6 +42,9 @@ struct OpEnv {
     // float. Same products up to float rounding. Off by default until measured on a GPU;
     // IKLLM_CUDA_INT8=1 turns it on.
     bool int8 = false;
+    // The same for prompt batches (more than 8 tokens): int8 mma.sync on the tensor cores
+    // (mat_mma_int8.cu) instead of weights decoded to fp16. IKLLM_CUDA_INT8_MMA=1 turns it on.
+    bool int8_mma = false;
 };
 
 // Throws std::runtime_error naming the call when a CUDA call failed.

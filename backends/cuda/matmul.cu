@@ -360,6 +360,7 @@ void launch_typed(const MatArgs& a, cudaStream_t s) {
         IKLLM_CUDA_LAUNCHED("mat_vec_kernel");
         return;
     }
+    if (a.xq && launch_mat_mma_int8(a, s)) return;
     const dim3 grid((unsigned)((a.N + kTileM - 1) / kTileM), (unsigned)((a.T + kTileN - 1) / kTileN), (unsigned)a.Z);
     mat_tc_kernel<D><<<grid, kTcThreads, 0, s>>>(a);
     IKLLM_CUDA_LAUNCHED("mat_tc_kernel");
@@ -384,10 +385,12 @@ MatArgs with_rounded_activations(const MatArgs& a_in, const OpEnv& env) {
     MatArgs src = a;
     src.Z = blocks;
     src.x_div = 1;
-    // The int8 kernel's codes too, where it will run (T <= 8, a type with an integer view).
+    // The int8 kernels' codes too, where one will run (a type with an integer view; up to 8
+    // tokens with OpEnv::int8, more with OpEnv::int8_mma).
     int8_t* xq = nullptr;
     float* xq_d = nullptr;
-    if (env.int8 && mode != act_round_none && a.T <= kVecMaxTokens && a.K % 32 == 0 && int8_view_supported(a.type)) {
+    const bool int8_kernel = a.T <= kVecMaxTokens ? env.int8 : env.int8_mma && !a.w_ids && a.x_div == 1;
+    if (int8_kernel && mode != act_round_none && a.K % 32 == 0 && int8_view_supported(a.type)) {
         xq = static_cast<int8_t*>(env.scratch->alloc((size_t)(blocks * a.T * a.K)));
         xq_d = static_cast<float*>(env.scratch->alloc(sizeof(float) * (size_t)(blocks * a.T * (a.K / 32))));
     }

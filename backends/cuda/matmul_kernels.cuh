@@ -56,6 +56,9 @@ bool mat_is_vector(const MatArgs& a);
 // The int8 matrix-vector kernel (mat_vec_int8.cu) for a.xq and a weight type with an integer
 // view; false (nothing launched) for other types.
 bool launch_mat_vec_int8(const MatArgs& a, cudaStream_t stream);
+// The int8 tensor-core kernel (mat_mma_int8.cu) for a.xq, more than 8 tokens, a weight type
+// with an integer view, no routed-expert ids; false (nothing launched) otherwise.
+bool launch_mat_mma_int8(const MatArgs& a, cudaStream_t stream);
 bool int8_view_supported(uint32_t type);
 
 }  // namespace ikllm::cuda

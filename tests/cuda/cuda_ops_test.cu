@@ -167,6 +167,8 @@ struct Env {
         e.staged = st && std::string(st) == "1";
         const char* i8 = std::getenv("IKLLM_CUDA_INT8");  // 1: the int8 (dp4a) matrix-vector kernel
         e.int8 = i8 && std::string(i8) == "1";
+        const char* mma = std::getenv("IKLLM_CUDA_INT8_MMA");  // 1: the int8 tensor-core kernel
+        e.int8_mma = mma && std::string(mma) == "1";
     }
 };
 void dsync(Env& env) {
