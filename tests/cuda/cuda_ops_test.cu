@@ -15,6 +15,8 @@
 // Outputs are poisoned with NaN before each run (unwritten values fail), padding between rows
 // must stay untouched, and input padding holds NaN (reads past a row fail).
 //
+// IKLLM_CUDA_INT8=1 / IKLLM_CUDA_INT8_MMA=1 select the int8 kernels (dp4a matrix-vector, int8
+// tensor cores) for the types with an integer view; the same tolerances apply.
 // Exit status: 0 all passed, 1 some case failed, 77 no usable CUDA device (CTest: skipped).
 // `cuda_ops_test --cpu-only` runs only the CPU side of the weight cases against the exact
 // references (checks the harness itself where there is no GPU); type names (q4_K iq4_k ...)

@@ -81,7 +81,7 @@ run_test "ops vs CPU backend" "$logs/ops.txt" "$build/cuda_ops_test"
 # The int8 kernels, opt-in until measured: dp4a for generation (OpEnv::int8), int8 mma for
 # prompt batches (OpEnv::int8_mma).
 IKLLM_CUDA_INT8=1 IKLLM_CUDA_INT8_MMA=1 run_test "ops vs CPU backend, IKLLM_CUDA_INT8(_MMA)=1" "$logs/ops_int8.txt" \
-  "$build/cuda_ops_test"
+  "$build/cuda_ops_test" q8_0 q4_0 iq4_nl q4_K q5_K q6_K iq4_xs iq4_k
 # Session paths (decode, state save/load, shifts, sequence copies) on the GPU vs the CPU, when
 # the gtest suite was built (IKLLM_BUILD_TESTS=ON).
 gbt=$build/tests/gpu_backend_test; [ -x "$gbt" ] || gbt=$build/gpu_backend_test
