@@ -1,0 +1,171 @@
+// The int8 tensor-core kernel of mat_mma_int8.cu (see there), in a header of its own so that
+// tests/cuda/cuda_int8_kernels_emu_test.cpp can run it on the host through a thread-per-lane
+// emulation (IKLLM_MMA_EMULATION) before a GPU does.
+#pragma once
+#include "int8_codes.cuh"
+#include "matmul_kernels.cuh"
+
+namespace ikllm::cuda::mma8 {
+
+constexpr int kBM = 128, kBN = 64, kBK = 32;
+constexpr int kThreads = 256;
+constexpr int kStride = 48;  // bytes per shared-memory row of 32 codes (+16: conflict-free fragments)
+
+// D (16x8, s32) += A (16x16, s8, row-major) * B (16x8, s8, column-major).
+__device__ inline void mma_s8_16816(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t b0) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+                 : "r"(a0), "r"(a1), "r"(b0));
+#elif defined(IKLLM_MMA_EMULATION)
+    IKLLM_MMA_EMULATION(c, a0, a1, b0);
+#else
+    __trap();  // launch_mat_mma_int8 refuses devices below compute capability 8.0
+#endif
+}
+
+// One weight chunk in registers between its global read and its shared-memory store.
+struct Chunk {
+    uint32_t lo = 0, hi = 0;
+    float scale = 0.f, bias = 0.f;
+};
+
+template <class C>
+__device__ inline void load_chunks(const MatArgs& a, const uint8_t* wz, int64_t n0, int64_t k0, Chunk (&ch)[2]) {
+    using D = typename C::D;
+    constexpr int cpb = D::kBlockElems / 8;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        const int j = threadIdx.x + i * kThreads;  // 0..511: row j / 4, chunk j % 4 of the step
+        const int64_t n = min(n0 + j / 4, a.N - 1);
+        const int64_t c = k0 / 8 + j % 4;
+        C::codes8(wz + n * a.w_row, c / cpb, (int)(c % cpb), ch[i].lo, ch[i].hi, ch[i].scale, ch[i].bias);
+    }
+}
+
+template <class C>
+__global__ void __launch_bounds__(kThreads) mat_mma_int8_kernel(MatArgs a) {
+    __shared__ __align__(16) uint8_t As[kBM * kStride];
+    __shared__ __align__(16) uint8_t Bs[kBN * kStride];
+    __shared__ float Ws[kBM][2];  // weight scale per 16 values of the step
+    __shared__ float Wb[kBM];     // weight bias of the step (types with a bias)
+    __shared__ float Xd[kBN];     // activation scale of the step per token
+    __shared__ float Xs[kBN];     // activation scale x code sum (types with a bias)
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int g = lane / 4, tig = lane % 4;
+    const int64_t n0 = (int64_t)blockIdx.x * kBM, t0 = (int64_t)blockIdx.y * kBN, z = blockIdx.z;
+    const int wm = (warp % 4) * 32, wn = (warp / 4) * 32;
+    const uint8_t* wz = a.w + z * a.w_z;
+    const int8_t* xz = a.xq + z * a.T * a.K;
+    const float* xdz = a.xq_d + z * a.T * (a.K / 32);
+
+    float acc[2][4][4];
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+
+    Chunk ch[2];
+    load_chunks<C>(a, wz, n0, 0, ch);
+    for (int64_t k0 = 0; k0 < a.K; k0 += kBK) {
+        __syncthreads();  // the previous step's fragments and scales are read
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            const int j = threadIdx.x + i * kThreads, r = j / 4, c = j % 4;
+            *reinterpret_cast<uint2*>(As + r * kStride + c * 8) = make_uint2(ch[i].lo, ch[i].hi);
+            if (c % 2 == 0) Ws[r][c / 2] = ch[i].scale;
+            if (C::kHasBias && c == 0) Wb[r] = ch[i].bias;
+        }
+        if (threadIdx.x < kBN * 2) {  // activation codes: 64 tokens x 32 bytes, 16 bytes a thread
+            const int t = threadIdx.x / 2, half = threadIdx.x % 2;
+            const bool in = t0 + t < a.T;
+            const int4 v = in ? *reinterpret_cast<const int4*>(xz + (t0 + t) * a.K + k0 + 16 * half) : make_int4(0, 0, 0, 0);
+            *reinterpret_cast<int4*>(Bs + t * kStride + 16 * half) = v;
+            if (half == 0) Xd[t] = in ? xdz[(t0 + t) * (a.K / 32) + k0 / 32] : 0.f;
+        }
+        __syncthreads();
+        if (C::kHasBias && threadIdx.x < kBN) {  // scale x code sum of each token's 32 codes
+            const int t = threadIdx.x;
+            const uint32_t* p = reinterpret_cast<const uint32_t*>(Bs + t * kStride);
+            int s = 0;
+#pragma unroll
+            for (int w = 0; w < 8; ++w) s = bd::dp4a(0x01010101u, p[w], s);
+            Xs[t] = Xd[t] * (float)s;
+        }
+        if (k0 + kBK < a.K) load_chunks<C>(a, wz, n0, k0 + kBK, ch);  // in flight during the products
+        if (C::kHasBias) __syncthreads();  // Xs complete
+
+#pragma unroll
+        for (int kk = 0; kk < kBK; kk += 16) {
+            int ci[2][4][4];
+#pragma unroll
+            for (int i = 0; i < 2; ++i)
+#pragma unroll
+                for (int j = 0; j < 4; ++j)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) ci[i][j][e] = 0;
+            uint32_t af[2][2], bf[4];
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+                const uint8_t* p = As + (wm + i * 16 + g) * kStride + kk + tig * 4;
+                af[i][0] = *reinterpret_cast<const uint32_t*>(p);
+                af[i][1] = *reinterpret_cast<const uint32_t*>(p + 8 * kStride);
+            }
+#pragma unroll
+            for (int j = 0; j < 4; ++j) bf[j] = *reinterpret_cast<const uint32_t*>(Bs + (wn + j * 8 + g) * kStride + kk + tig * 4);
+#pragma unroll
+            for (int i = 0; i < 2; ++i)
+#pragma unroll
+                for (int j = 0; j < 4; ++j) mma_s8_16816(ci[i][j], af[i][0], af[i][1], bf[j]);
+            // To float: row scale (per 16) x token scale (per 32).
+#pragma unroll
+            for (int i = 0; i < 2; ++i)
+#pragma unroll
+                for (int e2 = 0; e2 < 2; ++e2) {
+                    const int r = wm + i * 16 + g + 8 * e2;
+                    const float ws = Ws[r][kk / 16];
+#pragma unroll
+                    for (int j = 0; j < 4; ++j)
+#pragma unroll
+                        for (int e1 = 0; e1 < 2; ++e1) {
+                            const int t = wn + j * 8 + tig * 2 + e1;
+                            acc[i][j][2 * e2 + e1] += ws * Xd[t] * (float)ci[i][j][2 * e2 + e1];
+                        }
+                }
+        }
+        if (C::kHasBias) {  // bias x (activation scale x code sum), once per 32 values
+#pragma unroll
+            for (int i = 0; i < 2; ++i)
+#pragma unroll
+                for (int e2 = 0; e2 < 2; ++e2) {
+                    const float wb = Wb[wm + i * 16 + g + 8 * e2];
+#pragma unroll
+                    for (int j = 0; j < 4; ++j)
+#pragma unroll
+                        for (int e1 = 0; e1 < 2; ++e1) acc[i][j][2 * e2 + e1] += wb * Xs[wn + j * 8 + tig * 2 + e1];
+                }
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int e2 = 0; e2 < 2; ++e2) {
+            const int64_t n = n0 + wm + i * 16 + g + 8 * e2;
+            if (n >= a.N) continue;
+            const float b = a.bias ? a.bias[n] : 0.f;
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+#pragma unroll
+                for (int e1 = 0; e1 < 2; ++e1) {
+                    const int64_t t = t0 + wn + j * 8 + tig * 2 + e1;
+                    if (t < a.T) {
+                        float* y = reinterpret_cast<float*>(reinterpret_cast<char*>(a.y) + z * a.y_z + t * a.y_t);
+                        y[n] = acc[i][j][2 * e2 + e1] + b;
+                    }
+                }
+        }
+}
+
+}  // namespace ikllm::cuda::mma8

@@ -1,0 +1,63 @@
+// The int8 matrix-vector kernel of mat_vec_int8.cu (see there), in a header of its own so that
+// tests/cuda/cuda_int8_kernels_emu_test.cpp can run it on the host through a thread-per-lane
+// emulation before a GPU does.
+#pragma once
+#include "int8_codes.cuh"
+#include "mat_vec_common.cuh"
+#include "matmul_kernels.cuh"
+
+namespace ikllm::cuda::mv {
+
+template <class C, int NT, int R>
+__global__ void __launch_bounds__(32 * kVecWarps) mat_vec_int8_kernel(MatArgs a) {
+    using D = typename C::D;
+    const int64_t n0 = (int64_t)blockIdx.x * R;
+    const int64_t t0 = (int64_t)blockIdx.y * NT;
+    const int64_t z = blockIdx.z;
+    const uint8_t* wz = weights_of(a, z);
+    if (!wz) return;  // the whole block: no barrier is skipped by part of it
+    const uint8_t* rows[R];
+    block_rows<R>(a, wz, n0, rows);
+    const int nt = (int)min((int64_t)NT, a.T - t0);
+    const int64_t xr0 = (a.x_div == 1 ? z : z / a.x_div) * a.T + t0;  // row of token t0 in xq
+    const int8_t* xq[NT];
+    const float* xd[NT];
+#pragma unroll
+    for (int i = 0; i < NT; ++i) {
+        const int64_t r = xr0 + (i < nt ? i : 0);
+        xq[i] = a.xq + r * a.K;
+        xd[i] = a.xq_d + r * (a.K / 32);
+    }
+    float acc[R][NT];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int i = 0; i < NT; ++i) acc[r][i] = 0.f;
+    constexpr int cpb = D::kBlockElems / 8;
+    const int64_t n_chunks = a.K / 8;
+#pragma unroll 2
+    for (int64_t c = threadIdx.x; c < n_chunks; c += 32 * kVecWarps) {
+        uint32_t lo[R], hi[R];
+        float sc[R], bi[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) C::codes8(rows[r], c / cpb, (int)(c % cpb), lo[r], hi[r], sc[r], bi[r]);
+#pragma unroll
+        for (int i = 0; i < NT; ++i) {
+            if (i < nt) {
+                const uint2 xv = *reinterpret_cast<const uint2*>(xq[i] + c * 8);
+                const float d = xd[i][c >> 2];
+                float xs = 0.f;
+                if constexpr (C::kHasBias) xs = (float)bd::dp4a(0x01010101u, xv.x, bd::dp4a(0x01010101u, xv.y, 0));
+#pragma unroll
+                for (int r = 0; r < R; ++r) {
+                    float v = sc[r] * (float)bd::dp4a(lo[r], xv.x, bd::dp4a(hi[r], xv.y, 0));
+                    if constexpr (C::kHasBias) v += bi[r] * xs;
+                    acc[r][i] += d * v;
+                }
+            }
+        }
+    }
+    reduce_store<R, NT>(a, acc, n0, t0, z, nt);
+}
+
+}  // namespace ikllm::cuda::mv

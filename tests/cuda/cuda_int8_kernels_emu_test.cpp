@@ -1,0 +1,256 @@
+// Host run of the int8 CUDA kernels (mat_vec_int8_kernel.cuh: dp4a matrix-vector;
+// mat_mma_int8_kernel.cuh: int8 mma.sync tiles) through a thread-per-lane emulation, so their
+// indexing (block and warp tiles, shared-memory layout, fragments, epilogues, row and token
+// edges) is checked where there is no GPU. Every CUDA thread of a block is a std::thread;
+// __syncthreads is a block barrier, __shfl_xor_sync and mma.sync exchange registers through
+// per-warp slots between two warp barriers. The mma follows the PTX ISA's fragment layout of
+// mma.m16n8k16 with .s8 operands (A: lane g*4+t holds row g (reg 0) and g+8 (reg 1), columns
+// 4t..4t+3; B: rows 4t..4t+3 of column g; C: rows g and g+8, columns 2t, 2t+1).
+// Products are compared with the exact double product of the decoded weights and the
+// activation codes x scales; output padding must stay untouched (NaN-poisoned outputs for
+// rows and tokens the kernels must write). Exit code 1 on any mismatch.
+#include <algorithm>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "cuda/int8_codes.cuh"  // first: the CUDA headers (__host__, dim3, uint2 ...)
+#include "cuda/act_round.cuh"
+#include "quant/type_traits.h"
+
+namespace emu {
+
+// A reusable barrier for n threads.
+class Barrier {
+public:
+    explicit Barrier(int n) : n_(n) {}
+    void wait() {
+        std::unique_lock<std::mutex> l(m_);
+        const uint64_t gen = gen_;
+        if (++count_ == n_) {
+            count_ = 0;
+            ++gen_;
+            cv_.notify_all();
+        } else {
+            cv_.wait(l, [&] { return gen_ != gen; });
+        }
+    }
+
+private:
+    std::mutex m_;
+    std::condition_variable cv_;
+    int n_, count_ = 0;
+    uint64_t gen_ = 0;
+};
+
+struct Block {
+    dim3 idx, dim;
+    Barrier block;
+    std::vector<std::unique_ptr<Barrier>> warps;
+    std::vector<uint32_t> slot;  // per lane exchange words: 4 per thread
+    explicit Block(int threads) : block(threads), slot(4 * (size_t)threads) {
+        for (int w = 0; w < threads / 32; ++w) warps.push_back(std::make_unique<Barrier>(32));
+    }
+};
+
+thread_local dim3 tl_tid;
+thread_local Block* tl_block = nullptr;
+
+inline void sync_block() { tl_block->block.wait(); }
+inline int lane() { return (int)tl_tid.x % 32; }
+inline uint32_t* warp_slots() { return tl_block->slot.data() + 4 * (size_t)(tl_tid.x / 32 * 32); }
+inline void sync_warp() { tl_block->warps[tl_tid.x / 32]->wait(); }
+
+inline float shfl_xor(float v, int o) {
+    uint32_t* s = warp_slots();
+    std::memcpy(&s[4 * lane()], &v, 4);
+    sync_warp();
+    float r;
+    std::memcpy(&r, &s[4 * (lane() ^ o)], 4);
+    sync_warp();
+    return r;
+}
+
+inline int8_t byte_of(uint32_t w, int i) { return (int8_t)(uint8_t)(w >> 8 * i); }
+
+inline void mma_s8_16816(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t b0) {
+    uint32_t* s = warp_slots();
+    const int l = lane();
+    s[4 * l] = a0;
+    s[4 * l + 1] = a1;
+    s[4 * l + 2] = b0;
+    sync_warp();
+    auto A = [&](int row, int k) { return (int)byte_of(s[4 * ((row % 8) * 4 + k / 4) + (row >= 8)], k % 4); };
+    auto B = [&](int k, int n) { return (int)byte_of(s[4 * (n * 4 + k / 4) + 2], k % 4); };
+    const int g = l / 4, t = l % 4;
+    for (int e = 0; e < 4; ++e) {
+        const int row = g + 8 * (e / 2), col = 2 * t + e % 2;
+        int acc = 0;
+        for (int k = 0; k < 16; ++k) acc += A(row, k) * B(k, col);
+        c[e] += acc;
+    }
+    sync_warp();
+}
+
+// Runs kernel(args) for every thread of every block of the grid.
+template <class F>
+void launch(dim3 grid, int threads, F kernel) {
+    for (unsigned bz = 0; bz < grid.z; ++bz)
+        for (unsigned by = 0; by < grid.y; ++by)
+            for (unsigned bx = 0; bx < grid.x; ++bx) {
+                Block b(threads);
+                b.idx = dim3(bx, by, bz);
+                b.dim = dim3(threads, 1, 1);
+                std::vector<std::thread> ts;
+                for (int t = 0; t < threads; ++t)
+                    ts.emplace_back([&, t] {
+                        tl_tid = dim3(t, 0, 0);
+                        tl_block = &b;
+                        kernel();
+                    });
+                for (auto& t : ts) t.join();
+            }
+}
+
+}  // namespace emu
+
+// The kernels' CUDA vocabulary, mapped onto the emulation.
+#undef __global__
+#undef __device__
+#undef __shared__
+#undef __launch_bounds__
+#undef __align__
+#define __global__
+#define __device__
+#define __shared__ static
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+#define threadIdx (::emu::tl_tid)
+#define blockIdx (::emu::tl_block->idx)
+#define __syncthreads() ::emu::sync_block()
+#define __shfl_xor_sync(mask, v, o) ::emu::shfl_xor((v), (o))
+#define IKLLM_MMA_EMULATION(c, a0, a1, b0) ::emu::mma_s8_16816((c), (a0), (a1), (b0))
+namespace ikllm::cuda {
+using std::min;
+}
+#include "cuda/mat_mma_int8_kernel.cuh"
+#include "cuda/mat_vec_int8_kernel.cuh"
+
+using namespace ikllm;
+using namespace ikllm::cuda;
+
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+struct Case {
+    int64_t K, N, T;
+};
+
+// Activations rounded like act_round_kernel: codes [T][K] and one scale per 32 values.
+void round_activations(int mode, const std::vector<float>& x, int64_t T, int64_t K, std::vector<int8_t>& q,
+                       std::vector<float>& d32) {
+    const int64_t B = act_round_block(mode);
+    q.assign((size_t)(T * K), 0);
+    d32.assign((size_t)(T * K / 32), 0.f);
+    for (int64_t t = 0; t < T; ++t)
+        for (int64_t b0 = 0; b0 < K; b0 += B) {
+            float amax = 0.f;
+            for (int64_t i = b0; i < b0 + B; ++i) amax = std::max(amax, std::fabs(x[t * K + i]));
+            float d, id;
+            act_scale(mode, amax, &d, &id);
+            for (int64_t i = b0; i < b0 + B; ++i) q[t * K + i] = (int8_t)(int)act_code(x[t * K + i], id);
+            for (int64_t i = b0; i < b0 + B; i += 32) d32[(t * K + i) / 32] = d;
+        }
+}
+
+template <class C>
+bool run_case(const quant::TypeTraits& tt, const Case& cs, std::mt19937& rng) {
+    using D = typename C::D;
+    const int64_t K = cs.K, N = cs.N, T = cs.T;
+    const size_t rb = quant::row_bytes(tt, K);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::vector<float> wf((size_t)K);
+    std::vector<uint8_t> w(rb * (size_t)N);
+    std::vector<float> deq((size_t)(N * K));
+    for (int64_t n = 0; n < N; ++n) {
+        for (auto& v : wf) v = nd(rng);
+        tt.quantize(wf.data(), w.data() + n * rb, K, nullptr);
+        for (int64_t e = 0; e < K; e += 8)
+            D::decode8(w.data() + n * rb, e / D::kBlockElems, (int)((e % D::kBlockElems) / 8), &deq[n * K + e]);
+    }
+    std::vector<float> x((size_t)(T * K));
+    for (auto& v : x) v = nd(rng);
+    std::vector<int8_t> xq;
+    std::vector<float> xd;
+    round_activations(act_round_for(tt.id), x, T, K, xq, xd);
+
+    const int64_t ys = N + 3;  // padding between token rows must stay NaN
+    std::vector<float> y((size_t)(ys * T), kNaN);
+    MatArgs a;
+    a.type = tt.id;
+    a.w = w.data();
+    a.w_row = rb;
+    a.K = K;
+    a.N = N;
+    a.T = T;
+    a.y = y.data();
+    a.y_t = sizeof(float) * ys;
+    a.xq = xq.data();
+    a.xq_d = xd.data();
+    std::string kernel;
+    if (T > mv::kVecMaxTokens) {
+        kernel = "mma";
+        const dim3 grid((unsigned)((N + mma8::kBM - 1) / mma8::kBM), (unsigned)((T + mma8::kBN - 1) / mma8::kBN), 1);
+        emu::launch(grid, mma8::kThreads, [&] { mma8::mat_mma_int8_kernel<C>(a); });
+    } else if (T == 1) {
+        kernel = "vec T=1";
+        emu::launch(dim3((unsigned)((N + 3) / 4), 1, 1), 32 * mv::kVecWarps, [&] { mv::mat_vec_int8_kernel<C, 1, 4>(a); });
+    } else {
+        kernel = "vec T<=8";
+        emu::launch(dim3((unsigned)((N + 1) / 2), (unsigned)((T + 7) / 8), 1), 32 * mv::kVecWarps,
+                    [&] { mv::mat_vec_int8_kernel<C, mv::kVecMaxTokens, 2>(a); });
+    }
+    double err = 0, norm = 0;
+    long bad_pad = 0, nan = 0;
+    for (int64_t t = 0; t < T; ++t) {
+        for (int64_t n = 0; n < N; ++n) {
+            double ex = 0;
+            for (int64_t k = 0; k < K; ++k) ex += (double)deq[n * K + k] * xq[t * K + k] * xd[(t * K + k) / 32];
+            const float got = y[t * ys + n];
+            if (std::isnan(got)) ++nan;
+            err += (got - ex) * (got - ex);
+            norm += ex * ex;
+        }
+        for (int64_t n = N; n < ys; ++n) bad_pad += !std::isnan(y[t * ys + n]);
+    }
+    const double rel = std::sqrt(err / (norm > 0 ? norm : 1));
+    const bool ok = rel < 1e-6 && nan == 0 && bad_pad == 0;
+    std::printf("%-8s %-9s K=%lld N=%lld T=%lld: rel %.2e, unwritten %ld, padding written %ld -> %s\n", tt.name,
+                kernel.c_str(), (long long)K, (long long)N, (long long)T, rel, nan, bad_pad, ok ? "ok" : "FAIL");
+    return ok;
+}
+
+}  // namespace
+
+int main() {
+    std::mt19937 rng(777);
+    const Case cases[] = {{512, 13, 1}, {512, 9, 5}, {512, 200, 70}};
+    bool ok = true;
+    int tested = 0;
+    size_t count = 0;
+    const quant::TypeTraits* all = quant::all_types(&count);
+    for (size_t i = 0; i < count; ++i)
+        tested += dispatch_int8_type(all[i].id, [&](auto c) {
+            for (const Case& cs : cases) ok &= run_case<decltype(c)>(all[i], cs, rng);
+        });
+    std::printf("%d types -> %s\n", tested, ok && tested == 8 ? "ok" : "FAIL");
+    return ok && tested == 8 ? 0 : 1;
+}
