@@ -238,6 +238,70 @@ bool run_case(const quant::TypeTraits& tt, const Case& cs, std::mt19937& rng) {
     return ok;
 }
 
+// Routed experts through the matrix-vector kernel: pair z = (token z / k, choice z % k) reads
+// activation row z / k (x_div) and expert ids[z] (w_ids); id -1 leaves its output alone.
+template <class C>
+bool run_experts(const quant::TypeTraits& tt, std::mt19937& rng) {
+    using D = typename C::D;
+    constexpr int64_t K = 256, N = 6, E = 3, k = 2, T = 3;
+    const int32_t ids[T * k] = {2, 0, -1, 1, 1, 2};
+    const size_t rb = quant::row_bytes(tt, K);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::vector<float> wf((size_t)K), deq((size_t)(E * N * K));
+    std::vector<uint8_t> w(rb * (size_t)(E * N));
+    for (int64_t r = 0; r < E * N; ++r) {
+        for (auto& v : wf) v = nd(rng);
+        tt.quantize(wf.data(), w.data() + r * rb, K, nullptr);
+        for (int64_t e = 0; e < K; e += 8)
+            D::decode8(w.data() + r * rb, e / D::kBlockElems, (int)((e % D::kBlockElems) / 8), &deq[r * K + e]);
+    }
+    std::vector<float> x((size_t)(T * K));
+    for (auto& v : x) v = nd(rng);
+    std::vector<int8_t> xq;
+    std::vector<float> xd;
+    round_activations(act_round_for(tt.id), x, T, K, xq, xd);  // rows [T][K]: block z / k, one token each
+    std::vector<float> y((size_t)(T * k * N), kNaN);
+    MatArgs a;
+    a.type = tt.id;
+    a.w = w.data();
+    a.w_row = rb;
+    a.w_z = rb * N;
+    a.K = K;
+    a.N = N;
+    a.T = 1;
+    a.Z = T * k;
+    a.x_div = k;
+    a.w_ids = ids;
+    a.ids_k = k;
+    a.ids_t = k;
+    a.w_count = E;
+    a.y = y.data();
+    a.y_z = sizeof(float) * N;
+    a.xq = xq.data();
+    a.xq_d = xd.data();
+    emu::launch(dim3((unsigned)((N + 3) / 4), 1, (unsigned)a.Z), 32 * mv::kVecWarps, [&] { mv::mat_vec_int8_kernel<C, 1, 4>(a); });
+    double err = 0, norm = 0;
+    long wrong_skip = 0;
+    for (int64_t z = 0; z < T * k; ++z)
+        for (int64_t n = 0; n < N; ++n) {
+            const float got = y[z * N + n];
+            if (ids[z] < 0) {
+                wrong_skip += !std::isnan(got);
+                continue;
+            }
+            double ex = 0;
+            const int64_t t = z / k;
+            for (int64_t i = 0; i < K; ++i) ex += (double)deq[(ids[z] * N + n) * K + i] * xq[t * K + i] * xd[(t * K + i) / 32];
+            err += (got - ex) * (got - ex);
+            norm += ex * ex;
+        }
+    const double rel = std::sqrt(err / (norm > 0 ? norm : 1));
+    const bool ok = rel < 1e-6 && wrong_skip == 0;
+    std::printf("%-8s vec experts (ids, x_div %lld): rel %.2e, skipped pair written %ld -> %s\n", tt.name, (long long)k, rel,
+                wrong_skip, ok ? "ok" : "FAIL");
+    return ok;
+}
+
 }  // namespace
 
 int main() {
@@ -250,6 +314,7 @@ int main() {
     for (size_t i = 0; i < count; ++i)
         tested += dispatch_int8_type(all[i].id, [&](auto c) {
             for (const Case& cs : cases) ok &= run_case<decltype(c)>(all[i], cs, rng);
+            ok &= run_experts<decltype(c)>(all[i], rng);
         });
     std::printf("%d types -> %s\n", tested, ok && tested == 8 ? "ok" : "FAIL");
     return ok && tested == 8 ? 0 : 1;
