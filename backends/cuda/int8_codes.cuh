@@ -3,6 +3,7 @@
 // signed int8 codes packed in two words (byte i of the 8 is byte i & 3 of lo/hi) and a float
 // scale and bias with
 //     weight[i] = scale * code[i] + bias          (bias is 0 unless kHasBias)
+// Scale and bias are constant over 32 values (16 where kScale16), 32-aligned (16-aligned).
 // equal to BlockDecoder<TYPE>::decode8 (same operands, same operations: host test
 // cuda_int8_codes_host_test checks it for every chunk). A chunk's product with 8 activation
 // codes q (scale xd) is then two dp4a plus, with a bias, two more for the sum of q:
@@ -57,6 +58,7 @@ template <>
 struct Int8Codes<quant::T_Q8_0> {
     using D = BlockDecoder<quant::T_Q8_0>;
     static constexpr bool kHasBias = false;
+    static constexpr bool kScale16 = false;
     IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
                                 float& bias) {
         const uint8_t* b = D::block(row, ib);
@@ -72,6 +74,7 @@ template <>
 struct Int8Codes<quant::T_Q4_0> {
     using D = BlockDecoder<quant::T_Q4_0>;
     static constexpr bool kHasBias = false;
+    static constexpr bool kScale16 = false;
     IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
                                 float& bias) {
         const uint8_t* b = D::block(row, ib);
@@ -88,6 +91,7 @@ template <>
 struct Int8Codes<quant::T_IQ4_NL> {
     using D = BlockDecoder<quant::T_IQ4_NL>;
     static constexpr bool kHasBias = false;
+    static constexpr bool kScale16 = false;
     IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
                                 float& bias) {
         const uint8_t* b = D::block(row, ib);
@@ -105,6 +109,7 @@ template <>
 struct Int8Codes<quant::T_Q4_K> {
     using D = BlockDecoder<quant::T_Q4_K>;
     static constexpr bool kHasBias = true;
+    static constexpr bool kScale16 = false;
     IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
                                 float& bias) {
         const uint8_t* b = D::block(row, ib);
@@ -123,6 +128,7 @@ template <>
 struct Int8Codes<quant::T_Q5_K> {
     using D = BlockDecoder<quant::T_Q5_K>;
     static constexpr bool kHasBias = true;
+    static constexpr bool kScale16 = false;
     IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
                                 float& bias) {
         const uint8_t* b = D::block(row, ib);
@@ -142,6 +148,7 @@ template <>
 struct Int8Codes<quant::T_Q6_K> {
     using D = BlockDecoder<quant::T_Q6_K>;
     static constexpr bool kHasBias = false;
+    static constexpr bool kScale16 = true;
     IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
                                 float& bias) {
         const uint8_t* b = D::block(row, ib);
@@ -160,6 +167,7 @@ template <>
 struct Int8Codes<quant::T_IQ4_XS> {
     using D = BlockDecoder<quant::T_IQ4_XS>;
     static constexpr bool kHasBias = false;
+    static constexpr bool kScale16 = false;
     IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
                                 float& bias) {
         const uint8_t* b = D::block(row, ib);
@@ -180,6 +188,7 @@ template <>
 struct Int8Codes<quant::T_IQ4_K> {
     using D = BlockDecoder<quant::T_IQ4_K>;
     static constexpr bool kHasBias = false;
+    static constexpr bool kScale16 = true;
     IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
                                 float& bias) {
         const uint8_t* b = D::block(row, ib);

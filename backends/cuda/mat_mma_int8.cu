@@ -1,6 +1,6 @@
 // Prompt batches in integers on the tensor cores: weights of a type with an integer view
 // (int8_codes.cuh) times the activations' int8 codes (MatArgs::xq), int8 mma.sync
-// (m16n8k16, s32 accumulators), scaled to float once per 16 (or 32) values of K. Opt-in
+// (m16n8k16, s32 accumulators), scaled to float once per 32 values of K (16: Q6_K, IQ4_K). Opt-in
 // (OpEnv::int8_mma, IKLLM_CUDA_INT8_MMA=1) until measured on a GPU.
 //
 // A block of 8 warps owns 128 weight rows x 64 tokens; K goes in steps of 32. Per step every

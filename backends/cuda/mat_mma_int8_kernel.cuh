@@ -92,20 +92,22 @@ __global__ void __launch_bounds__(kThreads) mat_mma_int8_kernel(MatArgs a) {
             int s = 0;
 #pragma unroll
             for (int w = 0; w < 8; ++w) s = bd::dp4a(0x01010101u, p[w], s);
-            Xs[t] = Xd[t] * (float)s;
+            Xs[t] = Xd[t] * bd::i2f(s);
         }
         if (k0 + kBK < a.K) load_chunks<C>(a, wz, n0, k0 + kBK, ch);  // in flight during the products
         if (C::kHasBias) __syncthreads();  // Xs complete
 
+        int ci[2][4][4];
 #pragma unroll
         for (int kk = 0; kk < kBK; kk += 16) {
-            int ci[2][4][4];
+            if (kk == 0 || C::kScale16) {
 #pragma unroll
-            for (int i = 0; i < 2; ++i)
+                for (int i = 0; i < 2; ++i)
 #pragma unroll
-                for (int j = 0; j < 4; ++j)
+                    for (int j = 0; j < 4; ++j)
 #pragma unroll
-                    for (int e = 0; e < 4; ++e) ci[i][j][e] = 0;
+                        for (int e = 0; e < 4; ++e) ci[i][j][e] = 0;
+            }
             uint32_t af[2][2], bf[4];
 #pragma unroll
             for (int i = 0; i < 2; ++i) {
@@ -119,19 +121,21 @@ __global__ void __launch_bounds__(kThreads) mat_mma_int8_kernel(MatArgs a) {
             for (int i = 0; i < 2; ++i)
 #pragma unroll
                 for (int j = 0; j < 4; ++j) mma_s8_16816(ci[i][j], af[i][0], af[i][1], bf[j]);
-            // To float: row scale (per 16) x token scale (per 32).
+            if (!C::kScale16 && kk == 0) continue;  // one scale for all 32 values: sum on in int32
+            // To float: row scale x token scale. bd::i2f is exact here (|sum| <= 32 * 127 * 127)
+            // and full rate, where I2F is quarter rate: this step is the kernel's float work.
 #pragma unroll
             for (int i = 0; i < 2; ++i)
 #pragma unroll
                 for (int e2 = 0; e2 < 2; ++e2) {
                     const int r = wm + i * 16 + g + 8 * e2;
-                    const float ws = Ws[r][kk / 16];
+                    const float ws = Ws[r][C::kScale16 ? kk / 16 : 0];
 #pragma unroll
                     for (int j = 0; j < 4; ++j)
 #pragma unroll
                         for (int e1 = 0; e1 < 2; ++e1) {
                             const int t = wn + j * 8 + tig * 2 + e1;
-                            acc[i][j][2 * e2 + e1] += ws * Xd[t] * (float)ci[i][j][2 * e2 + e1];
+                            acc[i][j][2 * e2 + e1] += ws * Xd[t] * bd::i2f(ci[i][j][2 * e2 + e1]);
                         }
                 }
         }

@@ -47,10 +47,11 @@ __global__ void __launch_bounds__(32 * kVecWarps) mat_vec_int8_kernel(MatArgs a)
                 const uint2 xv = *reinterpret_cast<const uint2*>(xq[i] + c * 8);
                 const float d = xd[i][c >> 2];
                 float xs = 0.f;
-                if constexpr (C::kHasBias) xs = (float)bd::dp4a(0x01010101u, xv.x, bd::dp4a(0x01010101u, xv.y, 0));
+                if constexpr (C::kHasBias) xs = bd::i2f(bd::dp4a(0x01010101u, xv.x, bd::dp4a(0x01010101u, xv.y, 0)));
 #pragma unroll
                 for (int r = 0; r < R; ++r) {
-                    float v = sc[r] * (float)bd::dp4a(lo[r], xv.x, bd::dp4a(hi[r], xv.y, 0));
+                    // bd::i2f: exact (|sum| <= 8 * 127 * 127) at full rate, where I2F is quarter rate
+                    float v = sc[r] * bd::i2f(bd::dp4a(lo[r], xv.x, bd::dp4a(hi[r], xv.y, 0)));
                     if constexpr (C::kHasBias) v += bi[r] * xs;
                     acc[r][i] += d * v;
                 }

@@ -3,7 +3,8 @@
 // and on random bytes,
 //   1. scale * code[i] + bias equals BlockDecoder::decode8 (the float kernels' decoder, itself
 //      bit-identical to the CPU registry) for every value (NaN == NaN, -0 == +0);
-//   2. a whole row's product with int8 activation codes, computed the kernel's way (per chunk:
+//   2. scale constant over 32 values (16 for kScale16 types) and bias over 32, as the kernels assume;
+//   3. a whole row's product with int8 activation codes, computed the kernel's way (per chunk:
 //      xd * (scale * dp4a-sum + bias * code-sum)), is within 2e-6 (relative) of the double
 //      product of the decoded weights and the activation values.
 // When a GPU is present the device versions (byte_perm lookups, dp4a) are run on the same rows
@@ -100,7 +101,7 @@ bool test_type(uint32_t id, std::mt19937& rng) {
     std::vector<float> x((size_t)kNe0), dec((size_t)(kRows * kNe0)), vals(dec.size()), dots((size_t)(kRows * chunks));
     std::vector<int8_t> xq((size_t)kNe0);
     std::normal_distribution<float> nd(0.0f, 1.0f);
-    long value_bad = 0, dot_bad = 0, dev_bad = 0;
+    long value_bad = 0, dot_bad = 0, dev_bad = 0, group_bad = 0;
     double worst_rel = 0;
     for (int pass = 0; pass < 5; ++pass) {  // pass 0: quantized rows; 1..4: random bytes
         const bool quantized = pass == 0;
@@ -114,6 +115,21 @@ bool test_type(uint32_t id, std::mt19937& rng) {
             for (int64_t e = 0; e < kNe0; e += 8)
                 D::decode8(q.data() + r * rb, e / D::kBlockElems, (int)((e % D::kBlockElems) / 8), &dec[r * kNe0 + e]);
         }
+        // Scale constant over each 32 values (16 where kScale16) and bias over 32: the kernels
+        // apply them once per group.
+        for (int r = 0; r < kRows; ++r)
+            for (int64_t c = 0; c < chunks; ++c) {
+                constexpr int cpb = D::kBlockElems / 8;
+                uint32_t lo, hi;
+                float sc[2], bi[2];
+                const int64_t c0 = c & ~int64_t(C::kScale16 ? 1 : 3);
+                C::codes8(q.data() + r * rb, c / cpb, (int)(c % cpb), lo, hi, sc[0], bi[0]);
+                C::codes8(q.data() + r * rb, c0 / cpb, (int)(c0 % cpb), lo, hi, sc[1], bi[1]);
+                group_bad += !same_value(sc[0], sc[1]);
+                const int64_t c1 = c & ~int64_t(3);
+                C::codes8(q.data() + r * rb, c1 / cpb, (int)(c1 % cpb), lo, hi, sc[1], bi[1]);
+                group_bad += !same_value(bi[0], bi[1]);
+            }
         for (auto& v : xq) v = (int8_t)((int)(rng() % 255) - 127);
         eval_host<C>(q, rb, xq, vals, dots);
         for (size_t i = 0; i < dec.size(); ++i) value_bad += !same_value(dec[i], vals[i]);
@@ -141,9 +157,9 @@ bool test_type(uint32_t id, std::mt19937& rng) {
             }
         }
     }
-    const bool ok = value_bad == 0 && dot_bad == 0 && dev_bad == 0;
-    std::printf("%-8s values vs decode8: %ld differ | row products: worst rel %.2e (%ld bad)", tt->name, value_bad, worst_rel,
-                dot_bad);
+    const bool ok = value_bad == 0 && dot_bad == 0 && dev_bad == 0 && group_bad == 0;
+    std::printf("%-8s values vs decode8: %ld differ | scale/bias not constant per group: %ld | row products: worst rel %.2e (%ld bad)",
+                tt->name, value_bad, group_bad, worst_rel, dot_bad);
     if (g_have_gpu) std::printf(" | device vs host: %ld differ", dev_bad);
     std::printf(" -> %s\n", ok ? "ok" : "FAIL");
     return ok;
