@@ -49,6 +49,14 @@ IKLLM_HD uint32_t lut4(const Lut16& t, uint32_t n) {
 #endif
 }
 
+// Q4_K / Q5_K: scale d * sc and bias -(dmin * m) of chunk `chunk`'s 32-value group.
+IKLLM_HD void kq_scale_bias(const uint8_t* b, int chunk, float& scale, float& bias) {
+    int sc, m;
+    kscale(b + 4, chunk >> 2, sc, m);
+    scale = ldh(b) * i2f(sc);
+    bias = -(ldh(b + 2) * i2f(m));
+}
+
 }  // namespace bd
 
 template <uint32_t TYPE>
@@ -113,10 +121,7 @@ struct Int8Codes<quant::T_Q4_K> {
     IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
                                 float& bias) {
         const uint8_t* b = D::block(row, ib);
-        int sc, m;
-        bd::kscale(b + 4, chunk >> 2, sc, m);
-        scale = bd::ldh(b) * bd::i2f(sc);
-        bias = -(bd::ldh(b + 2) * bd::i2f(m));
+        bd::kq_scale_bias(b, chunk, scale, bias);
         const uint8_t* q = b + 16 + bd::p4k_off(chunk);
         const int sh = bd::p4k_shift(chunk);
         lo = bd::nib4(bd::ld32<4>(q), sh);
@@ -132,10 +137,7 @@ struct Int8Codes<quant::T_Q5_K> {
     IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
                                 float& bias) {
         const uint8_t* b = D::block(row, ib);
-        int sc, m;
-        bd::kscale(b + 4, chunk >> 2, sc, m);
-        scale = bd::ldh(b) * bd::i2f(sc);
-        bias = -(bd::ldh(b + 2) * bd::i2f(m));
+        bd::kq_scale_bias(b, chunk, scale, bias);
         const uint8_t* q = b + 48 + bd::p4k_off(chunk);
         const uint8_t* h = b + 16 + bd::hb_off(chunk);
         const int sh = bd::p4k_shift(chunk), hs = bd::hb_shift(chunk);

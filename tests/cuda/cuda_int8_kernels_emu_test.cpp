@@ -171,21 +171,32 @@ void round_activations(int mode, const std::vector<float>& x, int64_t T, int64_t
         }
 }
 
+// `rows` rows of K gaussian weights quantized by the CPU registry, and their decoded values.
+template <class D>
+void random_weights(const quant::TypeTraits& tt, int64_t rows, int64_t K, std::mt19937& rng, std::vector<uint8_t>& w,
+                    std::vector<float>& deq) {
+    const size_t rb = quant::row_bytes(tt, K);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::vector<float> wf((size_t)K);
+    w.assign(rb * (size_t)rows, 0);
+    deq.assign((size_t)(rows * K), 0.f);
+    for (int64_t r = 0; r < rows; ++r) {
+        for (auto& v : wf) v = nd(rng);
+        tt.quantize(wf.data(), w.data() + r * rb, K, nullptr);
+        for (int64_t e = 0; e < K; e += 8)
+            D::decode8(w.data() + r * rb, e / D::kBlockElems, (int)((e % D::kBlockElems) / 8), &deq[r * K + e]);
+    }
+}
+
 template <class C>
 bool run_case(const quant::TypeTraits& tt, const Case& cs, std::mt19937& rng) {
     using D = typename C::D;
     const int64_t K = cs.K, N = cs.N, T = cs.T;
     const size_t rb = quant::row_bytes(tt, K);
     std::normal_distribution<float> nd(0.f, 1.f);
-    std::vector<float> wf((size_t)K);
-    std::vector<uint8_t> w(rb * (size_t)N);
-    std::vector<float> deq((size_t)(N * K));
-    for (int64_t n = 0; n < N; ++n) {
-        for (auto& v : wf) v = nd(rng);
-        tt.quantize(wf.data(), w.data() + n * rb, K, nullptr);
-        for (int64_t e = 0; e < K; e += 8)
-            D::decode8(w.data() + n * rb, e / D::kBlockElems, (int)((e % D::kBlockElems) / 8), &deq[n * K + e]);
-    }
+    std::vector<uint8_t> w;
+    std::vector<float> deq;
+    random_weights<D>(tt, N, K, rng, w, deq);
     std::vector<float> x((size_t)(T * K));
     for (auto& v : x) v = nd(rng);
     std::vector<int8_t> xq;
@@ -247,14 +258,9 @@ bool run_experts(const quant::TypeTraits& tt, std::mt19937& rng) {
     const int32_t ids[T * k] = {2, 0, -1, 1, 1, 2};
     const size_t rb = quant::row_bytes(tt, K);
     std::normal_distribution<float> nd(0.f, 1.f);
-    std::vector<float> wf((size_t)K), deq((size_t)(E * N * K));
-    std::vector<uint8_t> w(rb * (size_t)(E * N));
-    for (int64_t r = 0; r < E * N; ++r) {
-        for (auto& v : wf) v = nd(rng);
-        tt.quantize(wf.data(), w.data() + r * rb, K, nullptr);
-        for (int64_t e = 0; e < K; e += 8)
-            D::decode8(w.data() + r * rb, e / D::kBlockElems, (int)((e % D::kBlockElems) / 8), &deq[r * K + e]);
-    }
+    std::vector<uint8_t> w;
+    std::vector<float> deq;
+    random_weights<D>(tt, E * N, K, rng, w, deq);
     std::vector<float> x((size_t)(T * K));
     for (auto& v : x) v = nd(rng);
     std::vector<int8_t> xq;
