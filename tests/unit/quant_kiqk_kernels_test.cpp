@@ -315,7 +315,10 @@ void check_type(const TypeCase& tc, bool random_bytes) {
     ASSERT_EQ(ks->act->id, fmt);
     struct Shape { int64_t ne0, rows, nt; };
     const Shape shapes[] = {{256, 7, 1},  {512, 13, 3}, {1536, 5, 8}, {256, 9, 17}, {4096, 3, 1},
-                            {768, 11, 70}, {2048, 6, 5}, {512, 6, 32}, {256, 5, 31}, {1024, 4, 40}, {512, 13, 67}, {512, 53, 37}};
+                            {768, 11, 70}, {2048, 6, 5}, {512, 6, 32}, {256, 5, 31}, {1024, 4, 40}, {512, 13, 67}, {512, 53, 37},
+                            // single tokens: row counts around the rows-side-by-side groups, and a row longer
+                            // than the single-token path's precomputed activation floats (kquant_matvec_avx512.h)
+                            {768, 12, 1}, {2048, 10, 1}, {16640, 3, 1}};
     for (const Shape& s : shapes) {
         Problem p;
         p.ne0 = s.ne0;
@@ -452,6 +455,38 @@ TEST(KiqkKernelsSat, Iq4XsSaturatesLikeTheReference) {
         // the exact value would be 256 * 31 * 113 * 127 * da: far away
         EXPECT_GT(std::fabs(y[0] - (double)da * 256.0 * 31 * 113 * 127), 1.0);
     }
+}
+
+// Batch invariance of the small-batch kernels: every token of a call below the re-encoding
+// threshold gets the bits it gets alone (the single-token path has its own code, the same float
+// operations in the same order).
+TEST(KiqkKernelsBatch, TokenAloneGivesItsBitsInASmallBatch) {
+    std::mt19937 rng(77);
+    for (const TypeCase& tc : cases())
+        for (int64_t ne0 : {256, 768, 2048, 16640})
+            for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+                const MatmulKernel* k = kernel(tc.id, isa);
+                if (!k || !cpu_has(isa)) continue;
+                Problem p;
+                p.ne0 = ne0;
+                p.rows = 11;
+                p.nt = 5;
+                p.r0 = 0;
+                p.r1 = p.rows;
+                p.y_stride = p.rows;
+                p.w = make_weights(tc, ne0, p.rows, false, rng);
+                fill_act(k, p, false, rng);
+                const std::vector<float> batch = run(k, tc, p);
+                for (int64_t t = 0; t < p.nt; ++t) {
+                    Problem one = p;
+                    one.nt = 1;
+                    one.act.assign(p.act.begin() + t * p.act_rb, p.act.begin() + (t + 1) * p.act_rb);
+                    const std::vector<float> alone = run(k, tc, one);
+                    for (int64_t r = 0; r < p.rows; ++r)
+                        ASSERT_EQ(f32_to_bits(alone[r]), f32_to_bits(batch[t * p.y_stride + r]))
+                            << tc.name << " " << isa_name(isa) << " ne0=" << ne0 << " token " << t << " row " << r;
+                }
+            }
 }
 
 class KiqkKernels : public ::testing::TestWithParam<size_t> {};
