@@ -317,7 +317,7 @@ void check_type(const TypeCase& tc, bool random_bytes) {
     const Shape shapes[] = {{256, 7, 1},  {512, 13, 3}, {1536, 5, 8}, {256, 9, 17}, {4096, 3, 1},
                             {768, 11, 70}, {2048, 6, 5}, {512, 6, 32}, {256, 5, 31}, {1024, 4, 40}, {512, 13, 67}, {512, 53, 37},
                             // single tokens: row counts around the rows-side-by-side groups, and a row longer
-                            // than the single-token path's precomputed activation floats (kquant_matvec_avx512.h)
+                            // than the single-token path's precomputed activation floats (q82_rows1, kquant_q82.h)
                             {768, 12, 1}, {2048, 10, 1}, {16640, 3, 1}};
     for (const Shape& s : shapes) {
         Problem p;

@@ -7,7 +7,6 @@
 // there rounded to fp16 like the reference's batch path.
 #pragma once
 #include "kernels/kquant_q6k_conv.h"
-#include "kernels/kquant_matvec_avx512.h"
 #include "kernels/kquant_q82.h"
 #include "kernels/legacy_panel_avx512.h"
 
@@ -54,7 +53,7 @@ void fill_q45k_panel(const uint8_t* w, size_t wrb, int64_t r0, int rows, int64_t
 template <bool Five>
 void q45k_panel_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
                        size_t arb, int64_t nt, float* y, int64_t ys) {
-    if (use_rows1(nt, ne0)) return q45k_matvec_avx512<Five>(w, wrb, ne0, r0, r1, act, y);
+    if (q82_rows1_fits(nt, ne0)) return q82_rows1<Q45KAvx512<Five>>(w, wrb, ne0, r0, r1, act, y);
     if (nt < kP32ExactMinTokens) return q82_matmul<Q45KAvx512<Five>, 8>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
     const int64_t nb = ne0 / 32;
     const bool conv = nt >= kConvMinTokens;
@@ -270,7 +269,7 @@ inline void q6k_exact_panel_gemm(const uint8_t* w, size_t wrb, int64_t ne0, int6
 
 inline void q6k_panel_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
                              size_t arb, int64_t nt, float* y, int64_t ys) {
-    if (use_rows1(nt, ne0)) return q6k_matvec_avx512(w, wrb, ne0, r0, r1, act, y);
+    if (q82_rows1_fits(nt, ne0)) return q82_rows1<Q6KAvx512>(w, wrb, ne0, r0, r1, act, y);
     if (nt < kP32ExactMinTokens) return q82_matmul<Q6KAvx512, 8>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
     if (nt < kQ6ConvMinTokens) return q6k_exact_panel_gemm(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
     const int64_t nb = ne0 / 32;

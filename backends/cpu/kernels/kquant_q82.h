@@ -156,6 +156,19 @@ inline void q6k_tile_avx2(const uint8_t* row, int64_t nb, bool, const uint8_t* a
 
 // ---- AVX-512 ----------------------------------------------------------------------------------------
 #ifdef IKLLM_KIQK_ZMM
+// Single-token products (token generation) convert the activation's per-block floats (d_j, s_j)
+// once per call instead of once per row: rows of up to kMatvecMaxBlocks blocks (16384 weights).
+constexpr int64_t kMatvecMaxBlocks = 64;
+struct Q82ActFloats {
+    alignas(32) float d[kMatvecMaxBlocks][8];  // d_j of each block's 8 chunks
+    alignas(32) float s[kMatvecMaxBlocks][8];  // s_j as floats
+};
+inline void q82_act_floats(const uint8_t* act, int64_t nb, Q82ActFloats& af) {
+    for (int64_t b = 0; b < nb; ++b) {
+        _mm256_store_ps(af.d[b], q82_scales8(act + (size_t)b * kQ82BlockBytes));
+        _mm256_store_ps(af.s[b], q82_sums8(act + (size_t)b * kQ82BlockBytes));
+    }
+}
 // Lanes 0-7: factor of chunk 2k, lanes 8-15: chunk 2k+1 (f: the 8 per-chunk factors).
 inline __m512 q82_pair_factors(__m256 f, int k) {
     const __m512i idx = _mm512_setr_epi32(2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k + 1, 2 * k + 1,
@@ -168,9 +181,11 @@ inline __m512i q82_pair_codes(const uint8_t* a, int k) {
 }
 inline float hsum512(__m512 v) { return _mm512_reduce_add_ps(v); }
 
+// af: the single-token path's precomputed activation floats (T == 1), else null. Either way the
+// same float operations in the same order: the same bits.
 template <int T, bool Five>
 inline void q45k_tile_avx512(const uint8_t* row, int64_t nb, bool conv, const uint8_t* act, size_t arb, float* y,
-                             int64_t ys) {
+                             int64_t ys, const Q82ActFloats* af = nullptr) {
     constexpr int bytes = Five ? 176 : 144;
     constexpr int NA = 1;  // independent accumulators (latency of a single token)
     __m512 facc[T][NA];
@@ -187,9 +202,9 @@ inline void q45k_tile_avx512(const uint8_t* row, int64_t nb, bool conv, const ui
         __m256 f[T];
         for (int t = 0; t < T; ++t) {
             const uint8_t* a = act + (size_t)t * arb + (size_t)b * kQ82BlockBytes;
-            const __m256 da = q82_scales8(a);
+            const __m256 da = af ? _mm256_load_ps(af->d[b]) : q82_scales8(a);
             f[t] = _mm256_mul_ps(da, D);
-            macc[t] = _mm256_fmadd_ps(_mm256_mul_ps(da, M), q82_sums8(a), macc[t]);
+            macc[t] = _mm256_fmadd_ps(_mm256_mul_ps(da, M), af ? _mm256_load_ps(af->s[b]) : q82_sums8(a), macc[t]);
         }
         const uint8_t* qs = Five ? x + 48 : x + 16;
         const __m512i hb2 = Five ? zbcast256(x + 16) : _mm512_setzero_si512();
@@ -211,37 +226,50 @@ inline void q45k_tile_avx512(const uint8_t* row, int64_t nb, bool conv, const ui
     }
 }
 
+// Signed levels q - 32 of a Q6_K block's chunks 4c..4c+3 (c = 0, 1): v[0] chunks 4c, 4c+1 (low
+// nibbles), v[1] chunks 4c+2, 4c+3 (high nibbles), 64 bytes each.
+inline void q6k_levels512(const uint8_t* x, int c, __m512i v[2]) {
+    const __m512i m15 = zset1(15), m30 = zset1(0x30), m32 = zset1(32);
+    const __m512i ql = _mm512_loadu_si512((const void*)(x + 64 * c));
+    const __m512i qh = zbcast256(x + 128 + 32 * c);
+    const __m512i h01 = _mm512_and_si512(_mm512_sllv_epi16(qh, zshift2(4, 2)), m30);
+    const __m512i h23 = _mm512_and_si512(_mm512_srlv_epi16(qh, zshift2(0, 2)), m30);
+    v[0] = _mm512_sub_epi8(_mm512_or_si512(_mm512_and_si512(ql, m15), h01), m32);
+    v[1] = _mm512_sub_epi8(_mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m15), h23), m32);
+}
+
+// Exact sum_{s} sc_s * sum (q - 32) a over chunks 2k, 2k+1 (16 int32 lanes): u = |q - 32|, neg the
+// lanes where q - 32 < 0 (the sign moves to the activation codes ac), sc the chunks' scales.
+inline __m512i q6k_pair_dot(__m512i u, __mmask64 neg, __m512i sc, __m512i ac) {
+    return _mm512_dpwssd_epi32(_mm512_setzero_si512(),
+                               _mm512_maddubs_epi16(u, _mm512_mask_sub_epi8(ac, neg, _mm512_setzero_si512(), ac)), sc);
+}
+
 template <int T>
 inline void q6k_tile_avx512(const uint8_t* row, int64_t nb, bool, const uint8_t* act, size_t arb, float* y,
-                            int64_t ys) {
+                            int64_t ys, const Q82ActFloats* af = nullptr) {
     constexpr int NA = 1;
     __m512 facc[T][NA];
     for (int t = 0; t < T; ++t)
         for (int i = 0; i < NA; ++i) facc[t][i] = _mm512_setzero_ps();
-    const __m512i m15 = zset1(15), m30 = zset1(0x30), m32 = zset1(32);
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* x = row + (size_t)b * 210;
         if constexpr (T <= 2) prefetch_weights<210>(x);
         const __m256 d = _mm256_set1_ps(hf(x + 208));
         const __m256i sc16 = _mm256_cvtepi8_epi16(ld128(x + 192));
         __m256 f[T];
-        for (int t = 0; t < T; ++t) f[t] = _mm256_mul_ps(q82_scales8(act + (size_t)t * arb + (size_t)b * kQ82BlockBytes), d);
+        for (int t = 0; t < T; ++t)
+            f[t] = _mm256_mul_ps(af ? _mm256_load_ps(af->d[b]) : q82_scales8(act + (size_t)t * arb + (size_t)b * kQ82BlockBytes), d);
         for (int c = 0; c < 2; ++c) {
-            const __m512i ql = _mm512_loadu_si512((const void*)(x + 64 * c));
-            const __m512i qh = zbcast256(x + 128 + 32 * c);
-            const __m512i h01 = _mm512_and_si512(_mm512_sllv_epi16(qh, zshift2(4, 2)), m30);
-            const __m512i h23 = _mm512_and_si512(_mm512_srlv_epi16(qh, zshift2(0, 2)), m30);
-            const __m512i v[2] = {_mm512_sub_epi8(_mm512_or_si512(_mm512_and_si512(ql, m15), h01), m32),
-                                  _mm512_sub_epi8(_mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m15), h23), m32)};
+            __m512i v[2];
+            q6k_levels512(x, c, v);
             for (int h = 0; h < 2; ++h) {
                 const int k = 2 * c + h;
                 const __m512i u = _mm512_abs_epi8(v[h]), sc = zscale(sc16, k);
                 const __mmask64 neg = _mm512_movepi8_mask(v[h]);
                 for (int t = 0; t < T; ++t) {
                     const uint8_t* a = act + (size_t)t * arb + (size_t)b * kQ82BlockBytes;
-                    const __m512i ac = q82_pair_codes(a, k);
-                    const __m512i p = _mm512_dpwssd_epi32(
-                        _mm512_setzero_si512(), _mm512_maddubs_epi16(u, _mm512_mask_sub_epi8(ac, neg, _mm512_setzero_si512(), ac)), sc);
+                    const __m512i p = q6k_pair_dot(u, neg, sc, q82_pair_codes(a, k));
                     __m512& acc = facc[t][h & (NA - 1)];
                     acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), q82_pair_factors(f[t], k), acc);
                 }
@@ -309,6 +337,9 @@ struct Q45KAvx512 {
     static void run(const uint8_t* row, int64_t nb, bool cv, const uint8_t* a, size_t arb, float* y, int64_t ys) {
         q45k_tile_avx512<T, Five>(row, nb, cv, a, arb, y, ys);
     }
+    static void run1(const uint8_t* row, int64_t nb, const uint8_t* a, const Q82ActFloats* af, float* y) {
+        q45k_tile_avx512<1, Five>(row, nb, false, a, 0, y, 1, af);
+    }
 };
 struct Q6KAvx512 {
     static constexpr bool conv = false;
@@ -316,7 +347,21 @@ struct Q6KAvx512 {
     static void run(const uint8_t* row, int64_t nb, bool cv, const uint8_t* a, size_t arb, float* y, int64_t ys) {
         q6k_tile_avx512<T>(row, nb, cv, a, arb, y, ys);
     }
+    static void run1(const uint8_t* row, int64_t nb, const uint8_t* a, const Q82ActFloats* af, float* y) {
+        q6k_tile_avx512<1>(row, nb, false, a, 0, y, 1, af);
+    }
 };
+
+// One token (q82_rows1_fits), rows r0..r1 of w into y[r]: the one-token tile with the activation
+// floats of the call (Tile: Q45KAvx512<Five> or Q6KAvx512). Two or four rows side by side were
+// faster from cache and slower from memory (two weight streams per core; docs/cpu-speed.md).
+inline bool q82_rows1_fits(int64_t nt, int64_t ne0) { return nt == 1 && ne0 / 256 <= kMatvecMaxBlocks; }
+template <class Tile>
+inline void q82_rows1(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, float* y) {
+    Q82ActFloats af;
+    q82_act_floats(act, ne0 / 256, af);
+    for (int64_t r = r0; r < r1; ++r) Tile::run1(w + (size_t)r * wrb, ne0 / 256, act, &af, y + r);
+}
 #endif
 
 }  // namespace
