@@ -47,6 +47,29 @@ int64_t chunk_rows(int64_t rows, int64_t unit, int n_threads, int64_t per_thread
 // Chunks per thread suited to kernel k (1 for kernels that repack the batch per call, else 4).
 int64_t chunks_per_thread(const MatmulKernel& k);
 
+// The row chunks of one product: chunk c is rows [r0(c), r1(c)). Uniform chunks of chunk_rows()
+// rows, except for a few tokens (token generation), where each chunk is the streaming cost of its
+// weights alone: the chunks shrink in the order the pool hands them out (highest index first;
+// each about a 2P-th of the rows left, none under kGuidedMinBytes of weights), so the two cores
+// end within a short chunk of each other instead of one waiting out the other's last quarter-
+// of-a-thread chunk. Rows are independent: results do not depend on the chunks.
+class RowChunks {
+public:
+    static constexpr int kMax = 64;
+    static constexpr int64_t kGuidedMaxTokens = 4;
+    static constexpr int64_t kGuidedMinBytes = 32 << 10;
+    RowChunks() = default;
+    RowChunks(int64_t rows, int64_t unit, int n_threads, int64_t per_thread, int64_t tokens, size_t row_bytes);
+    int64_t count() const { return n_; }
+    int64_t r0(int64_t c) const { return start_[c]; }
+    int64_t r1(int64_t c) const { return start_[c] + size_[c]; }
+    int64_t max_rows() const { return max_; }
+
+private:
+    int64_t n_ = 0, max_ = 0;
+    int64_t start_[kMax] = {}, size_[kMax] = {};
+};
+
 // x rounded to f16 precision and back (reference numerics of F16 expert matmuls).
 void round_to_f16(float* x, int64_t n);
 

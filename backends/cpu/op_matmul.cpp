@@ -73,6 +73,39 @@ int64_t chunk_rows(int64_t rows, int64_t unit, int n_threads, int64_t per_thread
     return std::max(c, unit);
 }
 
+RowChunks::RowChunks(int64_t rows, int64_t unit, int n_threads, int64_t per_thread, int64_t tokens, size_t row_bytes) {
+    const int64_t units = (rows + unit - 1) / unit;
+    const int64_t p = std::max(1, n_threads);
+    if (tokens > kGuidedMaxTokens || p == 1) {
+        const int64_t per = (chunk_rows(rows, unit, n_threads, per_thread) + unit - 1) / unit;
+        int64_t uniform_n = (units + per - 1) / per;
+        const int64_t step = uniform_n > kMax ? (units + kMax - 1) / kMax : per;
+        for (int64_t u = 0; u < units && n_ < kMax; u += step, ++n_) {
+            start_[n_] = u * unit;
+            size_[n_] = std::min(rows, (u + step) * unit) - u * unit;
+        }
+    } else {
+        // Guided sizes in hand-out order; chunk n-1 (handed out first) holds the first rows.
+        const int64_t min_units = std::max<int64_t>(1, (kGuidedMinBytes / (int64_t)std::max<size_t>(1, row_bytes) + unit - 1) / unit);
+        int64_t sizes[kMax], k = 0, left = units;
+        while (left > 0) {
+            int64_t s = k == kMax - 1 ? left : std::max(min_units, (left + 2 * p - 1) / (2 * p));
+            s = std::min(s, left);
+            sizes[k++] = s;
+            left -= s;
+        }
+        n_ = k;
+        int64_t u = 0;
+        for (int64_t i = 0; i < k; ++i) {
+            const int64_t c = k - 1 - i;
+            start_[c] = u * unit;
+            size_[c] = std::min(rows, (u + sizes[i]) * unit) - u * unit;
+            u += sizes[i];
+        }
+    }
+    for (int64_t c = 0; c < n_; ++c) max_ = std::max(max_, size_[c]);
+}
+
 void round_to_f16(float* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) x[i] = f16_to_f32(f32_to_f16(x[i]));
 }
@@ -98,13 +131,13 @@ void op_mul_mat_swiglu(const Op& op, ThreadPool& pool, Scratch& scratch) {
     const quant::TypeTraits* tg = quant::find_type(wg.type);
     const quant::TypeTraits* tu = quant::find_type(wu.type);
     const int64_t unit = std::max(row_unit(kg, *tg), row_unit(ku, *tu));
-    const int64_t chunk = chunk_rows(N, unit, pool.n_threads(), std::min(chunks_per_thread(kg), chunks_per_thread(ku)));
-    const int64_t n_chunks = (N + chunk - 1) / chunk;
-    for (int t = 0; t < pool.n_threads(); ++t) scratch.thread_floats(t, (size_t)(2 * chunk * T));
+    const RowChunks chunks(N, unit, pool.n_threads(), std::min(chunks_per_thread(kg), chunks_per_thread(ku)), T,
+                           wg.nb[1] + wu.nb[1]);
+    for (int t = 0; t < pool.n_threads(); ++t) scratch.thread_floats(t, (size_t)(2 * chunks.max_rows() * T));
     const int64_t y_stride = (int64_t)(y.nb[1] / sizeof(float));
     float* yd = static_cast<float*>(y.data);
-    pool.parallel_for(n_chunks, [&](int64_t c, int thread) {
-        const int64_t r0 = c * chunk, r1 = std::min(N, r0 + chunk), n = r1 - r0;
+    pool.parallel_for(chunks.count(), [&](int64_t c, int thread) {
+        const int64_t r0 = chunks.r0(c), r1 = chunks.r1(c), n = r1 - r0;
         float* g = scratch.per_thread[thread].data();
         float* u = g + n * T;
         const int64_t tb = call_tokens(op, kg.whole_batch && ku.whole_batch, T);
@@ -156,7 +189,7 @@ struct MatmulPlan {
     const MatmulKernel* k;
     size_t act_row, w_row;
     const uint8_t* act;  // its encoded activations
-    int64_t group, groups_per_chunk, n_chunks;
+    RowChunks chunks;
 };
 
 MatmulPlan plan_mul_mat(const Op& op, int n_threads) {
@@ -164,14 +197,10 @@ MatmulPlan plan_mul_mat(const Op& op, int n_threads) {
     const int64_t K = w.ne[0], N = w.ne[1], T = op.src[1]->ne[1];
     const quant::TypeTraits* tt = quant::find_type(w.type);
     if (!tt) fail(Status::unsupported, std::string("no CPU matmul kernel for the type of ") + w.name);
-    MatmulPlan p{&op, &kernel_for(w, op, T), 0, quant::row_bytes(*tt, K), nullptr, 0, 0, 0};
-    p.act_row = p.k->act->row_bytes(K);
-    p.group = row_unit(*p.k, *tt);
-    const int64_t n_groups = (N + p.group - 1) / p.group;
-    const int64_t target = std::max<int64_t>(1, (int64_t)n_threads * chunks_per_thread(*p.k));
-    p.groups_per_chunk = std::max<int64_t>(1, (n_groups + target - 1) / target);
-    p.n_chunks = (n_groups + p.groups_per_chunk - 1) / p.groups_per_chunk;
-    return p;
+    const MatmulKernel& k = kernel_for(w, op, T);
+    const size_t w_row = quant::row_bytes(*tt, K);
+    return MatmulPlan{&op, &k, k.act->row_bytes(K), w_row, nullptr,
+                      RowChunks(N, row_unit(k, *tt), n_threads, chunks_per_thread(k), T, w_row)};
 }
 
 void run_mul_mat_chunk(const MatmulPlan& p, int64_t c) {
@@ -179,9 +208,8 @@ void run_mul_mat_chunk(const MatmulPlan& p, int64_t c) {
     const Tensor& w = *op.src[0];
     const Tensor* bias = op.src[2];
     const Tensor& y = *op.dst;
-    const int64_t K = w.ne[0], N = w.ne[1], T = op.src[1]->ne[1];
-    const int64_t r0 = c * p.groups_per_chunk * p.group;
-    const int64_t r1 = std::min(N, r0 + p.groups_per_chunk * p.group);
+    const int64_t K = w.ne[0], T = op.src[1]->ne[1];
+    const int64_t r0 = p.chunks.r0(c), r1 = p.chunks.r1(c);
     const int64_t y_stride = (int64_t)(y.nb[1] / sizeof(float));
     float* yd = static_cast<float*>(y.data);
     // Token blocks keep the activations being reused within the cache while the chunk's
@@ -236,7 +264,7 @@ void op_mul_mat_group(const Op* ops, size_t n, ThreadPool& pool, Scratch& scratc
         while (formats[f]->id != plans[i].k->act->id) ++f;
         plans[i].act = act + offset[f];
         first[i] = total;
-        total += plans[i].n_chunks;
+        total += plans[i].chunks.count();
     }
     first[n] = total;
     // One pass over every product's chunks: a single pool barrier for the group.

@@ -329,3 +329,39 @@ TEST(CpuMatmulThreads, GroupedProductsMatchSingleOps) {
     }
 }
 }  // namespace
+
+// The row chunks of a product cover every row once, in whole units; for a few tokens the chunks
+// handed out later (lower index) are never larger than earlier ones, and none but the last one
+// holds less than the minimum bytes of weights when there are enough rows.
+TEST(CpuMatmulThreads, RowChunksCoverEveryRowOnce) {
+    for (int64_t rows : {1, 7, 16, 100, 512, 2048, 8192, 131072})
+        for (int64_t unit : {1, 4, 8, 16})
+            for (int threads : {1, 2, 3, 8})
+                for (int64_t tokens : {1, 4, 5, 512})
+                    for (size_t row_bytes : {18u * 64, 144u * 8, 210u * 3}) {
+                        SCOPED_TRACE(testing::Message() << "rows " << rows << " unit " << unit << " threads " << threads
+                                                        << " tokens " << tokens << " row bytes " << row_bytes);
+                        const cpu::RowChunks ch(rows, unit, threads, 4, tokens, row_bytes);
+                        ASSERT_GE(ch.count(), 1);
+                        ASSERT_LE(ch.count(), cpu::RowChunks::kMax);
+                        std::vector<int> seen((size_t)rows, 0);
+                        int64_t biggest = 0;
+                        for (int64_t c = 0; c < ch.count(); ++c) {
+                            ASSERT_LT(ch.r0(c), ch.r1(c));
+                            ASSERT_EQ(ch.r0(c) % unit, 0);
+                            ASSERT_LE(ch.r1(c), rows);
+                            biggest = std::max(biggest, ch.r1(c) - ch.r0(c));
+                            for (int64_t r = ch.r0(c); r < ch.r1(c); ++r) seen[(size_t)r]++;
+                        }
+                        EXPECT_EQ(biggest, ch.max_rows());
+                        for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(seen[(size_t)r], 1) << "row " << r;
+                        if (tokens > cpu::RowChunks::kGuidedMaxTokens || threads == 1) continue;
+                        // hand-out order: highest index first; sizes never grow (the final one may be a remainder)
+                        for (int64_t c = ch.count() - 1; c >= 2; --c)
+                            EXPECT_GE(ch.r1(c) - ch.r0(c), ch.r1(c - 1) - ch.r0(c - 1)) << "chunk " << c;
+                        const int64_t min_rows = (int64_t)(cpu::RowChunks::kGuidedMinBytes / row_bytes);
+                        for (int64_t c = 1; c < ch.count(); ++c)
+                            EXPECT_GE(ch.r1(c) - ch.r0(c), std::min<int64_t>(rows, min_rows)) << "chunk " << c;
+                        EXPECT_GE(ch.count(), std::min<int64_t>(threads, (rows + unit - 1) / unit) > 1 && rows * (int64_t)row_bytes >= 4 * cpu::RowChunks::kGuidedMinBytes ? 2 : 1);
+                    }
+}
