@@ -8,6 +8,7 @@
 #include "core/fp16.h"
 #include "cpu_ops.h"
 #include "matmul_rows.h"
+#include "kernels/prefetch.h"
 #include "kernels/matmul.h"
 #include "kernels/vec_kernels.h"
 #include "quant/type_traits.h"
@@ -43,6 +44,7 @@ const MatmulKernel& kernel_for(const Tensor& w, const Op& op, int64_t nt) {
 void run_rows(const MatmulKernel& k, const uint8_t* w, size_t row_bytes, int64_t ne0, int64_t r0, int64_t r1,
               const uint8_t* act, size_t act_row_bytes, int64_t nt, float* y, int64_t y_stride, int64_t max_tokens) {
     const int64_t tb = balanced_block(nt, max_tokens);
+    if (nt <= RowChunks::kGuidedMaxTokens) prefetch_stream_start(w + (size_t)r0 * row_bytes, (size_t)(r1 - r0) * row_bytes);
     for (int64_t t0 = 0; t0 < nt; t0 += tb)
         k.run(w + (size_t)r0 * row_bytes, row_bytes, ne0, 0, r1 - r0, act + act_row_bytes * (size_t)t0, act_row_bytes,
               std::min(tb, nt - t0), y + t0 * y_stride, y_stride);
@@ -215,6 +217,8 @@ void run_mul_mat_chunk(const MatmulPlan& p, int64_t c) {
     // Token blocks keep the activations being reused within the cache while the chunk's
     // weight rows stay resident (a 512-token prompt's activations do not fit in L2).
     const int64_t tb = call_tokens(op, p.k->whole_batch, T);
+    if (T <= RowChunks::kGuidedMaxTokens)
+        prefetch_stream_start(static_cast<const uint8_t*>(w.data) + (size_t)r0 * p.w_row, (size_t)(r1 - r0) * p.w_row);
     for (int64_t t0 = 0; t0 < T; t0 += tb)
         p.k->run(static_cast<const uint8_t*>(w.data), p.w_row, K, r0, r1, p.act + p.act_row * t0, p.act_row,
                  std::min(tb, T - t0), yd + t0 * y_stride, y_stride);

@@ -18,4 +18,12 @@ inline void prefetch_weights(const uint8_t* p) {
     for (int k = 0; k < (Bytes + 63) / 64; ++k) __builtin_prefetch(p + kWeightPrefetchAhead + 64 * k, 0, 3);
 }
 
+// The first kWeightPrefetchAhead bytes of a weight stream that starts cold (a chunk of rows, an
+// expert's matrix): the kernels' own prefetches run that far ahead of the rows they decode, so
+// without these the stream's first 64 lines would be demand misses.
+inline void prefetch_stream_start(const uint8_t* p, size_t bytes) {
+    const size_t n = bytes < (size_t)kWeightPrefetchAhead ? bytes : (size_t)kWeightPrefetchAhead;
+    for (size_t o = 0; o < n; o += 64) __builtin_prefetch(p + o, 0, 3);
+}
+
 }  // namespace ikllm::cpu
