@@ -44,7 +44,7 @@ void q6k_matmul_avx2(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int6
         return q6k_conv_matmul_portable(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
 #endif
     }
-    q82_matmul<Q6KAvx2, 4>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+    q82_matmul_or_rows1<Q6KAvx2, 4>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
 }
 }  // namespace
 
@@ -53,8 +53,8 @@ KernelTable kquant_kernels_avx2() {
     static const MatmulKernel entries[] = {
         K_ENTRY(SQ2K),
         K_ENTRY(SQ3K),
-        {quant::T_Q4_K, Isa::avx2, simd_act_q8_2_x4(), q82_matmul<Q45KAvx2<false>, 4>},
-        {quant::T_Q5_K, Isa::avx2, simd_act_q8_2_x4(), q82_matmul<Q45KAvx2<true>, 4>},
+        {quant::T_Q4_K, Isa::avx2, simd_act_q8_2_x4(), q82_matmul_or_rows1<Q45KAvx2<false>, 4>},
+        {quant::T_Q5_K, Isa::avx2, simd_act_q8_2_x4(), q82_matmul_or_rows1<Q45KAvx2<true>, 4>},
         {quant::T_Q6_K, Isa::avx2, simd_act_q8_2_x4(), q6k_matmul_avx2, true},
     };
 #undef K_ENTRY

@@ -63,11 +63,26 @@ inline void q45k_codes(const uint8_t* b, int g, __m256i c[2]) {
     }
 }
 
+// Single-token products (token generation) convert the activation's per-block floats (d_j, s_j)
+// once per call instead of once per row: rows of up to kMatvecMaxBlocks blocks (16384 weights).
+constexpr int64_t kMatvecMaxBlocks = 64;
+struct Q82ActFloats {
+    alignas(32) float d[kMatvecMaxBlocks][8];  // d_j of each block's 8 chunks
+    alignas(32) float s[kMatvecMaxBlocks][8];  // s_j as floats
+};
+inline void q82_act_floats(const uint8_t* act, int64_t nb, Q82ActFloats& af) {
+    for (int64_t b = 0; b < nb; ++b) {
+        _mm256_store_ps(af.d[b], q82_scales8(act + (size_t)b * kQ82BlockBytes));
+        _mm256_store_ps(af.s[b], q82_sums8(act + (size_t)b * kQ82BlockBytes));
+    }
+}
+
 // ---- AVX2 -------------------------------------------------------------------------------------------
 
+// af: see q45k_tile_avx512.
 template <int T, bool Five>
 inline void q45k_tile_avx2(const uint8_t* row, int64_t nb, bool conv, const uint8_t* act, size_t arb, float* y,
-                           int64_t ys) {
+                           int64_t ys, const Q82ActFloats* af = nullptr) {
     constexpr int NA = 1;  // independent accumulators (latency of a single token)
     constexpr int bytes = Five ? 176 : 144;
     __m256 facc[T][NA];
@@ -82,9 +97,9 @@ inline void q45k_tile_avx2(const uint8_t* row, int64_t nb, bool conv, const uint
         q45k_scales(x, conv, &D, &M);
         for (int t = 0; t < T; ++t) {
             const uint8_t* a = act + (size_t)t * arb + (size_t)b * kQ82BlockBytes;
-            const __m256 da = q82_scales8(a);
+            const __m256 da = af ? _mm256_load_ps(af->d[b]) : q82_scales8(a);
             _mm256_store_ps(f[t], _mm256_mul_ps(da, D));
-            facc[t][0] = _mm256_fmadd_ps(_mm256_mul_ps(da, M), q82_sums8(a), facc[t][0]);
+            facc[t][0] = _mm256_fmadd_ps(_mm256_mul_ps(da, M), af ? _mm256_load_ps(af->s[b]) : q82_sums8(a), facc[t][0]);
         }
         const uint8_t* qs = Five ? x + 48 : x + 16;
         const __m256i hb = Five ? ld256(x + 16) : _mm256_setzero_si256();
@@ -113,7 +128,8 @@ inline void q45k_tile_avx2(const uint8_t* row, int64_t nb, bool conv, const uint
 }
 
 template <int T>
-inline void q6k_tile_avx2(const uint8_t* row, int64_t nb, bool, const uint8_t* act, size_t arb, float* y, int64_t ys) {
+inline void q6k_tile_avx2(const uint8_t* row, int64_t nb, bool, const uint8_t* act, size_t arb, float* y, int64_t ys,
+                          const Q82ActFloats* af = nullptr) {
     constexpr int NA = 1;
     __m256 facc[T][NA];
     for (int t = 0; t < T; ++t)
@@ -126,7 +142,7 @@ inline void q6k_tile_avx2(const uint8_t* row, int64_t nb, bool, const uint8_t* a
         const __m256 d = _mm256_set1_ps(hf(x + 208));
         const ScaleVec sv(ld128(x + 192));
         for (int t = 0; t < T; ++t)
-            _mm256_store_ps(f[t], _mm256_mul_ps(q82_scales8(act + (size_t)t * arb + (size_t)b * kQ82BlockBytes), d));
+            _mm256_store_ps(f[t], _mm256_mul_ps(af ? _mm256_load_ps(af->d[b]) : q82_scales8(act + (size_t)t * arb + (size_t)b * kQ82BlockBytes), d));
         for (int c = 0; c < 2; ++c) {
             const __m256i ql0 = ld256(x + 64 * c), ql1 = ld256(x + 64 * c + 32), qh = ld256(x + 128 + 32 * c);
             __m256i v[4];
@@ -156,19 +172,6 @@ inline void q6k_tile_avx2(const uint8_t* row, int64_t nb, bool, const uint8_t* a
 
 // ---- AVX-512 ----------------------------------------------------------------------------------------
 #ifdef IKLLM_KIQK_ZMM
-// Single-token products (token generation) convert the activation's per-block floats (d_j, s_j)
-// once per call instead of once per row: rows of up to kMatvecMaxBlocks blocks (16384 weights).
-constexpr int64_t kMatvecMaxBlocks = 64;
-struct Q82ActFloats {
-    alignas(32) float d[kMatvecMaxBlocks][8];  // d_j of each block's 8 chunks
-    alignas(32) float s[kMatvecMaxBlocks][8];  // s_j as floats
-};
-inline void q82_act_floats(const uint8_t* act, int64_t nb, Q82ActFloats& af) {
-    for (int64_t b = 0; b < nb; ++b) {
-        _mm256_store_ps(af.d[b], q82_scales8(act + (size_t)b * kQ82BlockBytes));
-        _mm256_store_ps(af.s[b], q82_sums8(act + (size_t)b * kQ82BlockBytes));
-    }
-}
 // Lanes 0-7: factor of chunk 2k, lanes 8-15: chunk 2k+1 (f: the 8 per-chunk factors).
 inline __m512 q82_pair_factors(__m256 f, int k) {
     const __m512i idx = _mm512_setr_epi32(2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k + 1, 2 * k + 1,
@@ -321,6 +324,9 @@ struct Q45KAvx2 {
     static void run(const uint8_t* row, int64_t nb, bool cv, const uint8_t* a, size_t arb, float* y, int64_t ys) {
         q45k_tile_avx2<T, Five>(row, nb, cv, a, arb, y, ys);
     }
+    static void run1(const uint8_t* row, int64_t nb, const uint8_t* a, const Q82ActFloats* af, float* y) {
+        q45k_tile_avx2<1, Five>(row, nb, false, a, 0, y, 1, af);
+    }
 };
 struct Q6KAvx2 {
     static constexpr bool conv = false;
@@ -328,7 +334,29 @@ struct Q6KAvx2 {
     static void run(const uint8_t* row, int64_t nb, bool cv, const uint8_t* a, size_t arb, float* y, int64_t ys) {
         q6k_tile_avx2<T>(row, nb, cv, a, arb, y, ys);
     }
+    static void run1(const uint8_t* row, int64_t nb, const uint8_t* a, const Q82ActFloats* af, float* y) {
+        q6k_tile_avx2<1>(row, nb, false, a, 0, y, 1, af);
+    }
 };
+
+// One token (q82_rows1_fits), rows r0..r1 of w into y[r]: the one-token tile with the activation
+// floats of the call (Tile: one of the Q45K / Q6K tile structs, AVX2 or AVX-512). Two or four rows side by side were
+// faster from cache and slower from memory (two weight streams per core; docs/cpu-speed.md).
+inline bool q82_rows1_fits(int64_t nt, int64_t ne0) { return nt == 1 && ne0 / 256 <= kMatvecMaxBlocks; }
+template <class Tile>
+inline void q82_rows1(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, float* y) {
+    Q82ActFloats af;
+    q82_act_floats(act, ne0 / 256, af);
+    for (int64_t r = r0; r < r1; ++r) Tile::run1(w + (size_t)r * wrb, ne0 / 256, act, &af, y + r);
+}
+// One token through q82_rows1, else the tiles.
+template <class Tile, int TMax>
+void q82_matmul_or_rows1(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
+                         int64_t nt, float* y, int64_t ys) {
+    if (q82_rows1_fits(nt, ne0)) return q82_rows1<Tile>(w, wrb, ne0, r0, r1, act, y);
+    q82_matmul<Tile, TMax>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+}
+
 #ifdef IKLLM_KIQK_ZMM
 template <bool Five>
 struct Q45KAvx512 {
@@ -351,17 +379,6 @@ struct Q6KAvx512 {
         q6k_tile_avx512<1>(row, nb, false, a, 0, y, 1, af);
     }
 };
-
-// One token (q82_rows1_fits), rows r0..r1 of w into y[r]: the one-token tile with the activation
-// floats of the call (Tile: Q45KAvx512<Five> or Q6KAvx512). Two or four rows side by side were
-// faster from cache and slower from memory (two weight streams per core; docs/cpu-speed.md).
-inline bool q82_rows1_fits(int64_t nt, int64_t ne0) { return nt == 1 && ne0 / 256 <= kMatvecMaxBlocks; }
-template <class Tile>
-inline void q82_rows1(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, float* y) {
-    Q82ActFloats af;
-    q82_act_floats(act, ne0 / 256, af);
-    for (int64_t r = r0; r < r1; ++r) Tile::run1(w + (size_t)r * wrb, ne0 / 256, act, &af, y + r);
-}
 #endif
 
 }  // namespace
