@@ -10,7 +10,22 @@
 
 namespace ikllm::cpu {
 
+// moe_ffn's routing lists, kept between calls so that token generation does not allocate them
+// once per layer (capacity stays; every call assigns what it uses).
+struct MoeScratch {
+    struct Work {
+        int32_t expert;
+        int64_t first;  // offset of its tokens in the grouped lists
+        int64_t n;
+    };
+    std::vector<int64_t> count, start, fill, tok, slot_of;
+    std::vector<uint8_t> big;
+    std::vector<Work> work;
+    std::vector<const float*> rows_in, rows_h;
+};
+
 struct Scratch {
+    MoeScratch moe;
     std::vector<uint8_t> act;                   // encoded activations for mul_mat
     std::vector<uint8_t> act2;                  // second activation buffer (experts' down input)
     std::vector<float> floats;                  // shared float work space (experts' hidden/outputs)

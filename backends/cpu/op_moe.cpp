@@ -83,11 +83,7 @@ namespace {
 constexpr int64_t kBigBatch = INT64_MAX;
 // Largest packed token block of one expert task (beyond it: the encoded path, token blocks).
 constexpr size_t kMaxPackedBytes = 8u << 20;
-struct ExpertWork {
-    int32_t expert;
-    int64_t first;  // offset of its tokens in the grouped lists
-    int64_t n;
-};
+using ExpertWork = MoeScratch::Work;
 }  // namespace
 
 void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch) {
@@ -104,24 +100,32 @@ void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch) {
     const bool round16 = op.moe.round_f16;
 
     // 1. Group (token, slot) pairs by expert.
-    std::vector<int64_t> count((size_t)n_exp, 0);
+    MoeScratch& ms = scratch.moe;
+    std::vector<int64_t>& count = ms.count;
+    count.assign((size_t)n_exp, 0);
     for (int64_t t = 0; t < T; ++t)
         for (int64_t j = 0; j < k; ++j) {
             const int32_t e = ids.row<int32_t>(t)[j];
             if (e >= n_exp) fail(Status::internal, "moe_ffn: expert id out of range");
             if (e >= 0) ++count[(size_t)e];
         }
-    std::vector<ExpertWork> work;
-    std::vector<int64_t> start((size_t)n_exp, 0);
+    std::vector<ExpertWork>& work = ms.work;
+    work.clear();
+    std::vector<int64_t>& start = ms.start;
+    start.assign((size_t)n_exp, 0);
     int64_t total = 0;
     for (int64_t e = 0; e < n_exp; ++e) {
         start[(size_t)e] = total;
         if (count[(size_t)e]) work.push_back({(int32_t)e, total, count[(size_t)e]});
         total += count[(size_t)e];
     }
-    std::vector<int64_t> tok((size_t)total), slot_of((size_t)(T * k), -1);
+    std::vector<int64_t>& tok = ms.tok;
+    std::vector<int64_t>& slot_of = ms.slot_of;
+    tok.assign((size_t)total, 0);
+    slot_of.assign((size_t)(T * k), -1);
     {
-        std::vector<int64_t> fill = start;
+        std::vector<int64_t>& fill = ms.fill;
+        fill = start;
         for (int64_t t = 0; t < T; ++t)
             for (int64_t j = 0; j < k; ++j) {
                 const int32_t e = ids.row<int32_t>(t)[j];
@@ -147,7 +151,8 @@ void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch) {
     const bool big_gu = &kg_b != &kg && kg_b.act->id == ku_b.act->id;
     const bool big_d = &kd_b != &kd;
     // per pair: its expert runs the batch kernels for gate/up (bit 0), for down (bit 1)
-    std::vector<uint8_t> big((size_t)total, 0);
+    std::vector<uint8_t>& big = ms.big;
+    big.assign((size_t)total, 0);
     for (const ExpertWork& w : work) {
         const uint8_t f = (uint8_t)((w.n >= std::max(kg_b.min_tokens, ku_b.min_tokens) ? 1 : 0) | (w.n >= kd_b.min_tokens ? 2 : 0));
         std::fill(big.begin() + w.first, big.begin() + w.first + w.n, f);
@@ -201,7 +206,8 @@ void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch) {
             }
         }
     });
-    std::vector<const float*> rows_in, rows_h;  // per pair: its input row, its hidden row
+    std::vector<const float*>& rows_in = ms.rows_in;  // per pair: its input row
+    std::vector<const float*>& rows_h = ms.rows_h;    // per pair: its hidden row
     if (pk_gu) {
         rows_in.resize((size_t)total);
         for (int64_t s = 0; s < total; ++s) rows_in[(size_t)s] = x.row<float>(tok[(size_t)s]);
