@@ -75,7 +75,7 @@ public:
                 case OpKind::gather_rows: cpu::op_gather_rows(op, pool_); break;
                 case OpKind::mul_mat_swiglu: cpu::op_mul_mat_swiglu(op, pool_, scratch_); break;
                 case OpKind::mul_mat_heads: cpu::op_mul_mat_heads(op, pool_, scratch_); break;
-                case OpKind::moe_route: cpu::op_moe_route(op, pool_); break;
+                case OpKind::moe_route: cpu::op_moe_route(op, pool_, scratch_); break;
                 case OpKind::moe_ffn: cpu::op_moe_ffn(op, pool_, scratch_); break;
                 case OpKind::copy: cpu::op_copy(op, pool_); break;
             }

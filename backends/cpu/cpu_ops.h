@@ -10,7 +10,7 @@
 
 namespace ikllm::cpu {
 
-// moe_ffn's routing lists, kept between calls so that token generation does not allocate them
+// moe_route's and moe_ffn's lists, kept between calls so that token generation does not allocate them
 // once per layer (capacity stays; every call assigns what it uses).
 struct MoeScratch {
     struct Work {
@@ -22,6 +22,7 @@ struct MoeScratch {
     std::vector<uint8_t> big;
     std::vector<Work> work;
     std::vector<const float*> rows_in, rows_h;
+    std::vector<std::vector<int32_t>> route_ints;  // moe_route, per thread: expert order, then k
 };
 
 struct Scratch {
@@ -56,7 +57,7 @@ void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch);
 bool op_attention_amx(const Op& op, ThreadPool& pool, Scratch& scratch);
 void op_mul_mat_swiglu(const Op& op, ThreadPool& pool, Scratch& scratch);
 void op_mul_mat_heads(const Op& op, ThreadPool& pool, Scratch& scratch);
-void op_moe_route(const Op& op, ThreadPool& pool);
+void op_moe_route(const Op& op, ThreadPool& pool, Scratch& scratch);
 void op_moe_ffn(const Op& op, ThreadPool& pool, Scratch& scratch);
 void op_copy(const Op& op, ThreadPool& pool);
 

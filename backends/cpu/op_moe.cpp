@@ -17,16 +17,26 @@
 
 namespace ikllm::cpu {
 
-void op_moe_route(const Op& op, ThreadPool& pool) {
+void op_moe_route(const Op& op, ThreadPool& pool, Scratch& scratch) {
     const Tensor& logits = *op.src[0];  // [n_expert, T]
     const Tensor* bias = op.src[1];     // [n_expert] or null: added for selection only
     const Tensor& wout = *op.dst;       // [k, T] f32
     const Tensor& ids = *op.aux;        // [k, T] i32
     const MoeParams& p = op.moe;
     const int64_t n_exp = logits.ne[0], T = logits.ne[1], k = p.n_used;
-    pool.parallel_for(T, [&](int64_t t, int) {
+    // Per-thread work space (probabilities, selection scores, index lists), sized before the pass.
+    std::vector<std::vector<int32_t>>& ints = scratch.moe.route_ints;
+    if (ints.size() < (size_t)pool.n_threads()) ints.resize((size_t)pool.n_threads());
+    for (int th = 0; th < pool.n_threads(); ++th) {
+        scratch.thread_floats(th, (size_t)(2 * n_exp));
+        if (ints[(size_t)th].size() < (size_t)(n_exp + k)) ints[(size_t)th].resize((size_t)(n_exp + k));
+    }
+    pool.parallel_for(T, [&](int64_t t, int thread) {
         const float* z = logits.row<float>(t);
-        std::vector<float> prob((size_t)n_exp), sel((size_t)n_exp);
+        float* prob = scratch.per_thread[(size_t)thread].data();
+        float* sel = prob + n_exp;
+        int32_t* order = ints[(size_t)thread].data();
+        int32_t* by_w = order + n_exp;
         if (p.gating == MoeGating::softmax) {
             float mx = z[0];
             for (int64_t e = 1; e < n_exp; ++e) mx = std::max(mx, z[e]);
@@ -40,9 +50,8 @@ void op_moe_route(const Op& op, ThreadPool& pool) {
         const float* b = bias ? static_cast<const float*>(bias->data) : nullptr;
         for (int64_t e = 0; e < n_exp; ++e) sel[e] = b ? prob[e] + b[e] : prob[e];
         // top-k by selection score, ties to the lower index (stable)
-        std::vector<int32_t> order((size_t)n_exp);
-        std::iota(order.begin(), order.end(), 0);
-        std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t c) {
+        std::iota(order, order + n_exp, 0);
+        std::partial_sort(order, order + k, order + n_exp, [&](int32_t a, int32_t c) {
             return sel[a] > sel[c] || (sel[a] == sel[c] && a < c);
         });
         float* w = wout.row<float>(t);
@@ -61,9 +70,8 @@ void op_moe_route(const Op& op, ThreadPool& pool) {
             // Smart expert reduction: keep the top expert, then at most ser_max in weight order,
             // each only if its weight is at least ser_frac of the top one; the kept weights are
             // rescaled to the sum of all k so the layer's output scale is preserved.
-            std::vector<int64_t> by_w((size_t)k);
-            std::iota(by_w.begin(), by_w.end(), 0);
-            std::stable_sort(by_w.begin(), by_w.end(), [&](int64_t a, int64_t c) { return w[a] > w[c]; });
+            std::iota(by_w, by_w + k, 0);
+            std::stable_sort(by_w, by_w + k, [&](int32_t a, int32_t c) { return w[a] > w[c]; });
             const float top = w[by_w[0]];
             float all = 0, kept = 0;
             for (int64_t j = 0; j < k; ++j) all += w[j];

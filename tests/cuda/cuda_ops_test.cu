@@ -376,6 +376,7 @@ void test_attention(cpu::ThreadPool& pool, cpu::Scratch& cs, Env& env) {
 }
 
 void test_moe_route(cpu::ThreadPool& pool, Env& env) {
+    cpu::Scratch route_scratch;
     for (int cfg = 0; cfg < 4; ++cfg) {
         const std::string label = "moe_route cfg " + std::to_string(cfg);
         guarded("moe_route", "-", label, [&] {
@@ -396,7 +397,7 @@ void test_moe_route(cpu::ThreadPool& pool, Env& env) {
             op.moe.norm = cfg >= 1;
             op.moe.scale = cfg == 2 ? 2.5f : 1.0f;
             if (cfg == 3) { op.moe.ser_max = 3; op.moe.ser_frac = 0.3f; }
-            cpu::op_moe_route(op, pool);
+            cpu::op_moe_route(op, pool, route_scratch);
             Tensor Ld = on(L, lg.d.p), Bd = on(Bt, bias.d.p), Wd = on(W, w2.d.p), Id = on(I, id2.d.p);
             Op od = op; od.src[0] = &Ld; if (op.src[1]) od.src[1] = &Bd; od.dst = &Wd; od.aux = &Id;
             cuda::run_moe_route(od, env.e); dsync(env);

@@ -52,7 +52,8 @@ Routed route(std::vector<float> logits, int64_t n_exp, int64_t T, const MoeParam
     op.aux = &I;
     op.moe = p;
     cpu::ThreadPool pool(threads);
-    cpu::op_moe_route(op, pool);
+    cpu::Scratch scratch;
+    cpu::op_moe_route(op, pool, scratch);
     return r;
 }
 
