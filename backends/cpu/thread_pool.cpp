@@ -13,7 +13,7 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads
 ThreadPool::~ThreadPool() {
     {
         std::lock_guard<std::mutex> lock(mu_);
-        stop_ = true;
+        stopping_.store(true, std::memory_order_release);
         ++generation_;
         published_.store(generation_, std::memory_order_release);
     }
@@ -22,52 +22,60 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::work(int thread, uint32_t gen) {
+    // Tasks done here are counted locally and published once, when no task is left: one write
+    // to the shared done_ line per thread and call instead of one per task (with short tasks,
+    // token generation's row chunks, that line moving between the cores was most of the cost).
+    int64_t mine = 0, n = 0;
+    const std::function<void(int64_t, int)>* fn = nullptr;
     for (;;) {
         uint64_t c = claim_.load(std::memory_order_acquire);
         for (;;) {
-            if ((uint32_t)(c >> 32) != gen || (uint32_t)c == 0) return;  // another generation / none left
+            if ((uint32_t)(c >> 32) != gen || (uint32_t)c == 0) {  // another generation / none left
+                if (mine && done_.fetch_add(mine, std::memory_order_acq_rel) + mine == n) {
+                    std::lock_guard<std::mutex> lock(mu_);
+                    cv_done_.notify_one();
+                }
+                return;
+            }
             if (claim_.compare_exchange_weak(c, c - 1, std::memory_order_acq_rel, std::memory_order_acquire)) break;
         }
         // The claim made this generation's fn_ and n_tasks_ visible; they stay valid until its
-        // last task is done, which cannot happen before this one is.
+        // last task is counted done, which cannot happen before this thread publishes its count.
+        if (!fn) fn = fn_, n = n_tasks_;
         const int64_t task = (int64_t)(uint32_t)c - 1;
-        const int64_t n = n_tasks_;
         if (!failed_.load(std::memory_order_relaxed)) {
             try {
-                (*fn_)(task, thread);
+                (*fn)(task, thread);
             } catch (...) {
                 std::lock_guard<std::mutex> lock(mu_);
                 if (!error_) error_ = std::current_exception();
                 failed_.store(true, std::memory_order_relaxed);  // the remaining tasks are skipped
             }
         }
-        if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == n) {
-            std::lock_guard<std::mutex> lock(mu_);
-            cv_done_.notify_one();
-        }
+        ++mine;
     }
 }
 
 void ThreadPool::worker(int index) {
     uint64_t seen = 0;
     for (;;) {
-        // Spin a little: decode steps issue many short parallel_for calls back to back.
-        bool got = false;
+        // Spin a little: decode steps issue many short parallel_for calls back to back. The
+        // generation is read from published_ itself (no lock on the way to the tasks).
+        uint64_t now = seen;
         for (int spin = 0; spin < 20000; ++spin) {
-            if (published_.load(std::memory_order_acquire) != seen) { got = true; break; }
+            now = published_.load(std::memory_order_acquire);
+            if (now != seen) break;
 #if defined(__x86_64__)
             __builtin_ia32_pause();
 #endif
         }
-        if (!got) {
+        if (now == seen) {
             std::unique_lock<std::mutex> lock(mu_);
             cv_start_.wait(lock, [&] { return generation_ != seen; });
+            now = generation_;
         }
-        {
-            std::lock_guard<std::mutex> lock(mu_);
-            seen = generation_;
-            if (stop_) return;
-        }
+        seen = now;
+        if (stopping_.load(std::memory_order_acquire)) return;
         work(index, (uint32_t)seen);
     }
 }
@@ -84,14 +92,14 @@ void ThreadPool::parallel_for(int64_t n_tasks, const std::function<void(int64_t,
             parallel_for(std::min(kMaxTasks, n_tasks - base), [&](int64_t t, int th) { fn(base + t, th); });
         return;
     }
+    // fn_, n_tasks_ and the counters reach the workers through the release store of claim_.
+    fn_ = &fn;
+    n_tasks_ = n_tasks;
+    done_.store(0, std::memory_order_relaxed);
+    failed_.store(false, std::memory_order_relaxed);
     uint32_t gen;
     {
-        std::lock_guard<std::mutex> lock(mu_);
-        fn_ = &fn;
-        n_tasks_ = n_tasks;
-        done_.store(0, std::memory_order_relaxed);
-        failed_.store(false, std::memory_order_relaxed);
-        error_ = nullptr;
+        std::lock_guard<std::mutex> lock(mu_);  // generation_ is what sleeping workers wait on
         ++generation_;
         gen = (uint32_t)generation_;
         claim_.store(((uint64_t)gen << 32) | (uint64_t)n_tasks, std::memory_order_release);
@@ -110,12 +118,12 @@ void ThreadPool::parallel_for(int64_t n_tasks, const std::function<void(int64_t,
         std::unique_lock<std::mutex> lock(mu_);
         cv_done_.wait(lock, [&] { return done_.load(std::memory_order_acquire) == n_tasks; });
     }
+    if (!failed_.load(std::memory_order_relaxed)) return;
     std::exception_ptr err;
     {
         std::lock_guard<std::mutex> lock(mu_);
         err = error_;
         error_ = nullptr;
-        fn_ = nullptr;
     }
     if (err) std::rethrow_exception(err);
 }

@@ -35,7 +35,7 @@ private:
     std::condition_variable cv_start_;
     std::condition_variable cv_done_;
     uint64_t generation_ = 0;
-    bool stop_ = false;
+    std::atomic<bool> stopping_{false};
     const std::function<void(int64_t, int)>* fn_ = nullptr;
     int64_t n_tasks_ = 0;
     // High 32 bits: generation of the current parallel_for; low 32: tasks not handed out yet
