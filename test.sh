@@ -37,8 +37,9 @@ if [ -n "$fuzz_targets" ] && [ "${IKLLM_FUZZ_SMOKE_SECONDS:-fixed}" != 0 ]; then
     IKLLM_FUZZ_BUILD="$PWD/build-asan" IKLLM_FUZZ_JOBS="$jobs" tests/fuzz/run.sh "$IKLLM_FUZZ_SMOKE_SECONDS"
   fi
 fi
-# ThreadSanitizer pass: the concurrency tests (shared model, parallel loads, cross-thread cancel).
+# ThreadSanitizer pass: the concurrency tests (shared model, parallel loads, cross-thread cancel,
+# the CPU thread pool).
 tsan_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DIKLLM_BUILD_BENCH=OFF -DIKLLM_BUILD_SAMPLES=OFF)
 cmake -S . -B build-tsan -G Ninja -DIKLLM_TSAN=ON "${tsan_flags[@]}" >/dev/null
-cmake --build build-tsan -j"$jobs" --target api_concurrency_test
-(cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -R '^api_concurrency_test$')
+cmake --build build-tsan -j"$jobs" --target api_concurrency_test thread_pool_test
+(cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -R '^(api_concurrency_test|thread_pool_test)$')
