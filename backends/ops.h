@@ -131,6 +131,15 @@ public:
         return ops.back();
     }
     std::vector<Op> ops;
+    // Host memory whose contents are dead from op `op` on (an activation pool the builder
+    // reuses for a later layer): a scheduler drops what it knows of the range there, so the
+    // next writer does not first copy the dead bytes in from another device.
+    struct Recycled {
+        size_t op;
+        const void* data;
+        size_t bytes;
+    };
+    std::vector<Recycled> recycled;
 
 private:
     // deque-like stable storage without pulling in <deque> semantics everywhere

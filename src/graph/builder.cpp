@@ -26,8 +26,22 @@ Tensor* GraphBuilder::f32(int64_t ne0, int64_t ne1, int64_t ne2) {
     return reshape(t, ne0, ne1, ne2);
 }
 
+Tensor* GraphBuilder::batch_f32(int64_t ne0, int64_t ne1, int64_t ne2) {
+    float* d = static_cast<float*>(a_.alloc_batch(sizeof(float) * ne0 * ne1 * ne2));
+    Tensor* t = wrap(d, ne0, ne1 * ne2);
+    return reshape(t, ne0, ne1, ne2);
+}
+
+void GraphBuilder::begin_layer(int il) {
+    const int pool = 1 + (il & 1);
+    const bool reuse = il >= 2 && a_.reuses_layers();
+    if (reuse)
+        a_.for_each_block_of(pool, [&](const void* p, size_t n) { g_.recycled.push_back({g_.ops.size(), p, n}); });
+    a_.use_pool(pool, reuse);
+}
+
 const int32_t* GraphBuilder::iota(int32_t n) {
-    int32_t* ids = static_cast<int32_t*>(a_.alloc(sizeof(int32_t) * (size_t)std::max(n, 1)));
+    int32_t* ids = static_cast<int32_t*>(a_.alloc_batch(sizeof(int32_t) * (size_t)std::max(n, 1)));
     for (int32_t i = 0; i < n; ++i) ids[i] = i;
     return ids;
 }

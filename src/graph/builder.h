@@ -33,8 +33,14 @@ class GraphBuilder {
 public:
     GraphBuilder(Graph& g, Arena& a) : g_(g), a_(a) {}
     Tensor* f32(int64_t ne0, int64_t ne1 = 1, int64_t ne2 = 1);
-    // 0, 1, ..., n-1 in the arena (row ids of get_rows).
+    // The same in memory that lives through the whole batch (buffers shared by the layers).
+    Tensor* batch_f32(int64_t ne0, int64_t ne1 = 1, int64_t ne2 = 1);
+    // 0, 1, ..., n-1 in the arena (row ids of get_rows; written now, so batch-lived).
     const int32_t* iota(int32_t n);
+    // Layer `il` starts (il = n_layer for the output head): its activations go to the layer pool
+    // of layer il - 2, whose contents no later op reads (a layer reads only the previous layer's
+    // output). Call before adding the layer's first op.
+    void begin_layer(int il);
     // A view of t's memory with a new shape (contiguous float data).
     Tensor* reshape(Tensor* t, int64_t ne0, int64_t ne1, int64_t ne2 = 1);
     Tensor* wrap(float* data, int64_t ne0, int64_t ne1);

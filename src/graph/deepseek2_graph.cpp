@@ -35,7 +35,7 @@ bool expand_mla(const Model& m, const LayerWeights& l, const BatchView& b, const
 }
 
 // Memory of the expanded keys and values, shared by all layers of a batch (each layer's is dead
-// once its attention ran; the arena only grows within a batch): latents, attn_kv_b products, keys.
+// once its attention ran; batch-lived, outside the layer pools): latents, attn_kv_b products, keys.
 struct ExpandBuffers {
     Tensor *lat = nullptr, *kvb = nullptr, *k = nullptr;
     const int32_t* ids = nullptr;
@@ -50,9 +50,10 @@ Tensor* expanded_attention(GraphBuilder& gb, const Model& m, const LayerWeights&
     const int32_t n = view.n_cells;
     if (!eb.lat) {
         eb.ids = gb.iota(n);
-        eb.lat = gb.f32(rkv + dr, n);
-        eb.kvb = gb.f32(H * (dn + dv), n);
-        eb.k = gb.f32(dn + dr, H, n);
+        // Shared by every expanding layer: batch-lived.
+        eb.lat = gb.batch_f32(rkv + dr, n);
+        eb.kvb = gb.batch_f32(H * (dn + dv), n);
+        eb.k = gb.batch_f32(dn + dr, H, n);
     }
     Tensor* kc = kv.k(layer);  // [r_kv + n_rot, 1, cells]: [c | k_rope] per cell
     Tensor* rows = gb.view(kc, rkv + dr, n, 1, kc->nb[2], kc->nb[2] * (size_t)n, 0);
@@ -105,11 +106,13 @@ void build_deepseek2(Graph& g, Arena& a, const Model& m, const BatchView& b, KvC
     ExpandBuffers eb;
     Tensor* x = gb.get_rows(m.tok_embd, b.tokens, b.n_tokens);
     for (int il = 0; il < hp.n_layer; ++il) {
+        gb.begin_layer(il);
         const LayerWeights& l = m.layers[il];
         Tensor* h = gb.add(x, mla_block(gb, m, l, gb.rms_norm(x, l.attn_norm, hp.eps), b, kv, il, eb));
         Tensor* w = gb.rms_norm(h, l.ffn_norm, hp.eps);
         x = gb.add(h, l.is_moe() ? moe_ffn_block(gb, m, l, w, b) : dense_ffn(gb, l, w));
     }
+    gb.begin_layer(hp.n_layer);
     output_head(gb, m, b, x);
 }
 

@@ -34,11 +34,13 @@ void build_llama_family(Graph& g, Arena& a, const Model& m, const BatchView& b, 
     GraphBuilder gb(g, a);
     Tensor* x = gb.get_rows(m.tok_embd, b.tokens, b.n_tokens);    // [n_embd, T]
     for (int il = 0; il < hp.n_layer; ++il) {
+        gb.begin_layer(il);
         const LayerWeights& l = m.layers[il];
         Tensor* h = gb.add(x, attention_block(gb, m, l, gb.rms_norm(x, l.attn_norm, hp.eps), b, kv, il));
         Tensor* w = gb.rms_norm(h, l.ffn_norm, hp.eps);
         x = gb.add(h, l.is_moe() ? moe_ffn_block(gb, m, l, w, b) : dense_ffn(gb, l, w));
     }
+    gb.begin_layer(hp.n_layer);
     output_head(gb, m, b, x);
 }
 

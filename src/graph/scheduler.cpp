@@ -386,9 +386,15 @@ void Scheduler::run(const Graph& graph, Arena& arena, const std::vector<std::pai
     for (auto& [p, n] : transient) valid_.forget(p, p + n);
 
     int prev = -1;
+    size_t next_recycled = 0;
     try {
         for (size_t i = 0; i < graph.ops.size(); ++i) {
             if (cancel && *cancel) throw Error(Status::cancelled, "cancelled");
+            // Activation memory reused from here on: its old bytes need no copy anywhere.
+            for (; next_recycled < graph.recycled.size() && graph.recycled[next_recycled].op <= i; ++next_recycled) {
+                const auto lo = reinterpret_cast<uintptr_t>(graph.recycled[next_recycled].data);
+                valid_.forget(lo, lo + graph.recycled[next_recycled].bytes);
+            }
             const Op& op = graph.ops[i];
             int d = place(op, prev);
             streamed_.clear();
