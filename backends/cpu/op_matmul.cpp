@@ -44,10 +44,7 @@ const MatmulKernel& kernel_for(const Tensor& w, const Op& op, int64_t nt) {
 void run_rows(const MatmulKernel& k, const uint8_t* w, size_t row_bytes, int64_t ne0, int64_t r0, int64_t r1,
               const uint8_t* act, size_t act_row_bytes, int64_t nt, float* y, int64_t y_stride, int64_t max_tokens) {
     const int64_t tb = balanced_block(nt, max_tokens);
-    if (nt <= RowChunks::kGuidedMaxTokens) {
-        prefetch_stream_start(w + (size_t)r0 * row_bytes, (size_t)(r1 - r0) * row_bytes);
-        prefetch_all(act, act_row_bytes * (size_t)nt);
-    }
+    if (nt <= RowChunks::kGuidedMaxTokens) prefetch_stream_start(w + (size_t)r0 * row_bytes, (size_t)(r1 - r0) * row_bytes);
     for (int64_t t0 = 0; t0 < nt; t0 += tb)
         k.run(w + (size_t)r0 * row_bytes, row_bytes, ne0, 0, r1 - r0, act + act_row_bytes * (size_t)t0, act_row_bytes,
               std::min(tb, nt - t0), y + t0 * y_stride, y_stride);

@@ -26,10 +26,4 @@ inline void prefetch_stream_start(const uint8_t* p, size_t bytes) {
     for (size_t o = 0; o < n; o += 64) __builtin_prefetch(p + o, 0, 3);
 }
 
-// Every line of a small block (a few tokens' encoded activations): requested together, so the
-// lines another core just wrote arrive in parallel instead of one demand miss at a time.
-inline void prefetch_all(const uint8_t* p, size_t bytes) {
-    for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 3);
-}
-
 }  // namespace ikllm::cpu
