@@ -1,7 +1,7 @@
 // Host run of the int8 CUDA kernels (mat_vec_int8_kernel.cuh: dp4a matrix-vector;
 // mat_mma_int8_kernel.cuh: int8 mma.sync tiles) through a thread-per-lane emulation, so their
 // indexing (block and warp tiles, shared-memory layout, fragments, epilogues, row and token
-// edges) is checked where there is no GPU. Every CUDA thread of a block is a std::thread;
+// edges) is checked where there is no GPU. Every CUDA thread of a block is a fiber;
 // __syncthreads is a block barrier, __shfl_xor_sync and mma.sync exchange registers through
 // per-warp slots between two warp barriers. The mma follows the PTX ISA's fragment layout of
 // mma.m16n8k16 with .s8 operands (A: lane g*4+t holds row g (reg 0) and g+8 (reg 1), columns
@@ -11,14 +11,13 @@
 // rows and tokens the kernels must write). Exit code 1 on any mismatch.
 #include <algorithm>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <limits>
-#include <mutex>
 #include <random>
-#include <thread>
+#include <memory>
+#include <ucontext.h>
 #include <vector>
 
 #include "cuda/int8_codes.cuh"  // first: the CUDA headers (__host__, dim3, uint2 ...)
@@ -27,25 +26,35 @@
 
 namespace emu {
 
-// A reusable barrier for n threads.
+// Every CUDA thread of a block is a fiber (ucontext) on the calling thread: a barrier yields to a
+// round-robin scheduler until all its threads have arrived. (One OS thread per lane spent most of
+// the test's time in futex calls.)
+struct Fiber {
+    ucontext_t ctx;
+    dim3 tid;
+    bool done = false;
+};
+ucontext_t g_sched;
+Fiber* g_current = nullptr;
+dim3 tl_tid;
+
+inline void yield() { swapcontext(&g_current->ctx, &g_sched); }
+
+// A reusable barrier for n fibers.
 class Barrier {
 public:
     explicit Barrier(int n) : n_(n) {}
     void wait() {
-        std::unique_lock<std::mutex> l(m_);
         const uint64_t gen = gen_;
         if (++count_ == n_) {
             count_ = 0;
             ++gen_;
-            cv_.notify_all();
-        } else {
-            cv_.wait(l, [&] { return gen_ != gen; });
+            return;
         }
+        while (gen_ == gen) yield();
     }
 
 private:
-    std::mutex m_;
-    std::condition_variable cv_;
     int n_, count_ = 0;
     uint64_t gen_ = 0;
 };
@@ -60,9 +69,7 @@ struct Block {
     }
 };
 
-thread_local dim3 tl_tid;
-thread_local Block* tl_block = nullptr;
-
+Block* tl_block = nullptr;
 inline void sync_block() { tl_block->block.wait(); }
 inline int lane() { return (int)tl_tid.x % 32; }
 inline uint32_t* warp_slots() { return tl_block->slot.data() + 4 * (size_t)(tl_tid.x / 32 * 32); }
@@ -99,23 +106,50 @@ inline void mma_s8_16816(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t b0) {
     sync_warp();
 }
 
-// Runs kernel(args) for every thread of every block of the grid.
+const std::function<void()>* g_kernel = nullptr;
+void fiber_main() {
+    (*g_kernel)();
+    g_current->done = true;
+}
+// One block: every fiber from the start of the kernel to its end. (Kept out of launch(): locals
+// that live across it would draw -Wclobbered: getcontext counts as returns-twice.)
+[[gnu::noinline]] void run_block(Block& b, std::vector<Fiber>& fibers, char* stacks, size_t stack_bytes) {
+    tl_block = &b;
+    for (size_t t = 0; t < fibers.size(); ++t) {
+        Fiber& f = fibers[t];
+        f.tid = dim3((unsigned)t, 0, 0);
+        f.done = false;
+        getcontext(&f.ctx);
+        f.ctx.uc_stack.ss_sp = stacks + stack_bytes * t;
+        f.ctx.uc_stack.ss_size = stack_bytes;
+        f.ctx.uc_link = &g_sched;
+        makecontext(&f.ctx, fiber_main, 0);
+    }
+    for (size_t left = fibers.size(); left > 0;)
+        for (Fiber& f : fibers) {
+            if (f.done) continue;
+            g_current = &f;
+            tl_tid = f.tid;
+            swapcontext(&g_sched, &f.ctx);
+            left -= f.done;
+        }
+}
+
+// Runs kernel() for every thread of every block of the grid, one block at a time.
 template <class F>
 void launch(dim3 grid, int threads, F kernel) {
+    constexpr size_t kStack = 256 * 1024;
+    const std::function<void()> fn = kernel;
+    g_kernel = &fn;
+    std::unique_ptr<char[]> stacks(new char[kStack * (size_t)threads]);
+    std::vector<Fiber> fibers((size_t)threads);
     for (unsigned bz = 0; bz < grid.z; ++bz)
         for (unsigned by = 0; by < grid.y; ++by)
             for (unsigned bx = 0; bx < grid.x; ++bx) {
                 Block b(threads);
                 b.idx = dim3(bx, by, bz);
                 b.dim = dim3(threads, 1, 1);
-                std::vector<std::thread> ts;
-                for (int t = 0; t < threads; ++t)
-                    ts.emplace_back([&, t] {
-                        tl_tid = dim3(t, 0, 0);
-                        tl_block = &b;
-                        kernel();
-                    });
-                for (auto& t : ts) t.join();
+                run_block(b, fibers, stacks.get(), kStack);
             }
 }
 
