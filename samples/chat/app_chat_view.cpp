@@ -12,7 +12,7 @@ namespace {
 constexpr size_t kMaxInputBytes = 1u << 20;  // a paste beyond this is cut (and said so)
 const ImVec4 kUserColor(0.45f, 0.70f, 1.00f, 1.0f);
 const ImVec4 kAssistantColor(0.50f, 0.85f, 0.55f, 1.0f);
-const ImVec4 kDimColor(0.62f, 0.62f, 0.66f, 1.0f);
+const ImVec4 kChatDimColor(0.62f, 0.62f, 0.66f, 1.0f);
 
 bool enter_pressed() { return ImGui::IsKeyPressed(GLFW_KEY_ENTER) || ImGui::IsKeyPressed(GLFW_KEY_KP_ENTER); }
 }  // namespace
@@ -79,7 +79,7 @@ void App::draw_chat() {
     Conversation* c = active();
     if (!c) return;
     if (!app_state_.template_file.empty())
-        ImGui::TextColored(kDimColor, "Chat template: %s", app_state_.template_file.c_str());
+        ImGui::TextColored(kChatDimColor, "Chat template: %s", app_state_.template_file.c_str());
     else if (snap_.card && snap_.template_fallback)
         ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "This model has no chat template: the default ChatML template is used.");
     if (ImGui::CollapsingHeader("System prompt")) {
@@ -91,7 +91,7 @@ void App::draw_chat() {
     ImGui::BeginChild("messages", ImVec2(0, -input_h), true);
     const bool at_bottom = ImGui::GetScrollY() >= ImGui::GetScrollMaxY() - 4;
     if (c->messages.empty()) {
-        ImGui::TextColored(kDimColor, snap_.card ? "Type a message below. Enter sends, Shift+Enter adds a line."
+        ImGui::TextColored(kChatDimColor, snap_.card ? "Type a message below. Enter sends, Shift+Enter adds a line."
                                                  : "Open a model with the path field above, then type a message below.");
     }
     for (int i = 0; i < (int)c->messages.size(); ++i) draw_message(*c, i);
@@ -109,7 +109,7 @@ void App::draw_message(Conversation& c, int i) {
     ImGui::TextColored(m.role == "user" ? kUserColor : kAssistantColor, "%s", m.role == "user" ? "You" : "Assistant");
     if (streaming) {
         ImGui::SameLine();
-        ImGui::TextColored(kDimColor, "writing... (Esc stops)");
+        ImGui::TextColored(kChatDimColor, "writing... (Esc stops)");
     }
     ImGui::SameLine();
     if (ImGui::SmallButton("Copy")) ImGui::SetClipboardText(m.content.c_str());
@@ -125,7 +125,7 @@ void App::draw_message(Conversation& c, int i) {
         if (ImGui::SmallButton("Regenerate")) regenerate();
     }
     if (!m.reasoning.empty()) {
-        ImGui::PushStyleColor(ImGuiCol_Text, kDimColor);
+        ImGui::PushStyleColor(ImGuiCol_Text, kChatDimColor);
         if (ImGui::TreeNode("reasoning", streaming && m.content.empty() ? "Thinking..." : "Reasoning")) {
             draw_text(m.reasoning);
             ImGui::TreePop();
@@ -138,13 +138,13 @@ void App::draw_message(Conversation& c, int i) {
         ImGui::SameLine();
         if (ImGui::Button("Cancel")) editing_index_ = -1;
     } else if (m.content.empty() && streaming) {
-        ImGui::TextColored(kDimColor, "...");
+        ImGui::TextColored(kChatDimColor, "...");
     } else {
         draw_text(m.content);
     }
     if (!streaming && m.content.empty() && !m.reasoning.empty() && editing_index_ != i)
-        ImGui::TextColored(kDimColor, "(no answer after the reasoning: expand it above)");
-    if (m.stopped) ImGui::TextColored(kDimColor, "(stopped)");
+        ImGui::TextColored(kChatDimColor, "(no answer after the reasoning: expand it above)");
+    if (m.stopped) ImGui::TextColored(kChatDimColor, "(stopped)");
     ImGui::Spacing();
     ImGui::Separator();
     ImGui::PopID();
@@ -164,7 +164,7 @@ void App::draw_text(const std::string& text) {
         dl->ChannelsSetCurrent(1);
         ImGui::Indent(6 * fonts_.scale);
         ImGui::BeginGroup();
-        if (!b.lang.empty()) ImGui::TextColored(kDimColor, "%s", b.lang.c_str());
+        if (!b.lang.empty()) ImGui::TextColored(kChatDimColor, "%s", b.lang.c_str());
         ImGui::PushFont(fonts_.mono);
         ImGui::TextUnformatted(b.text.data(), b.text.data() + b.text.size());
         ImGui::PopFont();
@@ -215,7 +215,7 @@ void App::draw_input() {
     if (input_.size() > 16384)
         ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "long message: %zu bytes (it must fit in the context)", input_.size());
     else
-        ImGui::TextColored(kDimColor, "Enter: send   Shift+Enter: new line   Ctrl+N: new chat   Esc: stop");
+        ImGui::TextColored(kChatDimColor, "Enter: send   Shift+Enter: new line   Ctrl+N: new chat   Esc: stop");
     if (send_requested_) {
         send_requested_ = false;
         send();

@@ -9,9 +9,9 @@ namespace {
 
 constexpr int kMaxDepth = 500;
 
-bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+bool is_json_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+bool is_json_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_json_hex(char c) { return is_json_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
 // Recursive-descent scanner over a growing text. Every path that reaches the end of the text reports
 // `incomplete`; a byte that no JSON continuation accepts reports `invalid`.
@@ -52,8 +52,8 @@ private:
         if (i >= t_.size()) return JsonScan::incomplete;
         if (t_[i] == '0') {
             ++i;
-        } else if (is_digit(t_[i])) {
-            while (i < t_.size() && is_digit(t_[i])) ++i;
+        } else if (is_json_digit(t_[i])) {
+            while (i < t_.size() && is_json_digit(t_[i])) ++i;
         } else {
             return JsonScan::invalid;
         }
@@ -61,16 +61,16 @@ private:
         if (t_[i] == '.') {
             ++i;
             if (i >= t_.size()) return JsonScan::incomplete;
-            if (!is_digit(t_[i])) return JsonScan::invalid;
-            while (i < t_.size() && is_digit(t_[i])) ++i;
+            if (!is_json_digit(t_[i])) return JsonScan::invalid;
+            while (i < t_.size() && is_json_digit(t_[i])) ++i;
             if (i >= t_.size()) return JsonScan::incomplete;
         }
         if (t_[i] == 'e' || t_[i] == 'E') {
             ++i;
             if (i < t_.size() && (t_[i] == '+' || t_[i] == '-')) ++i;
             if (i >= t_.size()) return JsonScan::incomplete;
-            if (!is_digit(t_[i])) return JsonScan::invalid;
-            while (i < t_.size() && is_digit(t_[i])) ++i;
+            if (!is_json_digit(t_[i])) return JsonScan::invalid;
+            while (i < t_.size() && is_json_digit(t_[i])) ++i;
             if (i >= t_.size()) return JsonScan::incomplete;
         }
         return JsonScan::complete;
@@ -91,7 +91,7 @@ private:
                 if (e == 'u') {
                     for (int k = 0; k < 4; ++k, ++i) {
                         if (i >= t_.size()) return JsonScan::incomplete;
-                        if (!is_hex(t_[i])) return JsonScan::invalid;
+                        if (!is_json_hex(t_[i])) return JsonScan::invalid;
                     }
                 } else if (!(e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' ||
                              e == 't')) {
@@ -147,7 +147,7 @@ bool parses(std::string_view text) {
 }  // namespace
 
 size_t skip_json_ws(std::string_view text, size_t pos) {
-    while (pos < text.size() && is_ws(text[pos])) ++pos;
+    while (pos < text.size() && is_json_ws(text[pos])) ++pos;
     return pos;
 }
 

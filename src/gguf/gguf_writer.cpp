@@ -84,7 +84,8 @@ void Writer::add_tensor(const std::string& name, uint32_t type, const std::vecto
     tensors_.push_back(std::move(t));
 }
 
-namespace {
+// Named (not anonymous): Writer::Stream holds an Out.
+namespace writer_detail {
 class Out {
 public:
     explicit Out(FILE* f) : f_(f) {}
@@ -125,7 +126,8 @@ void scalar(Out& o, ValueType t, double num, const Value* v) {
         default: fail(Status::internal, "gguf writer: not a scalar");
     }
 }
-}  // namespace
+}  // namespace writer_detail
+using namespace writer_detail;
 
 struct Writer::Stream {
     std::string path, tmp;

@@ -373,7 +373,7 @@ void Scheduler::run(const Graph& graph, Arena& arena, const std::vector<std::pai
             }
             std::unique_ptr<backend::Buffer> buf;
             for (auto it = spare_.begin(); it != spare_.end(); ++it)
-                if ((*it)->size() >= n && (*it)->size() <= 2 * n + (1u << 20) && owner_of_spare(it->get()) == dev) {
+                if ((*it)->size() >= n && (*it)->size() <= 2 * n + (1u << 20) && owner_of_spare(it->get()) == (int)dev) {
                     buf = std::move(*it);
                     spare_.erase(it);
                     break;

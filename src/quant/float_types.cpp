@@ -54,7 +54,7 @@ void f64_quantize(const float* src, uint8_t* dst, int64_t n, const float*) {
     }
 }
 
-constexpr FamilyEntry kEntries[] = {
+constexpr FamilyEntry kFloatEntries[] = {
     {T_F32, f32_dequant, f32_quantize},
     {T_F16, f16_dequant, f16_quantize},
     {T_BF16, bf16_dequant, bf16_quantize},
@@ -63,6 +63,6 @@ constexpr FamilyEntry kEntries[] = {
 
 }  // namespace
 
-FamilyTable float_family() { return {kEntries, sizeof(kEntries) / sizeof(kEntries[0])}; }
+FamilyTable float_family() { return {kFloatEntries, sizeof(kFloatEntries) / sizeof(kFloatEntries[0])}; }
 
 }  // namespace ikllm::quant

@@ -9,7 +9,6 @@
 namespace ikllm::quant {
 namespace {
 
-constexpr int QK = 256;
 
 // y[0..7] = ±(db * mag_j), sign bit j of `signs`.
 inline void put8(float* y, float db, uint64_t grid, uint8_t signs) {
@@ -133,7 +132,7 @@ void deq_iq1_m(const uint8_t* src, float* y, int64_t ne0) {
     }
 }
 
-const FamilyEntry kEntries[] = {
+const FamilyEntry kGridEntries[] = {
     {T_IQ2_XXS, deq_iq2_xxs, quantize_iq2_xxs}, {T_IQ2_XS, deq_iq2_xs, quantize_iq2_xs},
     {T_IQ2_S, deq_iq2_s, quantize_iq2_s},       {T_IQ3_XXS, deq_iq3_xxs, quantize_iq3_xxs},
     {T_IQ3_S, deq_iq3_s, quantize_iq3_s},       {T_IQ1_S, deq_iq1_s, quantize_iq1_s},
@@ -142,6 +141,6 @@ const FamilyEntry kEntries[] = {
 
 }  // namespace
 
-FamilyTable grid_family() { return {kEntries, sizeof(kEntries) / sizeof(kEntries[0])}; }
+FamilyTable grid_family() { return {kGridEntries, sizeof(kGridEntries) / sizeof(kGridEntries[0])}; }
 
 }  // namespace ikllm::quant

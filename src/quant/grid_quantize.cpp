@@ -21,7 +21,6 @@
 namespace ikllm::quant {
 namespace {
 
-constexpr int QK = 256;
 
 template <class T>
 Codebook grid_book(const T* grid, int n, int G, int clusters, bool is_signed) {

@@ -84,7 +84,7 @@ void rep_q8_kv_r8(const uint8_t* const* rows, uint8_t* dst, int64_t ne0) {
     }
 }
 
-const InterleavedCodec kCodecs[] = {
+const InterleavedCodec k8bitCodecs[] = {
     {T_BF16_R16, T_BF16, 16, deq_bf16_r16, rep_bf16_r16, quant_bf16_r16},
     {T_Q8_K_R8, T_F32, 8, deq_q8_k_rn<8>, nullptr, quant_q8_k_rn<8>},
     {T_Q8_K_R16, T_F32, 16, deq_q8_k_rn<16>, nullptr, quant_q8_k_rn<16>},
@@ -93,6 +93,6 @@ const InterleavedCodec kCodecs[] = {
 
 }  // namespace
 
-CodecList interleaved_8bit_codecs() { return {kCodecs, sizeof(kCodecs) / sizeof(kCodecs[0])}; }
+CodecList interleaved_8bit_codecs() { return {k8bitCodecs, sizeof(k8bitCodecs) / sizeof(k8bitCodecs[0])}; }
 
 }  // namespace ikllm::quant

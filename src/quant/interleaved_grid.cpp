@@ -10,7 +10,6 @@
 namespace ikllm::quant {
 namespace {
 
-constexpr int QK = 256;
 
 inline void put8(float* y, float dl, uint64_t grid, uint8_t signs) {
     for (int j = 0; j < 8; ++j) {
@@ -302,7 +301,7 @@ void rep_iq2_bn_r4(const uint8_t* const* rows, uint8_t* dst, int64_t ne0) {
     }
 }
 
-const InterleavedCodec kCodecs[] = {
+const InterleavedCodec kGridCodecs[] = {
     {T_IQ2_XXS_R4, T_IQ2_XXS, 4, deq_iq2_xxs_r4, rep_iq2_xxs_r4, nullptr},
     {T_IQ2_XS_R4, T_IQ2_XS, 4, deq_iq2_xs_r4, rep_iq2_xs_r4, nullptr},
     {T_IQ2_S_R4, T_IQ2_S, 4, deq_iq2_s_r4, rep_iq2_s_r4, nullptr},
@@ -315,6 +314,6 @@ const InterleavedCodec kCodecs[] = {
 
 }  // namespace
 
-CodecList interleaved_grid_codecs() { return {kCodecs, sizeof(kCodecs) / sizeof(kCodecs[0])}; }
+CodecList interleaved_grid_codecs() { return {kGridCodecs, sizeof(kGridCodecs) / sizeof(kGridCodecs[0])}; }
 
 }  // namespace ikllm::quant

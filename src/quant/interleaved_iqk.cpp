@@ -11,7 +11,6 @@ namespace ikllm::quant {
 namespace {
 
 using namespace layout;
-constexpr int QK = 256;
 
 // IQ5_K_R4 / IQ5_KS_R4 fifth-bit position beta5(o) for NIB4 column offset o = 4 * (c / 4).
 constexpr int kBeta5[8] = {0, 4, 1, 5, 2, 6, 3, 7};
@@ -190,7 +189,7 @@ void rep_iq45_ks_r4(const uint8_t* const* rows, uint8_t* dst, int64_t ne0) {
     }
 }
 
-const InterleavedCodec kCodecs[] = {
+const InterleavedCodec kIqkCodecs[] = {
     {T_IQ2_K_R4, T_IQ2_K, 4, deq_iq2_k_r4, rep_iq2_k_r4, nullptr},
     {T_IQ3_K_R4, T_IQ3_K, 4, deq_iq3_k_r4, rep_iq3_k_r4, nullptr},
     {T_IQ4_K_R4, T_IQ4_K, 4, deq_iq45_k_r4<false>, rep_iq45_k_r4<false>, nullptr},
@@ -201,6 +200,6 @@ const InterleavedCodec kCodecs[] = {
 
 }  // namespace
 
-CodecList interleaved_iqk_codecs() { return {kCodecs, sizeof(kCodecs) / sizeof(kCodecs[0])}; }
+CodecList interleaved_iqk_codecs() { return {kIqkCodecs, sizeof(kIqkCodecs) / sizeof(kIqkCodecs[0])}; }
 
 }  // namespace ikllm::quant

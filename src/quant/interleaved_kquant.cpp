@@ -10,7 +10,6 @@ namespace ikllm::quant {
 namespace {
 
 using namespace layout;
-constexpr int QK = 256;
 
 // ---- Q2_K_R4: 336 bytes per 256 columns --------------------------------------------------------
 void deq_q2_k_r4(const uint8_t* src, float* y, int64_t ne0) {
@@ -199,7 +198,7 @@ void rep_iq4_xs_r8(const uint8_t* const* rows, uint8_t* dst, int64_t ne0) {
     }
 }
 
-const InterleavedCodec kCodecs[] = {
+const InterleavedCodec kKquantCodecs[] = {
     {T_Q2_K_R4, T_Q2_K, 4, deq_q2_k_r4, rep_q2_k_r4, nullptr},
     {T_Q3_K_R4, T_Q3_K, 4, deq_q3_k_r4, rep_q3_k_r4, nullptr},
     {T_Q4_K_R4, T_Q4_K, 4, deq_q45_k_r4<false>, rep_q45_k_r4<false>, nullptr},
@@ -210,6 +209,6 @@ const InterleavedCodec kCodecs[] = {
 
 }  // namespace
 
-CodecList interleaved_kquant_codecs() { return {kCodecs, sizeof(kCodecs) / sizeof(kCodecs[0])}; }
+CodecList interleaved_kquant_codecs() { return {kKquantCodecs, sizeof(kKquantCodecs) / sizeof(kKquantCodecs[0])}; }
 
 }  // namespace ikllm::quant

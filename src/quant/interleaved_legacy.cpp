@@ -232,7 +232,7 @@ void rep_q4_0_nxw(const uint8_t* const* rows, uint8_t* dst, int64_t ne0) {
     }
 }
 
-const InterleavedCodec kCodecs[] = {
+const InterleavedCodec kLegacyCodecs[] = {
     {T_Q4_0_R8, T_Q4_0, 8, deq_q4_0_r8, rep_q4_0_r8, nullptr},
     {T_Q8_0_R8, T_Q8_0, 8, deq_q8_0_r8, rep_q8_0_r8, nullptr},
     {T_MXFP4_R8, T_MXFP4, 8, deq_mxfp4_r8, rep_mxfp4_r8, nullptr},
@@ -246,6 +246,6 @@ const InterleavedCodec kCodecs[] = {
 
 }  // namespace
 
-CodecList interleaved_legacy_codecs() { return {kCodecs, sizeof(kCodecs) / sizeof(kCodecs[0])}; }
+CodecList interleaved_legacy_codecs() { return {kLegacyCodecs, sizeof(kLegacyCodecs) / sizeof(kLegacyCodecs[0])}; }
 
 }  // namespace ikllm::quant

@@ -53,13 +53,6 @@ inline void require_whole_blocks(int64_t ne0) {
     if (ne0 <= 0 || ne0 % 256 != 0) fail(Status::invalid_argument, "row length must be a positive multiple of 256");
 }
 
-// ---- little-endian field access on possibly unaligned bytes ----
-inline uint16_t rd_u16(const uint8_t* p) { uint16_t v; std::memcpy(&v, p, 2); return v; }
-inline uint32_t rd_u32(const uint8_t* p) { uint32_t v; std::memcpy(&v, p, 4); return v; }
-inline float rd_f32(const uint8_t* p) { float v; std::memcpy(&v, p, 4); return v; }
-inline void wr_u16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, 2); }
-inline void wr_f32(uint8_t* p, float v) { std::memcpy(p, &v, 4); }
-
 // Block sizes (bytes per 256 weights) of the types above.
 enum : int {
     kQ2KBytes = 84, kQ3KBytes = 110, kQ4KBytes = 144, kQ5KBytes = 176, kQ6KBytes = 210, kQ8KBytes = 296,

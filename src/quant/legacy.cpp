@@ -512,7 +512,7 @@ void q1_0_g128_quantize(const float* x, uint8_t* dst, int64_t n, const float* im
 
 // ---- table -----------------------------------------------------------------------------------
 
-constexpr FamilyEntry kEntries[] = {
+constexpr FamilyEntry kLegacyEntries[] = {
     {T_Q4_0, q4_0_dequant, q4_0_quantize},
     {T_Q4_1, q4_1_dequant, q4_1_quantize},
     {T_Q5_0, q5_0_dequant, q5_0_quantize},
@@ -530,6 +530,6 @@ constexpr FamilyEntry kEntries[] = {
 
 }  // namespace
 
-FamilyTable legacy_family() { return {kEntries, sizeof(kEntries) / sizeof(kEntries[0])}; }
+FamilyTable legacy_family() { return {kLegacyEntries, sizeof(kLegacyEntries) / sizeof(kLegacyEntries[0])}; }
 
 }  // namespace ikllm::quant

@@ -95,7 +95,7 @@ void dequant_q8_kv(const uint8_t* src, float* y, int64_t ne0) {
     for (int64_t i = 0; i < ne0; ++i) y[i] = d * (float)q[i];
 }
 
-const FamilyEntry kEntries[] = {
+const FamilyEntry kTernaryEntries[] = {
     {T_IQ1_BN, dequant_iq1_bn, quantize_iq1_bn},
     {T_IQ2_BN, dequant_iq2_bn, quantize_iq2_bn},
     {T_Q8_KV, dequant_q8_kv, quantize_q8_kv_row},
@@ -128,6 +128,6 @@ void quantize_q8_kv_row(const float* x, uint8_t* dst, int64_t ne0, const float*)
 
 size_t q8_kv_row_bytes(int64_t ne0) { return 8 + (size_t)ne0; }
 
-FamilyTable ternary_family() { return {kEntries, sizeof(kEntries) / sizeof(kEntries[0])}; }
+FamilyTable ternary_family() { return {kTernaryEntries, sizeof(kTernaryEntries) / sizeof(kTernaryEntries[0])}; }
 
 }  // namespace ikllm::quant

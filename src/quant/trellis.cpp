@@ -10,7 +10,6 @@
 namespace ikllm::quant {
 namespace {
 
-constexpr int QK = 256;
 
 void deq_iq1_kt(const uint8_t* src, float* y, int64_t ne0) {
     const float d = rd_f32(src);
@@ -81,7 +80,7 @@ void deq_iq4_kt(const uint8_t* src, float* y, int64_t ne0) {
     }
 }
 
-const FamilyEntry kEntries[] = {
+const FamilyEntry kTrellisEntries[] = {
     {T_IQ1_KT, deq_iq1_kt, quantize_iq1_kt},
     {T_IQ2_KT, deq_iq2_kt, quantize_iq2_kt},
     {T_IQ3_KT, deq_iq3_kt, quantize_iq3_kt},
@@ -90,6 +89,6 @@ const FamilyEntry kEntries[] = {
 
 }  // namespace
 
-FamilyTable trellis_family() { return {kEntries, sizeof(kEntries) / sizeof(kEntries[0])}; }
+FamilyTable trellis_family() { return {kTrellisEntries, sizeof(kTrellisEntries) / sizeof(kTrellisEntries[0])}; }
 
 }  // namespace ikllm::quant

@@ -21,7 +21,6 @@
 namespace ikllm::quant {
 namespace {
 
-constexpr int QK = 256;
 
 // Generated groups of the n codes 0..n-1 (state c + offset), G values each, optionally |v|.
 Codebook kt_codebook(int G, uint32_t n, uint32_t offset, bool absolute) {

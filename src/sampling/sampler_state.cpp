@@ -12,7 +12,7 @@
 namespace ikllm {
 
 namespace {
-constexpr char kMagic[4] = {'I', 'K', 'S', 'M'};
+constexpr char kSamplerMagic[4] = {'I', 'K', 'S', 'M'};
 constexpr uint32_t kVersion = 1;
 constexpr uint32_t kMaxHistory = 1u << 24;
 
@@ -27,7 +27,7 @@ std::vector<uint8_t> Sampler::save_state() const {
     rng_text.imbue(std::locale::classic());
     rng_text << rng_;
     const std::string r = rng_text.str();
-    std::vector<uint8_t> out(kMagic, kMagic + 4);
+    std::vector<uint8_t> out(kSamplerMagic, kSamplerMagic + 4);
     put_u32(out, kVersion);
     put_u32(out, (uint32_t)r.size());
     out.insert(out.end(), r.begin(), r.end());
@@ -45,7 +45,7 @@ void Sampler::load_state(const uint8_t* data, size_t size) {
         at += 4;
         return v;
     };
-    if (!data || size < 4 || std::memcmp(data, kMagic, 4) != 0) bad("not a sampler state");
+    if (!data || size < 4 || std::memcmp(data, kSamplerMagic, 4) != 0) bad("not a sampler state");
     at = 4;
     const uint32_t version = u32("version");
     if (version != kVersion) bad("unsupported version " + std::to_string(version));

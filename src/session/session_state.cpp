@@ -25,7 +25,7 @@ namespace ikllm {
 
 namespace {
 
-constexpr char kMagic[4] = {'I', 'K', 'S', 'T'};
+constexpr char kSessionMagic[4] = {'I', 'K', 'S', 'T'};
 constexpr uint32_t kFlagSampler = 1;
 constexpr int32_t kMaxPos = 1 << 30;               // leaves room for positions after a restore
 constexpr uint64_t kMaxSamplerBytes = 1ull << 28;
@@ -103,7 +103,7 @@ private:
 };
 
 void write_header(Out& o, const Header& h) {
-    o.bytes(kMagic, 4);
+    o.bytes(kSessionMagic, 4);
     for (uint32_t v : {h.version, h.abi, h.flags}) o.u32(v);
     o.u64(h.fingerprint);
     o.u64(h.file_bytes);
@@ -122,7 +122,7 @@ void write_header(Out& o, const Header& h) {
 Header read_header(In& in) {
     char magic[4];
     in.bytes(magic, 4);
-    if (!std::equal(magic, magic + 4, kMagic)) fail(Status::invalid_file, "not an ikllm session state (bad magic)");
+    if (!std::equal(magic, magic + 4, kSessionMagic)) fail(Status::invalid_file, "not an ikllm session state (bad magic)");
     Header h;
     h.version = in.u32();
     if (h.version != kStateFormatVersion)

@@ -8,7 +8,7 @@
 namespace ikllm::tok {
 namespace {
 
-constexpr std::string_view kSpace = "\xE2\x96\x81";  // U+2581
+constexpr std::string_view kSpmSpace = "\xE2\x96\x81";  // U+2581
 
 void encode_chunk(const Tokenizer::Impl& v, std::string_view text, std::vector<int32_t>& out) {
     if (text.empty()) return;
@@ -71,8 +71,8 @@ void encode_chunk(const Tokenizer::Impl& v, std::string_view text, std::vector<i
 bool spm_can_split_words(const std::vector<std::string>& tokens) {
     for (const std::string& t : tokens) {
         size_t i = 0;
-        while (t.compare(i, kSpace.size(), kSpace) == 0) i += kSpace.size();
-        if (t.find(kSpace, i) != std::string::npos) return false;
+        while (t.compare(i, kSpmSpace.size(), kSpmSpace) == 0) i += kSpmSpace.size();
+        if (t.find(kSpmSpace, i) != std::string::npos) return false;
     }
     return true;
 }
@@ -82,8 +82,8 @@ void spm_encode(const Tokenizer::Impl& v, std::string_view text, std::vector<int
     // No token contains U+2581 after another character, so no merge can cross the start of a
     // U+2581 run: the runs split the text into independent chunks (same result, small heaps).
     size_t start = 0;
-    for (size_t p = text.find(kSpace, 1); p != std::string_view::npos; p = text.find(kSpace, p + 1)) {
-        if (p >= 3 && text.compare(p - 3, 3, kSpace) == 0) continue;  // inside a run
+    for (size_t p = text.find(kSpmSpace, 1); p != std::string_view::npos; p = text.find(kSpmSpace, p + 1)) {
+        if (p >= 3 && text.compare(p - 3, 3, kSpmSpace) == 0) continue;  // inside a run
         encode_chunk(v, text.substr(start, p - start), out);
         start = p;
     }

@@ -13,12 +13,12 @@ constexpr const char* kPrefix = "tokenizer.ggml.";
 
 std::string key(const char* k) { return std::string(kPrefix) + k; }
 
-[[noreturn]] void bad(const std::string& msg) { fail(Status::invalid_file, "vocab: " + msg); }
+[[noreturn]] void bad_vocab(const std::string& msg) { fail(Status::invalid_file, "vocab: " + msg); }
 
 const gguf::Value* find_typed(const gguf::File& f, const std::string& k, gguf::ValueType t) {
     const gguf::Value* v = f.find(k);
     if (v && v->type != t)
-        bad("key " + k + " has wrong type " + gguf::value_type_name(v->type) + " (expected " +
+        bad_vocab("key " + k + " has wrong type " + gguf::value_type_name(v->type) + " (expected " +
             gguf::value_type_name(t) + ")");
     return v;
 }
@@ -26,7 +26,7 @@ const gguf::Value* find_typed(const gguf::File& f, const std::string& k, gguf::V
 const gguf::Value* find_array(const gguf::File& f, const std::string& k, gguf::ValueType elem) {
     const gguf::Value* v = find_typed(f, k, gguf::ValueType::array);
     if (v && v->elem_type != elem)
-        bad("key " + k + " is an array of " + gguf::value_type_name(v->elem_type) + " (expected " +
+        bad_vocab("key " + k + " is an array of " + gguf::value_type_name(v->elem_type) + " (expected " +
             gguf::value_type_name(elem) + ")");
     return v;
 }
@@ -35,7 +35,7 @@ const gguf::Value* find_array(const gguf::File& f, const std::string& k, gguf::V
 void read_id(const gguf::File& f, const char* name, int32_t n_tokens, int32_t& id) {
     const gguf::Value* v = f.find(key(name));
     if (!v) return;
-    if (!v->is_integer()) bad("key " + key(name) + " is not an integer");
+    if (!v->is_integer()) bad_vocab("key " + key(name) + " is not an integer");
     const bool is_signed = v->type == gguf::ValueType::i8 || v->type == gguf::ValueType::i16 ||
                            v->type == gguf::ValueType::i32 || v->type == gguf::ValueType::i64;
     const int64_t x = is_signed ? v->i : (v->u > uint64_t(INT32_MAX) ? -1 : int64_t(v->u));
@@ -79,7 +79,7 @@ void apply_vocab_defaults(VocabData& v) {
 VocabData load_vocab(const gguf::File& f) {
     VocabData v;
     const gguf::Value* model = find_typed(f, key("model"), gguf::ValueType::string);
-    if (!model) bad("missing key " + key("model"));
+    if (!model) bad_vocab("missing key " + key("model"));
     v.model_name = model->s;
     if (v.model_name == "llama") v.model = VocabModel::spm;
     else if (v.model_name == "gpt2") v.model = VocabModel::bpe;
@@ -89,7 +89,7 @@ VocabData load_vocab(const gguf::File& f) {
              v.model_name == "gemma4")
         fail(Status::unsupported, "vocab: tokenizer model '" + v.model_name + "' is not supported");
     else
-        bad("unknown tokenizer '" + v.model_name + "'");
+        bad_vocab("unknown tokenizer '" + v.model_name + "'");
 
     if (const gguf::Value* p = find_typed(f, "general.name", gguf::ValueType::string)) v.general_name = p->s;
     if (const gguf::Value* p = find_typed(f, "tokenizer.chat_template", gguf::ValueType::string))
@@ -100,9 +100,9 @@ VocabData load_vocab(const gguf::File& f) {
     if (const gguf::Value* p = find_typed(f, key("pre"), gguf::ValueType::string)) v.pre = p->s;
 
     const gguf::Value* toks = find_array(f, key("tokens"), gguf::ValueType::string);
-    if (!toks) bad("missing key " + key("tokens"));
-    if (toks->strs.empty()) bad("empty token list");
-    if (toks->strs.size() > size_t(INT32_MAX)) bad("too many tokens");
+    if (!toks) bad_vocab("missing key " + key("tokens"));
+    if (toks->strs.empty()) bad_vocab("empty token list");
+    if (toks->strs.size() > size_t(INT32_MAX)) bad_vocab("too many tokens");
     v.tokens = toks->strs;
     const size_t n = v.tokens.size();
     for (size_t i = 0; i < n; ++i)
@@ -110,23 +110,23 @@ VocabData load_vocab(const gguf::File& f) {
 
     if (const gguf::Value* s = find_array(f, key("scores"), gguf::ValueType::f32)) {
         if (s->nums.size() < n)
-            bad("scores has " + std::to_string(s->nums.size()) + " entries for " + std::to_string(n) + " tokens");
+            bad_vocab("scores has " + std::to_string(s->nums.size()) + " entries for " + std::to_string(n) + " tokens");
         v.scores.resize(n);
         for (size_t i = 0; i < n; ++i) {
             v.scores[i] = float(s->nums[i]);
-            if (std::isnan(v.scores[i])) bad("score of token " + std::to_string(i) + " is NaN");
+            if (std::isnan(v.scores[i])) bad_vocab("score of token " + std::to_string(i) + " is NaN");
         }
     }
     if (const gguf::Value* t = find_array(f, key("token_type"), gguf::ValueType::i32)) {
         if (t->nums.size() < n)
-            bad("token_type has " + std::to_string(t->nums.size()) + " entries for " + std::to_string(n) +
+            bad_vocab("token_type has " + std::to_string(t->nums.size()) + " entries for " + std::to_string(n) +
                 " tokens");
         v.token_types.resize(n);
         for (size_t i = 0; i < n; ++i) v.token_types[i] = int32_t(t->nums[i]);
     }
     if (v.model == VocabModel::bpe) {
         const gguf::Value* m = find_array(f, key("merges"), gguf::ValueType::string);
-        if (!m) bad("missing key " + key("merges") + " for a gpt2 tokenizer");
+        if (!m) bad_vocab("missing key " + key("merges") + " for a gpt2 tokenizer");
         v.merges = m->strs;
     }
 

@@ -49,6 +49,8 @@ uint64_t parse_bytes(const std::string& text, const char* what);
 void load(const Args& a, Loaded& out, const std::string& model_path = "", bool vocab_only = false, bool inspect = false);
 std::vector<int32_t> read_ids(const std::string& path);
 std::string read_file(const std::string& path);
+// "12.34 MiB".
+std::string mib(uint64_t bytes);
 // Session options from -c/-t/-b/--kv-type.
 ikllm_options* session_options(const Args& a, int n_seq = 1, int default_ctx = 4096);
 // Sampler from --temp/--top-k/--top-p/--min-p/--typical/--repeat-penalty/--presence-penalty/

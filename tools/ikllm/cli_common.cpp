@@ -144,6 +144,12 @@ std::vector<int32_t> read_ids(const std::string& path) {
     return ids;
 }
 
+std::string mib(uint64_t bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f MiB", (double)bytes / (1024.0 * 1024.0));
+    return buf;
+}
+
 std::string read_file(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
     if (!f) die("cannot read '" + path + "'");

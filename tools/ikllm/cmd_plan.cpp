@@ -110,12 +110,6 @@ private:
     size_t i_ = 0;
 };
 
-std::string mib(uint64_t b) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.2f MiB", b / 1048576.0);
-    return buf;
-}
-
 void print_devices(const JVal& devs) {
     std::printf("  %-8s %14s %14s %14s %14s\n", "device", "weights", "KV cache", "scratch", "total");
     for (const JVal& d : devs.items)

@@ -17,12 +17,6 @@ struct QuantizeUi {
     int count = 0;
 };
 
-std::string mib(uint64_t b) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2f MiB", (double)b / (1024.0 * 1024.0));
-    return buf;
-}
-
 int32_t on_tensor(void* user, const char* name, int32_t from, int32_t to, uint64_t before, uint64_t after,
                   const char* note, float progress) {
     auto* ui = static_cast<QuantizeUi*>(user);

@@ -26,10 +26,10 @@ void pv_tile(float* acc, int64_t acc_stride, const float* rescale, const float* 
         }
 }
 void load_row(uint32_t type, const void* src, float* dst, int64_t n) { quant::kv_decode_row(type, src, dst, n); }
-constexpr AttnKernels kScalar{Isa::scalar, dot, dot4, scale_axpy, pv_tile, load_row};
+constexpr AttnKernels kAttnScalar{Isa::scalar, dot, dot4, scale_axpy, pv_tile, load_row};
 }  // namespace
 
-const AttnKernels* attn_kernels_scalar() { return &kScalar; }
+const AttnKernels* attn_kernels_scalar() { return &kAttnScalar; }
 
 const AttnKernels& attn_kernels(Isa isa) {
     const Isa cap = isa == Isa::avx512 && detected_isa() == Isa::avx512 ? Isa::avx512
@@ -39,7 +39,7 @@ const AttnKernels& attn_kernels(Isa isa) {
         if (const AttnKernels* k = attn_kernels_avx512()) return *k;
     if (cap != Isa::scalar)
         if (const AttnKernels* k = attn_kernels_avx2()) return *k;
-    return kScalar;
+    return kAttnScalar;
 }
 
 }  // namespace ikllm::cpu

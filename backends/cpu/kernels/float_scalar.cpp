@@ -11,7 +11,7 @@
 namespace ikllm::cpu {
 namespace {
 
-inline float dot(const float* a, const float* b, int64_t n) {
+inline float dot_row(const float* a, const float* b, int64_t n) {
     float s = 0.0f;
     for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
     return s;
@@ -33,7 +33,7 @@ void run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, cons
                 DecodeAct(a, xrow.data(), ne0);
                 x = xrow.data();
             }
-            y[t * ys + r] = dot(wrow.data(), x, ne0);
+            y[t * ys + r] = dot_row(wrow.data(), x, ne0);
         }
     }
 }

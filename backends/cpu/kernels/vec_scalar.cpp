@@ -59,11 +59,11 @@ void add(const float* a, const float* b, float* y, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
 }
 
-constexpr VecKernels kScalar{Isa::scalar, silu_mul, exp_shift_sum, rms_norm, add};
+constexpr VecKernels kVecScalar{Isa::scalar, silu_mul, exp_shift_sum, rms_norm, add};
 
 }  // namespace
 
-const VecKernels* vec_kernels_scalar() { return &kScalar; }
+const VecKernels* vec_kernels_scalar() { return &kVecScalar; }
 
 const VecKernels& vec_kernels(Isa isa) {
     const Isa hw = detected_isa();
@@ -71,7 +71,7 @@ const VecKernels& vec_kernels(Isa isa) {
         if (const VecKernels* k = vec_kernels_avx512()) return *k;
     if ((isa == Isa::avx512 || isa == Isa::avx2) && (hw == Isa::avx2 || hw == Isa::avx512))
         if (const VecKernels* k = vec_kernels_avx2()) return *k;
-    return kScalar;
+    return kVecScalar;
 }
 const VecKernels& vec_kernels() {
     static const VecKernels& k = vec_kernels(best_isa());
