@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include "core/error.h"
+#include "quant/le_bytes.h"
 
 namespace ikllm::quant {
 
