@@ -12,8 +12,8 @@ cmake --build build -j"$jobs"
 (cd build && ctest --output-on-failure -j"$jobs")
 # Sanitizer pass: the whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer
 # (+ LeakSanitizer) in a separate build, except the language-binding tests (label foreign_host: their
-# interpreters and toolchains are not instrumented) and, unless IKLLM_SANITIZE_ALL=1, the seven tests
-# labelled sanitizer_heavy (16 more minutes on 2 cores). With clang the same build also makes the libFuzzer targets, and each gets a short,
+# interpreters and toolchains are not instrumented) and, unless IKLLM_SANITIZE_ALL=1, the eight tests
+# labelled sanitizer_heavy (17 more minutes on 2 cores). With clang the same build also makes the libFuzzer targets, and each gets a short,
 # reproducible smoke run (a fixed seed and number of executions per target, tests/fuzz/run.sh;
 # IKLLM_FUZZ_SMOKE_SECONDS=N fuzzes N seconds each instead, 0 skips it).
 san_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DIKLLM_BUILD_BENCH=OFF -DIKLLM_UNITY_BUILD=ON)

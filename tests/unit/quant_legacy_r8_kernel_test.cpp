@@ -38,7 +38,9 @@ std::vector<float> run(const cpu::MatmulKernel& k, const std::vector<uint8_t>& w
     k.run(w.data(), row_bytes(*tt, c.ne0), c.ne0, c.r0, c.rows, act.data(), k.act->row_bytes(c.ne0), c.nt, y.data(), ys);
     for (int64_t t = 0; t < c.nt; ++t)
         for (int64_t r = 0; r < ys; ++r)
-            if (r < c.r0 || r >= c.rows) EXPECT_EQ(y[(size_t)(t * ys + r)], -7.0f) << "row " << r << " written";
+            if (r < c.r0 || r >= c.rows) {
+                EXPECT_EQ(y[(size_t)(t * ys + r)], -7.0f) << "row " << r << " written";
+            }
     return y;
 }
 
