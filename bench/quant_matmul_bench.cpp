@@ -111,8 +111,8 @@ int main(int argc, char** argv) {
         else if (s == "--hot") g_hot = true;
         else if (s == "--shape" && i + 1 < argc) {
             long long r = 0, k = 0;
-            if (std::sscanf(argv[++i], "%lldx%lld", &r, &k) != 2 || r < 64 || r % 64 || k < 256 || k % 256) {
-                std::fprintf(stderr, "--shape wants ROWSxK, ROWS a multiple of 64, K of 256\n");
+            if (std::sscanf(argv[++i], "%lldx%lld", &r, &k) != 2 || r < 64 || r % 64 || k < 32 || k % 32) {
+                std::fprintf(stderr, "--shape wants ROWSxK, ROWS a multiple of 64, K of 32 (of the type's block size)\n");
                 return 2;
             }
             kRows = r;
@@ -153,6 +153,10 @@ int main(int argc, char** argv) {
         const cpu::MatmulKernel* k = tt ? cpu::find_matmul(tt->id, cpu::best_isa()) : nullptr;
         if (!tt || !tt->quantize || !k) {
             std::printf("| %s | (no quantizer or kernel) |\n", name.c_str());
+            continue;
+        }
+        if (kNe0 % tt->block_elems) {
+            std::printf("| %s | (K not a multiple of its %d-weight blocks) |\n", name.c_str(), (int)tt->block_elems);
             continue;
         }
         const size_t wrb = row_bytes(*tt, kNe0);
