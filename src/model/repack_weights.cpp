@@ -114,4 +114,27 @@ int repack_weights(Model& m, const std::vector<Tensor*>& matmul_weights, bool fo
     return n;
 }
 
+int repack_mla_heads(Model& m, const Logger& log) {
+    const quant::TypeTraits& dst = *quant::find_type(quant::T_Q8_0_R8);
+    if (!m.cpu->supports_weight_type(dst.id)) return 0;
+    static const std::string kDerived = "(derived)";
+    int n = 0;
+    for (auto& l : m.layers)
+        for (Tensor* t : {l.wk_b, l.wv_b}) {
+            if (!t || t->device != 0 || t->type != quant::T_Q8_0 || t->ne[1] % dst.interleave != 0) continue;
+            const std::string name = t->name;  // only the loader's own copies: file tensors may be mapped
+            if (name.size() < kDerived.size() || name.compare(name.size() - kDerived.size(), kDerived.size(), kDerived))
+                continue;
+            const size_t rb = quant::row_bytes(dst, t->ne[0]);
+            if (rb != t->nb[1] ||
+                !repack_in_place(t->type, dst.id, static_cast<uint8_t*>(t->data), rb, t->ne[0], t->n_rows(), dst.interleave))
+                continue;
+            t->type = dst.id;
+            t->nb[0] = (size_t)dst.block_bytes;
+            ++n;
+        }
+    if (n) log.log(log_info, "MLA per-head products: %d tensors interleaved to q8_0_r8", n);
+    return n;
+}
+
 }  // namespace ikllm

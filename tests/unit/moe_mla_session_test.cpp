@@ -13,6 +13,7 @@
 
 #include "api/api_internal.h"
 #include "ikllm.h"
+#include "quant/act_q8_0.h"
 #include "quant/type_traits.h"
 #include "test_support.h"
 
@@ -21,9 +22,9 @@ namespace {
 struct M {
     ikllm_lib* lib = nullptr;
     ikllm_model* model = nullptr;
-    explicit M(const std::string& stem) {
+    explicit M(const std::string& stem, const char* dir = "/models/") {
         ikllm_lib_create(0, &lib);
-        const std::string p = ikllm::test::refdata_dir() + "/models/" + stem + ".gguf";
+        const std::string p = ikllm::test::refdata_dir() + dir + stem + ".gguf";
         EXPECT_EQ(ikllm_model_load(lib, p.c_str(), nullptr, nullptr, nullptr, nullptr, &model), IKLLM_OK)
             << ikllm_last_error();
     }
@@ -308,6 +309,52 @@ TEST(MoeMlaSession, SplitLayoutKvBFromQuantizedProducts) {
     ikllm_model_free(m);
     ikllm_lib_free(lib);
     std::remove(out.c_str());
+}
+
+// Every row of a loaded weight tensor as floats, row-interleaved types included.
+std::vector<float> dequant_rows(const ikllm::Tensor& t) {
+    const ikllm::quant::TypeTraits& tt = *ikllm::quant::find_type(t.type);
+    std::vector<float> v((size_t)t.n_elements());
+    for (int64_t r = 0; r < t.n_rows(); r += tt.interleave)
+        tt.dequant(static_cast<const uint8_t*>(t.data) + (size_t)r * t.nb[1], v.data() + r * t.ne[0], t.ne[0]);
+    return v;
+}
+
+// The per-head MLA products derived in Q8_0 for the CPU are interleaved (Q8_0_R8) at load, with
+// the values of the plain derivation: wk_b[h][c] = Q8_0 re-encoding of the transposed k rows of
+// attn_kv_b, wv_b = its v rows as stored.
+TEST(MoeMlaSession, DerivedHeadProductsInterleavedOnTheCpu) {
+    IKLLM_REQUIRE_REFDATA();
+    M m("deepseek2-tiny-Q8_0", "/quant/");
+    const int64_t H = 4, dn = 128, dv = 128, rkv = 512;  // deepseek2-tiny's MLA sizes
+    for (int layer = 0; layer < 2; ++layer) {
+        const std::string p = "blk." + std::to_string(layer) + ".";
+        const ikllm::Tensor *kb = nullptr, *vb = nullptr, *kvb = nullptr;
+        for (const auto& t : m.model->m->weights) {
+            if (p + "attn_k_b.weight(derived)" == t->name) kb = t.get();
+            if (p + "attn_v_b.weight(derived)" == t->name) vb = t.get();
+            if (p + "attn_kv_b.weight" == t->name) kvb = t.get();
+        }
+        ASSERT_TRUE(kb && vb && kvb) << p;
+        ASSERT_EQ(kvb->type, ikllm::quant::T_Q8_0);
+        EXPECT_EQ(kb->type, ikllm::quant::T_Q8_0_R8) << p << "attn_k_b";
+        EXPECT_EQ(vb->type, ikllm::quant::T_Q8_0_R8) << p << "attn_v_b";
+        const std::vector<float> k = dequant_rows(*kb), v = dequant_rows(*vb), kv = dequant_rows(*kvb);
+        std::vector<float> col((size_t)dn), want((size_t)dn);
+        std::vector<uint8_t> enc(ikllm::quant::row_bytes(*ikllm::quant::find_type(ikllm::quant::T_Q8_0), dn));
+        for (int64_t h = 0; h < H; ++h) {
+            for (int64_t c = 0; c < rkv; ++c) {
+                for (int64_t i = 0; i < dn; ++i) col[(size_t)i] = kv[(size_t)((h * (dn + dv) + i) * rkv + c)];
+                ikllm::quant::act_q8_0_encode_row(col.data(), enc.data(), dn);
+                ikllm::quant::find_type(ikllm::quant::T_Q8_0)->dequant(enc.data(), want.data(), dn);
+                for (int64_t i = 0; i < dn; ++i)
+                    ASSERT_EQ(k[(size_t)((h * rkv + c) * dn + i)], want[(size_t)i]) << p << "head " << h << " row " << c;
+            }
+            for (int64_t j = 0; j < dv; ++j)
+                for (int64_t c = 0; c < rkv; ++c)
+                    ASSERT_EQ(v[(size_t)((h * dv + j) * rkv + c)], kv[(size_t)((h * (dn + dv) + dn + j) * rkv + c)]);
+        }
+    }
 }
 
 }  // namespace
