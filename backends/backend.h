@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ops.h"
+#include "quant/repack.h"
 
 namespace ikllm::backend {
 
@@ -64,12 +65,15 @@ public:
     virtual bool supports(const Op& op) const = 0;
     // Can weights of this type be used by this backend's mul_mat / get_rows?
     virtual bool supports_weight_type(uint32_t type) const = 0;
-    // Whether converting weights of `type` to its row-interleaved form (quant::repack_target)
-    // makes this backend's products faster; run-time repack (model option "repack" 1) asks.
+    // Whether converting weights of `type` to its row-interleaved form (repack_type) makes this
+    // backend's products faster; run-time repack (model option "repack" 1) asks.
     virtual bool repack_helps(uint32_t type) const {
         (void)type;
         return false;
     }
+    // The row-interleaved type run-time repack converts `type` to for this backend (0: none):
+    // the reference's form (quant::repack_target) unless the backend has a layout of its own.
+    virtual uint32_t repack_type(uint32_t type) const { return quant::repack_target(type); }
     virtual std::unique_ptr<Buffer> alloc(size_t bytes) = 0;
     // True when buffers are ordinary host memory (the CPU backend).
     virtual bool host_memory() const { return true; }

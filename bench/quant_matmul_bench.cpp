@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cpu_ops.h"
+#include "quant/repack.h"
 #include "kernels/matmul.h"
 #include "quant/type_traits.h"
 
@@ -151,7 +152,9 @@ int main(int argc, char** argv) {
     for (const std::string& name : names) {
         const TypeTraits* tt = find_type_by_name(name.c_str());
         const cpu::MatmulKernel* k = tt ? cpu::find_matmul(tt->id, cpu::best_isa()) : nullptr;
-        if (!tt || !tt->quantize || !k) {
+        // Run-time layouts (no quantizer of their own): the base type's rows, repacked.
+        const TypeTraits* base = tt && !tt->quantize && repack_base(tt->id) ? find_type(repack_base(tt->id)) : nullptr;
+        if (!tt || !(tt->quantize || (base && base->quantize)) || !k) {
             std::printf("| %s | (no quantizer or kernel) |\n", name.c_str());
             continue;
         }
@@ -161,8 +164,14 @@ int main(int argc, char** argv) {
         }
         const size_t wrb = row_bytes(*tt, kNe0);
         std::vector<uint8_t> tile(wrb * 64);
-        for (int r = 0; r < 64; r += tt->interleave)
-            tt->quantize(src.data() + r * kNe0, tile.data() + r * wrb, kNe0, nullptr);
+        if (tt->quantize) {
+            for (int r = 0; r < 64; r += tt->interleave)
+                tt->quantize(src.data() + r * kNe0, tile.data() + r * wrb, kNe0, nullptr);
+        } else {
+            std::vector<uint8_t> plain(row_bytes(*base, kNe0) * 64);
+            for (int r = 0; r < 64; ++r) base->quantize(src.data() + r * kNe0, plain.data() + r * row_bytes(*base, kNe0), kNe0, nullptr);
+            repack_rows_to(base->id, tt->id, plain.data(), tile.data(), kNe0, 64);
+        }
         const size_t bytes = wrb * kRows;
         const size_t ncopies = g_hot ? 1 : std::max<size_t>(2, (size_t)(256u << 20) / bytes);
         std::vector<std::vector<uint8_t>> copies(ncopies, std::vector<uint8_t>(bytes));

@@ -198,14 +198,21 @@ public:
     // half), and token generation ties; with AVX2 the interleaved forms win. Q4_0_R8 on AVX-512
     // fills the plain panels for prompts (same speed) and streams faster in token generation
     // (legacy_r8_avx512.h).
+    // Q4_K: the reference's Q4_K_R4 helps with AVX2; with AVX-512 ikllm's own Q4_K_R8
+    // (kernels/kquant_r8_avx512.h) decodes a token's rows about twice as fast as plain Q4_K and
+    // fills the plain prompt panels (same results for prompts).
     bool repack_helps(uint32_t type) const override {
         switch (type) {
             case quant::T_Q4_0: return true;
-            case quant::T_Q8_0:
-            case quant::T_Q4_K: return cpu::best_isa() != cpu::Isa::avx512;
+            case quant::T_Q8_0: return cpu::best_isa() != cpu::Isa::avx512;
+            case quant::T_Q4_K: return true;
             case quant::T_BF16: return true;
             default: return false;
         }
+    }
+    uint32_t repack_type(uint32_t type) const override {
+        if (type == quant::T_Q4_K && cpu::best_isa() == cpu::Isa::avx512) return quant::T_Q4_K_R8;
+        return quant::repack_target(type);
     }
     bool supports(const Op& op) const override {
         if (op.kind == OpKind::mul_mat || op.kind == OpKind::mul_mat_heads) return supports_weight_type(op.src[0]->type);

@@ -25,7 +25,7 @@ const Tensor* Model::find_weight(const std::string& name) const {
 
 bool type_geometry(uint32_t type, gguf::TypeGeometry* out) {
     const quant::TypeTraits* t = quant::find_type(type);
-    if (!t || t->is_activation_only) return false;
+    if (!t || t->is_activation_only || quant::is_runtime_layout(type)) return false;
     *out = {t->name, t->block_elems, t->block_bytes, t->row_meta_bytes, t->interleave};
     return true;
 }
@@ -393,7 +393,7 @@ Storage load_storage(const gguf::File* mapped, const ModelOptions& opts, const b
         bool repack_grows_data = false;
         if (opts.repack && mapped)
             for (const gguf::TensorInfo& ti : mapped->tensors())
-                repack_grows_data |= repack_applies(cpu, ti.type, opts.repack == 2) && repack_grows(ti.type, ti.ne[0]);
+                repack_grows_data |= repack_applies(cpu, ti.type, opts.repack == 2) && repack_grows(cpu, ti.type, ti.ne[0]);
         const char* keep = opts.vocab_only                                             ? "vocab-only load"
                            : repack_grows_data                                        ? "repacked weights"
                            : opts.n_gpu_layers > 0 || !opts.tensor_placement.empty() ? "GPU placement"

@@ -12,12 +12,12 @@
 namespace ikllm {
 
 bool repack_applies(const backend::Backend& cpu, uint32_t type, bool force) {
-    const uint32_t to = quant::repack_target(type);
+    const uint32_t to = cpu.repack_type(type);
     return to && cpu.supports_weight_type(to) && (force || cpu.repack_helps(type));
 }
 
-bool repack_grows(uint32_t type, int64_t ne0) {
-    const uint32_t to = quant::repack_target(type);
+bool repack_grows(const backend::Backend& cpu, uint32_t type, int64_t ne0) {
+    const uint32_t to = cpu.repack_type(type);
     const quant::TypeTraits* a = quant::find_type(type);
     const quant::TypeTraits* b = to ? quant::find_type(to) : nullptr;
     return a && b && quant::row_bytes(*b, ne0) != quant::row_bytes(*a, ne0);
@@ -71,7 +71,7 @@ int repack_weights(Model& m, const std::vector<Tensor*>& matmul_weights, bool fo
         if (!t || !seen.insert(t).second) continue;
         // Tied embeddings are also looked up row by row; keep them plain.
         if (t == m.tok_embd) continue;
-        const uint32_t to = quant::repack_target(t->type);
+        const uint32_t to = m.cpu->repack_type(t->type);
         if (!to || !m.cpu->supports_weight_type(to)) continue;
         if (!force && !m.cpu->repack_helps(t->type)) {
             ++kept[t->type];
@@ -86,10 +86,8 @@ int repack_weights(Model& m, const std::vector<Tensor*>& matmul_weights, bool fo
             ++in_place;
         } else {
             auto buf = m.cpu->alloc(rb * (size_t)rows);
-            uint32_t got = 0;
-            if (!quant::repack_rows(t->type, &got, static_cast<const uint8_t*>(t->data),
-                                    static_cast<uint8_t*>(buf->data()), t->ne[0], rows) ||
-                got != to)
+            if (!quant::repack_rows_to(t->type, to, static_cast<const uint8_t*>(t->data), static_cast<uint8_t*>(buf->data()),
+                                       t->ne[0], rows))
                 continue;
             t->data = buf->data();
             m.buffers.push_back(std::move(buf));

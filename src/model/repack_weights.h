@@ -22,6 +22,6 @@ int repack_mla_heads(Model& m, const Logger& log);
 // Whether repack_weights could convert a tensor of this type.
 bool repack_applies(const backend::Backend& cpu, uint32_t type, bool force);
 // Whether the interleaved form of a row of ne0 columns of this type takes more room (Q8_KV).
-bool repack_grows(uint32_t type, int64_t ne0);
+bool repack_grows(const backend::Backend& cpu, uint32_t type, int64_t ne0);
 
 }  // namespace ikllm

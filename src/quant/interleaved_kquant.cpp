@@ -1,8 +1,10 @@
-// Row-interleaved K-quants Q2_K_R4..Q6_K_R4 and IQ4_XS_R8 (docs: quant-formats.md §12.4, §12.5).
+// Row-interleaved K-quants Q2_K_R4..Q6_K_R4 and IQ4_XS_R8 (docs: quant-formats.md §12.4, §12.5), and
+// ikllm's run-time Q4_K_R8 (kquant_r8.h).
 // Arithmetic follows the base types exactly; only the byte placement differs.
 #include <cstring>
 
 #include "quant/interleaved_impl.h"
+#include "quant/kquant_r8.h"
 #include "quant/interleaved_layouts.h"
 #include "quant/interleaved_values.h"
 
@@ -198,6 +200,25 @@ void rep_iq4_xs_r8(const uint8_t* const* rows, uint8_t* dst, int64_t ne0) {
     }
 }
 
+// ---- Q4_K_R8 (ikllm's run-time layout, kquant_r8.h): the plain blocks, unpacked -------------------
+void deq_q4_k_r8(const uint8_t* src, float* y, int64_t ne0) {
+    const DequantGroupFn plain = find_type(T_Q4_K)->dequant;
+    uint8_t blocks[8][kQ4KBlockBytes];
+    uint8_t* b[8];
+    for (int r = 0; r < 8; ++r) b[r] = blocks[r];
+    for (int64_t ibl = 0; ibl < ne0 / QK; ++ibl, src += kQ4KR8Bytes) {
+        q4k_r8_unpack_block(src, b);
+        for (int r = 0; r < 8; ++r) plain(blocks[r], y + r * ne0 + QK * ibl, QK);
+    }
+}
+void rep_q4_k_r8(const uint8_t* const* rows, uint8_t* dst, int64_t ne0) {
+    for (int64_t ibl = 0; ibl < ne0 / QK; ++ibl, dst += kQ4KR8Bytes) {
+        const uint8_t* b[8];
+        for (int r = 0; r < 8; ++r) b[r] = rows[r] + kQ4KBlockBytes * ibl;
+        q4k_r8_pack_block(b, dst);
+    }
+}
+
 const InterleavedCodec kKquantCodecs[] = {
     {T_Q2_K_R4, T_Q2_K, 4, deq_q2_k_r4, rep_q2_k_r4, nullptr},
     {T_Q3_K_R4, T_Q3_K, 4, deq_q3_k_r4, rep_q3_k_r4, nullptr},
@@ -205,6 +226,7 @@ const InterleavedCodec kKquantCodecs[] = {
     {T_Q5_K_R4, T_Q5_K, 4, deq_q45_k_r4<true>, rep_q45_k_r4<true>, nullptr},
     {T_Q6_K_R4, T_Q6_K, 4, deq_q6_k_r4, rep_q6_k_r4, nullptr},
     {T_IQ4_XS_R8, T_IQ4_XS, 8, deq_iq4_xs_r8, rep_iq4_xs_r8, nullptr},
+    {T_Q4_K_R8, T_Q4_K, 8, deq_q4_k_r8, rep_q4_k_r8, nullptr},
 };
 
 }  // namespace

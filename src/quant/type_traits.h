@@ -26,7 +26,12 @@ enum TypeId : uint32_t {
     T_IQ4_XS_R8 = 223, T_IQ1_M_R4 = 229, T_BF16_R16 = 230, T_Q6_0_R4 = 233, T_IQ2_BN_R4 = 335,
     T_IQ2_K_R4 = 337, T_IQ3_K_R4 = 338, T_IQ4_K_R4 = 339, T_IQ5_K_R4 = 340, T_IQ4_KS_R4 = 344,
     T_IQ5_KS_R4 = 352, T_MXFP4_R8 = 353, T_Q8_K_R16 = 397, T_Q8_KV_R8 = 398, T_Q8_K_R8 = 399,
+    // ikllm's own run-time layouts (docs/quant-r8.md): ids from kRuntimeLayoutBase up, made by
+    // run-time repack only, never valid in a file.
+    T_Q4_K_R8 = 4096 + 12,
 };
+inline constexpr uint32_t kRuntimeLayoutBase = 4096;
+inline constexpr bool is_runtime_layout(uint32_t id) { return id >= kRuntimeLayoutBase; }
 
 // Decode `interleave` consecutive rows (one row group) of `ne0` values each.
 // src points at the group's first byte; dst receives interleave*ne0 floats, row-major.

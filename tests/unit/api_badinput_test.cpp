@@ -12,6 +12,7 @@
 #include "gguf/gguf_writer.h"
 #include "ikllm.h"
 #include "model/model.h"
+#include "quant/type_traits.h"
 #include "test_support.h"
 
 namespace {
@@ -127,6 +128,14 @@ TEST(BadInput, SchemaViolationsNameTheTensor) {
     p = rewrite("type.gguf", [](auto&, std::vector<TensorCopy>& ts) {
         for (auto& t : ts)
             if (t.name == "blk.0.ffn_up.weight") t.type = 4;  // removed q4_2 id
+    });
+    EXPECT_EQ(try_load(p, &msg), IKLLM_ERR_UNSUPPORTED);
+    EXPECT_NE(msg.find("blk.0.ffn_up.weight"), std::string::npos) << msg;
+
+    // ikllm's run-time layouts (Q4_K_R8: made by run-time repack only) are not file types.
+    p = rewrite("runtime_type.gguf", [](auto&, std::vector<TensorCopy>& ts) {
+        for (auto& t : ts)
+            if (t.name == "blk.0.ffn_up.weight") t.type = ikllm::quant::T_Q4_K_R8;
     });
     EXPECT_EQ(try_load(p, &msg), IKLLM_ERR_UNSUPPORTED);
     EXPECT_NE(msg.find("blk.0.ffn_up.weight"), std::string::npos) << msg;

@@ -1,0 +1,205 @@
+// Q4_K_R8 (ikllm's run-time layout of Q4_K, quant/kquant_r8.h) on AVX-512 VNNI, included by
+// kquant_avx512.cpp after kquant_panel_avx512.h. The plain Q4_K single-token kernel decodes one
+// row at a time and sums each row horizontally: about 29 GB/s per core here, half of what the
+// memory gives two cores. With 8 rows side by side a 512-bit register holds two 32-weight
+// sub-blocks of all 8 rows (lanes 0-7 sub-block 2p, 8-15 sub-block 2p + 1), so as in Q4_0_R8
+// (legacy_r8_avx512.h) one vpdpbusd advances 8 rows by 4 columns in two sub-blocks, every row's
+// sums stay in its own lanes, and a sub-block pair needs two float multiply-adds for all 8 rows:
+//   d_a * (d * sc_j) * sum q a  +  (-dmin * m_j) * (d_a * s_a)     (s_a the activation code sum).
+// Fewer than kP32ExactMinTokens tokens: that tile, up to 4 tokens sharing each decoded pair; more:
+// the plain Q4_K panels filled straight from the groups (the R8 code vectors are the panels'
+// 4-column vectors, half a register each), so prompt batches give the plain type's bits.
+#pragma once
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/kquant_panel_avx512.h"
+#include "kernels/prefetch.h"
+#include "quant/kquant_r8.h"
+
+namespace ikllm::cpu {
+namespace {
+
+constexpr int kQ4KR8Tokens = 4;                // tokens sharing one decoded sub-block pair
+constexpr int64_t kQ4KR8StackChunks = 2048;    // per-token factors on the stack: 16 tokens x 4096 columns
+
+inline __m512i q4kr8_pair_i32(int32_t lo, int32_t hi) {
+    return _mm512_inserti64x4(_mm512_set1_epi32(lo), _mm256_set1_epi32(hi), 1);
+}
+inline __m512 q4kr8_pair_f32(const float* p) {  // [p[0] x 8, p[1] x 8]
+    return _mm512_insertf32x8(_mm512_set1_ps(p[0]), _mm256_set1_ps(p[1]), 1);
+}
+
+// Per-token factors of one Q8_2_X4 row of nc 32-weight chunks: d_a and d_a * s_a per chunk.
+inline void q4kr8_act_factors(const uint8_t* row, int64_t nc, float* da, float* das) {
+    for (int64_t c = 0; c < nc; ++c) {
+        const uint8_t* g = row + 144 * (c >> 2);
+        uint16_t dbits;
+        int16_t s;
+        std::memcpy(&dbits, g + 2 * (c & 3), 2);
+        std::memcpy(&s, g + 8 + 2 * (c & 3), 2);
+        da[c] = bf16_to_f32(dbits);
+        das[c] = da[c] * (float)s;
+    }
+}
+
+// The group block's factors per sub-block pair p (lanes 0-7 sub-block 2p of rows 0-7, 8-15 sub-block
+// 2p + 1): D = d * sc_j and M = -dmin * m_j (exact products), rounded to fp16 when conv (the plain
+// type's prompt-batch numerics).
+inline void q4kr8_scales(const uint8_t* blk, bool conv, __m512 D[4], __m512 M[4]) {
+    const __m128i dh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk));
+    const __m128i mh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16));
+    const __m512 d = _mm512_cvtph_ps(_mm256_broadcastsi128_si256(dh));
+    const __m512 nm = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_cvtph_ps(_mm256_broadcastsi128_si256(mh)));
+    const __m512i lo = _mm512_loadu_si512(blk + 32);
+    const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 96));
+    const __m512i h = _mm512_inserti64x4(_mm512_castsi256_si512(hi), _mm256_srli_epi16(hi, 4), 1);
+    const __m512i m15 = _mm512_set1_epi8(15), m3 = _mm512_set1_epi8(3);
+    const __m512i sc = _mm512_or_si512(_mm512_and_si512(lo, m15), _mm512_slli_epi16(_mm512_and_si512(h, m3), 4));
+    const __m512i mn = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(lo, 4), m15),
+                                       _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2), m3), 4));
+    for (int p = 0; p < 4; ++p) {
+        D[p] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(sc, p))));
+        M[p] = _mm512_mul_ps(nm, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(mn, p))));
+        if (conv) {
+            D[p] = _mm512_cvtph_ps(_mm512_cvtps_ph(D[p], _MM_FROUND_TO_NEAREST_INT));
+            M[p] = _mm512_cvtph_ps(_mm512_cvtps_ph(M[p], _MM_FROUND_TO_NEAREST_INT));
+        }
+    }
+}
+
+// Codes of sub-block pair p: u[l] columns 4l..4l+3, u[4 + l] columns 16 + 4l.., 4 per row lane.
+inline void q4kr8_codes(const uint8_t* blk, int p, __m512i u[8]) {
+    const __m512i m15 = _mm512_set1_epi8(15);
+    for (int l = 0; l < 4; ++l) {
+        const __m512i q = _mm512_loadu_si512(blk + 128 + 256 * p + 64 * l);
+        u[l] = _mm512_and_si512(q, m15);
+        u[4 + l] = _mm512_and_si512(_mm512_srli_epi16(q, 4), m15);
+    }
+}
+
+// One 8-row group times T tokens; a[t] token t's Q8_2_X4 row, da / das its factors. Lane k of the
+// result is row k: the sum of the two halves.
+template <int T>
+void q4kr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, const float* const* da, const float* const* das,
+                float* y, int64_t ys) {
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    __m512i ix[8];  // activation dwords of the pair's 64 code bytes: lanes 0-7 dword j, 8-15 dword 8 + j
+    for (int j = 0; j < 8; ++j) ix[j] = q4kr8_pair_i32(j, 8 + j);
+    for (int64_t b = 0; b < nbk; ++b) {
+        const uint8_t* blk = g + quant::kQ4KR8Bytes * b;
+        prefetch_weights<quant::kQ4KR8Bytes>(blk);
+        __m512 D[4], M[4];
+        q4kr8_scales(blk, false, D, M);
+        for (int p = 0; p < 4; ++p) {
+            __m512i u[8];
+            q4kr8_codes(blk, p, u);
+            const int64_t c = 8 * b + 2 * p;  // the pair's first 32-weight activation chunk
+            for (int t = 0; t < T; ++t) {
+                const __m512i av = _mm512_loadu_si512(a[t] + 144 * (c >> 2) + 16 + 32 * (c & 3));
+                // Four short chains (exact integer sums: order does not matter).
+                __m512i s[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
+                                _mm512_setzero_si512()};
+                for (int j = 0; j < 8; ++j) s[j % 4] = _mm512_dpbusd_epi32(s[j % 4], u[j], _mm512_permutexvar_epi32(ix[j], av));
+                const __m512i sum = _mm512_add_epi32(_mm512_add_epi32(s[0], s[1]), _mm512_add_epi32(s[2], s[3]));
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(D[p], q4kr8_pair_f32(da[t] + c)), acc[t]);
+                acc[t] = _mm512_fmadd_ps(M[p], q4kr8_pair_f32(das[t] + c), acc[t]);
+            }
+        }
+    }
+    for (int t = 0; t < T; ++t)
+        _mm256_storeu_ps(y + t * ys, _mm256_add_ps(_mm512_castps512_ps256(acc[t]), _mm512_extractf32x8_ps(acc[t], 1)));
+}
+
+// Panel rows [r, r + rows) (rows 8 or 16, r a multiple of 8) as the plain Q4_K panel fill would
+// write them (fill_q45k_panel): codes 0..15 and the factors D, M per 32-weight chunk and row.
+inline void fill_q4kr8_panel(const uint8_t* w, size_t wrb, int64_t r, int rows, int64_t nbk, bool conv, LegacyPanel& pn) {
+    const uint8_t* g0 = w + (size_t)r * wrb;
+    const uint8_t* g1 = rows > 8 ? g0 + 8 * wrb : nullptr;
+    const __m512 zf = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nbk; ++b) {
+        const uint8_t* b0 = g0 + quant::kQ4KR8Bytes * b;
+        const uint8_t* b1 = g1 ? g1 + quant::kQ4KR8Bytes * b : nullptr;
+        __m512 D0[4], M0[4], D1[4] = {zf, zf, zf, zf}, M1[4] = {zf, zf, zf, zf};
+        q4kr8_scales(b0, conv, D0, M0);
+        if (b1) q4kr8_scales(b1, conv, D1, M1);
+        for (int p = 0; p < 4; ++p) {
+            __m512i u0[8], u1[8];
+            q4kr8_codes(b0, p, u0);
+            if (b1) q4kr8_codes(b1, p, u1);
+            else
+                for (int j = 0; j < 8; ++j) u1[j] = _mm512_setzero_si512();
+            for (int h = 0; h < 2; ++h) {  // sub-block 2p + h: the low / high halves of both groups
+                const int64_t c = 8 * b + 2 * p + h;
+                uint8_t* q = pn.q.data() + (size_t)c * 32 * kP32Rows;
+                for (int j = 0; j < 8; ++j)
+                    _mm512_storeu_si512(q + 64 * j, _mm512_shuffle_i64x2(u0[j], u1[j], h ? 0xEE : 0x44));
+                const __m512 d = _mm512_shuffle_f32x4(D0[p], D1[p], h ? 0xEE : 0x44);
+                const __m512 m = _mm512_shuffle_f32x4(M0[p], M1[p], h ? 0xEE : 0x44);
+                _mm512_storeu_ps(pn.d.data() + (size_t)c * kP32Rows, d);
+                _mm512_storeu_ps(pn.m.data() + (size_t)c * kP32Rows, m);
+            }
+        }
+    }
+}
+
+// Per-token factors on the stack up to kQ4KR8Tokens x kQ4KR8StackChunks chunks in all, else on the heap.
+struct Q4KR8Factors {
+    alignas(64) float da_stack[kQ4KR8Tokens * kQ4KR8StackChunks];
+    alignas(64) float das_stack[kQ4KR8Tokens * kQ4KR8StackChunks];
+    std::vector<float> heap;
+    float* da;
+    float* das;
+    Q4KR8Factors(int64_t nt, int64_t nc) {
+        if (nt * nc <= kQ4KR8Tokens * kQ4KR8StackChunks) {
+            da = da_stack;
+            das = das_stack;
+        } else {
+            heap.resize((size_t)(2 * nt * nc));
+            da = heap.data();
+            das = da + nt * nc;
+        }
+    }
+};
+
+void q4kr8_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
+                  int64_t nt, float* y, int64_t ys) {
+    const int64_t nbk = ne0 / 256, nc = ne0 / 32;
+    if (nt >= kP32ExactMinTokens) {
+        const bool conv = nt >= kConvMinTokens;
+        panel_gemm<true>([&](int64_t r, int rows, LegacyPanel& pn) { fill_q4kr8_panel(w, wrb, r, rows, nbk, conv, pn); }, nc,
+                         act, arb, nt, r0, r1, y, ys);
+        return;
+    }
+    Q4KR8Factors f(nt, nc);
+    for (int64_t t = 0; t < nt; ++t) q4kr8_act_factors(act + (size_t)t * arb, nc, f.da + t * nc, f.das + t * nc);
+    // Rows outer, token tiles inner: a group's blocks stay in cache for the next tile.
+    for (int64_t r = r0; r < r1; r += 8) {
+        const uint8_t* g = w + (size_t)r * wrb;
+        for (int64_t t0 = 0; t0 < nt; t0 += kQ4KR8Tokens) {
+            const int tn = (int)std::min<int64_t>(kQ4KR8Tokens, nt - t0);
+            const uint8_t* a[kQ4KR8Tokens];
+            const float* da[kQ4KR8Tokens];
+            const float* das[kQ4KR8Tokens];
+            for (int t = 0; t < tn; ++t) {
+                a[t] = act + (size_t)(t0 + t) * arb;
+                da[t] = f.da + (t0 + t) * nc;
+                das[t] = f.das + (t0 + t) * nc;
+            }
+            float* out = y + t0 * ys + r;
+            switch (tn) {  // (default: 4)
+                case 1: q4kr8_tile<1>(g, nbk, a, da, das, out, ys); break;
+                case 2: q4kr8_tile<2>(g, nbk, a, da, das, out, ys); break;
+                case 3: q4kr8_tile<3>(g, nbk, a, da, das, out, ys); break;
+                default: q4kr8_tile<4>(g, nbk, a, da, das, out, ys); break;
+            }
+        }
+    }
+}
+
+}  // namespace
+}  // namespace ikllm::cpu

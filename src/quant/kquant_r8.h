@@ -1,0 +1,98 @@
+// Q4_K_R8: ikllm's own run-time layout of Q4_K (docs/quant-r8.md), never read from or written to
+// files. 8 rows side by side, 1152 bytes per 256 columns (the 8 plain blocks' room), laid out so
+// that one 512-bit register holds two 32-weight sub-blocks of all 8 rows and the sub-block scales
+// of the 8 rows unpack with a few vector operations:
+//   [0, 16)      d of rows 0-7 (fp16)            [16, 32)  dmin of rows 0-7 (fp16)
+//   [32, 96)     byte 32 + 8j + r: low 4 bits of scale (bits 0-3) and min (bits 4-7) of sub-block j, row r
+//   [96, 128)    byte 96 + 8(j % 4) + r, bits 4(j / 4) + 0..1: scale bits 4-5; + 2..3: min bits 4-5
+//   [128, 1152)  codes: sub-blocks 2p and 2p + 1 (p = 0..3) in 256 bytes at 128 + 256p; column
+//                vector l = 0..3 in 64 bytes at + 64l: 32 bytes of sub-block 2p, then 32 of 2p + 1;
+//                byte 4r + i of those 32 holds column 4l + i (low nibble) and 16 + 4l + i (high
+//                nibble) of row r (the Q4_0_R8 byte map per 32-weight sub-block).
+// Lossless both ways: unpacking gives back the plain blocks byte for byte.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+namespace ikllm::quant {
+
+inline constexpr int kQ4KR8Rows = 8;
+inline constexpr int kQ4KR8Bytes = 1152;  // per 256 columns of the 8 rows
+inline constexpr int kQ4KBlockBytes = 144;
+
+// Byte of the 1152 holding column c (0..31) of sub-block j of row r; the code is its low nibble
+// when c < 16, else its high nibble.
+inline int q4k_r8_code_byte(int j, int c, int r) {
+    return 128 + 256 * (j >> 1) + 64 * ((c & 15) >> 2) + 32 * (j & 1) + 4 * r + (c & 3);
+}
+
+// The 12-byte Q4_K scale pack <-> 8 (scale, min) pairs of 6 bits (quant-formats.md §6.1).
+inline void q4k_r8_kscales(const uint8_t* S, int sc[8], int m[8]) {
+    for (int j = 0; j < 4; ++j) {
+        sc[j] = S[j] & 63;
+        m[j] = S[j + 4] & 63;
+        sc[j + 4] = (S[j + 8] & 15) | (S[j] >> 6) << 4;
+        m[j + 4] = (S[j + 8] >> 4) | (S[j + 4] >> 6) << 4;
+    }
+}
+
+// 8 plain Q4_K blocks (b[r] for row r) -> one 1152-byte group block.
+inline void q4k_r8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
+    std::memset(dst, 0, kQ4KR8Bytes);
+    for (int r = 0; r < 8; ++r) {
+        std::memcpy(dst + 2 * r, b[r], 2);
+        std::memcpy(dst + 16 + 2 * r, b[r] + 2, 2);
+        int sc[8], m[8];
+        q4k_r8_kscales(b[r] + 4, sc, m);
+        for (int j = 0; j < 8; ++j) {
+            dst[32 + 8 * j + r] = (uint8_t)((sc[j] & 15) | (m[j] & 15) << 4);
+            dst[96 + 8 * (j & 3) + r] |= (uint8_t)(((sc[j] >> 4) | (m[j] >> 4) << 2) << (4 * (j >> 2)));
+        }
+        const uint8_t* qs = b[r] + 16;  // byte 32g + c: column c of sub-block 2g (low), 2g + 1 (high)
+        for (int g = 0; g < 4; ++g)
+            for (int c = 0; c < 32; ++c)
+                for (int h = 0; h < 2; ++h) {
+                    const int q = (qs[32 * g + c] >> (4 * h)) & 15;
+                    dst[q4k_r8_code_byte(2 * g + h, c, r)] |= (uint8_t)(q << (c < 16 ? 0 : 4));
+                }
+    }
+}
+
+// One 1152-byte group block -> the 8 plain Q4_K blocks (b[r] for row r, 144 bytes each).
+inline void q4k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
+    for (int r = 0; r < 8; ++r) {
+        uint8_t* o = b[r];
+        std::memcpy(o, src + 2 * r, 2);
+        std::memcpy(o + 2, src + 16 + 2 * r, 2);
+        int sc[8], m[8];
+        for (int j = 0; j < 8; ++j) {
+            const int lo = src[32 + 8 * j + r], hi = (src[96 + 8 * (j & 3) + r] >> (4 * (j >> 2))) & 15;
+            sc[j] = (lo & 15) | (hi & 3) << 4;
+            m[j] = (lo >> 4) | (hi >> 2) << 4;
+        }
+        uint8_t* S = o + 4;
+        for (int j = 0; j < 4; ++j) {
+            S[j] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
+            S[j + 4] = (uint8_t)(m[j] | (m[j + 4] >> 4) << 6);
+            S[j + 8] = (uint8_t)((sc[j + 4] & 15) | (m[j + 4] & 15) << 4);
+        }
+        for (int g = 0; g < 4; ++g)
+            for (int c = 0; c < 32; ++c) {
+                const int sh = c < 16 ? 0 : 4;
+                const int q0 = (src[q4k_r8_code_byte(2 * g, c, r)] >> sh) & 15;
+                const int q1 = (src[q4k_r8_code_byte(2 * g + 1, c, r)] >> sh) & 15;
+                o[16 + 32 * g + c] = (uint8_t)(q0 | q1 << 4);
+            }
+    }
+}
+
+// Rows [0, 8) of a group (ne0 columns, 256 | ne0) into 8 plain rows of rb = 144 * ne0 / 256 bytes.
+inline void q4k_r8_unpack_group(const uint8_t* group, uint8_t* rows, size_t rb, int64_t ne0) {
+    for (int64_t blk = 0; blk < ne0 / 256; ++blk) {
+        uint8_t* b[8];
+        for (int r = 0; r < 8; ++r) b[r] = rows + rb * (size_t)r + kQ4KBlockBytes * (size_t)blk;
+        q4k_r8_unpack_block(group + kQ4KR8Bytes * (size_t)blk, b);
+    }
+}
+
+}  // namespace ikllm::quant

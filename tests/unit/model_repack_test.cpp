@@ -1,0 +1,80 @@
+// Run-time repack at model level (model option "repack", src/model/repack_weights.cpp): the CPU
+// backend picks each type's interleaved form (with AVX-512 ikllm's own Q4_K_R8 for Q4_K, the
+// reference's Q4_K_R4 otherwise), the converted weights decode to exactly the stored values, the
+// token embeddings stay plain (they are looked up row by row), and the types the CPU multiplies
+// faster as stored are left alone. Logits of repacked models against the reference engine:
+// refdata_logits_rtr (check_logits.py with -rtr).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "api/api_internal.h"
+#include "ikllm.h"
+#include "kernels/matmul.h"
+#include "quant/type_traits.h"
+#include "test_support.h"
+
+namespace {
+
+struct Loaded {
+    ikllm_lib* lib = nullptr;
+    ikllm_model* model = nullptr;
+    Loaded(const std::string& stem, int repack) {
+        ikllm_lib_create(0, &lib);
+        ikllm_options* o = nullptr;
+        ikllm_options_create(IKLLM_OPTIONS_MODEL, &o);
+        EXPECT_EQ(ikllm_options_set_int(o, "repack", repack), IKLLM_OK);
+        const std::string p = ikllm::test::refdata_dir() + "/quant/" + stem + ".gguf";
+        EXPECT_EQ(ikllm_model_load(lib, p.c_str(), o, nullptr, nullptr, nullptr, &model), IKLLM_OK) << ikllm_last_error();
+        ikllm_options_free(o);
+    }
+    ~Loaded() {
+        ikllm_model_free(model);
+        ikllm_lib_free(lib);
+    }
+    std::map<std::string, const ikllm::Tensor*> weights() const {
+        std::map<std::string, const ikllm::Tensor*> out;
+        for (const auto& t : model->m->weights) out[t->name] = t.get();
+        return out;
+    }
+};
+
+std::vector<float> dequant_rows(const ikllm::Tensor& t) {
+    const ikllm::quant::TypeTraits& tt = *ikllm::quant::find_type(t.type);
+    std::vector<float> v((size_t)t.n_elements());
+    for (int64_t r = 0; r < t.n_rows(); r += tt.interleave)
+        tt.dequant(static_cast<const uint8_t*>(t.data) + (size_t)r * t.nb[1], v.data() + r * t.ne[0], t.ne[0]);
+    return v;
+}
+
+}  // namespace
+
+TEST(ModelRepack, Q4KMatricesTakeTheCpusLayoutWithTheirValues) {
+    IKLLM_REQUIRE_REFDATA();
+    for (const char* stem : {"llama-q-Q4_K_M", "qwen3moe-tiny-Q4_K_M"}) {
+        SCOPED_TRACE(stem);
+        Loaded plain(stem, 0), packed(stem, 1);
+        ASSERT_TRUE(plain.model && packed.model);
+        const bool avx512 = ikllm::cpu::best_isa() == ikllm::cpu::Isa::avx512;
+        const uint32_t want = avx512 ? ikllm::quant::T_Q4_K_R8 : ikllm::quant::T_Q4_K_R4;
+        const auto a = plain.weights(), b = packed.weights();
+        int converted = 0;
+        for (const auto& [name, t] : a) {
+            const ikllm::Tensor* u = b.at(name);
+            if (name == "token_embd.weight" || t->type == ikllm::quant::T_Q6_K) {  // kept as stored
+                EXPECT_EQ(u->type, t->type) << name;
+                continue;
+            }
+            if (t->type != ikllm::quant::T_Q4_K || t->ne[1] % 8) continue;
+            ASSERT_EQ(u->type, want) << name;
+            ASSERT_EQ(u->nb[1], t->nb[1]) << name;  // same room: converted where it lies
+            const std::vector<float> x = dequant_rows(*t), y = dequant_rows(*u);
+            ASSERT_EQ(std::memcmp(x.data(), y.data(), x.size() * sizeof(float)), 0) << name;
+            ++converted;
+        }
+        EXPECT_GT(converted, 3);
+    }
+}

@@ -1,0 +1,188 @@
+// Q4_K_R8, ikllm's run-time layout of Q4_K (quant/kquant_r8.h, kernels/kquant_r8_avx512.h).
+// Layout: packing 8 plain rows and unpacking them gives the same bytes back, for every 6-bit
+// scale and min; the group decodes to the plain rows' values; the type never loads from a file.
+// AVX-512 kernel: below kP32ExactMinTokens tokens within rounding of the products' magnitude of the
+// scalar reference (which unpacks each group and runs the plain Q4_K scalar kernel) and
+// batch-invariant (every token of a call gives the bits it gives alone); from there the plain
+// Q4_K AVX-512 kernel on the rows before packing, bit for bit (the same panels). Row sub-ranges,
+// strided outputs, odd group and block counts, token counts around every tile size.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/matmul.h"
+#include "quant/act_q8_0.h"
+#include "quant/kquant_r8.h"
+#include "quant/repack.h"
+#include "quant/type_traits.h"
+
+using namespace ikllm;
+using namespace ikllm::quant;
+using ikllm::cpu::Isa;
+
+namespace {
+
+// Plain Q4_K rows from random floats, then every block's scales overwritten with random 6-bit
+// values (the quantizer rarely reaches the extremes) and random codes.
+std::vector<uint8_t> q4k_rows(int64_t ne0, int64_t rows, std::mt19937& rng, bool random_bits) {
+    const TypeTraits* tt = find_type(T_Q4_K);
+    const size_t rb = row_bytes(*tt, ne0);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> x((size_t)ne0);
+    std::vector<uint8_t> w(rb * (size_t)rows);
+    for (int64_t r = 0; r < rows; ++r) {
+        for (auto& v : x) v = 0.02f * nd(rng);
+        tt->quantize(x.data(), w.data() + rb * r, ne0, nullptr);
+        if (!random_bits) continue;
+        for (int64_t b = 0; b < ne0 / 256; ++b)
+            for (int i = 4; i < 144; ++i) w[rb * r + 144 * b + i] = (uint8_t)rng();
+    }
+    return w;
+}
+
+struct Case {
+    int64_t ne0, rows, r0, nt;
+};
+
+// Runs kernel k over rows [r0, rows) of w and returns the outputs (stride rows + 5; rows outside
+// the range must stay untouched, checked here).
+std::vector<float> run(const cpu::MatmulKernel& k, const std::vector<uint8_t>& w, const std::vector<uint8_t>& act,
+                       const Case& c) {
+    const TypeTraits* tt = find_type(k.weight_type);
+    const int64_t ys = c.rows + 5;
+    std::vector<float> y((size_t)(c.nt * ys), -7.0f);
+    k.run(w.data(), row_bytes(*tt, c.ne0), c.ne0, c.r0, c.rows, act.data(), k.act->row_bytes(c.ne0), c.nt, y.data(), ys);
+    for (int64_t t = 0; t < c.nt; ++t)
+        for (int64_t r = 0; r < ys; ++r)
+            if (r < c.r0 || r >= c.rows) {
+                EXPECT_EQ(y[(size_t)(t * ys + r)], -7.0f) << "row " << r << " written";
+            }
+    return y;
+}
+
+}  // namespace
+
+TEST(Q4KR8Layout, RegisteredAsARunTimeLayoutOfQ4K) {
+    const TypeTraits* r8 = find_type(T_Q4_K_R8);
+    const TypeTraits* plain = find_type(T_Q4_K);
+    ASSERT_TRUE(r8 && plain);
+    EXPECT_EQ(r8->interleave, 8);
+    EXPECT_EQ(row_bytes(*r8, 4096), row_bytes(*plain, 4096));  // converted in place
+    EXPECT_TRUE(is_runtime_layout(T_Q4_K_R8));
+    EXPECT_FALSE(is_runtime_layout(T_Q8_K_R8));
+    EXPECT_EQ(r8->quantize, nullptr);  // never written by ikllm quantize
+    EXPECT_EQ(repack_base(T_Q4_K_R8), (uint32_t)T_Q4_K);
+    EXPECT_EQ(repack_target(T_Q4_K), (uint32_t)T_Q4_K_R4);  // files keep the reference's form
+}
+
+TEST(Q4KR8Layout, PackUnpackGivesThePlainBytesAndValues) {
+    std::mt19937 rng(5);
+    for (bool random_bits : {false, true})
+        for (int64_t ne0 : {256, 768, 2304}) {
+            const int64_t rows = 16;
+            const std::vector<uint8_t> w = q4k_rows(ne0, rows, rng, random_bits);
+            const size_t rb = row_bytes(*find_type(T_Q4_K), ne0);
+            std::vector<uint8_t> packed(w.size()), back(w.size());
+            ASSERT_TRUE(repack_rows_to(T_Q4_K, T_Q4_K_R8, w.data(), packed.data(), ne0, rows));
+            EXPECT_NE(std::memcmp(packed.data(), w.data(), w.size()), 0);
+            for (int64_t g = 0; g < rows; g += 8) q4k_r8_unpack_group(packed.data() + rb * g, back.data() + rb * g, rb, ne0);
+            ASSERT_EQ(std::memcmp(back.data(), w.data(), w.size()), 0) << "ne0 " << ne0 << " random " << random_bits;
+            std::vector<float> want((size_t)(8 * ne0)), got((size_t)(8 * ne0));
+            for (int64_t g = 0; g < rows; g += 8) {
+                for (int r = 0; r < 8; ++r) find_type(T_Q4_K)->dequant(w.data() + rb * (g + r), want.data() + r * ne0, ne0);
+                find_type(T_Q4_K_R8)->dequant(packed.data() + rb * g, got.data(), ne0);
+                ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0);
+            }
+        }
+    std::vector<uint8_t> w(144 * 7), out(w.size());
+    EXPECT_FALSE(repack_rows_to(T_Q4_K, T_Q4_K_R8, w.data(), out.data(), 256, 7));  // not a whole group
+}
+
+TEST(Q4KR8Kernel, ScalarReferenceIsThePlainKernel) {
+    // The reference every SIMD path is held to: plain rows through the plain scalar kernel.
+    const cpu::MatmulKernel* ref = cpu::find_matmul_exact(T_Q4_K_R8, Isa::scalar);
+    const cpu::MatmulKernel* plain = cpu::find_matmul_exact(T_Q4_K, Isa::scalar);
+    ASSERT_TRUE(ref && plain);
+    std::mt19937 rng(9);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (int64_t nt : {1, 3, 33}) {
+        const Case c{512, 24, 8, nt};
+        const std::vector<uint8_t> w = q4k_rows(c.ne0, c.rows, rng, false);
+        std::vector<uint8_t> wr(w.size());
+        ASSERT_TRUE(repack_rows_to(T_Q4_K, T_Q4_K_R8, w.data(), wr.data(), c.ne0, c.rows));
+        const size_t arb = ref->act->row_bytes(c.ne0);
+        std::vector<uint8_t> act(arb * (size_t)nt + 64);
+        std::vector<float> a((size_t)c.ne0);
+        for (int64_t t = 0; t < nt; ++t) {
+            for (auto& v : a) v = nd(rng);
+            ref->act->encode_row(a.data(), act.data() + arb * t, c.ne0);
+        }
+        const std::vector<float> got = run(*ref, wr, act, c), want = run(*plain, w, act, c);
+        ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "nt " << nt;
+    }
+}
+
+TEST(Q4KR8Kernel, Avx512MatchesReferenceAndPlainPanels) {
+    if (cpu::detected_isa() != Isa::avx512) GTEST_SKIP() << "this CPU has no AVX-512";
+    const cpu::MatmulKernel* r8 = cpu::find_matmul_exact(T_Q4_K_R8, Isa::avx512);
+    const cpu::MatmulKernel* ref = cpu::find_matmul_exact(T_Q4_K_R8, Isa::scalar);
+    const cpu::MatmulKernel* plain = cpu::find_matmul_exact(T_Q4_K, Isa::avx512);
+    ASSERT_TRUE(r8 && ref && plain);
+    ASSERT_EQ(r8->act->id, plain->act->id);
+    ASSERT_EQ(r8->act->id, ref->act->id);
+    const TypeTraits* bt = find_type(T_Q4_K);
+    std::mt19937 rng(77);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<Case> cases;
+    for (int64_t ne0 : {256, 512, 2304})  // 1, 2, 9 blocks
+        for (auto [rows, r0] : {std::pair<int64_t, int64_t>{8, 0}, {16, 0}, {24, 8}, {40, 0}, {56, 16}})
+            for (int64_t nt : {1, 2, 3, 4, 5, 9, 15, 16, 17, 31, 32, 33}) cases.push_back({ne0, rows, r0, nt});
+    int small = 0, batches = 0;
+    for (const Case& c : cases) {
+        SCOPED_TRACE("ne0=" + std::to_string(c.ne0) + " rows=" + std::to_string(c.rows) + " r0=" + std::to_string(c.r0) +
+                     " nt=" + std::to_string(c.nt));
+        const size_t wrb = row_bytes(*bt, c.ne0);
+        const std::vector<uint8_t> w = q4k_rows(c.ne0, c.rows, rng, c.nt % 2 == 1);
+        std::vector<uint8_t> wr(w.size());
+        ASSERT_TRUE(repack_rows_to(T_Q4_K, T_Q4_K_R8, w.data(), wr.data(), c.ne0, c.rows));
+        const size_t arb = r8->act->row_bytes(c.ne0);
+        std::vector<uint8_t> act(arb * (size_t)c.nt + 64);
+        std::vector<float> a((size_t)c.ne0);
+        for (int64_t t = 0; t < c.nt; ++t) {
+            for (auto& v : a) v = nd(rng);
+            r8->act->encode_row(a.data(), act.data() + arb * t, c.ne0);
+        }
+        const std::vector<float> got = run(*r8, wr, act, c);
+        if (c.nt >= 16) {  // kP32ExactMinTokens: the plain type's panels
+            const std::vector<float> want = run(*plain, w, act, c);
+            ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "differs from the plain type";
+            ++batches;
+            continue;
+        }
+        const std::vector<float> want = run(*ref, wr, act, c);
+        std::vector<float> wf((size_t)c.ne0), af((size_t)c.ne0);
+        const int64_t ys = c.rows + 5;
+        for (int64_t t = 0; t < c.nt; ++t) {
+            act_q8_2_x4_decode_row(act.data() + arb * t, af.data(), c.ne0);
+            Case one = c;
+            one.nt = 1;
+            std::vector<uint8_t> act1(act.begin() + (ptrdiff_t)(arb * t), act.begin() + (ptrdiff_t)(arb * (t + 1)));
+            act1.resize(arb + 64);
+            const std::vector<float> alone = run(*r8, wr, act1, one);
+            for (int64_t r = c.r0; r < c.rows; ++r) {
+                bt->dequant(w.data() + wrb * r, wf.data(), c.ne0);
+                double mag = 0;
+                for (int64_t i = 0; i < c.ne0; ++i) mag += std::fabs((double)wf[i] * af[i]);
+                const float g = got[(size_t)(t * ys + r)];
+                ASSERT_NEAR(g, want[(size_t)(t * ys + r)], 2e-6 * mag + 1e-30) << "row " << r << " token " << t;
+                ASSERT_EQ(std::memcmp(&g, &alone[(size_t)r], 4), 0) << "row " << r << " token " << t << ": not batch-invariant";
+            }
+        }
+        ++small;
+    }
+    EXPECT_GT(small, 0);
+    EXPECT_GT(batches, 0);
+}
