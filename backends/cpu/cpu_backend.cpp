@@ -194,24 +194,28 @@ public:
         return tt && tt->dequant && cpu::find_matmul(type, cpu::best_isa()) != nullptr;
     }
     // Measured with ikllm bench (docs/cpu-speed.md, "Run-time repack"): with AVX-512 the plain
-    // Q8_0 / Q4_K kernels have prompt-batch panels and the interleaved ones do not (pp512 about
-    // half), and token generation ties; with AVX2 the interleaved forms win. Q4_0_R8 on AVX-512
-    // fills the plain panels for prompts (same speed) and streams faster in token generation
-    // (legacy_r8_avx512.h).
-    // Q4_K: the reference's Q4_K_R4 helps with AVX2; with AVX-512 ikllm's own Q4_K_R8
-    // (kernels/kquant_r8_avx512.h) decodes a token's rows about twice as fast as plain Q4_K and
-    // fills the plain prompt panels (same results for prompts).
+    // Q8_0 kernel has prompt-batch panels and the reference's interleaved forms do not (pp512
+    // about half); with AVX2 the interleaved forms win. Q4_0_R8 on AVX-512 fills the plain panels
+    // for prompts (same speed) and streams faster in token generation (legacy_r8_avx512.h).
+    // Q4_K / Q6_K: the reference's Q4_K_R4 helps with AVX2; with AVX-512 ikllm's own Q4_K_R8 and
+    // Q6_K_R8 (kernels/kquant_r8_avx512.h) decode a token's rows 1.5-2x as fast as the plain
+    // types and give the plain types' prompt results (their panels).
     bool repack_helps(uint32_t type) const override {
+        const bool avx512 = cpu::best_isa() == cpu::Isa::avx512;
         switch (type) {
             case quant::T_Q4_0: return true;
-            case quant::T_Q8_0: return cpu::best_isa() != cpu::Isa::avx512;
+            case quant::T_Q8_0: return !avx512;
             case quant::T_Q4_K: return true;
+            case quant::T_Q6_K: return avx512;
             case quant::T_BF16: return true;
             default: return false;
         }
     }
     uint32_t repack_type(uint32_t type) const override {
-        if (type == quant::T_Q4_K && cpu::best_isa() == cpu::Isa::avx512) return quant::T_Q4_K_R8;
+        if (cpu::best_isa() == cpu::Isa::avx512) {
+            if (type == quant::T_Q4_K) return quant::T_Q4_K_R8;
+            if (type == quant::T_Q6_K) return quant::T_Q6_K_R8;
+        }
         return quant::repack_target(type);
     }
     bool supports(const Op& op) const override {

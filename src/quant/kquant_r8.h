@@ -1,5 +1,6 @@
-// Q4_K_R8: ikllm's own run-time layout of Q4_K (docs/quant-r8.md), never read from or written to
-// files. 8 rows side by side, 1152 bytes per 256 columns (the 8 plain blocks' room), laid out so
+// ikllm's own run-time layouts of Q4_K and Q6_K (docs/quant-r8.md): made by run-time repack,
+// never read from or written to files.
+// Q4_K_R8: 8 rows side by side, 1152 bytes per 256 columns (the 8 plain blocks' room), laid out so
 // that one 512-bit register holds two 32-weight sub-blocks of all 8 rows and the sub-block scales
 // of the 8 rows unpack with a few vector operations:
 //   [0, 16)      d of rows 0-7 (fp16)            [16, 32)  dmin of rows 0-7 (fp16)
@@ -92,6 +93,63 @@ inline void q4k_r8_unpack_group(const uint8_t* group, uint8_t* rows, size_t rb, 
         uint8_t* b[8];
         for (int r = 0; r < 8; ++r) b[r] = rows + rb * (size_t)r + kQ4KBlockBytes * (size_t)blk;
         q4k_r8_unpack_block(group + kQ4KR8Bytes * (size_t)blk, b);
+    }
+}
+
+}  // namespace ikllm::quant
+
+namespace ikllm::quant {
+
+// Q6_K_R8: ikllm's run-time layout of Q6_K, 1680 bytes per 256 columns of 8 rows (the 8 plain
+// blocks' room). The plain blocks' code bytes are kept and only interleaved in 4-byte granules,
+// so a 512-bit register holds one granule of all 8 rows in both 128-weight halves (lanes 0-7 half
+// 0, 8-15 half 1) and unpacking is a transpose of granules:
+//   [0, 16)       d of rows 0-7 (fp16)
+//   [16, 144)     scales (int8): 16 bytes at 16 + 16s (s = 0..7): sc[s] of rows 0-7, then sc[8 + s]
+//   [144, 1168)   ql: 64 bytes at 144 + 64g (g = 0..15): plain ql bytes 4g..4g+3 of half 0 of rows
+//                 0-7 (4 bytes per row), then those of half 1 (plain bytes 64 + 4g..)
+//   [1168, 1680)  qh: 64 bytes at 1168 + 64g (g = 0..7): plain qh bytes 4g.. of half 0, then half 1
+inline constexpr int kQ6KR8Bytes = 1680;
+inline constexpr int kQ6KBlockBytes = 210;
+
+// Plain byte o (0..209) of a row's Q6_K block <-> its byte in the 8-row group block (row r).
+inline int q6k_r8_byte(int o, int r) {
+    if (o < 128) {  // ql: half n = o / 64, granule g = (o % 64) / 4
+        const int n = o >> 6, g = (o & 63) >> 2;
+        return 144 + 64 * g + 32 * n + 4 * r + (o & 3);
+    }
+    if (o < 192) {  // qh
+        const int n = (o - 128) >> 5, g = ((o - 128) & 31) >> 2;
+        return 1168 + 64 * g + 32 * n + 4 * r + (o & 3);
+    }
+    if (o < 208) {  // scales
+        const int s = o - 192;
+        return 16 + 16 * (s & 7) + 8 * (s >> 3) + r;
+    }
+    return 2 * r + (o - 208);  // d
+}
+
+inline void q6k_r8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
+    for (int r = 0; r < 8; ++r)
+        for (int o = 0; o < kQ6KBlockBytes; ++o) dst[q6k_r8_byte(o, r)] = b[r][o];
+}
+inline void q6k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
+    for (int r = 0; r < 8; ++r) {
+        uint8_t* o = b[r];
+        for (int g = 0; g < 16; ++g)
+            for (int n = 0; n < 2; ++n) std::memcpy(o + 64 * n + 4 * g, src + 144 + 64 * g + 32 * n + 4 * r, 4);
+        for (int g = 0; g < 8; ++g)
+            for (int n = 0; n < 2; ++n) std::memcpy(o + 128 + 32 * n + 4 * g, src + 1168 + 64 * g + 32 * n + 4 * r, 4);
+        for (int s = 0; s < 16; ++s) o[192 + s] = src[16 + 16 * (s & 7) + 8 * (s >> 3) + r];
+        std::memcpy(o + 208, src + 2 * r, 2);
+    }
+}
+// Rows [0, 8) of a group (ne0 columns, 256 | ne0) into 8 plain rows of rb = 210 * ne0 / 256 bytes.
+inline void q6k_r8_unpack_group(const uint8_t* group, uint8_t* rows, size_t rb, int64_t ne0) {
+    for (int64_t blk = 0; blk < ne0 / 256; ++blk) {
+        uint8_t* b[8];
+        for (int r = 0; r < 8; ++r) b[r] = rows + rb * (size_t)r + kQ6KBlockBytes * (size_t)blk;
+        q6k_r8_unpack_block(group + kQ6KR8Bytes * (size_t)blk, b);
     }
 }
 

@@ -1,8 +1,7 @@
 // Run-time repack at model level (model option "repack", src/model/repack_weights.cpp): the CPU
-// backend picks each type's interleaved form (with AVX-512 ikllm's own Q4_K_R8 for Q4_K, the
-// reference's Q4_K_R4 otherwise), the converted weights decode to exactly the stored values, the
-// token embeddings stay plain (they are looked up row by row), and the types the CPU multiplies
-// faster as stored are left alone. Logits of repacked models against the reference engine:
+// backend picks each type's interleaved form (with AVX-512 ikllm's own Q4_K_R8 / Q6_K_R8, else
+// the reference's Q4_K_R4 and Q6_K as stored), the converted weights decode to exactly the stored
+// values, and the token embeddings stay plain (they are looked up row by row). Logits of repacked models against the reference engine:
 // refdata_logits_rtr (check_logits.py with -rtr).
 #include <gtest/gtest.h>
 
@@ -52,24 +51,27 @@ std::vector<float> dequant_rows(const ikllm::Tensor& t) {
 
 }  // namespace
 
-TEST(ModelRepack, Q4KMatricesTakeTheCpusLayoutWithTheirValues) {
+TEST(ModelRepack, KQuantMatricesTakeTheCpusLayoutWithTheirValues) {
     IKLLM_REQUIRE_REFDATA();
     for (const char* stem : {"llama-q-Q4_K_M", "qwen3moe-tiny-Q4_K_M"}) {
         SCOPED_TRACE(stem);
         Loaded plain(stem, 0), packed(stem, 1);
         ASSERT_TRUE(plain.model && packed.model);
+        // With AVX-512 ikllm's own 8-row forms; otherwise Q4_K -> Q4_K_R4 and Q6_K as stored.
         const bool avx512 = ikllm::cpu::best_isa() == ikllm::cpu::Isa::avx512;
-        const uint32_t want = avx512 ? ikllm::quant::T_Q4_K_R8 : ikllm::quant::T_Q4_K_R4;
+        const std::map<uint32_t, uint32_t> want = {
+            {ikllm::quant::T_Q4_K, avx512 ? ikllm::quant::T_Q4_K_R8 : ikllm::quant::T_Q4_K_R4},
+            {ikllm::quant::T_Q6_K, avx512 ? ikllm::quant::T_Q6_K_R8 : ikllm::quant::T_Q6_K}};
         const auto a = plain.weights(), b = packed.weights();
         int converted = 0;
         for (const auto& [name, t] : a) {
             const ikllm::Tensor* u = b.at(name);
-            if (name == "token_embd.weight" || t->type == ikllm::quant::T_Q6_K) {  // kept as stored
+            if (name == "token_embd.weight") {  // looked up row by row: kept as stored
                 EXPECT_EQ(u->type, t->type) << name;
                 continue;
             }
-            if (t->type != ikllm::quant::T_Q4_K || t->ne[1] % 8) continue;
-            ASSERT_EQ(u->type, want) << name;
+            if (!want.count(t->type) || t->ne[1] % 8) continue;
+            ASSERT_EQ(u->type, want.at(t->type)) << name;
             ASSERT_EQ(u->nb[1], t->nb[1]) << name;  // same room: converted where it lies
             const std::vector<float> x = dequant_rows(*t), y = dequant_rows(*u);
             ASSERT_EQ(std::memcmp(x.data(), y.data(), x.size() * sizeof(float)), 0) << name;

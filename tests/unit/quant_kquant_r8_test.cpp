@@ -1,11 +1,12 @@
-// Q4_K_R8, ikllm's run-time layout of Q4_K (quant/kquant_r8.h, kernels/kquant_r8_avx512.h).
-// Layout: packing 8 plain rows and unpacking them gives the same bytes back, for every 6-bit
-// scale and min; the group decodes to the plain rows' values; the type never loads from a file.
-// AVX-512 kernel: below kP32ExactMinTokens tokens within rounding of the products' magnitude of the
-// scalar reference (which unpacks each group and runs the plain Q4_K scalar kernel) and
-// batch-invariant (every token of a call gives the bits it gives alone); from there the plain
-// Q4_K AVX-512 kernel on the rows before packing, bit for bit (the same panels). Row sub-ranges,
-// strided outputs, odd group and block counts, token counts around every tile size.
+// Q4_K_R8 and Q6_K_R8, ikllm's run-time layouts of Q4_K and Q6_K (quant/kquant_r8.h,
+// kernels/kquant_r8_avx512.h). Layout: packing 8 plain rows and unpacking them gives the same bytes
+// back, for random code and scale bits; the group decodes to the plain rows' values; the types
+// never load from a file (api_badinput_test). AVX-512 kernels: below kP32ExactMinTokens tokens
+// within rounding of the products' magnitude of the scalar reference (which unpacks each group and
+// runs the plain type's scalar kernel) and batch-invariant (every token of a call gives the bits
+// it gives alone); from there the plain type's AVX-512 kernel on the rows before packing, bit for
+// bit (the same panels). Row sub-ranges, strided outputs, odd group and block counts, token counts
+// around every tile size.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -25,10 +26,10 @@ using ikllm::cpu::Isa;
 
 namespace {
 
-// Plain Q4_K rows from random floats, then every block's scales overwritten with random 6-bit
-// values (the quantizer rarely reaches the extremes) and random codes.
-std::vector<uint8_t> q4k_rows(int64_t ne0, int64_t rows, std::mt19937& rng, bool random_bits) {
-    const TypeTraits* tt = find_type(T_Q4_K);
+// Plain rows from random floats, then (random_bits) every block's code and scale bytes overwritten
+// with random bits (the quantizer rarely reaches the extremes); the fp16 factors are kept.
+std::vector<uint8_t> plain_rows(uint32_t type, int64_t ne0, int64_t rows, std::mt19937& rng, bool random_bits) {
+    const TypeTraits* tt = find_type(type);
     const size_t rb = row_bytes(*tt, ne0);
     std::normal_distribution<float> nd(0.0f, 1.0f);
     std::vector<float> x((size_t)ne0);
@@ -37,8 +38,10 @@ std::vector<uint8_t> q4k_rows(int64_t ne0, int64_t rows, std::mt19937& rng, bool
         for (auto& v : x) v = 0.02f * nd(rng);
         tt->quantize(x.data(), w.data() + rb * r, ne0, nullptr);
         if (!random_bits) continue;
+        const int bb = tt->block_bytes;
+        const int lo = type == T_Q4_K ? 4 : 0, hi = type == T_Q4_K ? bb : bb - 2;  // Q4_K: d, dmin first; Q6_K: d last
         for (int64_t b = 0; b < ne0 / 256; ++b)
-            for (int i = 4; i < 144; ++i) w[rb * r + 144 * b + i] = (uint8_t)rng();
+            for (int i = lo; i < hi; ++i) w[rb * r + (size_t)bb * b + i] = (uint8_t)rng();
     }
     return w;
 }
@@ -65,7 +68,7 @@ std::vector<float> run(const cpu::MatmulKernel& k, const std::vector<uint8_t>& w
 
 }  // namespace
 
-TEST(Q4KR8Layout, RegisteredAsARunTimeLayoutOfQ4K) {
+TEST(Q4KR8Layout, RegisteredAsRunTimeLayouts) {
     const TypeTraits* r8 = find_type(T_Q4_K_R8);
     const TypeTraits* plain = find_type(T_Q4_K);
     ASSERT_TRUE(r8 && plain);
@@ -76,78 +79,100 @@ TEST(Q4KR8Layout, RegisteredAsARunTimeLayoutOfQ4K) {
     EXPECT_EQ(r8->quantize, nullptr);  // never written by ikllm quantize
     EXPECT_EQ(repack_base(T_Q4_K_R8), (uint32_t)T_Q4_K);
     EXPECT_EQ(repack_target(T_Q4_K), (uint32_t)T_Q4_K_R4);  // files keep the reference's form
+    const TypeTraits* q6 = find_type(T_Q6_K_R8);
+    ASSERT_TRUE(q6);
+    EXPECT_EQ(q6->interleave, 8);
+    EXPECT_EQ(row_bytes(*q6, 4096), row_bytes(*find_type(T_Q6_K), 4096));
+    EXPECT_TRUE(is_runtime_layout(T_Q6_K_R8));
+    EXPECT_EQ(repack_base(T_Q6_K_R8), (uint32_t)T_Q6_K);
 }
+
+using UnpackGroup = void (*)(const uint8_t*, uint8_t*, size_t, int64_t);
+
+struct R8Type {
+    uint32_t base, packed;
+    UnpackGroup unpack;
+};
+const R8Type kR8Types[] = {{T_Q4_K, T_Q4_K_R8, q4k_r8_unpack_group}, {T_Q6_K, T_Q6_K_R8, q6k_r8_unpack_group}};
 
 TEST(Q4KR8Layout, PackUnpackGivesThePlainBytesAndValues) {
     std::mt19937 rng(5);
-    for (bool random_bits : {false, true})
-        for (int64_t ne0 : {256, 768, 2304}) {
-            const int64_t rows = 16;
-            const std::vector<uint8_t> w = q4k_rows(ne0, rows, rng, random_bits);
-            const size_t rb = row_bytes(*find_type(T_Q4_K), ne0);
-            std::vector<uint8_t> packed(w.size()), back(w.size());
-            ASSERT_TRUE(repack_rows_to(T_Q4_K, T_Q4_K_R8, w.data(), packed.data(), ne0, rows));
-            EXPECT_NE(std::memcmp(packed.data(), w.data(), w.size()), 0);
-            for (int64_t g = 0; g < rows; g += 8) q4k_r8_unpack_group(packed.data() + rb * g, back.data() + rb * g, rb, ne0);
-            ASSERT_EQ(std::memcmp(back.data(), w.data(), w.size()), 0) << "ne0 " << ne0 << " random " << random_bits;
-            std::vector<float> want((size_t)(8 * ne0)), got((size_t)(8 * ne0));
-            for (int64_t g = 0; g < rows; g += 8) {
-                for (int r = 0; r < 8; ++r) find_type(T_Q4_K)->dequant(w.data() + rb * (g + r), want.data() + r * ne0, ne0);
-                find_type(T_Q4_K_R8)->dequant(packed.data() + rb * g, got.data(), ne0);
-                ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0);
+    for (const R8Type& ty : kR8Types)
+        for (bool random_bits : {false, true})
+            for (int64_t ne0 : {256, 768, 2304}) {
+                SCOPED_TRACE(std::string(find_type(ty.packed)->name) + " ne0 " + std::to_string(ne0) + " random " +
+                             std::to_string(random_bits));
+                const int64_t rows = 16;
+                const std::vector<uint8_t> w = plain_rows(ty.base, ne0, rows, rng, random_bits);
+                const size_t rb = row_bytes(*find_type(ty.base), ne0);
+                std::vector<uint8_t> packed(w.size()), back(w.size());
+                ASSERT_TRUE(repack_rows_to(ty.base, ty.packed, w.data(), packed.data(), ne0, rows));
+                EXPECT_NE(std::memcmp(packed.data(), w.data(), w.size()), 0);
+                for (int64_t g = 0; g < rows; g += 8) ty.unpack(packed.data() + rb * g, back.data() + rb * g, rb, ne0);
+                ASSERT_EQ(std::memcmp(back.data(), w.data(), w.size()), 0);
+                std::vector<float> want((size_t)(8 * ne0)), got((size_t)(8 * ne0));
+                for (int64_t g = 0; g < rows; g += 8) {
+                    for (int r = 0; r < 8; ++r) find_type(ty.base)->dequant(w.data() + rb * (g + r), want.data() + r * ne0, ne0);
+                    find_type(ty.packed)->dequant(packed.data() + rb * g, got.data(), ne0);
+                    ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0);
+                }
             }
-        }
     std::vector<uint8_t> w(144 * 7), out(w.size());
     EXPECT_FALSE(repack_rows_to(T_Q4_K, T_Q4_K_R8, w.data(), out.data(), 256, 7));  // not a whole group
 }
 
 TEST(Q4KR8Kernel, ScalarReferenceIsThePlainKernel) {
     // The reference every SIMD path is held to: plain rows through the plain scalar kernel.
-    const cpu::MatmulKernel* ref = cpu::find_matmul_exact(T_Q4_K_R8, Isa::scalar);
-    const cpu::MatmulKernel* plain = cpu::find_matmul_exact(T_Q4_K, Isa::scalar);
-    ASSERT_TRUE(ref && plain);
-    std::mt19937 rng(9);
-    std::normal_distribution<float> nd(0.0f, 1.0f);
-    for (int64_t nt : {1, 3, 33}) {
-        const Case c{512, 24, 8, nt};
-        const std::vector<uint8_t> w = q4k_rows(c.ne0, c.rows, rng, false);
-        std::vector<uint8_t> wr(w.size());
-        ASSERT_TRUE(repack_rows_to(T_Q4_K, T_Q4_K_R8, w.data(), wr.data(), c.ne0, c.rows));
-        const size_t arb = ref->act->row_bytes(c.ne0);
-        std::vector<uint8_t> act(arb * (size_t)nt + 64);
-        std::vector<float> a((size_t)c.ne0);
-        for (int64_t t = 0; t < nt; ++t) {
-            for (auto& v : a) v = nd(rng);
-            ref->act->encode_row(a.data(), act.data() + arb * t, c.ne0);
+    for (const R8Type& ty : kR8Types) {
+        const cpu::MatmulKernel* ref = cpu::find_matmul_exact(ty.packed, Isa::scalar);
+        const cpu::MatmulKernel* plain = cpu::find_matmul_exact(ty.base, Isa::scalar);
+        ASSERT_TRUE(ref && plain);
+        std::mt19937 rng(9);
+        std::normal_distribution<float> nd(0.0f, 1.0f);
+        for (int64_t nt : {1, 3, 33, 70}) {
+            const Case c{512, 24, 8, nt};
+            const std::vector<uint8_t> w = plain_rows(ty.base, c.ne0, c.rows, rng, false);
+            std::vector<uint8_t> wr(w.size());
+            ASSERT_TRUE(repack_rows_to(ty.base, ty.packed, w.data(), wr.data(), c.ne0, c.rows));
+            const size_t arb = ref->act->row_bytes(c.ne0);
+            std::vector<uint8_t> act(arb * (size_t)nt + 64);
+            std::vector<float> a((size_t)c.ne0);
+            for (int64_t t = 0; t < nt; ++t) {
+                for (auto& v : a) v = nd(rng);
+                ref->act->encode_row(a.data(), act.data() + arb * t, c.ne0);
+            }
+            const std::vector<float> got = run(*ref, wr, act, c), want = run(*plain, w, act, c);
+            ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "nt " << nt;
         }
-        const std::vector<float> got = run(*ref, wr, act, c), want = run(*plain, w, act, c);
-        ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "nt " << nt;
     }
 }
 
-TEST(Q4KR8Kernel, Avx512MatchesReferenceAndPlainPanels) {
+class R8Avx512 : public ::testing::TestWithParam<R8Type> {};
+
+TEST_P(R8Avx512, MatchesReferenceAndPlainPanels) {
     if (cpu::detected_isa() != Isa::avx512) GTEST_SKIP() << "this CPU has no AVX-512";
-    const cpu::MatmulKernel* r8 = cpu::find_matmul_exact(T_Q4_K_R8, Isa::avx512);
-    const cpu::MatmulKernel* ref = cpu::find_matmul_exact(T_Q4_K_R8, Isa::scalar);
-    const cpu::MatmulKernel* plain = cpu::find_matmul_exact(T_Q4_K, Isa::avx512);
+    const R8Type ty = GetParam();
+    const cpu::MatmulKernel* r8 = cpu::find_matmul_exact(ty.packed, Isa::avx512);
+    const cpu::MatmulKernel* ref = cpu::find_matmul_exact(ty.packed, Isa::scalar);
+    const cpu::MatmulKernel* plain = cpu::find_matmul_exact(ty.base, Isa::avx512);
     ASSERT_TRUE(r8 && ref && plain);
     ASSERT_EQ(r8->act->id, plain->act->id);
     ASSERT_EQ(r8->act->id, ref->act->id);
-    const TypeTraits* bt = find_type(T_Q4_K);
+    const TypeTraits* bt = find_type(ty.base);
     std::mt19937 rng(77);
     std::normal_distribution<float> nd(0.0f, 1.0f);
     std::vector<Case> cases;
     for (int64_t ne0 : {256, 512, 2304})  // 1, 2, 9 blocks
         for (auto [rows, r0] : {std::pair<int64_t, int64_t>{8, 0}, {16, 0}, {24, 8}, {40, 0}, {56, 16}})
-            for (int64_t nt : {1, 2, 3, 4, 5, 9, 15, 16, 17, 31, 32, 33}) cases.push_back({ne0, rows, r0, nt});
+            for (int64_t nt : {1, 2, 3, 4, 5, 9, 15, 16, 17, 31, 32, 33, 64, 65}) cases.push_back({ne0, rows, r0, nt});
     int small = 0, batches = 0;
     for (const Case& c : cases) {
         SCOPED_TRACE("ne0=" + std::to_string(c.ne0) + " rows=" + std::to_string(c.rows) + " r0=" + std::to_string(c.r0) +
                      " nt=" + std::to_string(c.nt));
         const size_t wrb = row_bytes(*bt, c.ne0);
-        const std::vector<uint8_t> w = q4k_rows(c.ne0, c.rows, rng, c.nt % 2 == 1);
+        const std::vector<uint8_t> w = plain_rows(ty.base, c.ne0, c.rows, rng, c.nt % 2 == 1);
         std::vector<uint8_t> wr(w.size());
-        ASSERT_TRUE(repack_rows_to(T_Q4_K, T_Q4_K_R8, w.data(), wr.data(), c.ne0, c.rows));
+        ASSERT_TRUE(repack_rows_to(ty.base, ty.packed, w.data(), wr.data(), c.ne0, c.rows));
         const size_t arb = r8->act->row_bytes(c.ne0);
         std::vector<uint8_t> act(arb * (size_t)c.nt + 64);
         std::vector<float> a((size_t)c.ne0);
@@ -186,3 +211,6 @@ TEST(Q4KR8Kernel, Avx512MatchesReferenceAndPlainPanels) {
     EXPECT_GT(small, 0);
     EXPECT_GT(batches, 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(Types, R8Avx512, ::testing::ValuesIn(kR8Types),
+                         [](const auto& info) { return std::string(find_type(info.param.packed)->name); });

@@ -201,5 +201,129 @@ void q4kr8_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t
     }
 }
 
+// ---- Q6_K_R8 -----------------------------------------------------------------------------------
+// The plain Q6_K code bytes in 4-byte granules of the 8 rows, both 128-weight halves per register
+// (quant/kquant_r8.h): a granule pair gives 4 columns of chunk i (lanes 0-7, half 0) and of chunk
+// 4 + i (lanes 8-15, half 1) for each i, the codes 0..63 built from ql nibbles and qh bit pairs.
+// Per 16-weight sub-block the exact sum of (q - 32) a (vpdpbusd on q, started at -32 x the
+// activation codes' sum), times the sub-block scale in int32, then one float multiply-add per
+// chunk pair: d * d_a * sum_s sc_s sum (q - 32) a, the plain kernel's integer per 32 weights.
+
+// Per-token factors of one Q8_2_X4 row: d_a per chunk, -32 x the code sum of each 16-weight half.
+inline void q6kr8_act_factors(const uint8_t* row, int64_t nc, float* da, int32_t* o16) {
+    for (int64_t c = 0; c < nc; ++c) {
+        const uint8_t* g = row + 144 * (c >> 2);
+        uint16_t dbits;
+        std::memcpy(&dbits, g + 2 * (c & 3), 2);
+        da[c] = bf16_to_f32(dbits);
+        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + 16 + 32 * (c & 3)));
+        // Signed byte sums per 16: pairs by maddubs (1 x q), then per 8 words.
+        const __m256i w = _mm256_maddubs_epi16(_mm256_set1_epi8(1), q);
+        const __m256i d = _mm256_madd_epi16(w, _mm256_set1_epi16(1));  // 8 int32: 4 per half
+        const __m128i lo = _mm256_castsi256_si128(d), hi = _mm256_extracti128_si256(d, 1);
+        const __m128i h = _mm_hadd_epi32(_mm_hadd_epi32(lo, hi), _mm_setzero_si128());  // [sum lo, sum hi, 0, 0]
+        o16[2 * c] = -32 * _mm_cvtsi128_si32(h);
+        o16[2 * c + 1] = -32 * _mm_extract_epi32(h, 1);
+    }
+}
+
+// Codes of chunks (i, 4 + i) in column group k (columns 4k..4k+3; lanes 0-7 half 0, 8-15 half 1).
+template <int I>
+inline __m512i q6kr8_codes(const uint8_t* blk, int k) {
+    const __m512i m0f = _mm512_set1_epi8(0x0f), m3f = _mm512_set1_epi8(0x3f);
+    const __m512i ql = _mm512_loadu_si512(blk + 144 + 64 * ((I & 1) ? 8 + k : k));
+    const __m512i qh = _mm512_loadu_si512(blk + 1168 + 64 * k);
+    // (a & 0x0f) | (b & 0xf0), then the 6 code bits.
+    auto sel = [&](__m512i a, __m512i b) { return _mm512_and_si512(_mm512_ternarylogic_epi32(a, b, m0f, 0xE4), m3f); };
+    if constexpr (I == 0) return sel(ql, _mm512_slli_epi16(qh, 4));
+    if constexpr (I == 1) return sel(ql, _mm512_slli_epi16(qh, 2));
+    if constexpr (I == 2) return sel(_mm512_srli_epi16(ql, 4), qh);
+    return sel(_mm512_srli_epi16(ql, 4), _mm512_srli_epi16(qh, 2));
+}
+
+template <int I, int T>
+inline void q6kr8_chunk_pair(const uint8_t* blk, int64_t b, const __m512 d16, const __m512i* ix, const uint8_t* const* a,
+                             const float* const* da, const int32_t* const* o16, __m512* acc) {
+    __m512i c[8];
+    for (int k = 0; k < 8; ++k) c[k] = q6kr8_codes<I>(blk, k);
+    const __m512i sc0 = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16 + 32 * I)));
+    const __m512i sc1 = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32 + 32 * I)));
+    const int64_t c0 = 8 * b + I, c4 = c0 + 4;  // activation chunks of the two halves
+    for (int t = 0; t < T; ++t) {
+        const __m512i av = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t] + 144 * (c0 >> 2) + 16 + 32 * I))),
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t] + 144 * (c4 >> 2) + 16 + 32 * I)), 1);
+        __m512i s0 = q4kr8_pair_i32(o16[t][2 * c0], o16[t][2 * c4]);
+        __m512i s1 = q4kr8_pair_i32(o16[t][2 * c0 + 1], o16[t][2 * c4 + 1]);
+        for (int k = 0; k < 4; ++k) s0 = _mm512_dpbusd_epi32(s0, c[k], _mm512_permutexvar_epi32(ix[k], av));
+        for (int k = 4; k < 8; ++k) s1 = _mm512_dpbusd_epi32(s1, c[k], _mm512_permutexvar_epi32(ix[k], av));
+        const __m512i isum = _mm512_add_epi32(_mm512_mullo_epi32(s0, sc0), _mm512_mullo_epi32(s1, sc1));
+        const __m512 f = _mm512_insertf32x8(_mm512_set1_ps(da[t][c0]), _mm256_set1_ps(da[t][c4]), 1);
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d16, f), acc[t]);
+    }
+}
+
+template <int T>
+void q6kr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, const float* const* da, const int32_t* const* o16,
+                float* y, int64_t ys) {
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    __m512i ix[8];
+    for (int k = 0; k < 8; ++k) ix[k] = q4kr8_pair_i32(k, 8 + k);
+    for (int64_t b = 0; b < nbk; ++b) {
+        const uint8_t* blk = g + quant::kQ6KR8Bytes * b;
+        prefetch_weights<quant::kQ6KR8Bytes>(blk);
+        const __m512 d16 = _mm512_cvtph_ps(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk))));
+        q6kr8_chunk_pair<0, T>(blk, b, d16, ix, a, da, o16, acc);
+        q6kr8_chunk_pair<1, T>(blk, b, d16, ix, a, da, o16, acc);
+        q6kr8_chunk_pair<2, T>(blk, b, d16, ix, a, da, o16, acc);
+        q6kr8_chunk_pair<3, T>(blk, b, d16, ix, a, da, o16, acc);
+    }
+    for (int t = 0; t < T; ++t)
+        _mm256_storeu_ps(y + t * ys, _mm256_add_ps(_mm512_castps512_ps256(acc[t]), _mm512_extractf32x8_ps(acc[t], 1)));
+}
+
+void q6kr8_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
+                  int64_t nt, float* y, int64_t ys) {
+    const int64_t nbk = ne0 / 256, nc = ne0 / 32;
+    if (nt >= kP32ExactMinTokens) {
+        // Prompt batches: slabs of rows unpacked to the plain blocks (a transpose of 4-byte
+        // granules), then the plain Q6_K panels: the plain type's results, bit for bit.
+        constexpr int64_t kSlab = 64;
+        std::vector<uint8_t> plain((size_t)kSlab * wrb);
+        for (int64_t r = r0; r < r1; r += kSlab) {
+            const int64_t n = std::min(kSlab, r1 - r);
+            for (int64_t k = 0; k < n; k += 8)
+                quant::q6k_r8_unpack_group(w + (size_t)(r + k) * wrb, plain.data() + (size_t)k * wrb, wrb, ne0);
+            q6k_panel_matmul(plain.data(), wrb, ne0, 0, n, act, arb, nt, y + r, ys);
+        }
+        return;
+    }
+    std::vector<float> da_v((size_t)(nt * nc));
+    std::vector<int32_t> o16_v((size_t)(2 * nt * nc));
+    for (int64_t t = 0; t < nt; ++t) q6kr8_act_factors(act + (size_t)t * arb, nc, da_v.data() + t * nc, o16_v.data() + 2 * t * nc);
+    for (int64_t r = r0; r < r1; r += 8) {
+        const uint8_t* g = w + (size_t)r * wrb;
+        for (int64_t t0 = 0; t0 < nt; t0 += kQ4KR8Tokens) {
+            const int tn = (int)std::min<int64_t>(kQ4KR8Tokens, nt - t0);
+            const uint8_t* a[kQ4KR8Tokens];
+            const float* da[kQ4KR8Tokens];
+            const int32_t* o16[kQ4KR8Tokens];
+            for (int t = 0; t < tn; ++t) {
+                a[t] = act + (size_t)(t0 + t) * arb;
+                da[t] = da_v.data() + (t0 + t) * nc;
+                o16[t] = o16_v.data() + 2 * (t0 + t) * nc;
+            }
+            float* out = y + t0 * ys + r;
+            switch (tn) {  // (default: 4)
+                case 1: q6kr8_tile<1>(g, nbk, a, da, o16, out, ys); break;
+                case 2: q6kr8_tile<2>(g, nbk, a, da, o16, out, ys); break;
+                case 3: q6kr8_tile<3>(g, nbk, a, da, o16, out, ys); break;
+                default: q6kr8_tile<4>(g, nbk, a, da, o16, out, ys); break;
+            }
+        }
+    }
+}
+
 }  // namespace
 }  // namespace ikllm::cpu

@@ -22,7 +22,7 @@ void scalar_matmul_q6k(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, in
     if (nt >= kQ6ConvMinTokens) return q6k_conv_matmul_portable(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
     scalar_matmul_q82<KQ6K>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
 }
-// Q4_K_R8 (ikllm's run-time layout): each 8-row group unpacked to the plain rows, then the plain
+// Q4_K_R8 / Q6_K_R8 (ikllm's run-time layouts): each 8-row group unpacked to the plain rows, then the plain
 // kernel, so this reference shares no code with the interleaved kernels it checks.
 void scalar_matmul_q4k_r8(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
                           size_t arb, int64_t nt, float* y, int64_t ys) {
@@ -30,6 +30,14 @@ void scalar_matmul_q4k_r8(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0,
     for (int64_t r = r0; r < r1; r += 8) {
         quant::q4k_r8_unpack_group(w + (size_t)r * wrb, rows.data(), wrb, ne0);
         scalar_matmul_q82<KQ4K>(rows.data(), wrb, ne0, 0, 8, act, arb, nt, y + r, ys);
+    }
+}
+void scalar_matmul_q6k_r8(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
+                          size_t arb, int64_t nt, float* y, int64_t ys) {
+    std::vector<uint8_t> rows(8 * wrb);
+    for (int64_t r = r0; r < r1; r += 8) {
+        quant::q6k_r8_unpack_group(w + (size_t)r * wrb, rows.data(), wrb, ne0);
+        scalar_matmul_q6k(rows.data(), wrb, ne0, 0, 8, act, arb, nt, y + r, ys);
     }
 }
 }  // namespace
@@ -42,6 +50,7 @@ KernelTable kquant_kernels_scalar() {
         {KQ5K::id, Isa::scalar, act_format_q8_2_x4(), scalar_matmul_q82<KQ5K>},
         {KQ6K::id, Isa::scalar, act_format_q8_2_x4(), scalar_matmul_q6k, true},
         {quant::T_Q4_K_R8, Isa::scalar, act_format_q8_2_x4(), scalar_matmul_q4k_r8},
+        {quant::T_Q6_K_R8, Isa::scalar, act_format_q8_2_x4(), scalar_matmul_q6k_r8, true},
     };
     return {entries, sizeof(entries) / sizeof(entries[0])};
 }
