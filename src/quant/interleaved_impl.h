@@ -27,7 +27,7 @@ struct CodecList {
 };
 
 CodecList interleaved_legacy_codecs();  // Q4_0_R8 Q8_0_R8 MXFP4_R8 IQ4_NL_R4 Q5_0_R4 Q6_0_R4 Q4_0_NxM
-CodecList interleaved_kquant_codecs();  // Q2_K_R4..Q6_K_R4, IQ4_XS_R8, Q4_K_R8 / Q6_K_R8 (run-time)
+CodecList interleaved_kquant_codecs();  // Q2_K_R4..Q6_K_R4, IQ4_XS_R8, Q4_K_R8 / Q6_K_R8 / IQ4_K_R8 (run-time)
 CodecList interleaved_iqk_codecs();     // IQ2_K_R4..IQ5_K_R4, IQ4_KS_R4, IQ5_KS_R4
 CodecList interleaved_grid_codecs();    // IQ2_XXS_R4 IQ2_XS_R4 IQ2_S_R4 IQ3_XXS_R4 IQ3_S_R4 IQ1_S_R4 IQ1_M_R4 IQ2_BN_R4
 CodecList interleaved_8bit_codecs();    // BF16_R16 Q8_K_R8 Q8_K_R16 Q8_KV_R8

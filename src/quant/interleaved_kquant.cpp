@@ -1,5 +1,5 @@
 // Row-interleaved K-quants Q2_K_R4..Q6_K_R4 and IQ4_XS_R8 (docs: quant-formats.md §12.4, §12.5), and
-// ikllm's run-time Q4_K_R8 and Q6_K_R8 (kquant_r8.h).
+// ikllm's run-time Q4_K_R8, Q6_K_R8 and IQ4_K_R8 (kquant_r8.h).
 // Arithmetic follows the base types exactly; only the byte placement differs.
 #include <cstring>
 
@@ -238,6 +238,25 @@ void rep_q6_k_r8(const uint8_t* const* rows, uint8_t* dst, int64_t ne0) {
     }
 }
 
+// ---- IQ4_K_R8 (ikllm's run-time layout, kquant_r8.h): the plain blocks, unpacked ------------------
+void deq_iq4_k_r8(const uint8_t* src, float* y, int64_t ne0) {
+    const DequantGroupFn plain = find_type(T_IQ4_K)->dequant;
+    uint8_t blocks[8][kIQ4KBlockBytes];
+    uint8_t* b[8];
+    for (int r = 0; r < 8; ++r) b[r] = blocks[r];
+    for (int64_t ibl = 0; ibl < ne0 / QK; ++ibl, src += kIQ4KR8Bytes) {
+        iq4k_r8_unpack_block(src, b);
+        for (int r = 0; r < 8; ++r) plain(blocks[r], y + r * ne0 + QK * ibl, QK);
+    }
+}
+void rep_iq4_k_r8(const uint8_t* const* rows, uint8_t* dst, int64_t ne0) {
+    for (int64_t ibl = 0; ibl < ne0 / QK; ++ibl, dst += kIQ4KR8Bytes) {
+        const uint8_t* b[8];
+        for (int r = 0; r < 8; ++r) b[r] = rows[r] + kIQ4KBlockBytes * ibl;
+        iq4k_r8_pack_block(b, dst);
+    }
+}
+
 const InterleavedCodec kKquantCodecs[] = {
     {T_Q2_K_R4, T_Q2_K, 4, deq_q2_k_r4, rep_q2_k_r4, nullptr},
     {T_Q3_K_R4, T_Q3_K, 4, deq_q3_k_r4, rep_q3_k_r4, nullptr},
@@ -247,6 +266,7 @@ const InterleavedCodec kKquantCodecs[] = {
     {T_IQ4_XS_R8, T_IQ4_XS, 8, deq_iq4_xs_r8, rep_iq4_xs_r8, nullptr},
     {T_Q4_K_R8, T_Q4_K, 8, deq_q4_k_r8, rep_q4_k_r8, nullptr},
     {T_Q6_K_R8, T_Q6_K, 8, deq_q6_k_r8, rep_q6_k_r8, nullptr},
+    {T_IQ4_K_R8, T_IQ4_K, 8, deq_iq4_k_r8, rep_iq4_k_r8, nullptr},
 };
 
 }  // namespace

@@ -1,4 +1,4 @@
-// ikllm's own run-time layouts of Q4_K and Q6_K (docs/quant-r8.md): made by run-time repack,
+// ikllm's own run-time layouts of Q4_K, Q6_K and IQ4_K (docs/quant-r8.md): made by run-time repack,
 // never read from or written to files.
 // Q4_K_R8: 8 rows side by side, 1152 bytes per 256 columns (the 8 plain blocks' room), laid out so
 // that one 512-bit register holds two 32-weight sub-blocks of all 8 rows and the sub-block scales
@@ -150,6 +150,77 @@ inline void q6k_r8_unpack_group(const uint8_t* group, uint8_t* rows, size_t rb, 
         uint8_t* b[8];
         for (int r = 0; r < 8; ++r) b[r] = rows + rb * (size_t)r + kQ6KBlockBytes * (size_t)blk;
         q6k_r8_unpack_block(group + kQ6KR8Bytes * (size_t)blk, b);
+    }
+}
+
+}  // namespace ikllm::quant
+
+namespace ikllm::quant {
+
+// IQ4_K_R8: ikllm's run-time layout of IQ4_K, 1152 bytes per 256 columns of 8 rows. The plain code
+// bytes in 4-byte granules (a register: one granule of chunk 2j in lanes 0-7 and of chunk 2j + 1
+// in lanes 8-15); per accumulator a = 2j + h (h: low / high nibbles) lane L = row L % 8 of the
+// 16-weight sub-block s(a, L) = 4j + h + 2 (L / 8), whose value set bit and scale are stored per lane:
+//   [0, 16)      d of rows 0-7 (fp16)
+//   [16, 32)     8 uint16 masks: bit L of mask a = extra bit s(a, L) of row L % 8
+//   [32, 96)     6-bit scale ls (before - 32) of value i = 16a + L: low 4 bits in byte 32 + i % 64,
+//                nibble i / 64; [96, 128) its 2 high bits in byte 96 + i % 32, bits 2 (i / 32)
+//   [128, 1152)  codes: 64 bytes at 128 + 256j + 64g: plain qs bytes 32j + 4g.. (chunk 2j) of rows
+//                0-7, then plain qs bytes 32j + 16 + 4g.. (chunk 2j + 1)
+inline constexpr int kIQ4KR8Bytes = 1152;
+inline constexpr int kIQ4KBlockBytes = 144;
+
+inline int iq4k_r8_sub_block(int a, int lane) { return 4 * (a >> 1) + (a & 1) + 2 * (lane >> 3); }
+
+inline void iq4k_r8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
+    std::memset(dst, 0, kIQ4KR8Bytes);
+    for (int r = 0; r < 8; ++r) {
+        const uint8_t* x = b[r];
+        std::memcpy(dst + 2 * r, x, 2);
+        const int extra = x[2] | x[3] << 8;
+        for (int a = 0; a < 8; ++a)
+            for (int half = 0; half < 2; ++half) {
+                const int lane = r + 8 * half, s = iq4k_r8_sub_block(a, lane), i = 16 * a + lane;
+                if ((extra >> s) & 1) dst[16 + 2 * a + (lane >> 3)] |= (uint8_t)(1 << (lane & 7));
+                const int ls = ((x[8 + s / 2] >> (4 * (s % 2))) & 15) | ((x[4 + s / 4] >> (2 * (s % 4))) & 3) << 4;
+                dst[32 + (i & 63)] |= (uint8_t)((ls & 15) << (4 * (i >> 6)));
+                dst[96 + (i & 31)] |= (uint8_t)((ls >> 4) << (2 * (i >> 5)));
+            }
+        for (int j = 0; j < 4; ++j)
+            for (int g = 0; g < 4; ++g) {
+                std::memcpy(dst + 128 + 256 * j + 64 * g + 4 * r, x + 16 + 32 * j + 4 * g, 4);
+                std::memcpy(dst + 128 + 256 * j + 64 * g + 32 + 4 * r, x + 16 + 32 * j + 16 + 4 * g, 4);
+            }
+    }
+}
+inline void iq4k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
+    for (int r = 0; r < 8; ++r) {
+        uint8_t* x = b[r];
+        std::memset(x, 0, 16);
+        std::memcpy(x, src + 2 * r, 2);
+        int extra = 0;
+        for (int a = 0; a < 8; ++a)
+            for (int half = 0; half < 2; ++half) {
+                const int lane = r + 8 * half, s = iq4k_r8_sub_block(a, lane), i = 16 * a + lane;
+                extra |= ((src[16 + 2 * a + (lane >> 3)] >> (lane & 7)) & 1) << s;
+                const int ls = ((src[32 + (i & 63)] >> (4 * (i >> 6))) & 15) | ((src[96 + (i & 31)] >> (2 * (i >> 5))) & 3) << 4;
+                x[8 + s / 2] |= (uint8_t)((ls & 15) << (4 * (s % 2)));
+                x[4 + s / 4] |= (uint8_t)((ls >> 4) << (2 * (s % 4)));
+            }
+        x[2] = (uint8_t)(extra & 255);
+        x[3] = (uint8_t)(extra >> 8);
+        for (int j = 0; j < 4; ++j)
+            for (int g = 0; g < 4; ++g) {
+                std::memcpy(x + 16 + 32 * j + 4 * g, src + 128 + 256 * j + 64 * g + 4 * r, 4);
+                std::memcpy(x + 16 + 32 * j + 16 + 4 * g, src + 128 + 256 * j + 64 * g + 32 + 4 * r, 4);
+            }
+    }
+}
+inline void iq4k_r8_unpack_group(const uint8_t* group, uint8_t* rows, size_t rb, int64_t ne0) {
+    for (int64_t blk = 0; blk < ne0 / 256; ++blk) {
+        uint8_t* b[8];
+        for (int r = 0; r < 8; ++r) b[r] = rows + rb * (size_t)r + kIQ4KBlockBytes * (size_t)blk;
+        iq4k_r8_unpack_block(group + kIQ4KR8Bytes * (size_t)blk, b);
     }
 }
 

@@ -1,6 +1,6 @@
 // Run-time repack at model level (model option "repack", src/model/repack_weights.cpp): the CPU
-// backend picks each type's interleaved form (with AVX-512 ikllm's own Q4_K_R8 / Q6_K_R8, else
-// the reference's Q4_K_R4 and Q6_K as stored), the converted weights decode to exactly the stored
+// backend picks each type's interleaved form (with AVX-512 ikllm's own Q4_K_R8 / Q6_K_R8 /
+// IQ4_K_R8, else the reference's Q4_K_R4 and Q6_K / IQ4_K as stored), the converted weights decode to exactly the stored
 // values, and the token embeddings stay plain (they are looked up row by row). Logits of repacked models against the reference engine:
 // refdata_logits_rtr (check_logits.py with -rtr).
 #include <gtest/gtest.h>
@@ -53,15 +53,16 @@ std::vector<float> dequant_rows(const ikllm::Tensor& t) {
 
 TEST(ModelRepack, KQuantMatricesTakeTheCpusLayoutWithTheirValues) {
     IKLLM_REQUIRE_REFDATA();
-    for (const char* stem : {"llama-q-Q4_K_M", "qwen3moe-tiny-Q4_K_M"}) {
+    for (const char* stem : {"llama-q-Q4_K_M", "qwen3moe-tiny-Q4_K_M", "deepseek2-tiny-IQ4_K"}) {
         SCOPED_TRACE(stem);
         Loaded plain(stem, 0), packed(stem, 1);
         ASSERT_TRUE(plain.model && packed.model);
-        // With AVX-512 ikllm's own 8-row forms; otherwise Q4_K -> Q4_K_R4 and Q6_K as stored.
+        // With AVX-512 ikllm's own 8-row forms; otherwise Q4_K -> Q4_K_R4, the others as stored.
         const bool avx512 = ikllm::cpu::best_isa() == ikllm::cpu::Isa::avx512;
         const std::map<uint32_t, uint32_t> want = {
             {ikllm::quant::T_Q4_K, avx512 ? ikllm::quant::T_Q4_K_R8 : ikllm::quant::T_Q4_K_R4},
-            {ikllm::quant::T_Q6_K, avx512 ? ikllm::quant::T_Q6_K_R8 : ikllm::quant::T_Q6_K}};
+            {ikllm::quant::T_Q6_K, avx512 ? ikllm::quant::T_Q6_K_R8 : ikllm::quant::T_Q6_K},
+            {ikllm::quant::T_IQ4_K, avx512 ? ikllm::quant::T_IQ4_K_R8 : ikllm::quant::T_IQ4_K}};
         const auto a = plain.weights(), b = packed.weights();
         int converted = 0;
         for (const auto& [name, t] : a) {

@@ -1,5 +1,5 @@
-// Q4_K_R8 and Q6_K_R8, ikllm's run-time layouts of Q4_K and Q6_K (quant/kquant_r8.h,
-// kernels/kquant_r8_avx512.h). Layout: packing 8 plain rows and unpacking them gives the same bytes
+// Q4_K_R8, Q6_K_R8 and IQ4_K_R8, ikllm's run-time layouts of Q4_K, Q6_K and IQ4_K (quant/kquant_r8.h,
+// kernels/kquant_r8_avx512.h, kernels/iqk_r8_avx512.h). Layout: packing 8 plain rows and unpacking them gives the same bytes
 // back, for random code and scale bits; the group decodes to the plain rows' values; the types
 // never load from a file (api_badinput_test). AVX-512 kernels: below kP32ExactMinTokens tokens
 // within rounding of the products' magnitude of the scalar reference (which unpacks each group and
@@ -16,6 +16,7 @@
 
 #include "kernels/matmul.h"
 #include "quant/act_q8_0.h"
+#include "quant/act_q8_k.h"
 #include "quant/kquant_r8.h"
 #include "quant/repack.h"
 #include "quant/type_traits.h"
@@ -39,11 +40,23 @@ std::vector<uint8_t> plain_rows(uint32_t type, int64_t ne0, int64_t rows, std::m
         tt->quantize(x.data(), w.data() + rb * r, ne0, nullptr);
         if (!random_bits) continue;
         const int bb = tt->block_bytes;
-        const int lo = type == T_Q4_K ? 4 : 0, hi = type == T_Q4_K ? bb : bb - 2;  // Q4_K: d, dmin first; Q6_K: d last
+        // The fp16 factors stay: Q4_K d, dmin first; IQ4_K d first; Q6_K d last.
+        const int lo = type == T_Q4_K ? 4 : type == T_IQ4_K ? 2 : 0, hi = type == T_Q6_K ? bb - 2 : bb;
         for (int64_t b = 0; b < ne0 / 256; ++b)
             for (int i = lo; i < hi; ++i) w[rb * r + (size_t)bb * b + i] = (uint8_t)rng();
     }
     return w;
+}
+
+// The activation row's values (Q8_2_X4 or Q8_K), for the tolerance's magnitude.
+void decode_act(uint32_t format, const uint8_t* row, float* out, int64_t ne0) {
+    if (format != T_Q8_K) return act_q8_2_x4_decode_row(row, out, ne0);
+    for (int64_t b = 0; b < ne0 / 256; ++b) {
+        const uint8_t* blk = row + (size_t)kQ8KBlockBytes * b;
+        float d;
+        std::memcpy(&d, blk + kQ8KOffD, 4);
+        for (int i = 0; i < 256; ++i) out[256 * b + i] = d * (float)(int8_t)blk[kQ8KOffQs + i];
+    }
 }
 
 struct Case {
@@ -85,6 +98,12 @@ TEST(Q4KR8Layout, RegisteredAsRunTimeLayouts) {
     EXPECT_EQ(row_bytes(*q6, 4096), row_bytes(*find_type(T_Q6_K), 4096));
     EXPECT_TRUE(is_runtime_layout(T_Q6_K_R8));
     EXPECT_EQ(repack_base(T_Q6_K_R8), (uint32_t)T_Q6_K);
+    const TypeTraits* iq4 = find_type(T_IQ4_K_R8);
+    ASSERT_TRUE(iq4);
+    EXPECT_EQ(iq4->interleave, 8);
+    EXPECT_EQ(row_bytes(*iq4, 4096), row_bytes(*find_type(T_IQ4_K), 4096));
+    EXPECT_TRUE(is_runtime_layout(T_IQ4_K_R8));
+    EXPECT_EQ(repack_base(T_IQ4_K_R8), (uint32_t)T_IQ4_K);
 }
 
 using UnpackGroup = void (*)(const uint8_t*, uint8_t*, size_t, int64_t);
@@ -93,7 +112,9 @@ struct R8Type {
     uint32_t base, packed;
     UnpackGroup unpack;
 };
-const R8Type kR8Types[] = {{T_Q4_K, T_Q4_K_R8, q4k_r8_unpack_group}, {T_Q6_K, T_Q6_K_R8, q6k_r8_unpack_group}};
+const R8Type kR8Types[] = {{T_Q4_K, T_Q4_K_R8, q4k_r8_unpack_group},
+                           {T_Q6_K, T_Q6_K_R8, q6k_r8_unpack_group},
+                           {T_IQ4_K, T_IQ4_K_R8, iq4k_r8_unpack_group}};
 
 TEST(Q4KR8Layout, PackUnpackGivesThePlainBytesAndValues) {
     std::mt19937 rng(5);
@@ -191,7 +212,7 @@ TEST_P(R8Avx512, MatchesReferenceAndPlainPanels) {
         std::vector<float> wf((size_t)c.ne0), af((size_t)c.ne0);
         const int64_t ys = c.rows + 5;
         for (int64_t t = 0; t < c.nt; ++t) {
-            act_q8_2_x4_decode_row(act.data() + arb * t, af.data(), c.ne0);
+            decode_act(r8->act->id, act.data() + arb * t, af.data(), c.ne0);
             Case one = c;
             one.nt = 1;
             std::vector<uint8_t> act1(act.begin() + (ptrdiff_t)(arb * t), act.begin() + (ptrdiff_t)(arb * (t + 1)));

@@ -2,8 +2,19 @@
 // kquant_unpack.h). Every type of the family has a kernel here, including IQ2_KS, IQ3_KS,
 // IQ4_KSS and IQ2_KL; the AVX2/AVX-512 files cover all of them as well.
 #include "kernels/kquant_unpack.h"
+#include "kernels/r8_slab.h"
+#include "quant/kquant_r8.h"
 
 namespace ikllm::cpu {
+
+namespace {
+// IQ4_K_R8 (ikllm's run-time layout): unpacked to the plain rows, then the plain kernel, so this
+// reference shares no code with the interleaved kernel it checks.
+void scalar_matmul_iq4k_r8(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
+                           size_t arb, int64_t nt, float* y, int64_t ys) {
+    r8_plain_slabs(quant::iq4k_r8_unpack_group, scalar_matmul<KIq4K>, w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+}
+}  // namespace
 
 KernelTable iqk_kernels_scalar() {
     static const MatmulKernel entries[] = {
@@ -19,6 +30,7 @@ KernelTable iqk_kernels_scalar() {
         {KIq4Kss::id, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul<KIq4Kss>},
         {KIq5Ks::id, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul<KIq5Ks>},
         {KIq2Kl::id, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul<KIq2Kl>},
+        {quant::T_IQ4_K_R8, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul_iq4k_r8},
     };
     return {entries, sizeof(entries) / sizeof(entries[0])};
 }

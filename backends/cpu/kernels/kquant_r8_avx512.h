@@ -18,6 +18,7 @@
 
 #include "kernels/kquant_panel_avx512.h"
 #include "kernels/prefetch.h"
+#include "kernels/r8_slab.h"
 #include "quant/kquant_r8.h"
 
 namespace ikllm::cpu {
@@ -287,16 +288,7 @@ void q6kr8_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t
                   int64_t nt, float* y, int64_t ys) {
     const int64_t nbk = ne0 / 256, nc = ne0 / 32;
     if (nt >= kP32ExactMinTokens) {
-        // Prompt batches: slabs of rows unpacked to the plain blocks (a transpose of 4-byte
-        // granules), then the plain Q6_K panels: the plain type's results, bit for bit.
-        constexpr int64_t kSlab = 64;
-        std::vector<uint8_t> plain((size_t)kSlab * wrb);
-        for (int64_t r = r0; r < r1; r += kSlab) {
-            const int64_t n = std::min(kSlab, r1 - r);
-            for (int64_t k = 0; k < n; k += 8)
-                quant::q6k_r8_unpack_group(w + (size_t)(r + k) * wrb, plain.data() + (size_t)k * wrb, wrb, ne0);
-            q6k_panel_matmul(plain.data(), wrb, ne0, 0, n, act, arb, nt, y + r, ys);
-        }
+        r8_plain_slabs(quant::q6k_r8_unpack_group, q6k_panel_matmul, w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
         return;
     }
     std::vector<float> da_v((size_t)(nt * nc));

@@ -4,8 +4,7 @@
 #include "kernels/kquant_q6k_conv.h"
 #include "kernels/kquant_unpack.h"
 
-#include <vector>
-
+#include "kernels/r8_slab.h"
 #include "quant/kquant_r8.h"
 
 namespace ikllm::cpu {
@@ -26,19 +25,11 @@ void scalar_matmul_q6k(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, in
 // kernel, so this reference shares no code with the interleaved kernels it checks.
 void scalar_matmul_q4k_r8(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
                           size_t arb, int64_t nt, float* y, int64_t ys) {
-    std::vector<uint8_t> rows(8 * wrb);
-    for (int64_t r = r0; r < r1; r += 8) {
-        quant::q4k_r8_unpack_group(w + (size_t)r * wrb, rows.data(), wrb, ne0);
-        scalar_matmul_q82<KQ4K>(rows.data(), wrb, ne0, 0, 8, act, arb, nt, y + r, ys);
-    }
+    r8_plain_slabs(quant::q4k_r8_unpack_group, scalar_matmul_q82<KQ4K>, w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
 }
 void scalar_matmul_q6k_r8(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
                           size_t arb, int64_t nt, float* y, int64_t ys) {
-    std::vector<uint8_t> rows(8 * wrb);
-    for (int64_t r = r0; r < r1; r += 8) {
-        quant::q6k_r8_unpack_group(w + (size_t)r * wrb, rows.data(), wrb, ne0);
-        scalar_matmul_q6k(rows.data(), wrb, ne0, 0, 8, act, arb, nt, y + r, ys);
-    }
+    r8_plain_slabs(quant::q6k_r8_unpack_group, scalar_matmul_q6k, w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
 }
 }  // namespace
 

@@ -1,0 +1,137 @@
+// IQ4_K_R8 (ikllm's run-time layout of IQ4_K, quant/kquant_r8.h) on AVX-512 VNNI, included by
+// iqk_avx512.cpp. As Q4_K_R8 (kquant_r8_avx512.h): 8 rows side by side, a register holds one
+// 4-column granule of two 32-weight chunks of all 8 rows, every row's sums stay in its lanes.
+// The numerics are the plain kernel's (kquant_unpack.h, KIq4K), which follow the reference: the
+// levels of the first value set + 128 as unsigned bytes (one vpshufb lookup), multiplied with
+// vpmaddubsw's saturating int16 pair sums (the saturation is common and moves logits by percents),
+// summed to int32 and corrected per 16 weights by (4 e - 128) x the activation's code sum (Q8_K
+// bsums; e the value-set bit: the second set is the first plus 4); times the sub-block scale in
+// int32 and one float multiply-add per block: the plain kernel's integer per 256 weights. From
+// kP32ExactMinTokens tokens: the plain IQ4_K kernel on unpacked slabs (r8_slab.h), its results
+// bit for bit.
+#pragma once
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/legacy_panel_avx512.h"  // kP32ExactMinTokens
+#include "kernels/prefetch.h"
+#include "kernels/r8_slab.h"
+#include "quant/act_q8_k.h"
+#include "quant/kquant_r8.h"
+
+namespace ikllm::cpu {
+namespace {
+
+constexpr int kIq4KR8Tokens = 4;  // tokens sharing one decoded block
+
+inline __m512i iq4kr8_pair_i32(int32_t lo, int32_t hi) {
+    return _mm512_inserti64x4(_mm512_set1_epi32(lo), _mm256_set1_epi32(hi), 1);
+}
+
+// The 8 accumulators' scales sc = ls - 32 (int32, lane L of accumulator a as in kquant_r8.h).
+inline void iq4kr8_scales(const uint8_t* blk, __m512i sc[8]) {
+    const __m512i lo = _mm512_loadu_si512(blk + 32);
+    const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 96));
+    const __m512i m15 = _mm512_set1_epi8(15), m3 = _mm512_set1_epi8(3), k32 = _mm512_set1_epi8(32);
+    const __m512i h0 = _mm512_inserti64x4(_mm512_castsi256_si512(hi), _mm256_srli_epi16(hi, 2), 1);
+    const __m512i h1 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_srli_epi16(hi, 4)), _mm256_srli_epi16(hi, 6), 1);
+    const __m512i v0 = _mm512_sub_epi8(
+        _mm512_or_si512(_mm512_and_si512(lo, m15), _mm512_slli_epi16(_mm512_and_si512(h0, m3), 4)), k32);
+    const __m512i v1 = _mm512_sub_epi8(
+        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(lo, 4), m15), _mm512_slli_epi16(_mm512_and_si512(h1, m3), 4)), k32);
+    sc[0] = _mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(v0, 0));
+    sc[1] = _mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(v0, 1));
+    sc[2] = _mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(v0, 2));
+    sc[3] = _mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(v0, 3));
+    sc[4] = _mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(v1, 0));
+    sc[5] = _mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(v1, 1));
+    sc[6] = _mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(v1, 2));
+    sc[7] = _mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(v1, 3));
+}
+
+// One 8-row group times T tokens (a[t]: token t's Q8_K row). Lane k of the result is row k: the
+// sum of the two halves.
+template <int T>
+void iq4kr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) {
+    // The first IQ4_K value set (the IQ4_NL values) + 128 as unsigned bytes, in every 128-bit lane.
+    const __m512i table = _mm512_broadcast_i32x4(_mm_setr_epi8((char)1, (char)24, (char)45, (char)63, (char)79, (char)93,
+                                                               (char)106, (char)118, (char)129, (char)141, (char)153,
+                                                               (char)166, (char)181, (char)197, (char)217, (char)241));
+    const __m512i m15 = _mm512_set1_epi8(15), ones = _mm512_set1_epi16(1);
+    const __m512i base = _mm512_set1_epi32(-128), shifted = _mm512_set1_epi32(-124);
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    __m512i ix[8];  // activation dwords: lanes 0-7 dword j of chunk 2j', 8-15 dword 8 + j (chunk 2j' + 1)
+    for (int j = 0; j < 8; ++j) ix[j] = iq4kr8_pair_i32(j, 8 + j);
+    for (int64_t b = 0; b < nbk; ++b) {
+        const uint8_t* blk = g + quant::kIQ4KR8Bytes * b;
+        prefetch_weights<quant::kIQ4KR8Bytes>(blk);
+        __m512i sc[8];
+        iq4kr8_scales(blk, sc);
+        __m512i isum[T];
+        for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
+        for (int j = 0; j < 4; ++j) {
+            __m512i lo[4], hi[4];
+            for (int gq = 0; gq < 4; ++gq) {
+                const __m512i q = _mm512_loadu_si512(blk + 128 + 256 * j + 64 * gq);
+                lo[gq] = _mm512_shuffle_epi8(table, _mm512_and_si512(q, m15));
+                hi[gq] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(q, 4), m15));
+            }
+            uint16_t mk[2];
+            std::memcpy(mk, blk + 16 + 4 * j, 4);
+            const __m512i mul0 = _mm512_mask_blend_epi32((__mmask16)mk[0], base, shifted);
+            const __m512i mul1 = _mm512_mask_blend_epi32((__mmask16)mk[1], base, shifted);
+            for (int t = 0; t < T; ++t) {
+                const uint8_t* ab = a[t] + quant::kQ8KBlockBytes * b;
+                int16_t bs[4];  // per-16 code sums of sub-blocks 4j .. 4j + 3
+                std::memcpy(bs, ab + quant::kQ8KOffBsums + 8 * j, 8);
+                const __m512i av = _mm512_loadu_si512(ab + quant::kQ8KOffQs + 64 * j);
+                // Low nibbles: sub-blocks 4j (lanes 0-7) and 4j + 2; high: 4j + 1 and 4j + 3.
+                __m512i s0 = _mm512_mullo_epi32(iq4kr8_pair_i32(bs[0], bs[2]), mul0);
+                __m512i s1 = _mm512_mullo_epi32(iq4kr8_pair_i32(bs[1], bs[3]), mul1);
+                for (int gq = 0; gq < 4; ++gq) {
+                    s0 = _mm512_dpwssd_epi32(s0, _mm512_maddubs_epi16(lo[gq], _mm512_permutexvar_epi32(ix[gq], av)), ones);
+                    s1 = _mm512_dpwssd_epi32(s1, _mm512_maddubs_epi16(hi[gq], _mm512_permutexvar_epi32(ix[4 + gq], av)), ones);
+                }
+                isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(s0, sc[2 * j]),
+                                                                     _mm512_mullo_epi32(s1, sc[2 * j + 1])));
+            }
+        }
+        const __m512 d16 = _mm512_cvtph_ps(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk))));
+        for (int t = 0; t < T; ++t) {
+            float da;
+            std::memcpy(&da, a[t] + quant::kQ8KBlockBytes * b + quant::kQ8KOffD, 4);
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d16, _mm512_set1_ps(da)), acc[t]);
+        }
+    }
+    for (int t = 0; t < T; ++t)
+        _mm256_storeu_ps(y + t * ys, _mm256_add_ps(_mm512_castps512_ps256(acc[t]), _mm512_extractf32x8_ps(acc[t], 1)));
+}
+
+template <MatmulFn Plain>
+void iq4kr8_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
+                   int64_t nt, float* y, int64_t ys) {
+    if (nt >= kP32ExactMinTokens) return r8_plain_slabs(quant::iq4k_r8_unpack_group, Plain, w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+    const int64_t nbk = ne0 / 256;
+    for (int64_t r = r0; r < r1; r += 8) {
+        const uint8_t* g = w + (size_t)r * wrb;
+        for (int64_t t0 = 0; t0 < nt; t0 += kIq4KR8Tokens) {
+            const int tn = (int)std::min<int64_t>(kIq4KR8Tokens, nt - t0);
+            const uint8_t* a[kIq4KR8Tokens];
+            for (int t = 0; t < tn; ++t) a[t] = act + (size_t)(t0 + t) * arb;
+            float* out = y + t0 * ys + r;
+            switch (tn) {  // (default: 4)
+                case 1: iq4kr8_tile<1>(g, nbk, a, out, ys); break;
+                case 2: iq4kr8_tile<2>(g, nbk, a, out, ys); break;
+                case 3: iq4kr8_tile<3>(g, nbk, a, out, ys); break;
+                default: iq4kr8_tile<4>(g, nbk, a, out, ys); break;
+            }
+        }
+    }
+}
+
+}  // namespace
+}  // namespace ikllm::cpu
