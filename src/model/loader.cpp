@@ -391,7 +391,7 @@ Storage load_storage(const gguf::File* mapped, const ModelOptions& opts, const b
         // Repacking converts a read copy in place where the interleaved rows take the same room;
         // only a type that grows (Q8_KV) keeps the mapping (its copy would double the memory).
         bool repack_grows_data = false;
-        if (opts.repack && mapped)
+        if (opts.repack > 0 && mapped)
             for (const gguf::TensorInfo& ti : mapped->tensors())
                 repack_grows_data |= repack_applies(cpu, ti.type, opts.repack == 2) && repack_grows(cpu, ti.type, ti.ne[0]);
         const char* keep = opts.vocab_only                                             ? "vocab-only load"
@@ -481,14 +481,16 @@ std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& o
     }
     binder.check_all_used();
     check_cancel(0.8f);
-    if (opts.repack) {
+    // Auto repack converts only a read copy, in place: a mapping stays as it is.
+    const bool repack_auto = opts.repack < 0;
+    if (opts.repack > 0 || (repack_auto && !m->file->mapped())) {
         std::vector<Tensor*> mm{m->output};
         for (auto& l : m->layers)
             for (Tensor* t : {l.wq, l.wk, l.wv, l.wo, l.ffn_gate, l.ffn_up, l.ffn_down, l.wq_a, l.wq_b, l.wkv_a_mqa,
                               l.ffn_gate_exps, l.ffn_up_exps, l.ffn_down_exps, l.ffn_gate_shexp, l.ffn_up_shexp,
                               l.ffn_down_shexp})
                 mm.push_back(t);
-        repack_weights(*m, mm, opts.repack == 2, log);
+        repack_weights(*m, mm, opts.repack == 2, repack_auto, log);
     }
     check_cancel(0.9f);
     place_weights(*m, opts, registry, log, check_cancel);

@@ -49,9 +49,11 @@ struct ModelOptions {
     int use_mmap = -1;
     bool check_tensors = false;  // decode every tensor at load to find NaN/inf (slow)
     bool vocab_only = false;     // metadata + tokenizer only (no weights, no sessions)
-    // Convert CPU weights to row-interleaved layouts at load (they leave the mmap): 1 where the
-    // CPU backend runs them faster, 2 wherever an interleaved form exists.
-    int repack = 0;
+    // Convert CPU weights to row-interleaved layouts at load: -1 (auto) where the CPU backend runs
+    // them faster and the weights are a read copy (converted in place, no extra memory), 0 never,
+    // 1 where the CPU runs them faster (from a mapping too: they leave it), 2 wherever an
+    // interleaved form exists.
+    int repack = -1;
     int huge_pages = -1;         // madvise(MADV_HUGEPAGE) on the weights; -1: on for a read copy only
     bool prefault = false;       // fault the mapped weights in at load (memory_placement.h)
     std::string numa;            // "", "interleave", "bind:N"

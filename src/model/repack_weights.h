@@ -10,10 +10,12 @@
 
 namespace ikllm {
 
-// Repacks the given matmul weights in place where the CPU backend says the interleaved form is
-// faster (Backend::repack_helps; `force`: wherever an interleaved form exists and runs), warning
-// about the types kept as stored; returns the number of tensors converted.
-int repack_weights(Model& m, const std::vector<Tensor*>& matmul_weights, bool force, const Logger& log);
+// Repacks the given matmul weights where the CPU backend says the interleaved form is faster
+// (Backend::repack_helps; `force`: wherever an interleaved form exists and runs), reporting the
+// types kept as stored (a warning when asked for, information under `in_place_only`, the
+// automatic default, which also leaves alone what cannot be converted where it lies); returns
+// the number of tensors converted.
+int repack_weights(Model& m, const std::vector<Tensor*>& matmul_weights, bool force, bool in_place_only, const Logger& log);
 // DeepSeek MLA: the per-head products wk_b / wv_b that the loader derived from attn_kv_b in Q8_0
 // (owned, 512 x 128 or 128 x 512 per head) go to Q8_0_R8 where they stay on the CPU, whatever the
 // repack option: rows this short spend as much on per-row sums as on the weights, and the

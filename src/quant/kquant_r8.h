@@ -49,13 +49,16 @@ inline void q4k_r8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
             dst[32 + 8 * j + r] = (uint8_t)((sc[j] & 15) | (m[j] & 15) << 4);
             dst[96 + 8 * (j & 3) + r] |= (uint8_t)(((sc[j] >> 4) | (m[j] >> 4) << 2) << (4 * (j >> 2)));
         }
-        const uint8_t* qs = b[r] + 16;  // byte 32g + c: column c of sub-block 2g (low), 2g + 1 (high)
+        // Plain byte 32g + c: column c of sub-block 2g (low nibble) and 2g + 1 (high nibble); the
+        // group byte of (2g, c) also holds (2g, c + 16), the one 32 bytes on (2g + 1, c), (2g + 1, c + 16).
+        const uint8_t* qs = b[r] + 16;
         for (int g = 0; g < 4; ++g)
-            for (int c = 0; c < 32; ++c)
-                for (int h = 0; h < 2; ++h) {
-                    const int q = (qs[32 * g + c] >> (4 * h)) & 15;
-                    dst[q4k_r8_code_byte(2 * g + h, c, r)] |= (uint8_t)(q << (c < 16 ? 0 : 4));
-                }
+            for (int c = 0; c < 16; ++c) {
+                const uint8_t lo = qs[32 * g + c], hi = qs[32 * g + c + 16];
+                uint8_t* o = dst + q4k_r8_code_byte(2 * g, c, r);
+                o[0] = (uint8_t)((lo & 15) | (hi & 15) << 4);
+                o[32] = (uint8_t)((lo >> 4) | (hi & 0xF0));
+            }
     }
 }
 
@@ -78,11 +81,10 @@ inline void q4k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
             S[j + 8] = (uint8_t)((sc[j + 4] & 15) | (m[j + 4] & 15) << 4);
         }
         for (int g = 0; g < 4; ++g)
-            for (int c = 0; c < 32; ++c) {
-                const int sh = c < 16 ? 0 : 4;
-                const int q0 = (src[q4k_r8_code_byte(2 * g, c, r)] >> sh) & 15;
-                const int q1 = (src[q4k_r8_code_byte(2 * g + 1, c, r)] >> sh) & 15;
-                o[16 + 32 * g + c] = (uint8_t)(q0 | q1 << 4);
+            for (int c = 0; c < 16; ++c) {  // the inverse of the packing's byte pairs
+                const uint8_t* i = src + q4k_r8_code_byte(2 * g, c, r);
+                o[16 + 32 * g + c] = (uint8_t)((i[0] & 15) | (i[32] & 15) << 4);
+                o[16 + 32 * g + c + 16] = (uint8_t)((i[0] >> 4) | (i[32] & 0xF0));
             }
     }
 }
@@ -130,8 +132,11 @@ inline int q6k_r8_byte(int o, int r) {
 }
 
 inline void q6k_r8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
-    for (int r = 0; r < 8; ++r)
-        for (int o = 0; o < kQ6KBlockBytes; ++o) dst[q6k_r8_byte(o, r)] = b[r][o];
+    for (int r = 0; r < 8; ++r) {
+        const uint8_t* x = b[r];
+        for (int o = 0; o < 192; o += 4) std::memcpy(dst + q6k_r8_byte(o, r), x + o, 4);  // ql, qh granules
+        for (int o = 192; o < kQ6KBlockBytes; ++o) dst[q6k_r8_byte(o, r)] = x[o];
+    }
 }
 inline void q6k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
     for (int r = 0; r < 8; ++r) {

@@ -243,7 +243,8 @@ TEST(QuantizeApi, RepackConvertsMatmulWeightsOnly) {
     EXPECT_EQ(m->tok_embd->type, ikllm::quant::T_Q4_0);
     EXPECT_EQ(m->layers[0].wq->type, ikllm::quant::T_Q4_0_R8);
     EXPECT_EQ(m->layers[0].ffn_down->type, ikllm::quant::T_Q4_0_R8);
-    EXPECT_EQ(m->output->type, ikllm::quant::T_Q6_K_R4);
+    EXPECT_EQ(m->output->type, m->cpu->repack_type(ikllm::quant::T_Q6_K));  // Q6_K_R4, or ikllm's Q6_K_R8 (AVX-512)
+    EXPECT_NE(m->output->type, ikllm::quant::T_Q6_K);
 }
 
 // A read copy of the file is repacked where it lies (the interleaved rows take the same room);
@@ -258,6 +259,7 @@ TEST(QuantizeApi, RepackInPlaceMatchesRepackedCopy) {
     in_place.use_mmap = 0;
     copied.use_mmap = 1;
     plain.use_mmap = 0;
+    plain.repack = 0;
     auto a = ikllm::load_model(path, in_place, nullptr, log);
     auto b = ikllm::load_model(path, copied, nullptr, log);
     auto c = ikllm::load_model(path, plain, nullptr, log);
@@ -289,8 +291,38 @@ TEST(QuantizeApi, RepackOneFollowsTheBackend) {
     auto m = ikllm::load_model(ikllm::test::refdata_dir() + "/quant/llama-q-Q4_0.gguf", mo, nullptr, log);
     const bool helps = m->cpu->repack_helps(ikllm::quant::T_Q4_0);
     EXPECT_EQ(m->layers[0].wq->type, helps ? ikllm::quant::T_Q4_0_R8 : ikllm::quant::T_Q4_0);
-    EXPECT_EQ(m->output->type, m->cpu->repack_helps(ikllm::quant::T_Q6_K) ? ikllm::quant::T_Q6_K_R4 : ikllm::quant::T_Q6_K);
+    EXPECT_EQ(m->output->type,
+              m->cpu->repack_helps(ikllm::quant::T_Q6_K) ? m->cpu->repack_type(ikllm::quant::T_Q6_K) : ikllm::quant::T_Q6_K);
     EXPECT_EQ(m->placement.rfind("weights in memory (use_mmap auto", 0), 0u) << m->placement;
+}
+
+// The default (repack -1, auto) converts what repack 1 converts, but only in a read copy of the
+// file, in place: a mapped model keeps the file's types; repack 0 converts nothing.
+TEST(QuantizeApi, RepackAutoConvertsReadCopiesInPlace) {
+    IKLLM_REQUIRE_REFDATA();
+    ikllm::Logger log;
+    const std::string path = ikllm::test::refdata_dir() + "/quant/llama-q-Q4_K_M.gguf";
+    ikllm::ModelOptions automatic, one, mapped, never;
+    EXPECT_EQ(automatic.repack, -1);
+    one.repack = 1;
+    mapped.use_mmap = 1;
+    never.repack = 0;
+    auto a = ikllm::load_model(path, automatic, nullptr, log);
+    auto b = ikllm::load_model(path, one, nullptr, log);
+    auto c = ikllm::load_model(path, mapped, nullptr, log);
+    auto d = ikllm::load_model(path, never, nullptr, log);
+    EXPECT_EQ(a->placement.rfind("weights in memory (use_mmap auto", 0), 0u) << a->placement;
+    EXPECT_EQ(c->placement.rfind("weights mmapped", 0), 0u) << c->placement;
+    int converted = 0;
+    for (size_t i = 0; i < a->weights.size(); ++i) {
+        const ikllm::Tensor &x = *a->weights[i], &y = *b->weights[i], &z = *c->weights[i], &w = *d->weights[i];
+        ASSERT_STREQ(x.name, y.name);
+        EXPECT_EQ(x.type, y.type) << x.name;
+        EXPECT_EQ(z.type, w.type) << x.name;  // the mapping and repack 0: the file's types
+        EXPECT_EQ(std::memcmp(x.data, y.data, x.nb[1] * (size_t)x.n_rows()), 0) << x.name;
+        converted += x.type != w.type;
+    }
+    EXPECT_EQ(converted > 0, a->cpu->repack_helps(ikllm::quant::T_Q4_K));
 }
 
 }  // namespace

@@ -34,7 +34,7 @@ Args parse(int argc, char** argv, const std::vector<std::string>& flags) {
         std::string s = argv[i];
         if (s.size() > 1 && s[0] == '-' && !(s.size() > 1 && std::isdigit((unsigned char)s[1]))) {
             // Flags every command understands (model loading, logging) plus the command's own.
-            bool is_flag = s == "--verbose" || s == "--no-mmap" || s == "--mmap" || s == "-rtr" || s == "--run-time-repack" ||
+            bool is_flag = s == "--verbose" || s == "--no-mmap" || s == "--mmap" || s == "-rtr" || s == "--run-time-repack" || s == "--no-repack" ||
                            s == "--huge-pages" || s == "--no-huge-pages" || s == "--batch-invariant" || s == "--prefault" ||
                            s == "--no-prefault";
             for (auto& f : flags) is_flag |= f == s;
@@ -120,6 +120,7 @@ void load(const Args& a, Loaded& out, const std::string& model_path, bool vocab_
     if (a.has("--no-mmap")) check(ikllm_options_set_int(mo, "use_mmap", 0), "option use_mmap");
     if (a.has("--mmap") || (inspect && !a.has("--no-mmap"))) check(ikllm_options_set_int(mo, "use_mmap", 1), "option use_mmap");
     if (a.has("-rtr") || a.has("--run-time-repack")) check(ikllm_options_set_int(mo, "repack", 1), "option repack");
+    if (a.has("--no-repack")) check(ikllm_options_set_int(mo, "repack", 0), "option repack");
     if (a.has("--huge-pages")) check(ikllm_options_set_int(mo, "huge_pages", 1), "option --huge-pages");
     if (a.has("--no-huge-pages")) check(ikllm_options_set_int(mo, "huge_pages", 0), "option --no-huge-pages");
     if (a.has("--prefault") && !a.has("--no-prefault")) check(ikllm_options_set_int(mo, "prefault", 1), "option --prefault");

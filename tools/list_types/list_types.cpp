@@ -15,7 +15,8 @@ int main() {
                 "the kernel tables (backends/cpu/kernels). bpw = bits per weight. *Kernel* columns: the activation "
                 "format of the native integer/float kernel for that instruction set, `tile` = the generic path that "
                 "dequantizes a tile of weight rows to f32 and multiplies in f32 (correct, slower), `-` = not "
-                "computable. Types marked *act* are activation formats that never appear in model files.\n\n");
+                "computable. Types marked *act* are activation formats that never appear in model files; *run-time* types "
+                "are ikllm's own interleaved layouts that run-time repack makes (docs/quant-r8.md), never in files.\n\n");
     std::printf("| id | type | bpw | quantize | scalar | AVX2 | AVX-512 |\n|---:|---|---:|:---:|---|---|---|\n");
     size_t n = 0;
     const quant::TypeTraits* all = quant::all_types(&n);
@@ -28,7 +29,8 @@ int main() {
                                                    t.block_elems);
             bpw = b;
         }
-        std::printf("| %u | %s%s | %s | %s |", t.id, t.name, t.is_activation_only ? " *(act)*" : "", bpw.c_str(),
+        const char* mark = t.is_activation_only ? " *(act)*" : quant::is_runtime_layout(t.id) ? " *(run-time)*" : "";
+        std::printf("| %u | %s%s | %s | %s |", t.id, t.name, mark, bpw.c_str(),
                     t.quantize && !t.is_activation_only ? "yes" : "");
         for (cpu::Isa isa : {cpu::Isa::scalar, cpu::Isa::avx2, cpu::Isa::avx512}) {
             const cpu::MatmulKernel* k = cpu::find_matmul_exact(t.id, isa);
