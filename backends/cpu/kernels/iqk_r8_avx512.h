@@ -7,7 +7,7 @@
 // summed to int32 and corrected per 16 weights by (4 e - 128) x the activation's code sum (Q8_K
 // bsums; e the value-set bit: the second set is the first plus 4); times the sub-block scale in
 // int32 and one float multiply-add per block: the plain kernel's integer per 256 weights. From
-// kP32ExactMinTokens tokens: the plain IQ4_K kernel on unpacked slabs (r8_slab.h), its results
+// kIq4KR8PlainMinTokens tokens: the plain IQ4_K kernel on unpacked slabs (r8_slab.h), its results
 // bit for bit.
 #pragma once
 #include <immintrin.h>
@@ -26,6 +26,10 @@ namespace ikllm::cpu {
 namespace {
 
 constexpr int kIq4KR8Tokens = 4;  // tokens sharing one decoded block
+// From here the plain kernel re-encodes rows to 8 bits ("conv", kquant_unpack.h) and outruns the
+// tile (one Zen 4 core, 512 x 2048 from cache: tile ~215 GFLOP/s at any batch, plain 214 at 16
+// tokens, 270 at 64, 402 at 256).
+constexpr int64_t kIq4KR8PlainMinTokens = 32;
 
 inline __m512i iq4kr8_pair_i32(int32_t lo, int32_t hi) {
     return _mm512_inserti64x4(_mm512_set1_epi32(lo), _mm256_set1_epi32(hi), 1);
@@ -111,10 +115,78 @@ void iq4kr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* 
         _mm256_storeu_ps(y + t * ys, _mm256_add_ps(_mm512_castps512_ps256(acc[t]), _mm512_extractf32x8_ps(acc[t], 1)));
 }
 
+// iq4k_r8_unpack_group (quant/kquant_r8.h) for the prompt-batch slabs, 8 rows at a time: the 128
+// scales of a group block decoded in two registers; then per sub-block s the 8 rows' scales are 8
+// consecutive bytes (lane L = row + 8c), so the plain scale nibbles and bit pairs of all 8 rows
+// come out of 64-bit words; the value-set bits are spread to one byte per row; the codes are a
+// 4 x 4 transpose of granules per 128-bit lane. Checked against the plain kernel on the same rows, bit for bit (quant_kquant_r8_test).
+inline uint64_t iq4kr8_spread_bits(uint32_t m) {  // bit r of m -> bit 0 of byte r
+    const uint64_t x = ((uint64_t)m * 0x0101010101010101ULL) & 0x8040201008040201ULL;
+    return ((x + 0x7F7F7F7F7F7F7F7FULL) & 0x8080808080808080ULL) >> 7;
+}
+inline void iq4kr8_unpack_group_fast(const uint8_t* group, uint8_t* rows, size_t rb, int64_t ne0) {
+    const __m512i m15 = _mm512_set1_epi8(15), m3 = _mm512_set1_epi8(3);
+    for (int64_t blk = 0; blk < ne0 / 256; ++blk) {
+        const uint8_t* src = group + quant::kIQ4KR8Bytes * blk;
+        uint8_t* x0 = rows + quant::kIQ4KBlockBytes * (size_t)blk;
+        alignas(64) uint8_t ls[128];  // ls of value i = 16a + L
+        {
+            const __m512i lo = _mm512_loadu_si512(src + 32);
+            const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 96));
+            const __m512i h0 = _mm512_inserti64x4(_mm512_castsi256_si512(hi), _mm256_srli_epi16(hi, 2), 1);
+            const __m512i h1 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_srli_epi16(hi, 4)), _mm256_srli_epi16(hi, 6), 1);
+            _mm512_store_si512(ls, _mm512_or_si512(_mm512_and_si512(lo, m15), _mm512_slli_epi16(_mm512_and_si512(h0, m3), 4)));
+            _mm512_store_si512(ls + 64, _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(lo, 4), m15),
+                                                        _mm512_slli_epi16(_mm512_and_si512(h1, m3), 4)));
+        }
+        uint64_t v[16], e_lo = 0, e_hi = 0;  // v[s]: byte r = ls of sub-block s of row r
+        for (int s = 0; s < 16; ++s) {
+            const int a = 2 * (s >> 2) + (s & 1), c = (s >> 1) & 1;
+            std::memcpy(&v[s], ls + 16 * a + 8 * c, 8);
+            const uint32_t mbits = src[16 + 2 * a + c];  // rows' value-set bits of sub-block s
+            (s < 8 ? e_lo : e_hi) |= iq4kr8_spread_bits(mbits) << (s & 7);
+        }
+        uint64_t sl[8], sh[4];
+        for (int k = 0; k < 8; ++k) sl[k] = (v[2 * k] & 0x0F0F0F0F0F0F0F0FULL) | (v[2 * k + 1] & 0x0F0F0F0F0F0F0F0FULL) << 4;
+        for (int k = 0; k < 4; ++k) {
+            uint64_t h = 0;
+            for (int i = 0; i < 4; ++i) h |= ((v[4 * k + i] >> 4) & 0x0303030303030303ULL) << (2 * i);
+            sh[k] = h;
+        }
+        for (int r = 0; r < 8; ++r) {
+            uint8_t* x = x0 + rb * (size_t)r;
+            std::memcpy(x, src + 2 * r, 2);
+            x[2] = (uint8_t)(e_lo >> (8 * r));
+            x[3] = (uint8_t)(e_hi >> (8 * r));
+            for (int k = 0; k < 4; ++k) x[4 + k] = (uint8_t)(sh[k] >> (8 * r));
+            for (int k = 0; k < 8; ++k) x[8 + k] = (uint8_t)(sl[k] >> (8 * r));
+        }
+        // Codes: per chunk pair j the 4 granule vectors (lane L = row L % 8 of chunk 2j + L / 8)
+        // transposed 4 x 4 within each 128-bit lane: lane k of t[i] is then the 16 plain bytes of
+        // row 4 (k % 2) + i in chunk 2j + k / 2.
+        for (int j = 0; j < 4; ++j) {
+            const uint8_t* p = src + 128 + 256 * j;
+            const __m512i v0 = _mm512_loadu_si512(p), v1 = _mm512_loadu_si512(p + 64);
+            const __m512i v2 = _mm512_loadu_si512(p + 128), v3 = _mm512_loadu_si512(p + 192);
+            const __m512i a0 = _mm512_unpacklo_epi32(v0, v1), a1 = _mm512_unpackhi_epi32(v0, v1);
+            const __m512i a2 = _mm512_unpacklo_epi32(v2, v3), a3 = _mm512_unpackhi_epi32(v2, v3);
+            const __m512i t[4] = {_mm512_unpacklo_epi64(a0, a2), _mm512_unpackhi_epi64(a0, a2),
+                                  _mm512_unpacklo_epi64(a1, a3), _mm512_unpackhi_epi64(a1, a3)};
+            for (int i = 0; i < 4; ++i) {
+                uint8_t* q = x0 + 16 + 32 * j;
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(q + rb * (size_t)i), _mm512_extracti32x4_epi32(t[i], 0));
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(q + rb * (size_t)(4 + i)), _mm512_extracti32x4_epi32(t[i], 1));
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16 + rb * (size_t)i), _mm512_extracti32x4_epi32(t[i], 2));
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16 + rb * (size_t)(4 + i)), _mm512_extracti32x4_epi32(t[i], 3));
+            }
+        }
+    }
+}
+
 template <MatmulFn Plain>
 void iq4kr8_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
                    int64_t nt, float* y, int64_t ys) {
-    if (nt >= kP32ExactMinTokens) return r8_plain_slabs(quant::iq4k_r8_unpack_group, Plain, w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+    if (nt >= kIq4KR8PlainMinTokens) return r8_plain_slabs(iq4kr8_unpack_group_fast, Plain, w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
     const int64_t nbk = ne0 / 256;
     for (int64_t r = r0; r < r1; r += 8) {
         const uint8_t* g = w + (size_t)r * wrb;
