@@ -490,7 +490,8 @@ std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& o
                               l.ffn_gate_exps, l.ffn_up_exps, l.ffn_down_exps, l.ffn_gate_shexp, l.ffn_up_shexp,
                               l.ffn_down_shexp})
                 mm.push_back(t);
-        repack_weights(*m, mm, opts.repack == 2, repack_auto, log);
+        if (const int n = repack_weights(*m, mm, opts.repack == 2, repack_auto, log))
+            m->placement += "; run-time repack: " + std::to_string(n) + " tensors" + (repack_auto ? " (auto)" : "");
     }
     check_cancel(0.9f);
     place_weights(*m, opts, registry, log, check_cancel);

@@ -323,6 +323,10 @@ TEST(QuantizeApi, RepackAutoConvertsReadCopiesInPlace) {
         converted += x.type != w.type;
     }
     EXPECT_EQ(converted > 0, a->cpu->repack_helps(ikllm::quant::T_Q4_K));
+    // The placement line says so (ikllm info / bench header).
+    EXPECT_EQ(a->placement.find("; run-time repack: ") != std::string::npos, converted > 0) << a->placement;
+    EXPECT_EQ(a->placement.find(" tensors (auto)") != std::string::npos, converted > 0) << a->placement;
+    EXPECT_EQ(c->placement.find("run-time repack"), std::string::npos) << c->placement;
 }
 
 }  // namespace
