@@ -200,60 +200,24 @@ void rep_iq4_xs_r8(const uint8_t* const* rows, uint8_t* dst, int64_t ne0) {
     }
 }
 
-// ---- Q4_K_R8 (ikllm's run-time layout, kquant_r8.h): the plain blocks, unpacked -------------------
-void deq_q4_k_r8(const uint8_t* src, float* y, int64_t ne0) {
-    const DequantGroupFn plain = find_type(T_Q4_K)->dequant;
-    uint8_t blocks[8][kQ4KBlockBytes];
+// ---- Q4_K_R8, Q6_K_R8, IQ4_K_R8 (ikllm's run-time layouts, kquant_r8.h): the plain blocks --------
+template <uint32_t Base, int PlainBytes, int GroupBytes, R8UnpackBlockFn Unpack>
+void deq_r8(const uint8_t* src, float* y, int64_t ne0) {
+    const DequantGroupFn plain = find_type(Base)->dequant;
+    uint8_t blocks[8][PlainBytes];
     uint8_t* b[8];
     for (int r = 0; r < 8; ++r) b[r] = blocks[r];
-    for (int64_t ibl = 0; ibl < ne0 / QK; ++ibl, src += kQ4KR8Bytes) {
-        q4k_r8_unpack_block(src, b);
+    for (int64_t ibl = 0; ibl < ne0 / QK; ++ibl, src += GroupBytes) {
+        Unpack(src, b);
         for (int r = 0; r < 8; ++r) plain(blocks[r], y + r * ne0 + QK * ibl, QK);
     }
 }
-void rep_q4_k_r8(const uint8_t* const* rows, uint8_t* dst, int64_t ne0) {
-    for (int64_t ibl = 0; ibl < ne0 / QK; ++ibl, dst += kQ4KR8Bytes) {
+template <int PlainBytes, int GroupBytes, R8PackBlockFn Pack>
+void rep_r8(const uint8_t* const* rows, uint8_t* dst, int64_t ne0) {
+    for (int64_t ibl = 0; ibl < ne0 / QK; ++ibl, dst += GroupBytes) {
         const uint8_t* b[8];
-        for (int r = 0; r < 8; ++r) b[r] = rows[r] + kQ4KBlockBytes * ibl;
-        q4k_r8_pack_block(b, dst);
-    }
-}
-
-// ---- Q6_K_R8 (ikllm's run-time layout, kquant_r8.h): the plain blocks, unpacked -------------------
-void deq_q6_k_r8(const uint8_t* src, float* y, int64_t ne0) {
-    const DequantGroupFn plain = find_type(T_Q6_K)->dequant;
-    uint8_t blocks[8][kQ6KBlockBytes];
-    uint8_t* b[8];
-    for (int r = 0; r < 8; ++r) b[r] = blocks[r];
-    for (int64_t ibl = 0; ibl < ne0 / QK; ++ibl, src += kQ6KR8Bytes) {
-        q6k_r8_unpack_block(src, b);
-        for (int r = 0; r < 8; ++r) plain(blocks[r], y + r * ne0 + QK * ibl, QK);
-    }
-}
-void rep_q6_k_r8(const uint8_t* const* rows, uint8_t* dst, int64_t ne0) {
-    for (int64_t ibl = 0; ibl < ne0 / QK; ++ibl, dst += kQ6KR8Bytes) {
-        const uint8_t* b[8];
-        for (int r = 0; r < 8; ++r) b[r] = rows[r] + kQ6KBlockBytes * ibl;
-        q6k_r8_pack_block(b, dst);
-    }
-}
-
-// ---- IQ4_K_R8 (ikllm's run-time layout, kquant_r8.h): the plain blocks, unpacked ------------------
-void deq_iq4_k_r8(const uint8_t* src, float* y, int64_t ne0) {
-    const DequantGroupFn plain = find_type(T_IQ4_K)->dequant;
-    uint8_t blocks[8][kIQ4KBlockBytes];
-    uint8_t* b[8];
-    for (int r = 0; r < 8; ++r) b[r] = blocks[r];
-    for (int64_t ibl = 0; ibl < ne0 / QK; ++ibl, src += kIQ4KR8Bytes) {
-        iq4k_r8_unpack_block(src, b);
-        for (int r = 0; r < 8; ++r) plain(blocks[r], y + r * ne0 + QK * ibl, QK);
-    }
-}
-void rep_iq4_k_r8(const uint8_t* const* rows, uint8_t* dst, int64_t ne0) {
-    for (int64_t ibl = 0; ibl < ne0 / QK; ++ibl, dst += kIQ4KR8Bytes) {
-        const uint8_t* b[8];
-        for (int r = 0; r < 8; ++r) b[r] = rows[r] + kIQ4KBlockBytes * ibl;
-        iq4k_r8_pack_block(b, dst);
+        for (int r = 0; r < 8; ++r) b[r] = rows[r] + PlainBytes * ibl;
+        Pack(b, dst);
     }
 }
 
@@ -264,9 +228,12 @@ const InterleavedCodec kKquantCodecs[] = {
     {T_Q5_K_R4, T_Q5_K, 4, deq_q45_k_r4<true>, rep_q45_k_r4<true>, nullptr},
     {T_Q6_K_R4, T_Q6_K, 4, deq_q6_k_r4, rep_q6_k_r4, nullptr},
     {T_IQ4_XS_R8, T_IQ4_XS, 8, deq_iq4_xs_r8, rep_iq4_xs_r8, nullptr},
-    {T_Q4_K_R8, T_Q4_K, 8, deq_q4_k_r8, rep_q4_k_r8, nullptr},
-    {T_Q6_K_R8, T_Q6_K, 8, deq_q6_k_r8, rep_q6_k_r8, nullptr},
-    {T_IQ4_K_R8, T_IQ4_K, 8, deq_iq4_k_r8, rep_iq4_k_r8, nullptr},
+    {T_Q4_K_R8, T_Q4_K, 8, deq_r8<T_Q4_K, kQ4KBlockBytes, kQ4KR8Bytes, q4k_r8_unpack_block>,
+     rep_r8<kQ4KBlockBytes, kQ4KR8Bytes, q4k_r8_pack_block>, nullptr},
+    {T_Q6_K_R8, T_Q6_K, 8, deq_r8<T_Q6_K, kQ6KBlockBytes, kQ6KR8Bytes, q6k_r8_unpack_block>,
+     rep_r8<kQ6KBlockBytes, kQ6KR8Bytes, q6k_r8_pack_block>, nullptr},
+    {T_IQ4_K_R8, T_IQ4_K, 8, deq_r8<T_IQ4_K, kIQ4KBlockBytes, kIQ4KR8Bytes, iq4k_r8_unpack_block>,
+     rep_r8<kIQ4KBlockBytes, kIQ4KR8Bytes, iq4k_r8_pack_block>, nullptr},
 };
 
 }  // namespace

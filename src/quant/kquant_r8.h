@@ -11,6 +11,9 @@
 //                byte 4r + i of those 32 holds column 4l + i (low nibble) and 16 + 4l + i (high
 //                nibble) of row r (the Q4_0_R8 byte map per 32-weight sub-block).
 // Lossless both ways: unpacking gives back the plain blocks byte for byte.
+// Every function here has internal linkage (static): kernel files compiled for different
+// instruction sets include this header, and a shared out-of-line copy could be taken from an
+// AVX-512 object by the linker and run on a CPU without it.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -23,12 +26,12 @@ inline constexpr int kQ4KBlockBytes = 144;
 
 // Byte of the 1152 holding column c (0..31) of sub-block j of row r; the code is its low nibble
 // when c < 16, else its high nibble.
-inline int q4k_r8_code_byte(int j, int c, int r) {
+static inline int q4k_r8_code_byte(int j, int c, int r) {
     return 128 + 256 * (j >> 1) + 64 * ((c & 15) >> 2) + 32 * (j & 1) + 4 * r + (c & 3);
 }
 
 // The 12-byte Q4_K scale pack <-> 8 (scale, min) pairs of 6 bits (quant-formats.md §6.1).
-inline void q4k_r8_kscales(const uint8_t* S, int sc[8], int m[8]) {
+static inline void q4k_r8_kscales(const uint8_t* S, int sc[8], int m[8]) {
     for (int j = 0; j < 4; ++j) {
         sc[j] = S[j] & 63;
         m[j] = S[j + 4] & 63;
@@ -38,7 +41,7 @@ inline void q4k_r8_kscales(const uint8_t* S, int sc[8], int m[8]) {
 }
 
 // 8 plain Q4_K blocks (b[r] for row r) -> one 1152-byte group block.
-inline void q4k_r8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
+static inline void q4k_r8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
     std::memset(dst, 0, kQ4KR8Bytes);
     for (int r = 0; r < 8; ++r) {
         std::memcpy(dst + 2 * r, b[r], 2);
@@ -63,7 +66,7 @@ inline void q4k_r8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
 }
 
 // One 1152-byte group block -> the 8 plain Q4_K blocks (b[r] for row r, 144 bytes each).
-inline void q4k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
+static inline void q4k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
     for (int r = 0; r < 8; ++r) {
         uint8_t* o = b[r];
         std::memcpy(o, src + 2 * r, 2);
@@ -89,14 +92,6 @@ inline void q4k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
     }
 }
 
-// Rows [0, 8) of a group (ne0 columns, 256 | ne0) into 8 plain rows of rb = 144 * ne0 / 256 bytes.
-inline void q4k_r8_unpack_group(const uint8_t* group, uint8_t* rows, size_t rb, int64_t ne0) {
-    for (int64_t blk = 0; blk < ne0 / 256; ++blk) {
-        uint8_t* b[8];
-        for (int r = 0; r < 8; ++r) b[r] = rows + rb * (size_t)r + kQ4KBlockBytes * (size_t)blk;
-        q4k_r8_unpack_block(group + kQ4KR8Bytes * (size_t)blk, b);
-    }
-}
 
 }  // namespace ikllm::quant
 
@@ -115,7 +110,7 @@ inline constexpr int kQ6KR8Bytes = 1680;
 inline constexpr int kQ6KBlockBytes = 210;
 
 // Plain byte o (0..209) of a row's Q6_K block <-> its byte in the 8-row group block (row r).
-inline int q6k_r8_byte(int o, int r) {
+static inline int q6k_r8_byte(int o, int r) {
     if (o < 128) {  // ql: half n = o / 64, granule g = (o % 64) / 4
         const int n = o >> 6, g = (o & 63) >> 2;
         return 144 + 64 * g + 32 * n + 4 * r + (o & 3);
@@ -131,14 +126,14 @@ inline int q6k_r8_byte(int o, int r) {
     return 2 * r + (o - 208);  // d
 }
 
-inline void q6k_r8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
+static inline void q6k_r8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
     for (int r = 0; r < 8; ++r) {
         const uint8_t* x = b[r];
         for (int o = 0; o < 192; o += 4) std::memcpy(dst + q6k_r8_byte(o, r), x + o, 4);  // ql, qh granules
         for (int o = 192; o < kQ6KBlockBytes; ++o) dst[q6k_r8_byte(o, r)] = x[o];
     }
 }
-inline void q6k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
+static inline void q6k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
     for (int r = 0; r < 8; ++r) {
         uint8_t* o = b[r];
         for (int g = 0; g < 16; ++g)
@@ -147,14 +142,6 @@ inline void q6k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
             for (int n = 0; n < 2; ++n) std::memcpy(o + 128 + 32 * n + 4 * g, src + 1168 + 64 * g + 32 * n + 4 * r, 4);
         for (int s = 0; s < 16; ++s) o[192 + s] = src[16 + 16 * (s & 7) + 8 * (s >> 3) + r];
         std::memcpy(o + 208, src + 2 * r, 2);
-    }
-}
-// Rows [0, 8) of a group (ne0 columns, 256 | ne0) into 8 plain rows of rb = 210 * ne0 / 256 bytes.
-inline void q6k_r8_unpack_group(const uint8_t* group, uint8_t* rows, size_t rb, int64_t ne0) {
-    for (int64_t blk = 0; blk < ne0 / 256; ++blk) {
-        uint8_t* b[8];
-        for (int r = 0; r < 8; ++r) b[r] = rows + rb * (size_t)r + kQ6KBlockBytes * (size_t)blk;
-        q6k_r8_unpack_block(group + kQ6KR8Bytes * (size_t)blk, b);
     }
 }
 
@@ -175,9 +162,9 @@ namespace ikllm::quant {
 inline constexpr int kIQ4KR8Bytes = 1152;
 inline constexpr int kIQ4KBlockBytes = 144;
 
-inline int iq4k_r8_sub_block(int a, int lane) { return 4 * (a >> 1) + (a & 1) + 2 * (lane >> 3); }
+static inline int iq4k_r8_sub_block(int a, int lane) { return 4 * (a >> 1) + (a & 1) + 2 * (lane >> 3); }
 
-inline void iq4k_r8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
+static inline void iq4k_r8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
     std::memset(dst, 0, kIQ4KR8Bytes);
     for (int r = 0; r < 8; ++r) {
         const uint8_t* x = b[r];
@@ -198,7 +185,7 @@ inline void iq4k_r8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
             }
     }
 }
-inline void iq4k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
+static inline void iq4k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
     for (int r = 0; r < 8; ++r) {
         uint8_t* x = b[r];
         std::memset(x, 0, 16);
@@ -221,12 +208,27 @@ inline void iq4k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
             }
     }
 }
-inline void iq4k_r8_unpack_group(const uint8_t* group, uint8_t* rows, size_t rb, int64_t ne0) {
+
+}  // namespace ikllm::quant
+
+namespace ikllm::quant {
+
+// Per 256 columns: 8 plain blocks <-> one group block.
+using R8PackBlockFn = void (*)(const uint8_t* const b[8], uint8_t* dst);
+using R8UnpackBlockFn = void (*)(const uint8_t* src, uint8_t* const b[8]);
+using R8UnpackGroupFn = void (*)(const uint8_t* group, uint8_t* rows, size_t rb, int64_t ne0);
+
+// Rows [0, 8) of a group (ne0 columns, 256 | ne0) into 8 plain rows of rb bytes.
+template <int PlainBytes, int GroupBytes, R8UnpackBlockFn Unpack>
+static inline void r8_unpack_group(const uint8_t* group, uint8_t* rows, size_t rb, int64_t ne0) {
     for (int64_t blk = 0; blk < ne0 / 256; ++blk) {
         uint8_t* b[8];
-        for (int r = 0; r < 8; ++r) b[r] = rows + rb * (size_t)r + kIQ4KBlockBytes * (size_t)blk;
-        iq4k_r8_unpack_block(group + kIQ4KR8Bytes * (size_t)blk, b);
+        for (int r = 0; r < 8; ++r) b[r] = rows + rb * (size_t)r + PlainBytes * (size_t)blk;
+        Unpack(group + GroupBytes * (size_t)blk, b);
     }
 }
+static constexpr R8UnpackGroupFn q4k_r8_unpack_group = r8_unpack_group<kQ4KBlockBytes, kQ4KR8Bytes, q4k_r8_unpack_block>;
+static constexpr R8UnpackGroupFn q6k_r8_unpack_group = r8_unpack_group<kQ6KBlockBytes, kQ6KR8Bytes, q6k_r8_unpack_block>;
+static constexpr R8UnpackGroupFn iq4k_r8_unpack_group = r8_unpack_group<kIQ4KBlockBytes, kIQ4KR8Bytes, iq4k_r8_unpack_block>;
 
 }  // namespace ikllm::quant

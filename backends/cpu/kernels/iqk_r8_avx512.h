@@ -25,7 +25,6 @@
 namespace ikllm::cpu {
 namespace {
 
-constexpr int kIq4KR8Tokens = 4;  // tokens sharing one decoded block
 // From here the plain kernel re-encodes rows to 8 bits ("conv", kquant_unpack.h) and outruns the
 // tile (one Zen 4 core, 512 x 2048 from cache: tile ~215 GFLOP/s at any batch, plain 214 at 16
 // tokens, 270 at 64, 402 at 256).
@@ -187,22 +186,12 @@ template <MatmulFn Plain>
 void iq4kr8_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
                    int64_t nt, float* y, int64_t ys) {
     if (nt >= kIq4KR8PlainMinTokens) return r8_plain_slabs(iq4kr8_unpack_group_fast, Plain, w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
-    const int64_t nbk = ne0 / 256;
-    for (int64_t r = r0; r < r1; r += 8) {
-        const uint8_t* g = w + (size_t)r * wrb;
-        for (int64_t t0 = 0; t0 < nt; t0 += kIq4KR8Tokens) {
-            const int tn = (int)std::min<int64_t>(kIq4KR8Tokens, nt - t0);
-            const uint8_t* a[kIq4KR8Tokens];
-            for (int t = 0; t < tn; ++t) a[t] = act + (size_t)(t0 + t) * arb;
-            float* out = y + t0 * ys + r;
-            switch (tn) {  // (default: 4)
-                case 1: iq4kr8_tile<1>(g, nbk, a, out, ys); break;
-                case 2: iq4kr8_tile<2>(g, nbk, a, out, ys); break;
-                case 3: iq4kr8_tile<3>(g, nbk, a, out, ys); break;
-                default: iq4kr8_tile<4>(g, nbk, a, out, ys); break;
-            }
-        }
-    }
+    r8_token_tiles(r0, r1, nt, [&](auto tiles, int64_t r, int64_t t0) {
+        constexpr int T = decltype(tiles)::value;
+        const uint8_t* a[T];
+        for (int t = 0; t < T; ++t) a[t] = act + (size_t)(t0 + t) * arb;
+        iq4kr8_tile<T>(w + (size_t)r * wrb, ne0 / 256, a, y + t0 * ys + r, ys);
+    });
 }
 
 }  // namespace

@@ -24,8 +24,7 @@
 namespace ikllm::cpu {
 namespace {
 
-constexpr int kQ4KR8Tokens = 4;                // tokens sharing one decoded sub-block pair
-constexpr int64_t kQ4KR8StackChunks = 2048;    // per-token factors on the stack: 16 tokens x 4096 columns
+constexpr size_t kR8ScratchFloats = 4096;  // per-token factors on the stack: 4 tokens of 32768 columns
 
 inline __m512i q4kr8_pair_i32(int32_t lo, int32_t hi) {
     return _mm512_inserti64x4(_mm512_set1_epi32(lo), _mm256_set1_epi32(hi), 1);
@@ -148,25 +147,6 @@ inline void fill_q4kr8_panel(const uint8_t* w, size_t wrb, int64_t r, int rows, 
     }
 }
 
-// Per-token factors on the stack up to kQ4KR8Tokens x kQ4KR8StackChunks chunks in all, else on the heap.
-struct Q4KR8Factors {
-    alignas(64) float da_stack[kQ4KR8Tokens * kQ4KR8StackChunks];
-    alignas(64) float das_stack[kQ4KR8Tokens * kQ4KR8StackChunks];
-    std::vector<float> heap;
-    float* da;
-    float* das;
-    Q4KR8Factors(int64_t nt, int64_t nc) {
-        if (nt * nc <= kQ4KR8Tokens * kQ4KR8StackChunks) {
-            da = da_stack;
-            das = das_stack;
-        } else {
-            heap.resize((size_t)(2 * nt * nc));
-            da = heap.data();
-            das = da + nt * nc;
-        }
-    }
-};
-
 void q4kr8_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
                   int64_t nt, float* y, int64_t ys) {
     const int64_t nbk = ne0 / 256, nc = ne0 / 32;
@@ -176,30 +156,20 @@ void q4kr8_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t
                          act, arb, nt, r0, r1, y, ys);
         return;
     }
-    Q4KR8Factors f(nt, nc);
-    for (int64_t t = 0; t < nt; ++t) q4kr8_act_factors(act + (size_t)t * arb, nc, f.da + t * nc, f.das + t * nc);
-    // Rows outer, token tiles inner: a group's blocks stay in cache for the next tile.
-    for (int64_t r = r0; r < r1; r += 8) {
-        const uint8_t* g = w + (size_t)r * wrb;
-        for (int64_t t0 = 0; t0 < nt; t0 += kQ4KR8Tokens) {
-            const int tn = (int)std::min<int64_t>(kQ4KR8Tokens, nt - t0);
-            const uint8_t* a[kQ4KR8Tokens];
-            const float* da[kQ4KR8Tokens];
-            const float* das[kQ4KR8Tokens];
-            for (int t = 0; t < tn; ++t) {
-                a[t] = act + (size_t)(t0 + t) * arb;
-                da[t] = f.da + (t0 + t) * nc;
-                das[t] = f.das + (t0 + t) * nc;
-            }
-            float* out = y + t0 * ys + r;
-            switch (tn) {  // (default: 4)
-                case 1: q4kr8_tile<1>(g, nbk, a, da, das, out, ys); break;
-                case 2: q4kr8_tile<2>(g, nbk, a, da, das, out, ys); break;
-                case 3: q4kr8_tile<3>(g, nbk, a, da, das, out, ys); break;
-                default: q4kr8_tile<4>(g, nbk, a, da, das, out, ys); break;
-            }
+    R8Scratch<float, kR8ScratchFloats> sda((size_t)(nt * nc)), sdas((size_t)(nt * nc));
+    for (int64_t t = 0; t < nt; ++t) q4kr8_act_factors(act + (size_t)t * arb, nc, sda.p + t * nc, sdas.p + t * nc);
+    r8_token_tiles(r0, r1, nt, [&](auto tiles, int64_t r, int64_t t0) {
+        constexpr int T = decltype(tiles)::value;
+        const uint8_t* a[T];
+        const float* da[T];
+        const float* das[T];
+        for (int t = 0; t < T; ++t) {
+            a[t] = act + (size_t)(t0 + t) * arb;
+            da[t] = sda.p + (t0 + t) * nc;
+            das[t] = sdas.p + (t0 + t) * nc;
         }
-    }
+        q4kr8_tile<T>(w + (size_t)r * wrb, nbk, a, da, das, y + t0 * ys + r, ys);
+    });
 }
 
 // ---- Q6_K_R8 -----------------------------------------------------------------------------------
@@ -296,30 +266,21 @@ void q6kr8_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t
         r8_plain_slabs(quant::q6k_r8_unpack_group, q6k_panel_matmul, w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
         return;
     }
-    std::vector<float> da_v((size_t)(nt * nc));
-    std::vector<int32_t> o16_v((size_t)(2 * nt * nc));
-    for (int64_t t = 0; t < nt; ++t) q6kr8_act_factors(act + (size_t)t * arb, nc, da_v.data() + t * nc, o16_v.data() + 2 * t * nc);
-    for (int64_t r = r0; r < r1; r += 8) {
-        const uint8_t* g = w + (size_t)r * wrb;
-        for (int64_t t0 = 0; t0 < nt; t0 += kQ4KR8Tokens) {
-            const int tn = (int)std::min<int64_t>(kQ4KR8Tokens, nt - t0);
-            const uint8_t* a[kQ4KR8Tokens];
-            const float* da[kQ4KR8Tokens];
-            const int32_t* o16[kQ4KR8Tokens];
-            for (int t = 0; t < tn; ++t) {
-                a[t] = act + (size_t)(t0 + t) * arb;
-                da[t] = da_v.data() + (t0 + t) * nc;
-                o16[t] = o16_v.data() + 2 * (t0 + t) * nc;
-            }
-            float* out = y + t0 * ys + r;
-            switch (tn) {  // (default: 4)
-                case 1: q6kr8_tile<1>(g, nbk, a, da, o16, out, ys); break;
-                case 2: q6kr8_tile<2>(g, nbk, a, da, o16, out, ys); break;
-                case 3: q6kr8_tile<3>(g, nbk, a, da, o16, out, ys); break;
-                default: q6kr8_tile<4>(g, nbk, a, da, o16, out, ys); break;
-            }
+    R8Scratch<float, kR8ScratchFloats> da_v((size_t)(nt * nc));
+    R8Scratch<int32_t, 2 * kR8ScratchFloats> o16_v((size_t)(2 * nt * nc));
+    for (int64_t t = 0; t < nt; ++t) q6kr8_act_factors(act + (size_t)t * arb, nc, da_v.p + t * nc, o16_v.p + 2 * t * nc);
+    r8_token_tiles(r0, r1, nt, [&](auto tiles, int64_t r, int64_t t0) {
+        constexpr int T = decltype(tiles)::value;
+        const uint8_t* a[T];
+        const float* da[T];
+        const int32_t* o16[T];
+        for (int t = 0; t < T; ++t) {
+            a[t] = act + (size_t)(t0 + t) * arb;
+            da[t] = da_v.p + (t0 + t) * nc;
+            o16[t] = o16_v.p + 2 * (t0 + t) * nc;
         }
-    }
+        q6kr8_tile<T>(w + (size_t)r * wrb, nbk, a, da, o16, y + t0 * ys + r, ys);
+    });
 }
 
 }  // namespace
