@@ -14,6 +14,7 @@
 #include "ikllm.h"
 #include "kernels/matmul.h"
 #include "quant/type_traits.h"
+#include "kernel_test_util.h"
 #include "test_support.h"
 
 namespace {
@@ -41,14 +42,6 @@ struct Loaded {
     }
 };
 
-std::vector<float> dequant_rows(const ikllm::Tensor& t) {
-    const ikllm::quant::TypeTraits& tt = *ikllm::quant::find_type(t.type);
-    std::vector<float> v((size_t)t.n_elements());
-    for (int64_t r = 0; r < t.n_rows(); r += tt.interleave)
-        tt.dequant(static_cast<const uint8_t*>(t.data) + (size_t)r * t.nb[1], v.data() + r * t.ne[0], t.ne[0]);
-    return v;
-}
-
 }  // namespace
 
 TEST(ModelRepack, KQuantMatricesTakeTheCpusLayoutWithTheirValues) {
@@ -74,7 +67,7 @@ TEST(ModelRepack, KQuantMatricesTakeTheCpusLayoutWithTheirValues) {
             if (!want.count(t->type) || t->ne[1] % 8) continue;
             ASSERT_EQ(u->type, want.at(t->type)) << name;
             ASSERT_EQ(u->nb[1], t->nb[1]) << name;  // same room: converted where it lies
-            const std::vector<float> x = dequant_rows(*t), y = dequant_rows(*u);
+            const std::vector<float> x = ikllm::test::dequant_tensor_rows(*t), y = ikllm::test::dequant_tensor_rows(*u);
             ASSERT_EQ(std::memcmp(x.data(), y.data(), x.size() * sizeof(float)), 0) << name;
             ++converted;
         }

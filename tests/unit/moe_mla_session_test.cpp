@@ -15,6 +15,7 @@
 #include "ikllm.h"
 #include "quant/act_q8_0.h"
 #include "quant/type_traits.h"
+#include "kernel_test_util.h"
 #include "test_support.h"
 
 namespace {
@@ -312,14 +313,6 @@ TEST(MoeMlaSession, SplitLayoutKvBFromQuantizedProducts) {
 }
 
 // Every row of a loaded weight tensor as floats, row-interleaved types included.
-std::vector<float> dequant_rows(const ikllm::Tensor& t) {
-    const ikllm::quant::TypeTraits& tt = *ikllm::quant::find_type(t.type);
-    std::vector<float> v((size_t)t.n_elements());
-    for (int64_t r = 0; r < t.n_rows(); r += tt.interleave)
-        tt.dequant(static_cast<const uint8_t*>(t.data) + (size_t)r * t.nb[1], v.data() + r * t.ne[0], t.ne[0]);
-    return v;
-}
-
 // The per-head MLA products derived in Q8_0 for the CPU are interleaved (Q8_0_R8) at load, with
 // the values of the plain derivation: wk_b[h][c] = Q8_0 re-encoding of the transposed k rows of
 // attn_kv_b, wv_b = its v rows as stored.
@@ -339,7 +332,7 @@ TEST(MoeMlaSession, DerivedHeadProductsInterleavedOnTheCpu) {
         ASSERT_EQ(kvb->type, ikllm::quant::T_Q8_0);
         EXPECT_EQ(kb->type, ikllm::quant::T_Q8_0_R8) << p << "attn_k_b";
         EXPECT_EQ(vb->type, ikllm::quant::T_Q8_0_R8) << p << "attn_v_b";
-        const std::vector<float> k = dequant_rows(*kb), v = dequant_rows(*vb), kv = dequant_rows(*kvb);
+        const std::vector<float> k = ikllm::test::dequant_tensor_rows(*kb), v = ikllm::test::dequant_tensor_rows(*vb), kv = ikllm::test::dequant_tensor_rows(*kvb);
         std::vector<float> col((size_t)dn), want((size_t)dn);
         std::vector<uint8_t> enc(ikllm::quant::row_bytes(*ikllm::quant::find_type(ikllm::quant::T_Q8_0), dn));
         for (int64_t h = 0; h < H; ++h) {

@@ -20,10 +20,13 @@
 #include "quant/kquant_r8.h"
 #include "quant/repack.h"
 #include "quant/type_traits.h"
+#include "kernel_test_util.h"
 
 using namespace ikllm;
 using namespace ikllm::quant;
 using ikllm::cpu::Isa;
+using Case = ikllm::test::KernelCase;
+using ikllm::test::run_kernel_rows;
 
 namespace {
 
@@ -57,26 +60,6 @@ void decode_act(uint32_t format, const uint8_t* row, float* out, int64_t ne0) {
         std::memcpy(&d, blk + kQ8KOffD, 4);
         for (int i = 0; i < 256; ++i) out[256 * b + i] = d * (float)(int8_t)blk[kQ8KOffQs + i];
     }
-}
-
-struct Case {
-    int64_t ne0, rows, r0, nt;
-};
-
-// Runs kernel k over rows [r0, rows) of w and returns the outputs (stride rows + 5; rows outside
-// the range must stay untouched, checked here).
-std::vector<float> run(const cpu::MatmulKernel& k, const std::vector<uint8_t>& w, const std::vector<uint8_t>& act,
-                       const Case& c) {
-    const TypeTraits* tt = find_type(k.weight_type);
-    const int64_t ys = c.rows + 5;
-    std::vector<float> y((size_t)(c.nt * ys), -7.0f);
-    k.run(w.data(), row_bytes(*tt, c.ne0), c.ne0, c.r0, c.rows, act.data(), k.act->row_bytes(c.ne0), c.nt, y.data(), ys);
-    for (int64_t t = 0; t < c.nt; ++t)
-        for (int64_t r = 0; r < ys; ++r)
-            if (r < c.r0 || r >= c.rows) {
-                EXPECT_EQ(y[(size_t)(t * ys + r)], -7.0f) << "row " << r << " written";
-            }
-    return y;
 }
 
 }  // namespace
@@ -163,7 +146,7 @@ TEST(Q4KR8Kernel, ScalarReferenceIsThePlainKernel) {
                 for (auto& v : a) v = nd(rng);
                 ref->act->encode_row(a.data(), act.data() + arb * t, c.ne0);
             }
-            const std::vector<float> got = run(*ref, wr, act, c), want = run(*plain, w, act, c);
+            const std::vector<float> got = run_kernel_rows(*ref, wr, act, c), want = run_kernel_rows(*plain, w, act, c);
             ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "nt " << nt;
         }
     }
@@ -202,9 +185,9 @@ TEST_P(R8Avx512, MatchesReferenceAndPlainPanels) {
             for (auto& v : a) v = nd(rng);
             r8->act->encode_row(a.data(), act.data() + arb * t, c.ne0);
         }
-        const std::vector<float> got = run(*r8, wr, act, c);
+        const std::vector<float> got = run_kernel_rows(*r8, wr, act, c);
         if (c.nt >= ty.plain_from) {  // the plain type's kernel (panels, or unpacked slabs)
-            const std::vector<float> want = run(*plain, w, act, c);
+            const std::vector<float> want = run_kernel_rows(*plain, w, act, c);
             ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "differs from the plain type";
             ++batches;
             continue;
@@ -217,10 +200,10 @@ TEST_P(R8Avx512, MatchesReferenceAndPlainPanels) {
             one.nt = 1;
             std::vector<uint8_t> act1(act.begin() + (ptrdiff_t)(arb * t), act.begin() + (ptrdiff_t)(arb * (t + 1)));
             act1.resize(arb + 64);
-            const std::vector<float> alone = run(*r8, wr, act1, one);
+            const std::vector<float> alone = run_kernel_rows(*r8, wr, act1, one);
             // The reference token by token: its exact numerics (the plain kernels re-encode the
             // weights to 8 bits for big batches, which the tiles never do).
-            const std::vector<float> want = run(*ref, wr, act1, one);
+            const std::vector<float> want = run_kernel_rows(*ref, wr, act1, one);
             for (int64_t r = c.r0; r < c.rows; ++r) {
                 bt->dequant(w.data() + wrb * r, wf.data(), c.ne0);
                 double mag = 0;

@@ -17,34 +17,13 @@
 #include "quant/act_q8_0.h"
 #include "quant/repack.h"
 #include "quant/type_traits.h"
+#include "kernel_test_util.h"
 
 using namespace ikllm;
 using namespace ikllm::quant;
 using ikllm::cpu::Isa;
-
-namespace {
-
-struct Case {
-    int64_t ne0, rows, r0, nt;
-};
-
-// Runs kernel k over rows [r0, rows) of w and returns the outputs (stride rows + 5; rows outside
-// the range must stay untouched, checked here).
-std::vector<float> run(const cpu::MatmulKernel& k, const std::vector<uint8_t>& w, const std::vector<uint8_t>& act,
-                       const Case& c) {
-    const TypeTraits* tt = find_type(k.weight_type);
-    const int64_t ys = c.rows + 5;
-    std::vector<float> y((size_t)(c.nt * ys), -7.0f);
-    k.run(w.data(), row_bytes(*tt, c.ne0), c.ne0, c.r0, c.rows, act.data(), k.act->row_bytes(c.ne0), c.nt, y.data(), ys);
-    for (int64_t t = 0; t < c.nt; ++t)
-        for (int64_t r = 0; r < ys; ++r)
-            if (r < c.r0 || r >= c.rows) {
-                EXPECT_EQ(y[(size_t)(t * ys + r)], -7.0f) << "row " << r << " written";
-            }
-    return y;
-}
-
-}  // namespace
+using Case = ikllm::test::KernelCase;
+using ikllm::test::run_kernel_rows;
 
 class LegacyR8Avx512 : public ::testing::TestWithParam<std::pair<uint32_t, uint32_t>> {};
 
@@ -81,14 +60,14 @@ TEST_P(LegacyR8Avx512, MatchesAvx2KernelAndPlainPanels) {
             for (auto& v : a) v = nd(rng);
             r8->act->encode_row(a.data(), act.data() + arb * t, c.ne0);
         }
-        const std::vector<float> got = run(*r8, wr, act, c);
+        const std::vector<float> got = run_kernel_rows(*r8, wr, act, c);
         if (c.nt >= 32) {  // kSymBatchTokens: the panel GEMM
-            const std::vector<float> want = run(*plain, w, act, c);
+            const std::vector<float> want = run_kernel_rows(*plain, w, act, c);
             ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "differs from the plain type";
             ++batches;
             continue;
         }
-        const std::vector<float> want = run(*r8_avx2, wr, act, c);
+        const std::vector<float> want = run_kernel_rows(*r8_avx2, wr, act, c);
         std::vector<float> wf((size_t)c.ne0), af((size_t)c.ne0);
         const int64_t ys = c.rows + 5;
         for (int64_t t = 0; t < c.nt; ++t) {
@@ -97,7 +76,7 @@ TEST_P(LegacyR8Avx512, MatchesAvx2KernelAndPlainPanels) {
             one.nt = 1;
             std::vector<uint8_t> act1(act.begin() + (ptrdiff_t)(arb * t), act.begin() + (ptrdiff_t)(arb * (t + 1)));
             act1.resize(arb + 64);
-            const std::vector<float> alone = run(*r8, wr, act1, one);
+            const std::vector<float> alone = run_kernel_rows(*r8, wr, act1, one);
             for (int64_t r = c.r0; r < c.rows; ++r) {
                 bt->dequant(w.data() + wrb * r, wf.data(), c.ne0);
                 double mag = 0;
