@@ -46,6 +46,18 @@ inline void q4kr8_act_factors(const uint8_t* row, int64_t nc, float* da, float* 
     }
 }
 
+// Pair P's factors from the 64 scale and min bytes (P a template argument: the lane extract
+// takes an immediate, which clang wants as a constant expression).
+template <int P>
+inline void q4kr8_pair_factors(__m512i sc, __m512i mn, __m512 d, __m512 nm, bool conv, __m512* D, __m512* M) {
+    D[P] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(sc, P))));
+    M[P] = _mm512_mul_ps(nm, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(mn, P))));
+    if (conv) {
+        D[P] = _mm512_cvtph_ps(_mm512_cvtps_ph(D[P], _MM_FROUND_TO_NEAREST_INT));
+        M[P] = _mm512_cvtph_ps(_mm512_cvtps_ph(M[P], _MM_FROUND_TO_NEAREST_INT));
+    }
+}
+
 // The group block's factors per sub-block pair p (lanes 0-7 sub-block 2p of rows 0-7, 8-15 sub-block
 // 2p + 1): D = d * sc_j and M = -dmin * m_j (exact products), rounded to fp16 when conv (the plain
 // type's prompt-batch numerics).
@@ -61,14 +73,10 @@ inline void q4kr8_scales(const uint8_t* blk, bool conv, __m512 D[4], __m512 M[4]
     const __m512i sc = _mm512_or_si512(_mm512_and_si512(lo, m15), _mm512_slli_epi16(_mm512_and_si512(h, m3), 4));
     const __m512i mn = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(lo, 4), m15),
                                        _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2), m3), 4));
-    for (int p = 0; p < 4; ++p) {
-        D[p] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(sc, p))));
-        M[p] = _mm512_mul_ps(nm, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(mn, p))));
-        if (conv) {
-            D[p] = _mm512_cvtph_ps(_mm512_cvtps_ph(D[p], _MM_FROUND_TO_NEAREST_INT));
-            M[p] = _mm512_cvtph_ps(_mm512_cvtps_ph(M[p], _MM_FROUND_TO_NEAREST_INT));
-        }
-    }
+    q4kr8_pair_factors<0>(sc, mn, d, nm, conv, D, M);
+    q4kr8_pair_factors<1>(sc, mn, d, nm, conv, D, M);
+    q4kr8_pair_factors<2>(sc, mn, d, nm, conv, D, M);
+    q4kr8_pair_factors<3>(sc, mn, d, nm, conv, D, M);
 }
 
 // Codes of sub-block pair p: u[l] columns 4l..4l+3, u[4 + l] columns 16 + 4l.., 4 per row lane.
@@ -115,6 +123,17 @@ void q4kr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, const fl
         _mm256_storeu_ps(y + t * ys, _mm256_add_ps(_mm512_castps512_ps256(acc[t]), _mm512_extractf32x8_ps(acc[t], 1)));
 }
 
+// Sub-block 2p + H of both groups into the panel: the low (H = 0) or high halves of their vectors.
+template <int H>
+inline void q4kr8_panel_half(const __m512i* u0, const __m512i* u1, __m512 d0, __m512 d1, __m512 m0, __m512 m1, int64_t c,
+                             LegacyPanel& pn) {
+    constexpr int kSel = H ? 0xEE : 0x44;
+    uint8_t* q = pn.q.data() + (size_t)c * 32 * kP32Rows;
+    for (int j = 0; j < 8; ++j) _mm512_storeu_si512(q + 64 * j, _mm512_shuffle_i64x2(u0[j], u1[j], kSel));
+    _mm512_storeu_ps(pn.d.data() + (size_t)c * kP32Rows, _mm512_shuffle_f32x4(d0, d1, kSel));
+    _mm512_storeu_ps(pn.m.data() + (size_t)c * kP32Rows, _mm512_shuffle_f32x4(m0, m1, kSel));
+}
+
 // Panel rows [r, r + rows) (rows 8 or 16, r a multiple of 8) as the plain Q4_K panel fill would
 // write them (fill_q45k_panel): codes 0..15 and the factors D, M per 32-weight chunk and row.
 inline void fill_q4kr8_panel(const uint8_t* w, size_t wrb, int64_t r, int rows, int64_t nbk, bool conv, LegacyPanel& pn) {
@@ -133,16 +152,8 @@ inline void fill_q4kr8_panel(const uint8_t* w, size_t wrb, int64_t r, int rows, 
             if (b1) q4kr8_codes(b1, p, u1);
             else
                 for (int j = 0; j < 8; ++j) u1[j] = _mm512_setzero_si512();
-            for (int h = 0; h < 2; ++h) {  // sub-block 2p + h: the low / high halves of both groups
-                const int64_t c = 8 * b + 2 * p + h;
-                uint8_t* q = pn.q.data() + (size_t)c * 32 * kP32Rows;
-                for (int j = 0; j < 8; ++j)
-                    _mm512_storeu_si512(q + 64 * j, _mm512_shuffle_i64x2(u0[j], u1[j], h ? 0xEE : 0x44));
-                const __m512 d = _mm512_shuffle_f32x4(D0[p], D1[p], h ? 0xEE : 0x44);
-                const __m512 m = _mm512_shuffle_f32x4(M0[p], M1[p], h ? 0xEE : 0x44);
-                _mm512_storeu_ps(pn.d.data() + (size_t)c * kP32Rows, d);
-                _mm512_storeu_ps(pn.m.data() + (size_t)c * kP32Rows, m);
-            }
+            q4kr8_panel_half<0>(u0, u1, D0[p], D1[p], M0[p], M1[p], 8 * b + 2 * p, pn);
+            q4kr8_panel_half<1>(u0, u1, D0[p], D1[p], M0[p], M1[p], 8 * b + 2 * p + 1, pn);
         }
     }
 }
