@@ -33,7 +33,9 @@ struct Fixture {
     ikllm_status make(const char* key, const char* value, ikllm_sampler** out, bool greedy = false, int top_k = 0) {
         ikllm_options* o = nullptr;
         ikllm_options_create(IKLLM_OPTIONS_SAMPLER, &o);
-        if (key) EXPECT_EQ(ikllm_options_set_string(o, key, value), IKLLM_OK);
+        if (key) {
+            EXPECT_EQ(ikllm_options_set_string(o, key, value), IKLLM_OK);
+        }
         if (greedy) ikllm_options_set_float(o, "temperature", 0.0);
         if (top_k) ikllm_options_set_int(o, "top_k", top_k);
         const ikllm_status st = ikllm_sampler_create(model, o, out);

@@ -96,7 +96,9 @@ TEST(VecKernels, SimdMatchesScalar) {
             std::vector<float> e = s, er = s;
             const float sum = k->exp_shift_sum(e.data(), n, 0.25f), sum_r = ref->exp_shift_sum(er.data(), n, 0.25f);
             for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(e[i], er[i], 4e-7 * er[i] + 1e-37) << cpu::isa_name(k->isa);
-            if (n > 2) EXPECT_EQ(e[n / 2], 0.0f);
+            if (n > 2) {
+                EXPECT_EQ(e[n / 2], 0.0f);
+            }
             EXPECT_NEAR(sum, sum_r, 1e-6 * sum_r + 1e-37) << cpu::isa_name(k->isa) << " n=" << n;
         }
 }

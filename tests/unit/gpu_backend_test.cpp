@@ -270,7 +270,9 @@ TEST(GpuDouble, LargeBatchesStreamHostWeightsToTheGpu) {
                 s.decode(&t, nullptr, nullptr, nullptr, 1);
                 out.emplace_back(s.logits(-1), s.logits(-1) + n_vocab);
             }
-            if (stats && s.scheduler()) EXPECT_EQ(s.scheduler()->stream_stats().ops, stats->ops) << "single tokens stream";
+            if (stats && s.scheduler()) {
+                EXPECT_EQ(s.scheduler()->stream_stats().ops, stats->ops) << "single tokens stream";
+            }
             return out;
         };
         const auto cpu = run(0, "", 0, nullptr);
@@ -281,7 +283,9 @@ TEST(GpuDouble, LargeBatchesStreamHostWeightsToTheGpu) {
         expect_same(cpu, run(99, "exps=CPU", 9, &above), name);
         const bool moe = std::string(name) != "llama-tiny-f16";
         EXPECT_EQ(hybrid.ops > 0, moe) << name;
-        if (moe) EXPECT_GT(hybrid.bytes, 0) << name;
+        if (moe) {
+            EXPECT_GT(hybrid.bytes, 0) << name;
+        }
         EXPECT_GT(split.ops, 0) << name;  // every layer but the last, and the head when it stays
         EXPECT_EQ(off.ops, 0) << name;
         EXPECT_EQ(above.ops, 0) << name;  // 8-token batch below a threshold of 9

@@ -298,7 +298,9 @@ TEST(MoeMlaSession, SplitLayoutKvBFromQuantizedProducts) {
                     }
                     for (int c = 0; c < 32; ++c) {
                         const double err = std::fabs(row[c0 + c] - want[c]);
-                        if (i >= dn) ASSERT_EQ(row[c0 + c], want[c]) << "v row copied exactly";
+                        if (i >= dn) {
+                            ASSERT_EQ(row[c0 + c], want[c]) << "v row copied exactly";
+                        }
                         // half a step of the block scale, plus the scale's own fp16 rounding times 127
                         ASSERT_LE(err, amax / 127.0 * (0.5 + 127.0 / 2048)) << "head " << h << " row " << i << " col " << c0 + c;
                         worst = std::max(worst, err / (amax > 0 ? amax : 1.0f));

@@ -319,7 +319,9 @@ TEST(AmxMatmul, PackedFloatRowsGiveTheBitsOfEncodedRows) {
         k->run(m.data.data(), m.row_bytes, K, 8, rows, act.data(), k->act->row_bytes(K), T, a.data(), rows);
         k->run_packed(m.data.data(), m.row_bytes, K, 8, rows, packed, T, b.data(), rows);
         for (size_t i = 0; i < a.size(); ++i)
-            if (!std::isnan(a[i]) || !std::isnan(b[i])) ASSERT_EQ(a[i], b[i]) << m.tt->name << " element " << i;
+            if (!std::isnan(a[i]) || !std::isnan(b[i])) {
+                ASSERT_EQ(a[i], b[i]) << m.tt->name << " element " << i;
+            }
     }
 }
 

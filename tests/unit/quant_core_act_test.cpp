@@ -127,8 +127,9 @@ TEST(QuantCoreAct, Q8_2_X4MatchesSpec) {
         act_q8_2_x4_decode_row(enc.data(), y.data(), n);
         for (int64_t i = 0; i < n; ++i) {
             const float d = bf16_to_f32(q8_2_x4_block(enc.data(), n, i / 32).d_bf16);
-            if (amax32(x.data() + i / 32 * 32) >= 127 * 1.2e-38f)
+            if (amax32(x.data() + i / 32 * 32) >= 127 * 1.2e-38f) {
                 EXPECT_LE(std::fabs(y[i] - x[i]), 0.5001f * d) << i;
+            }
         }
     }
 }

@@ -123,10 +123,11 @@ double check_kernel(const MatmulKernel& k, const Problem& p, double rel_tol, con
             if (scalar_y) {
                 const double e2 = std::fabs((double)got - (*scalar_y)[t * ys + r]) / (mag > 0 ? mag : 1.0);
                 EXPECT_LE(e2, rel_tol) << "vs scalar, row " << r << " token " << t;
-                if (same_bits_as_scalar)
+                if (same_bits_as_scalar) {
                     EXPECT_EQ(f32_to_bits(got), f32_to_bits((*scalar_y)[t * ys + r]))
                         << "not bit-identical to scalar, row " << r << " token " << t << ": " << got << " vs "
                         << (*scalar_y)[t * ys + r];
+                }
             }
         }
         for (int64_t r = p.rows; r < ys; ++r) EXPECT_TRUE(std::isnan(y[t * ys + r])) << "wrote outside rows";
@@ -137,7 +138,9 @@ double check_kernel(const MatmulKernel& k, const Problem& p, double rel_tol, con
         const int64_t a = il, b = (p.rows / il) / 2 * il;
         const std::vector<float> y2 = run_kernel(k, p, act, ys, {{b, p.rows}, {0, a}, {a, b}});
         for (size_t i = 0; i < y.size(); ++i)
-            if (!std::isnan(y[i])) EXPECT_EQ(f32_to_bits(y[i]), f32_to_bits(y2[i])) << "split changed output " << i;
+            if (!std::isnan(y[i])) {
+                EXPECT_EQ(f32_to_bits(y[i]), f32_to_bits(y2[i])) << "split changed output " << i;
+            }
     }
     if (y_out) *y_out = y;
     return worst;
@@ -248,5 +251,7 @@ TEST(QuantCoreKernels, IsaSelection) {
     ASSERT_NE(k, nullptr);
     EXPECT_LE((int)k->isa, (int)detected_isa());
     EXPECT_EQ(find_matmul(T_Q4_0, Isa::scalar)->isa, Isa::scalar);
-    if (detected_isa() == Isa::avx512) EXPECT_EQ(k->isa, Isa::avx512);
+    if (detected_isa() == Isa::avx512) {
+        EXPECT_EQ(k->isa, Isa::avx512);
+    }
 }

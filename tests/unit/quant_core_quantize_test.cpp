@@ -54,7 +54,9 @@ TEST(QuantCoreQuantize, FloatTypes) {
     for (size_t i = 0; i < x.size(); ++i) {
         EXPECT_EQ(f32_to_bits(h[i]), f32_to_bits(f16_to_f32(f32_to_f16(x[i])))) << i;
         EXPECT_EQ(f32_to_bits(b[i]), f32_to_bits(bf16_to_f32(f32_to_bf16(x[i])))) << i;
-        if (std::fabs(x[i]) < 65504 && std::fabs(x[i]) > 6.2e-5f) EXPECT_LE(std::fabs(h[i] - x[i]), std::fabs(x[i]) * 0x1p-11f);
+        if (std::fabs(x[i]) < 65504 && std::fabs(x[i]) > 6.2e-5f) {
+            EXPECT_LE(std::fabs(h[i] - x[i]), std::fabs(x[i]) * 0x1p-11f);
+        }
         EXPECT_LE(std::fabs(b[i] - x[i]), std::fabs(x[i]) * 0x1p-8f);
     }
     EXPECT_TRUE(std::isinf(h[0]));
