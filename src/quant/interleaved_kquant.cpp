@@ -1,5 +1,5 @@
 // Row-interleaved K-quants Q2_K_R4..Q6_K_R4 and IQ4_XS_R8 (docs: quant-formats.md §12.4, §12.5), and
-// ikllm's run-time Q4_K_R8, Q6_K_R8 and IQ4_K_R8 (kquant_r8.h).
+// ikllm's run-time Q4_K_R8, Q6_K_R8, IQ4_K_R8 and IQ4_XS_X8 (kquant_r8.h).
 // Arithmetic follows the base types exactly; only the byte placement differs.
 #include <cstring>
 
@@ -200,7 +200,7 @@ void rep_iq4_xs_r8(const uint8_t* const* rows, uint8_t* dst, int64_t ne0) {
     }
 }
 
-// ---- Q4_K_R8, Q6_K_R8, IQ4_K_R8 (ikllm's run-time layouts, kquant_r8.h): the plain blocks --------
+// ---- Q4_K_R8, Q6_K_R8, IQ4_K_R8, IQ4_XS_X8 (ikllm's run-time layouts, kquant_r8.h): the plain blocks --------
 template <uint32_t Base, int PlainBytes, int GroupBytes, R8UnpackBlockFn Unpack>
 void deq_r8(const uint8_t* src, float* y, int64_t ne0) {
     const DequantGroupFn plain = find_type(Base)->dequant;
@@ -234,6 +234,8 @@ const InterleavedCodec kKquantCodecs[] = {
      rep_r8<kQ6KBlockBytes, kQ6KR8Bytes, q6k_r8_pack_block>, nullptr},
     {T_IQ4_K_R8, T_IQ4_K, 8, deq_r8<T_IQ4_K, kIQ4KBlockBytes, kIQ4KR8Bytes, iq4k_r8_unpack_block>,
      rep_r8<kIQ4KBlockBytes, kIQ4KR8Bytes, iq4k_r8_pack_block>, nullptr},
+    {T_IQ4_XS_X8, T_IQ4_XS, 8, deq_r8<T_IQ4_XS, kIQ4XSBlockBytes, kIQ4XSX8Bytes, iq4xs_x8_unpack_block>,
+     rep_r8<kIQ4XSBlockBytes, kIQ4XSX8Bytes, iq4xs_x8_pack_block>, nullptr},
 };
 
 }  // namespace

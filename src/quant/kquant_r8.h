@@ -1,4 +1,4 @@
-// ikllm's own run-time layouts of Q4_K, Q6_K and IQ4_K (docs/quant-r8.md): made by run-time repack,
+// ikllm's own run-time layouts of Q4_K, Q6_K, IQ4_K and IQ4_XS (docs/quant-r8.md): made by run-time repack,
 // never read from or written to files.
 // Q4_K_R8: 8 rows side by side, 1152 bytes per 256 columns (the 8 plain blocks' room), laid out so
 // that one 512-bit register holds two 32-weight sub-blocks of all 8 rows and the sub-block scales
@@ -213,6 +213,65 @@ static inline void iq4k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8])
 
 namespace ikllm::quant {
 
+// IQ4_XS_X8: ikllm's run-time layout of IQ4_XS (named X8: the reference's IQ4_XS_R8 is another,
+// file-level layout), 1088 bytes per 256 columns of 8 rows. The codes as in IQ4_K_R8 (a register:
+// one 4-byte granule of chunk 2j in lanes 0-7, of chunk 2j + 1 in lanes 8-15, row = lane % 8);
+// IQ4_XS has one 6-bit scale per 32-weight chunk, stored per lane: value i = 8c + r (= 16j + L for
+// lane L of chunk pair j) is the scale ls (before - 32) of chunk c of row r:
+//   [0, 16)      d of rows 0-7 (fp16)
+//   [16, 48)     low 4 bits of value i in byte 16 + i % 32, nibble i / 32
+//   [48, 64)     its 2 high bits in byte 48 + i % 16, bits 2 (i / 16)
+//   [64, 1088)   codes: 64 bytes at 64 + 256j + 64g: plain qs bytes 32j + 4g.. (chunk 2j) of rows
+//                0-7, then plain qs bytes 32j + 16 + 4g.. (chunk 2j + 1)
+inline constexpr int kIQ4XSX8Bytes = 1088;
+inline constexpr int kIQ4XSBlockBytes = 136;
+
+static inline int iq4xs_x8_value(int chunk, int r) { return 8 * chunk + r; }
+
+static inline void iq4xs_x8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
+    std::memset(dst, 0, 64);
+    for (int r = 0; r < 8; ++r) {
+        const uint8_t* x = b[r];
+        std::memcpy(dst + 2 * r, x, 2);
+        const int sh = x[2] | x[3] << 8;
+        for (int c = 0; c < 8; ++c) {
+            const int ls = ((x[4 + c / 2] >> (4 * (c % 2))) & 15) | ((sh >> (2 * c)) & 3) << 4, i = iq4xs_x8_value(c, r);
+            dst[16 + (i & 31)] |= (uint8_t)((ls & 15) << (4 * (i >> 5)));
+            dst[48 + (i & 15)] |= (uint8_t)((ls >> 4) << (2 * (i >> 4)));
+        }
+        for (int j = 0; j < 4; ++j)
+            for (int g = 0; g < 4; ++g) {
+                std::memcpy(dst + 64 + 256 * j + 64 * g + 4 * r, x + 8 + 32 * j + 4 * g, 4);
+                std::memcpy(dst + 64 + 256 * j + 64 * g + 32 + 4 * r, x + 8 + 32 * j + 16 + 4 * g, 4);
+            }
+    }
+}
+static inline void iq4xs_x8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
+    for (int r = 0; r < 8; ++r) {
+        uint8_t* x = b[r];
+        std::memset(x, 0, 8);
+        std::memcpy(x, src + 2 * r, 2);
+        int sh = 0;
+        for (int c = 0; c < 8; ++c) {
+            const int i = iq4xs_x8_value(c, r);
+            const int ls = ((src[16 + (i & 31)] >> (4 * (i >> 5))) & 15) | ((src[48 + (i & 15)] >> (2 * (i >> 4))) & 3) << 4;
+            x[4 + c / 2] |= (uint8_t)((ls & 15) << (4 * (c % 2)));
+            sh |= (ls >> 4) << (2 * c);
+        }
+        x[2] = (uint8_t)(sh & 255);
+        x[3] = (uint8_t)(sh >> 8);
+        for (int j = 0; j < 4; ++j)
+            for (int g = 0; g < 4; ++g) {
+                std::memcpy(x + 8 + 32 * j + 4 * g, src + 64 + 256 * j + 64 * g + 4 * r, 4);
+                std::memcpy(x + 8 + 32 * j + 16 + 4 * g, src + 64 + 256 * j + 64 * g + 32 + 4 * r, 4);
+            }
+    }
+}
+
+}  // namespace ikllm::quant
+
+namespace ikllm::quant {
+
 // Per 256 columns: 8 plain blocks <-> one group block.
 using R8PackBlockFn = void (*)(const uint8_t* const b[8], uint8_t* dst);
 using R8UnpackBlockFn = void (*)(const uint8_t* src, uint8_t* const b[8]);
@@ -230,5 +289,6 @@ static inline void r8_unpack_group(const uint8_t* group, uint8_t* rows, size_t r
 static constexpr R8UnpackGroupFn q4k_r8_unpack_group = r8_unpack_group<kQ4KBlockBytes, kQ4KR8Bytes, q4k_r8_unpack_block>;
 static constexpr R8UnpackGroupFn q6k_r8_unpack_group = r8_unpack_group<kQ6KBlockBytes, kQ6KR8Bytes, q6k_r8_unpack_block>;
 static constexpr R8UnpackGroupFn iq4k_r8_unpack_group = r8_unpack_group<kIQ4KBlockBytes, kIQ4KR8Bytes, iq4k_r8_unpack_block>;
+static constexpr R8UnpackGroupFn iq4xs_x8_unpack_group = r8_unpack_group<kIQ4XSBlockBytes, kIQ4XSX8Bytes, iq4xs_x8_unpack_block>;
 
 }  // namespace ikllm::quant

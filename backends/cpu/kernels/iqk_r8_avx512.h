@@ -1,5 +1,5 @@
-// IQ4_K_R8 (ikllm's run-time layout of IQ4_K, quant/kquant_r8.h) on AVX-512 VNNI, included by
-// iqk_avx512.cpp. As Q4_K_R8 (kquant_r8_avx512.h): 8 rows side by side, a register holds one
+// IQ4_K_R8 and IQ4_XS_X8 (ikllm's run-time layouts of IQ4_K and IQ4_XS, quant/kquant_r8.h) on
+// AVX-512 VNNI, included by iqk_avx512.cpp. As Q4_K_R8 (kquant_r8_avx512.h): 8 rows side by side, a register holds one
 // 4-column granule of two 32-weight chunks of all 8 rows, every row's sums stay in its lanes.
 // The numerics are the plain kernel's (kquant_unpack.h, KIq4K), which follow the reference: the
 // levels of the first value set + 128 as unsigned bytes (one vpshufb lookup), multiplied with
@@ -34,6 +34,44 @@ inline __m512i iq4kr8_pair_i32(int32_t lo, int32_t hi) {
     return _mm512_inserti64x4(_mm512_set1_epi32(lo), _mm256_set1_epi32(hi), 1);
 }
 
+// The IQ4_NL levels (IQ4_XS, and the first IQ4_K value set) + 128 as unsigned bytes, in every
+// 128-bit lane.
+inline __m512i iq4r8_table() {
+    return _mm512_broadcast_i32x4(_mm_setr_epi8((char)1, (char)24, (char)45, (char)63, (char)79, (char)93, (char)106,
+                                                (char)118, (char)129, (char)141, (char)153, (char)166, (char)181,
+                                                (char)197, (char)217, (char)241));
+}
+
+// The 4 granule vectors of a chunk pair (p: its 256 code bytes) as levels + 128: lo[g] the low
+// nibbles (columns 4g.. of both chunks), hi[g] the high ones (columns 16 + 4g..).
+inline void iq4r8_levels(__m512i table, const uint8_t* p, __m512i lo[4], __m512i hi[4]) {
+    const __m512i m15 = _mm512_set1_epi8(15);
+    for (int g = 0; g < 4; ++g) {
+        const __m512i q = _mm512_loadu_si512(p + 64 * g);
+        lo[g] = _mm512_shuffle_epi8(table, _mm512_and_si512(q, m15));
+        hi[g] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(q, 4), m15));
+    }
+}
+
+// A chunk pair's 256 code bytes (p) back to the plain rows' qs bytes (q: row 0's bytes of the pair,
+// rows rb apart): the 4 granule vectors (lane L = row L % 8 of chunk 2j + L / 8) transposed 4 x 4
+// within each 128-bit lane, so lane k of t[i] is the 16 plain bytes of row 4 (k % 2) + i in chunk
+// 2j + k / 2.
+inline void iq4r8_put_codes(const uint8_t* p, uint8_t* q, size_t rb) {
+    const __m512i v0 = _mm512_loadu_si512(p), v1 = _mm512_loadu_si512(p + 64);
+    const __m512i v2 = _mm512_loadu_si512(p + 128), v3 = _mm512_loadu_si512(p + 192);
+    const __m512i a0 = _mm512_unpacklo_epi32(v0, v1), a1 = _mm512_unpackhi_epi32(v0, v1);
+    const __m512i a2 = _mm512_unpacklo_epi32(v2, v3), a3 = _mm512_unpackhi_epi32(v2, v3);
+    const __m512i t[4] = {_mm512_unpacklo_epi64(a0, a2), _mm512_unpackhi_epi64(a0, a2), _mm512_unpacklo_epi64(a1, a3),
+                          _mm512_unpackhi_epi64(a1, a3)};
+    for (int i = 0; i < 4; ++i) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(q + rb * (size_t)i), _mm512_extracti32x4_epi32(t[i], 0));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(q + rb * (size_t)(4 + i)), _mm512_extracti32x4_epi32(t[i], 1));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16 + rb * (size_t)i), _mm512_extracti32x4_epi32(t[i], 2));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16 + rb * (size_t)(4 + i)), _mm512_extracti32x4_epi32(t[i], 3));
+    }
+}
+
 // The 8 accumulators' scales sc = ls - 32 (int32, lane L of accumulator a as in kquant_r8.h).
 inline void iq4kr8_scales(const uint8_t* blk, __m512i sc[8]) {
     const __m512i lo = _mm512_loadu_si512(blk + 32);
@@ -59,11 +97,8 @@ inline void iq4kr8_scales(const uint8_t* blk, __m512i sc[8]) {
 // sum of the two halves.
 template <int T>
 void iq4kr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) {
-    // The first IQ4_K value set (the IQ4_NL values) + 128 as unsigned bytes, in every 128-bit lane.
-    const __m512i table = _mm512_broadcast_i32x4(_mm_setr_epi8((char)1, (char)24, (char)45, (char)63, (char)79, (char)93,
-                                                               (char)106, (char)118, (char)129, (char)141, (char)153,
-                                                               (char)166, (char)181, (char)197, (char)217, (char)241));
-    const __m512i m15 = _mm512_set1_epi8(15), ones = _mm512_set1_epi16(1);
+    const __m512i table = iq4r8_table();
+    const __m512i ones = _mm512_set1_epi16(1);
     const __m512i base = _mm512_set1_epi32(-128), shifted = _mm512_set1_epi32(-124);
     __m512 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
@@ -78,11 +113,7 @@ void iq4kr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* 
         for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
         for (int j = 0; j < 4; ++j) {
             __m512i lo[4], hi[4];
-            for (int gq = 0; gq < 4; ++gq) {
-                const __m512i q = _mm512_loadu_si512(blk + 128 + 256 * j + 64 * gq);
-                lo[gq] = _mm512_shuffle_epi8(table, _mm512_and_si512(q, m15));
-                hi[gq] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(q, 4), m15));
-            }
+            iq4r8_levels(table, blk + 128 + 256 * j, lo, hi);
             uint16_t mk[2];
             std::memcpy(mk, blk + 16 + 4 * j, 4);
             const __m512i mul0 = _mm512_mask_blend_epi32((__mmask16)mk[0], base, shifted);
@@ -118,7 +149,8 @@ void iq4kr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* 
 // scales of a group block decoded in two registers; then per sub-block s the 8 rows' scales are 8
 // consecutive bytes (lane L = row + 8c), so the plain scale nibbles and bit pairs of all 8 rows
 // come out of 64-bit words; the value-set bits are spread to one byte per row; the codes are a
-// 4 x 4 transpose of granules per 128-bit lane. Checked against the plain kernel on the same rows, bit for bit (quant_kquant_r8_test).
+// 4 x 4 transpose of granules per 128-bit lane (iq4r8_put_codes). Checked against the plain
+// kernel on the same rows, bit for bit (quant_kquant_r8_test).
 inline uint64_t iq4kr8_spread_bits(uint32_t m) {  // bit r of m -> bit 0 of byte r
     const uint64_t x = ((uint64_t)m * 0x0101010101010101ULL) & 0x8040201008040201ULL;
     return ((x + 0x7F7F7F7F7F7F7F7FULL) & 0x8080808080808080ULL) >> 7;
@@ -160,25 +192,7 @@ inline void iq4kr8_unpack_group_fast(const uint8_t* group, uint8_t* rows, size_t
             for (int k = 0; k < 4; ++k) x[4 + k] = (uint8_t)(sh[k] >> (8 * r));
             for (int k = 0; k < 8; ++k) x[8 + k] = (uint8_t)(sl[k] >> (8 * r));
         }
-        // Codes: per chunk pair j the 4 granule vectors (lane L = row L % 8 of chunk 2j + L / 8)
-        // transposed 4 x 4 within each 128-bit lane: lane k of t[i] is then the 16 plain bytes of
-        // row 4 (k % 2) + i in chunk 2j + k / 2.
-        for (int j = 0; j < 4; ++j) {
-            const uint8_t* p = src + 128 + 256 * j;
-            const __m512i v0 = _mm512_loadu_si512(p), v1 = _mm512_loadu_si512(p + 64);
-            const __m512i v2 = _mm512_loadu_si512(p + 128), v3 = _mm512_loadu_si512(p + 192);
-            const __m512i a0 = _mm512_unpacklo_epi32(v0, v1), a1 = _mm512_unpackhi_epi32(v0, v1);
-            const __m512i a2 = _mm512_unpacklo_epi32(v2, v3), a3 = _mm512_unpackhi_epi32(v2, v3);
-            const __m512i t[4] = {_mm512_unpacklo_epi64(a0, a2), _mm512_unpackhi_epi64(a0, a2),
-                                  _mm512_unpacklo_epi64(a1, a3), _mm512_unpackhi_epi64(a1, a3)};
-            for (int i = 0; i < 4; ++i) {
-                uint8_t* q = x0 + 16 + 32 * j;
-                _mm_storeu_si128(reinterpret_cast<__m128i*>(q + rb * (size_t)i), _mm512_extracti32x4_epi32(t[i], 0));
-                _mm_storeu_si128(reinterpret_cast<__m128i*>(q + rb * (size_t)(4 + i)), _mm512_extracti32x4_epi32(t[i], 1));
-                _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16 + rb * (size_t)i), _mm512_extracti32x4_epi32(t[i], 2));
-                _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16 + rb * (size_t)(4 + i)), _mm512_extracti32x4_epi32(t[i], 3));
-            }
-        }
+        for (int j = 0; j < 4; ++j) iq4r8_put_codes(src + 128 + 256 * j, x0 + 16 + 32 * j, rb);
     }
 }
 
@@ -191,6 +205,114 @@ void iq4kr8_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_
         const uint8_t* a[T];
         for (int t = 0; t < T; ++t) a[t] = act + (size_t)(t0 + t) * arb;
         iq4kr8_tile<T>(w + (size_t)r * wrb, ne0 / 256, a, y + t0 * ys + r, ys);
+    });
+}
+
+
+// ---- IQ4_XS_X8 ---------------------------------------------------------------------------------
+// The IQ4_K_R8 kernel without value sets and with one scale per 32-weight chunk: per chunk pair
+// the low- and high-nibble sums of a lane share the chunk's scale, so they add before the one
+// multiply by it, and the +128 of the levels is removed per chunk with -128 x the activation's
+// code sum of its 32 weights. The plain IQ4_XS kernel's integers per 256 weights, exactly.
+
+// sc[j]: lane L the scale ls - 32 of chunk 2j + L / 8 of row L % 8 (value 16j + L, kquant_r8.h).
+inline __m512i iq4xsx8_scale_bytes(const uint8_t* blk) {
+    const __m512i m15 = _mm512_set1_epi8(15), m3 = _mm512_set1_epi8(3);
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16));
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 48));
+    __m512i hz = _mm512_castsi128_si512(h);
+    hz = _mm512_inserti32x4(hz, _mm_srli_epi16(h, 2), 1);
+    hz = _mm512_inserti32x4(hz, _mm_srli_epi16(h, 4), 2);
+    hz = _mm512_inserti32x4(hz, _mm_srli_epi16(h, 6), 3);
+    const __m512i l = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), _mm256_srli_epi16(lo, 4), 1), m15);
+    return _mm512_or_si512(l, _mm512_slli_epi16(_mm512_and_si512(hz, m3), 4));  // byte i: value i (ls, 0..63)
+}
+inline void iq4xsx8_scales(const uint8_t* blk, __m512i sc[4]) {
+    const __m512i v = _mm512_sub_epi8(iq4xsx8_scale_bytes(blk), _mm512_set1_epi8(32));
+    sc[0] = _mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(v, 0));
+    sc[1] = _mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(v, 1));
+    sc[2] = _mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(v, 2));
+    sc[3] = _mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(v, 3));
+}
+
+template <int T>
+void iq4xsx8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) {
+    const __m512i table = iq4r8_table();
+    const __m512i ones = _mm512_set1_epi16(1);
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    __m512i ix[8];  // activation dwords: lanes 0-7 dword j of chunk 2j', 8-15 dword 8 + j (chunk 2j' + 1)
+    for (int j = 0; j < 8; ++j) ix[j] = iq4kr8_pair_i32(j, 8 + j);
+    for (int64_t b = 0; b < nbk; ++b) {
+        const uint8_t* blk = g + quant::kIQ4XSX8Bytes * b;
+        prefetch_weights<quant::kIQ4XSX8Bytes>(blk);
+        __m512i sc[4];
+        iq4xsx8_scales(blk, sc);
+        __m512i isum[T];
+        for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
+        for (int j = 0; j < 4; ++j) {
+            __m512i lo[4], hi[4];
+            iq4r8_levels(table, blk + 64 + 256 * j, lo, hi);
+            for (int t = 0; t < T; ++t) {
+                const uint8_t* ab = a[t] + quant::kQ8KBlockBytes * b;
+                int16_t bs[4];  // per-16 code sums: chunk 2j (low, high half), chunk 2j + 1
+                std::memcpy(bs, ab + quant::kQ8KOffBsums + 8 * j, 8);
+                const __m512i av = _mm512_loadu_si512(ab + quant::kQ8KOffQs + 64 * j);
+                __m512i s0 = iq4kr8_pair_i32(-128 * (bs[0] + bs[1]), -128 * (bs[2] + bs[3]));
+                __m512i s1 = _mm512_setzero_si512();
+                for (int gq = 0; gq < 4; ++gq) {
+                    s0 = _mm512_dpwssd_epi32(s0, _mm512_maddubs_epi16(lo[gq], _mm512_permutexvar_epi32(ix[gq], av)), ones);
+                    s1 = _mm512_dpwssd_epi32(s1, _mm512_maddubs_epi16(hi[gq], _mm512_permutexvar_epi32(ix[4 + gq], av)), ones);
+                }
+                isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_add_epi32(s0, s1), sc[j]));
+            }
+        }
+        const __m512 d16 = _mm512_cvtph_ps(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk))));
+        for (int t = 0; t < T; ++t) {
+            float da;
+            std::memcpy(&da, a[t] + quant::kQ8KBlockBytes * b + quant::kQ8KOffD, 4);
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d16, _mm512_set1_ps(da)), acc[t]);
+        }
+    }
+    for (int t = 0; t < T; ++t)
+        _mm256_storeu_ps(y + t * ys, _mm256_add_ps(_mm512_castps512_ps256(acc[t]), _mm512_extractf32x8_ps(acc[t], 1)));
+}
+
+// quant::iq4xs_x8_unpack_group for the prompt-batch slabs: value i = 8c + r, so the 8 bytes at 8c
+// are chunk c's scales of rows 0-7 and the plain scale nibbles and bit pairs come out of 64-bit
+// words; the codes as IQ4_K_R8's.
+inline void iq4xsx8_unpack_group_fast(const uint8_t* group, uint8_t* rows, size_t rb, int64_t ne0) {
+    constexpr uint64_t kLow4 = 0x0F0F0F0F0F0F0F0FULL, kLow2 = 0x0303030303030303ULL;
+    for (int64_t blk = 0; blk < ne0 / 256; ++blk) {
+        const uint8_t* src = group + quant::kIQ4XSX8Bytes * blk;
+        uint8_t* x0 = rows + quant::kIQ4XSBlockBytes * (size_t)blk;
+        alignas(64) uint8_t ls[64];
+        _mm512_store_si512(ls, iq4xsx8_scale_bytes(src));
+        uint64_t v[8];  // v[c]: byte r = ls of chunk c of row r
+        std::memcpy(v, ls, 64);
+        uint64_t sl[4], sh[2] = {0, 0};
+        for (int k = 0; k < 4; ++k) sl[k] = (v[2 * k] & kLow4) | (v[2 * k + 1] & kLow4) << 4;
+        for (int c = 0; c < 8; ++c) sh[c >> 2] |= ((v[c] >> 4) & kLow2) << (2 * (c & 3));
+        for (int r = 0; r < 8; ++r) {
+            uint8_t* x = x0 + rb * (size_t)r;
+            std::memcpy(x, src + 2 * r, 2);
+            x[2] = (uint8_t)(sh[0] >> (8 * r));
+            x[3] = (uint8_t)(sh[1] >> (8 * r));
+            for (int k = 0; k < 4; ++k) x[4 + k] = (uint8_t)(sl[k] >> (8 * r));
+        }
+        for (int j = 0; j < 4; ++j) iq4r8_put_codes(src + 64 + 256 * j, x0 + 8 + 32 * j, rb);
+    }
+}
+
+template <MatmulFn Plain>
+void iq4xsx8_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
+                    int64_t nt, float* y, int64_t ys) {
+    if (nt >= kIq4KR8PlainMinTokens) return r8_plain_slabs(iq4xsx8_unpack_group_fast, Plain, w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+    r8_token_tiles(r0, r1, nt, [&](auto tiles, int64_t r, int64_t t0) {
+        constexpr int T = decltype(tiles)::value;
+        const uint8_t* a[T];
+        for (int t = 0; t < T; ++t) a[t] = act + (size_t)(t0 + t) * arb;
+        iq4xsx8_tile<T>(w + (size_t)r * wrb, ne0 / 256, a, y + t0 * ys + r, ys);
     });
 }
 

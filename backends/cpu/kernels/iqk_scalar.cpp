@@ -7,15 +7,6 @@
 
 namespace ikllm::cpu {
 
-namespace {
-// IQ4_K_R8 (ikllm's run-time layout): unpacked to the plain rows, then the plain kernel, so this
-// reference shares no code with the interleaved kernel it checks.
-void scalar_matmul_iq4k_r8(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
-                           size_t arb, int64_t nt, float* y, int64_t ys) {
-    r8_plain_slabs(quant::iq4k_r8_unpack_group, scalar_matmul<KIq4K>, w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
-}
-}  // namespace
-
 KernelTable iqk_kernels_scalar() {
     static const MatmulKernel entries[] = {
         {KIq4Xs::id, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul<KIq4Xs>},
@@ -30,7 +21,9 @@ KernelTable iqk_kernels_scalar() {
         {KIq4Kss::id, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul<KIq4Kss>},
         {KIq5Ks::id, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul<KIq5Ks>},
         {KIq2Kl::id, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul<KIq2Kl>},
-        {quant::T_IQ4_K_R8, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul_iq4k_r8},
+        // ikllm's run-time layouts: unpacked rows through the plain kernel (r8_slab.h)
+        {quant::T_IQ4_K_R8, Isa::scalar, act_format_q8_k_kiqk(), r8_unpacked_matmul<quant::iq4k_r8_unpack_group, scalar_matmul<KIq4K>>},
+        {quant::T_IQ4_XS_X8, Isa::scalar, act_format_q8_k_kiqk(), r8_unpacked_matmul<quant::iq4xs_x8_unpack_group, scalar_matmul<KIq4Xs>>},
     };
     return {entries, sizeof(entries) / sizeof(entries[0])};
 }

@@ -21,16 +21,6 @@ void scalar_matmul_q6k(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, in
     if (nt >= kQ6ConvMinTokens) return q6k_conv_matmul_portable(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
     scalar_matmul_q82<KQ6K>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
 }
-// Q4_K_R8 / Q6_K_R8 (ikllm's run-time layouts): each 8-row group unpacked to the plain rows, then the plain
-// kernel, so this reference shares no code with the interleaved kernels it checks.
-void scalar_matmul_q4k_r8(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
-                          size_t arb, int64_t nt, float* y, int64_t ys) {
-    r8_plain_slabs(quant::q4k_r8_unpack_group, scalar_matmul_q82<KQ4K>, w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
-}
-void scalar_matmul_q6k_r8(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
-                          size_t arb, int64_t nt, float* y, int64_t ys) {
-    r8_plain_slabs(quant::q6k_r8_unpack_group, scalar_matmul_q6k, w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
-}
 }  // namespace
 
 KernelTable kquant_kernels_scalar() {
@@ -40,8 +30,9 @@ KernelTable kquant_kernels_scalar() {
         {KQ4K::id, Isa::scalar, act_format_q8_2_x4(), scalar_matmul_q82<KQ4K>},
         {KQ5K::id, Isa::scalar, act_format_q8_2_x4(), scalar_matmul_q82<KQ5K>},
         {KQ6K::id, Isa::scalar, act_format_q8_2_x4(), scalar_matmul_q6k, true},
-        {quant::T_Q4_K_R8, Isa::scalar, act_format_q8_2_x4(), scalar_matmul_q4k_r8},
-        {quant::T_Q6_K_R8, Isa::scalar, act_format_q8_2_x4(), scalar_matmul_q6k_r8, true},
+        // ikllm's run-time layouts: unpacked rows through the plain kernel (r8_slab.h)
+        {quant::T_Q4_K_R8, Isa::scalar, act_format_q8_2_x4(), r8_unpacked_matmul<quant::q4k_r8_unpack_group, scalar_matmul_q82<KQ4K>>},
+        {quant::T_Q6_K_R8, Isa::scalar, act_format_q8_2_x4(), r8_unpacked_matmul<quant::q6k_r8_unpack_group, scalar_matmul_q6k>, true},
     };
     return {entries, sizeof(entries) / sizeof(entries[0])};
 }

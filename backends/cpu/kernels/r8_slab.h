@@ -62,5 +62,13 @@ inline void r8_plain_slabs(R8UnpackGroupFn unpack, MatmulFn plain, const uint8_t
     }
 }
 
+// The scalar reference of a layout: its rows unpacked, then the plain type's scalar kernel (no code
+// shared with the interleaved kernels it checks).
+template <R8UnpackGroupFn Unpack, MatmulFn Plain>
+void r8_unpacked_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
+                        int64_t nt, float* y, int64_t ys) {
+    r8_plain_slabs(Unpack, Plain, w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+}
+
 }  // namespace
 }  // namespace ikllm::cpu
