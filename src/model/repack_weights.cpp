@@ -141,25 +141,38 @@ int repack_weights(Model& m, const std::vector<Tensor*>& matmul_weights, bool fo
 }
 
 int repack_mla_heads(Model& m, const Logger& log) {
-    const quant::TypeTraits& dst = *quant::find_type(quant::T_Q8_0_R8);
-    if (!m.cpu->supports_weight_type(dst.id)) return 0;
     static const std::string kDerived = "(derived)";
     int n = 0;
+    std::set<std::string> names;
     for (auto& l : m.layers)
         for (Tensor* t : {l.wk_b, l.wv_b}) {
-            if (!t || t->device != 0 || t->type != quant::T_Q8_0 || t->ne[1] % dst.interleave != 0) continue;
+            if (!t || t->device != 0) continue;
+            // wk_b of a quantized file is Q8_0; wv_b keeps attn_kv_b's type, which goes to the
+            // CPU's own run-time layout where it has one (IQ4_K -> IQ4_K_R8 ...).
+            const uint32_t to = t->type == quant::T_Q8_0 ? (uint32_t)quant::T_Q8_0_R8
+                                : m.cpu->repack_helps(t->type) ? m.cpu->repack_type(t->type)
+                                                               : 0;
+            const quant::TypeTraits* dst = to ? quant::find_type(to) : nullptr;
+            if (!dst || (to != quant::T_Q8_0_R8 && !quant::is_runtime_layout(to)) || !m.cpu->supports_weight_type(to) ||
+                t->ne[1] % dst->interleave != 0)
+                continue;
             const std::string name = t->name;  // only the loader's own copies: file tensors may be mapped
             if (name.size() < kDerived.size() || name.compare(name.size() - kDerived.size(), kDerived.size(), kDerived))
                 continue;
-            const size_t rb = quant::row_bytes(dst, t->ne[0]);
+            const size_t rb = quant::row_bytes(*dst, t->ne[0]);
             if (rb != t->nb[1] ||
-                !repack_in_place(t->type, dst.id, static_cast<uint8_t*>(t->data), rb, t->ne[0], t->n_rows(), dst.interleave))
+                !repack_in_place(t->type, to, static_cast<uint8_t*>(t->data), rb, t->ne[0], t->n_rows(), dst->interleave))
                 continue;
-            t->type = dst.id;
-            t->nb[0] = (size_t)dst.block_bytes;
+            t->type = to;
+            t->nb[0] = (size_t)dst->block_bytes;
+            names.insert(dst->name);
             ++n;
         }
-    if (n) log.log(log_info, "MLA per-head products: %d tensors interleaved to q8_0_r8", n);
+    if (n) {
+        std::string list;
+        for (const std::string& s : names) list += (list.empty() ? "" : ", ") + s;
+        log.log(log_info, "MLA per-head products: %d tensors interleaved (%s)", n, list.c_str());
+    }
     return n;
 }
 

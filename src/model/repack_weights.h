@@ -16,10 +16,12 @@ namespace ikllm {
 // automatic default, which also leaves alone what cannot be converted where it lies); returns
 // the number of tensors converted.
 int repack_weights(Model& m, const std::vector<Tensor*>& matmul_weights, bool force, bool in_place_only, const Logger& log);
-// DeepSeek MLA: the per-head products wk_b / wv_b that the loader derived from attn_kv_b in Q8_0
-// (owned, 512 x 128 or 128 x 512 per head) go to Q8_0_R8 where they stay on the CPU, whatever the
-// repack option: rows this short spend as much on per-row sums as on the weights, and the
-// interleaved kernel multiplies them 1.5-2x faster for 1 to 64 tokens. Returns the tensors converted.
+// DeepSeek MLA: the per-head products wk_b / wv_b that the loader derived from attn_kv_b (owned,
+// 512 x 128 or 128 x 512 per head) are interleaved where they stay on the CPU, whatever the
+// repack option: Q8_0 to Q8_0_R8 (rows this short spend as much on per-row sums as on the
+// weights; the interleaved kernel multiplies them 1.5-2x faster for 1 to 64 tokens), types with
+// a run-time layout of the CPU's own to it (wv_b of an IQ4_K file: IQ4_K_R8). Returns the tensors
+// converted.
 int repack_mla_heads(Model& m, const Logger& log);
 // Whether repack_weights could convert a tensor of this type.
 bool repack_applies(const backend::Backend& cpu, uint32_t type, bool force);

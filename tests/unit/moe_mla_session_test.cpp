@@ -13,6 +13,7 @@
 
 #include "api/api_internal.h"
 #include "ikllm.h"
+#include "kernels/matmul.h"
 #include "quant/act_q8_0.h"
 #include "quant/type_traits.h"
 #include "kernel_test_util.h"
@@ -314,26 +315,23 @@ TEST(MoeMlaSession, SplitLayoutKvBFromQuantizedProducts) {
     std::remove(out.c_str());
 }
 
-// Every row of a loaded weight tensor as floats, row-interleaved types included.
-// The per-head MLA products derived in Q8_0 for the CPU are interleaved (Q8_0_R8) at load, with
-// the values of the plain derivation: wk_b[h][c] = Q8_0 re-encoding of the transposed k rows of
-// attn_kv_b, wv_b = its v rows as stored.
-TEST(MoeMlaSession, DerivedHeadProductsInterleavedOnTheCpu) {
-    IKLLM_REQUIRE_REFDATA();
-    M m("deepseek2-tiny-Q8_0", "/quant/");
+// The per-head MLA products derived for the CPU are interleaved at load (wk_b, derived in Q8_0:
+// Q8_0_R8; wv_b in attn_kv_b's type: Q8_0_R8, or the CPU's own run-time layout of that type),
+// with the values of the plain derivation: wk_b[h][c] = Q8_0 re-encoding of the transposed k rows
+// of attn_kv_b, wv_b = its v rows as stored.
+void check_derived_heads(ikllm_model* model, uint32_t want_v_type) {
     const int64_t H = 4, dn = 128, dv = 128, rkv = 512;  // deepseek2-tiny's MLA sizes
     for (int layer = 0; layer < 2; ++layer) {
         const std::string p = "blk." + std::to_string(layer) + ".";
         const ikllm::Tensor *kb = nullptr, *vb = nullptr, *kvb = nullptr;
-        for (const auto& t : m.model->m->weights) {
+        for (const auto& t : model->m->weights) {
             if (p + "attn_k_b.weight(derived)" == t->name) kb = t.get();
             if (p + "attn_v_b.weight(derived)" == t->name) vb = t.get();
             if (p + "attn_kv_b.weight" == t->name) kvb = t.get();
         }
         ASSERT_TRUE(kb && vb && kvb) << p;
-        ASSERT_EQ(kvb->type, ikllm::quant::T_Q8_0);
         EXPECT_EQ(kb->type, ikllm::quant::T_Q8_0_R8) << p << "attn_k_b";
-        EXPECT_EQ(vb->type, ikllm::quant::T_Q8_0_R8) << p << "attn_v_b";
+        EXPECT_EQ(vb->type, want_v_type) << p << "attn_v_b";
         const std::vector<float> k = ikllm::test::dequant_tensor_rows(*kb), v = ikllm::test::dequant_tensor_rows(*vb), kv = ikllm::test::dequant_tensor_rows(*kvb);
         std::vector<float> col((size_t)dn), want((size_t)dn);
         std::vector<uint8_t> enc(ikllm::quant::row_bytes(*ikllm::quant::find_type(ikllm::quant::T_Q8_0), dn));
@@ -350,6 +348,38 @@ TEST(MoeMlaSession, DerivedHeadProductsInterleavedOnTheCpu) {
                     ASSERT_EQ(v[(size_t)((h * dv + j) * rkv + c)], kv[(size_t)((h * (dn + dv) + dn + j) * rkv + c)]);
         }
     }
+}
+
+TEST(MoeMlaSession, DerivedHeadProductsInterleavedOnTheCpu) {
+    IKLLM_REQUIRE_REFDATA();
+    M m("deepseek2-tiny-Q8_0", "/quant/");
+    check_derived_heads(m.model, ikllm::quant::T_Q8_0_R8);
+}
+
+// attn_kv_b in IQ4_K (deepseek2-tiny quantized here, pure): wv_b goes to the CPU's run-time layout
+// of IQ4_K where it has one (AVX-512: IQ4_K_R8), else stays IQ4_K.
+TEST(MoeMlaSession, DerivedValueProductTakesTheCpusLayout) {
+    IKLLM_REQUIRE_REFDATA();
+    ikllm_lib* lib = nullptr;
+    ikllm_lib_create(0, &lib);
+    const std::string in = ikllm::test::refdata_dir() + "/models/deepseek2-tiny-f16.gguf";
+    const std::string out = (::testing::TempDir().empty() ? std::string("/tmp/") : ::testing::TempDir()) + "ikllm_mla_iq4k.gguf";
+    ikllm_options* q = nullptr;
+    ikllm_options_create(IKLLM_OPTIONS_QUANTIZE, &q);
+    ikllm_options_set_string(q, "type", "IQ4_K");
+    ikllm_options_set_int(q, "pure", 1);
+    ASSERT_EQ(ikllm_quantize(lib, in.c_str(), out.c_str(), q, nullptr, nullptr, nullptr, nullptr), IKLLM_OK) << ikllm_last_error();
+    ikllm_options_free(q);
+    ikllm_model* m = nullptr;
+    ASSERT_EQ(ikllm_model_load(lib, out.c_str(), nullptr, nullptr, nullptr, nullptr, &m), IKLLM_OK) << ikllm_last_error();
+    const uint32_t own = m->m->cpu->repack_helps(ikllm::quant::T_IQ4_K) ? m->m->cpu->repack_type(ikllm::quant::T_IQ4_K) : 0;
+    check_derived_heads(m, ikllm::quant::is_runtime_layout(own) ? own : (uint32_t)ikllm::quant::T_IQ4_K);
+    if (ikllm::cpu::best_isa() == ikllm::cpu::Isa::avx512) {
+        EXPECT_EQ(own, (uint32_t)ikllm::quant::T_IQ4_K_R8);
+    }
+    ikllm_model_free(m);
+    ikllm_lib_free(lib);
+    std::remove(out.c_str());
 }
 
 }  // namespace
