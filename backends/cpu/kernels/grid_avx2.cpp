@@ -1,5 +1,6 @@
-// AVX2 kernels of the grid i-quants (quant-formats.md §9): the generic dequantize-and-dot
-// kernel with AVX2 dot products, against Q8_K activations (§15).
+// AVX2 kernels of the grid i-quants (quant-formats.md §9): grid_int.h's decoded integer codes
+// against Q8_K activations (§15, the SIMD encoder: byte-identical to the reference's).
+#include "kernels/act_q8_k_simd.h"
 #include "kernels/grid_int.h"
 
 namespace ikllm::cpu {
@@ -7,7 +8,7 @@ namespace ikllm::cpu {
 KernelTable grid_kernels_avx2() {
     using namespace quant;
     static const MatmulKernel kKernels[] = {
-#define K(T) {T, Isa::avx2, &kGtiActQ8K, grid_int_run<T>}
+#define K(T) {T, Isa::avx2, simd_act_q8_k_rows(), grid_int_run<T>}
         K(T_IQ2_XXS), K(T_IQ2_XS), K(T_IQ2_S), K(T_IQ3_XXS), K(T_IQ3_S), K(T_IQ1_S), K(T_IQ1_M),
 #undef K
     };

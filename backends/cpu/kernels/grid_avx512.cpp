@@ -1,5 +1,8 @@
-// AVX512 kernels of the grid i-quants (quant-formats.md §9): the generic dequantize-and-dot
-// kernel with AVX512 dot products, against Q8_K activations (§15).
+// AVX-512 kernels of the grid i-quants (quant-formats.md §9) against Q8_K activations (§15, the
+// SIMD encoder):
+// grid_int.h's decoded integer codes, and for prompt batches its VNNI panel GEMM, which takes
+// every token of a call at once (whole_batch: each panel is re-encoded once per call).
+#include "kernels/act_q8_k_simd.h"
 #include "kernels/grid_int.h"
 
 namespace ikllm::cpu {
@@ -7,7 +10,7 @@ namespace ikllm::cpu {
 KernelTable grid_kernels_avx512() {
     using namespace quant;
     static const MatmulKernel kKernels[] = {
-#define K(T) {T, Isa::avx512, &kGtiActQ8K, grid_int_run<T>}
+#define K(T) {T, Isa::avx512, simd_act_q8_k_rows(), grid_int_run<T>, true}
         K(T_IQ2_XXS), K(T_IQ2_XS), K(T_IQ2_S), K(T_IQ3_XXS), K(T_IQ3_S), K(T_IQ1_S), K(T_IQ1_M),
 #undef K
     };

@@ -18,6 +18,11 @@
 #include "quant/grid_tables.h"
 #include "quant/grid_util.h"
 
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
+#define IKLLM_GRID_PANELS 1
+#include "kernels/conv_panel_avx512.h"
+#endif
+
 namespace ikllm::cpu {
 namespace {
 
@@ -216,8 +221,69 @@ void grid_decode_conv(const uint8_t* src, GridCodes& o) {
     for (float& s : o.qsc) s = scale;
 }
 
+#ifdef IKLLM_GRID_PANELS
+// grid_decode_conv in vectors, the same integers: the decoded codes times each 16-weight group's
+// integer multiplier m = scale / u (2s + 1 for the IQ2 / IQ3_XXS / IQ1 scales, 1 + 2s for IQ3_S:
+// exact in float) are the block's P (int16); dnew = max|P| * d0; P kept when dnew < 1, else
+// RNE(float(P) * (1 / dnew)) (the product rounded to float first, as the scalar code does).
+// Writes the 256 codes as q + 128 and returns the block scale.
+template <uint32_t Type>
+inline float grid_reencode_block(const uint8_t* src, uint8_t* out) {
+    constexpr GridConv gc = grid_conv(Type);
+    GridCodes c;
+    grid_decode_codes<Type>(src, c);
+    const float u = grid_block_d(Type, src) * gc.unit;
+    __m512i P[8];  // 32 int16 each: weights 32i .. 32i + 31
+    __m512i mx = _mm512_setzero_si512();
+    for (int i = 0; i < 8; ++i) {
+        const int16_t m0 = u == 0.0f ? 0 : (int16_t)(c.qsc[8 * i] / u), m1 = u == 0.0f ? 0 : (int16_t)(c.qsc[8 * i + 4] / u);
+        const __m512i m = _mm512_inserti64x4(_mm512_set1_epi16(m0), _mm256_set1_epi16(m1), 1);
+        P[i] = _mm512_mullo_epi16(_mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(c.q + 32 * i))), m);
+        mx = _mm512_max_epi16(mx, _mm512_abs_epi16(P[i]));
+    }
+    const int imax = _mm512_reduce_max_epi32(_mm512_max_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(mx)),
+                                                              _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(mx, 1))));
+    float dnew = (float)imax * gc.d0;
+    const bool keep = dnew < 1.0f;
+    if (keep) dnew = 1.0f;
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    const __m512 inv = _mm512_set1_ps(1.0f / dnew);
+    for (int i = 0; i < 8; ++i) {
+        __m256i q8;
+        if (keep) {
+            q8 = _mm512_cvtsepi16_epi8(P[i]);
+        } else {
+            const __m512i lo = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_castsi512_si256(P[i]))), inv));
+            const __m512i hi = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64(P[i], 1))), inv));
+            q8 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtsepi32_epi8(lo)), _mm512_cvtsepi32_epi8(hi), 1);
+        }
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * i), _mm256_xor_si256(q8, _mm512_castsi512_si256(flip)));
+    }
+    return gti_round_half(u * dnew);
+}
+
+// A panel of rows [r, r + rows) re-encoded for the VNNI panel GEMM.
+template <uint32_t Type>
+void grid_fill_panel(const uint8_t* w, size_t wrb, int64_t r, int rows, int64_t nb, ConvPanelRows& pr, ConvPanel& pn) {
+    constexpr int kBlockBytes = grid_conv(Type).block_bytes;
+    for (int k = 0; k < kPanelRows; ++k) {
+        if (k >= rows) {
+            pr.pad(k);
+            for (int64_t b = 0; b < nb; ++b) pn.d[(size_t)b * kPanelRows + k] = 0.0f;
+            continue;
+        }
+        for (int64_t b = 0; b < nb; ++b)
+            pn.d[(size_t)b * kPanelRows + k] =
+                grid_reencode_block<Type>(w + (size_t)(r + k) * wrb + (size_t)b * kBlockBytes, pr.row(k) + 256 * b);
+    }
+    pr.put(pn, nb);
+}
+#endif
+
 // The kernel: rows r0..r1 of grid type Type against nt Q8_K activation rows. Rows are decoded 16
-// at a time, so each token's activation row is read once per 16 rows, from cache.
+// at a time, so each token's activation row is read once per 16 rows, from cache. With AVX-512
+// VNNI, batches of kGridConvMinTokens or more run the re-encoded rows through the panel GEMM of
+// conv_panel_avx512.h (the same exact integers per block; ~10x the speed of one row at a time).
 template <uint32_t Type>
 void grid_int_run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
                   int64_t nt, float* y, int64_t ys) {
@@ -225,6 +291,14 @@ void grid_int_run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t
     constexpr int kBlockBytes = grid_conv(Type).block_bytes;
     const int64_t nb = ne0 / 256;
     const bool conv = nt >= kGridConvMinTokens;
+#ifdef IKLLM_GRID_PANELS
+    if (conv) {
+        ConvPanelRows pr(nb);
+        conv_panel_gemm([&](int64_t r, int rows, ConvPanel& pn) { grid_fill_panel<Type>(w, wrb, r, rows, nb, pr, pn); }, nb, r0,
+                        r1, act, arb, nt, y, ys);
+        return;
+    }
+#endif
     std::vector<GridCodes> codes((size_t)(nb * kRowChunk));
     for (int64_t rc = r0; rc < r1; rc += kRowChunk) {
         const int64_t re = std::min(r1, rc + kRowChunk);

@@ -33,7 +33,7 @@
 #endif
 #include <cstring>
 
-#include "kernels/panel_codes_avx512.h"
+#include "kernels/conv_panel_avx512.h"
 #endif
 
 namespace ikllm::cpu {
@@ -798,102 +798,34 @@ inline void conv_tile(const ConvRow& cr, int64_t nb, const uint8_t* act, size_t 
 #endif
 
 #ifdef IKLLM_KIQK_AVX512
-// AVX-512 conv GEMM: 16 re-encoded rows are interleaved into a panel (per 256-column block, 64
-// vectors of 16 rows x 4 columns, stored as q + 128 so vpdpbusd takes them as its unsigned
-// operand), then every token runs over the panel: 4 activation codes are broadcast to all 16
-// row lanes, so each instruction advances 16 rows and no horizontal sums are needed. The +128
-// is removed per block with the activation code sum (128 * sum a). Integer sums are exact;
-// the float result per block is isum * (d_w * d_a), accumulated per row lane.
-constexpr int kPanelRows = 16;
-
-struct ConvPanel {
-    std::vector<uint8_t> q;  // [nb][64][16][4]
-    std::vector<float> d;    // [nb][16]
-    explicit ConvPanel(int64_t nb) : q((size_t)nb * 256 * kPanelRows), d((size_t)nb * kPanelRows) {}
-};
-
+// AVX-512 conv GEMM (conv_panel_avx512.h): each panel's 16 rows re-encoded by the type's
+// unpacker, stored as q + 128.
 template <class U>
 inline void conv_panel(const uint8_t* w, size_t w_row_bytes, int64_t r0, int rows, int64_t nb, ConvRow& cr,
-                       ConvPanel& pn) {
-    // The 16 rows' codes as q + 128 (code 0 for padding rows), then interleaved per 256 columns.
-    thread_local std::vector<uint8_t> codes;
-    const size_t stride = (size_t)nb * 256;
-    if (codes.size() < stride * kPanelRows) codes.resize(stride * kPanelRows);
+                       ConvPanelRows& pr, ConvPanel& pn) {
     const __m512i flip = _mm512_set1_epi8((char)0x80);
     for (int k = 0; k < kPanelRows; ++k) {
-        uint8_t* dst = codes.data() + stride * k;
+        uint8_t* dst = pr.row(k);
         if (k < rows) {
             conv_row<U>(w + (size_t)(r0 + k) * w_row_bytes, nb, cr);
-            for (size_t i = 0; i < stride; i += 64)  // int8 q -> uint8 q + 128
+            for (size_t i = 0; i < pr.stride; i += 64)  // int8 q -> uint8 q + 128
                 _mm512_storeu_si512((void*)(dst + i), _mm512_xor_si512(_mm512_loadu_si512((const void*)(cr.q + i)), flip));
         } else {
-            std::memset(dst, 0x80, stride);
+            pr.pad(k);
         }
         for (int64_t b = 0; b < nb; ++b) pn.d[(size_t)b * kPanelRows + k] = k < rows ? cr.d[b] : 0.0f;
     }
-    for (int64_t b = 0; b < nb; ++b)
-        simd512::panel_put_codes(codes.data() + 256 * b, stride, pn.q.data() + (size_t)b * 256 * kPanelRows, 64);
-}
-
-template <int T>
-inline void conv_panel_tile(const ConvPanel& pn, int64_t nb, const uint8_t* act, size_t arb, const int32_t* asum,
-                            int rows, float* y, int64_t ys) {
-    __m512 facc[T];
-    for (int t = 0; t < T; ++t) facc[t] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-        __m512i isum[T];
-        for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
-        const uint8_t* pq = pn.q.data() + (size_t)b * 256 * kPanelRows;
-        const int8_t* aq[T];
-        for (int t = 0; t < T; ++t) aq[t] = act_qs(act + (size_t)t * arb + (size_t)b * quant::kQ8KBlockBytes);
-        for (int j = 0; j < 64; ++j) {
-            const __m512i wv = _mm512_loadu_si512((const void*)(pq + 64 * j));
-            for (int t = 0; t < T; ++t) {
-                int32_t a4;
-                std::memcpy(&a4, aq[t] + 4 * j, 4);
-                isum[t] = _mm512_dpbusd_epi32(isum[t], wv, _mm512_set1_epi32(a4));
-            }
-        }
-        const __m512 dw = _mm512_loadu_ps(pn.d.data() + (size_t)b * kPanelRows);
-        for (int t = 0; t < T; ++t) {
-            const uint8_t* a = act + (size_t)t * arb + (size_t)b * quant::kQ8KBlockBytes;
-            const __m512i exact = _mm512_sub_epi32(isum[t], _mm512_set1_epi32(128 * asum[(size_t)t * nb + b]));
-            facc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), _mm512_mul_ps(dw, _mm512_set1_ps(act_d(a))), facc[t]);
-        }
-    }
-    const __mmask16 m = (__mmask16)((1u << rows) - 1);
-    for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ys, m, facc[t]);
+    pr.put(pn, nb);
 }
 
 template <class U>
 void conv_matmul(const uint8_t* w, size_t w_row_bytes, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
                  size_t act_row_bytes, int64_t nt, float* y, int64_t y_stride) {
     const int64_t nb = ne0 / 256;
-    // Per token and block: the sum of the 256 activation codes (from the per-16 sums).
-    std::vector<int32_t> asum((size_t)(nt * nb));
-    for (int64_t t = 0; t < nt; ++t)
-        for (int64_t b = 0; b < nb; ++b) {
-            const uint8_t* a = act + (size_t)t * act_row_bytes + (size_t)b * quant::kQ8KBlockBytes;
-            int32_t s = 0;
-            for (int i = 0; i < 16; ++i) s += (int16_t)rd_u16(a + quant::kQ8KOffBsums + 2 * i);
-            asum[(size_t)(t * nb + b)] = s;
-        }
     ConvRow cr(ne0);
-    ConvPanel pn(nb);
-    for (int64_t r = r0; r < r1; r += kPanelRows) {
-        const int rows = (int)std::min<int64_t>(kPanelRows, r1 - r);
-        conv_panel<U>(w, w_row_bytes, r, rows, nb, cr, pn);
-        int64_t t = 0;
-        for (; t + 8 <= nt; t += 8)
-            conv_panel_tile<8>(pn, nb, act + (size_t)t * act_row_bytes, act_row_bytes, asum.data() + t * nb, rows,
-                               y + t * y_stride + r, y_stride);
-        for (; t + 4 <= nt; t += 4)
-            conv_panel_tile<4>(pn, nb, act + (size_t)t * act_row_bytes, act_row_bytes, asum.data() + t * nb, rows,
-                               y + t * y_stride + r, y_stride);
-        for (; t < nt; ++t)
-            conv_panel_tile<1>(pn, nb, act + (size_t)t * act_row_bytes, act_row_bytes, asum.data() + t * nb, rows,
-                               y + t * y_stride + r, y_stride);
-    }
+    ConvPanelRows pr(nb);
+    conv_panel_gemm([&](int64_t r, int rows, ConvPanel& pn) { conv_panel<U>(w, w_row_bytes, r, rows, nb, cr, pr, pn); }, nb,
+                    r0, r1, act, act_row_bytes, nt, y, y_stride);
 }
 #else
 // AVX2 conv path: each row is re-encoded once, then multiplied against every token.
