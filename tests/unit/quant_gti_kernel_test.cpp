@@ -251,11 +251,14 @@ TEST(QuantGtiKernelGrid, LargeBatchesReencodeTo8Bits) {
                        {T_IQ2_S, 1.0f / 124, 0.125f, 82},   {T_IQ3_XXS, 1.0f / 124, 0.25f, 98},
                        {T_IQ3_S, 1.0f / 127, 1.0f, 110},    {T_IQ1_S, 1.0f / 126, 0.125f, 50},
                        {T_IQ1_M, 1.0f / 126, 0.125f, 56}};
-    for (const G& gd : grids) {
+    // 3 rows: a short panel; 19 rows x 45 tokens: a full 16-row panel and a short one, token
+    // tiles of 8, 4 and 1 (the AVX-512 panel GEMM).
+    for (const G& gd : grids)
+      for (auto [nrows, nt] : {std::pair<int64_t, int64_t>{3, 36}, {19, 45}}) {
         const TypeTraits* t = find_type(gd.type);
         std::mt19937 rng(7 + gd.type);
         std::normal_distribution<float> nd(0.0f, 1.0f);
-        const int64_t ne0 = 512, nrows = 3, nt = 36;
+        const int64_t ne0 = 512;
         std::vector<uint8_t> w = random_weights(*t, ne0, nrows, rng);
         const size_t wrb = row_bytes(*t, ne0);
         // sane block scales (random bytes could be huge, inf or NaN)
@@ -335,5 +338,5 @@ TEST(QuantGtiKernelGrid, LargeBatchesReencodeTo8Bits) {
                 }
             EXPECT_TRUE(differs) << t->name;
         }
-    }
+      }
 }
