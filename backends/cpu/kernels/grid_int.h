@@ -28,7 +28,7 @@ namespace {
 
 struct GridCodes {
     int8_t q[256];
-    float qsc[64];  // scale of each group of 4 codes (the 16-weight scale repeated 4 times)
+    float sc[16];  // scale of each 16 codes
 };
 
 // Byte masks (0xff = negate) of the 8 bits of a plain sign byte.
@@ -52,9 +52,8 @@ inline void put_codes(int8_t* q, uint64_t grid, uint64_t mask) {
 inline void put_codes_iq1(int8_t* q, uint64_t grid, int delta) {
     for (int j = 0; j < 8; ++j) q[j] = (int8_t)(8 * (int8_t)(grid >> (8 * j)) + delta);
 }
-inline void set_scale(GridCodes& o, int k, float s) {  // 16-weight group k
-    for (int i = 0; i < 4; ++i) o.qsc[4 * k + i] = s;
-}
+template <class Codes>
+inline void set_scale(Codes& o, int k, float s) { o.sc[k] = s; }  // 16-weight group k
 
 template <uint32_t Type>
 void grid_decode_codes(const uint8_t* src, GridCodes& o) {
@@ -147,30 +146,165 @@ void grid_decode_codes(const uint8_t* src, GridCodes& o) {
     }
 }
 
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+#define IKLLM_GRID_DECODE512 1
+// Bit k of b -> byte k of the result 0xff (k < 8).
+inline uint64_t grid_byte_mask(uint32_t b) {
+    const uint64_t x = ((uint64_t)(b & 255u) * 0x0101010101010101ull) & 0x8040201008040201ull;
+    return (((x + 0x7F7F7F7F7F7F7F7Full) & 0x8080808080808080ull) >> 7) * 0xFF;
+}
+
+// grid_decode_codes in two passes (the same codes and scales). Pass 1 (scalar, grid_raw_512):
+// the grid entries by table loads and every weight's sign as one bit (IQ2 / IQ3: the sign bytes,
+// stored or looked up; IQ1: the delta's sign per 8 weights). Pass 2 (grid_codes_512, per 64
+// codes): one masked negation, or 8 g +- 1 for IQ1. The per-8-weight sign arithmetic of the
+// scalar decoder was most of a token's product time. The kernel runs pass 1 over a chunk of rows
+// before pass 2 reads them back: wide loads right after narrow stores to the same bytes would
+// stall on store forwarding.
+struct GridRaw {
+    alignas(64) uint64_t g[32];  // entry of weights 8k .. 8k + 7
+    uint64_t neg[4];             // bit i of neg[z]: weight 64 z + i negated (IQ1: its delta is -1)
+    float sc[16];                // scale of each 16 weights
+};
+
+template <uint32_t Type>
+void grid_raw_512(const uint8_t* src, GridRaw& o) {
+    using namespace quant;
+    uint64_t* g = o.g;
+    uint64_t* sg = o.neg;
+    uint32_t neg1 = 0;  // IQ1: bit k = delta of weights 8k .. 8k + 7 is -1
+    if constexpr (Type == T_IQ2_XXS || Type == T_IQ3_XXS) {
+        const float d = rd_f16(src);
+        const uint8_t* qs = src + 2;
+        uint8_t s8[32];
+        for (int ib = 0; ib < 8; ++ib) {
+            const uint32_t a = Type == T_IQ2_XXS ? rd_u32(qs + 8 * ib + 4) : rd_u32(src + 66 + 4 * ib);
+            const float db = Type == T_IQ2_XXS ? (d * (0.5f + (float)(a >> 28))) * 0.25f : (d * (0.5f + (float)(a >> 28))) * 0.5f;
+            set_scale(o, 2 * ib, db);
+            set_scale(o, 2 * ib + 1, db);
+            for (int l = 0; l < 4; ++l) {
+                if constexpr (Type == T_IQ2_XXS)
+                    g[4 * ib + l] = kIq2xxsGrid[qs[8 * ib + l]];
+                else
+                    g[4 * ib + l] = (uint64_t)kIq3xxsGrid[qs[8 * ib + 2 * l]] | (uint64_t)kIq3xxsGrid[qs[8 * ib + 2 * l + 1]] << 32;
+                s8[4 * ib + l] = kKsignsIq2xs[bits(a, 7 * l, 7)];
+            }
+        }
+        std::memcpy(sg, s8, 32);
+    } else if constexpr (Type == T_IQ2_XS) {
+        const float d = rd_f16(src);
+        uint8_t s8[32];
+        for (int ib = 0; ib < 8; ++ib) {
+            const uint8_t sc = src[66 + ib];
+            for (int h = 0; h < 2; ++h) set_scale(o, 2 * ib + h, (d * (0.5f + (float)nib(sc, h))) * 0.25f);
+            for (int l = 0; l < 4; ++l) {
+                const uint16_t v = rd_u16(src + 2 + 2 * (4 * ib + l));
+                g[4 * ib + l] = kIq2xsGrid[v & 511];
+                s8[4 * ib + l] = kKsignsIq2xs[v >> 9];
+            }
+        }
+        std::memcpy(sg, s8, 32);
+    } else if constexpr (Type == T_IQ2_S) {
+        const float d = rd_f16(src);
+        for (int ib = 0; ib < 8; ++ib) {
+            const uint8_t sc = src[74 + ib];
+            for (int h = 0; h < 2; ++h) set_scale(o, 2 * ib + h, (d * (0.5f + (float)nib(sc, h))) * 0.25f);
+            for (int l = 0; l < 4; ++l) g[4 * ib + l] = kIq2sGrid[src[2 + 4 * ib + l] | bits(src[66 + ib], 2 * l, 2) << 8];
+        }
+        std::memcpy(sg, src + 34, 32);  // sign byte of weights 8k.. at 34 + k
+    } else if constexpr (Type == T_IQ3_S) {
+        const float d = rd_f16(src);
+        for (int ib = 0; ib < 8; ++ib) {
+            const float db = d * (float)(1 + 2 * nib(src[106 + ib / 2], ib % 2));
+            set_scale(o, 2 * ib, db);
+            set_scale(o, 2 * ib + 1, db);
+            for (int p = 0; p < 4; ++p) {
+                const int i0 = src[2 + 8 * ib + 2 * p] | bit(src[66 + ib], 2 * p) << 8;
+                const int i1 = src[2 + 8 * ib + 2 * p + 1] | bit(src[66 + ib], 2 * p + 1) << 8;
+                g[4 * ib + p] = (uint64_t)kIq3sGrid[i0] | (uint64_t)kIq3sGrid[i1] << 32;
+            }
+        }
+        std::memcpy(sg, src + 74, 32);
+    } else if constexpr (Type == T_IQ1_S) {
+        const float d = rd_f16(src);
+        for (int ib = 0; ib < 8; ++ib) {
+            const uint16_t h = rd_u16(src + 34 + 2 * ib);
+            const float sc = (d * (float)(2 * bits(h, 12, 3) + 1)) * 0.125f;
+            set_scale(o, 2 * ib, sc);
+            set_scale(o, 2 * ib + 1, sc);
+            if (bit(h, 15)) neg1 |= 15u << (4 * ib);
+            for (int l = 0; l < 4; ++l) g[4 * ib + l] = kIq1sGrid[src[2 + 4 * ib + l] | bits(h, 3 * l, 3) << 8];
+        }
+    } else if constexpr (Type == T_IQ1_M) {
+        uint16_t sc[4];
+        for (int i = 0; i < 4; ++i) sc[i] = rd_u16(src + 48 + 2 * i);
+        const uint16_t u = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000));
+        const float d = f16_to_f32(u);
+        for (int ib = 0; ib < 8; ++ib) {
+            const uint16_t t = sc[ib / 2];
+            const int off = 6 * (ib % 2);
+            set_scale(o, 2 * ib, (d * (float)(2 * bits(t, off, 3) + 1)) * 0.125f);
+            set_scale(o, 2 * ib + 1, (d * (float)(2 * bits(t, off + 3, 3) + 1)) * 0.125f);
+            const uint8_t h0 = src[32 + 2 * ib], h1 = src[33 + 2 * ib];
+            g[4 * ib] = kIq1sGrid[src[4 * ib] | bits(h0, 0, 3) << 8];
+            g[4 * ib + 1] = kIq1sGrid[src[4 * ib + 1] | bits(h0, 4, 3) << 8];
+            g[4 * ib + 2] = kIq1sGrid[src[4 * ib + 2] | bits(h1, 0, 3) << 8];
+            g[4 * ib + 3] = kIq1sGrid[src[4 * ib + 3] | bits(h1, 4, 3) << 8];
+            neg1 |= (uint32_t)(bit(h0, 3) | bit(h0, 7) << 1 | bit(h1, 3) << 2 | bit(h1, 7) << 3) << (4 * ib);
+        }
+    }
+    if constexpr (Type == T_IQ1_S || Type == T_IQ1_M)
+        for (int z = 0; z < 4; ++z) sg[z] = grid_byte_mask(neg1 >> (8 * z));
+}
+
+// Pass 2: codes 64 z .. 64 z + 63.
+template <uint32_t Type>
+inline __m512i grid_codes_512(const GridRaw& o, int z) {
+    const __m512i v = _mm512_load_si512(o.g + 8 * z);
+    if constexpr (Type == quant::T_IQ1_S || Type == quant::T_IQ1_M) {  // 8 g +- 1, g in {-1, 0, 1}
+        const __m512i g8 = _mm512_and_si512(_mm512_slli_epi16(v, 3), _mm512_set1_epi8((char)0xF8));
+        return _mm512_add_epi8(g8, _mm512_mask_blend_epi8((__mmask64)o.neg[z], _mm512_set1_epi8(1), _mm512_set1_epi8(-1)));
+    } else {
+        return _mm512_mask_sub_epi8(v, (__mmask64)o.neg[z], _mm512_setzero_si512(), v);
+    }
+}
+#endif
+
 // One decoded row (nb blocks) against one token's Q8_K row.
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+// acc + d_a * (one block . one token's Q8_K block), per lane: codes from memory (GridCodes) or
+// from the first pass (GridRaw, grid_codes_512).
+inline __m512i grid_codes_of(const GridCodes& c, int z) { return _mm512_loadu_si512(c.q + 64 * z); }
+template <class Codes, class CodesOf>
+inline __m512 grid_block_dot512(const Codes& c, CodesOf codes_of, const uint8_t* ab, __m512 acc) {
+    const __m512i ones = _mm512_set1_epi16(1);
+    const __m512i quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);  // lane i: 4 codes of group i / 4
+    float da;
+    std::memcpy(&da, ab + quant::kQ8KOffD, 4);
+    __m512 blk = _mm512_setzero_ps();
+    for (int z = 0; z < 4; ++z) {
+        const __m512i q = codes_of(c, z);
+        const __m512i a = _mm512_loadu_si512(ab + quant::kQ8KOffQs + 64 * z);
+        // |q| * (a with q's sign): AVX-512 has no sign_epi8, so negate a where q < 0 (where
+        // q == 0 the product is 0 anyway).
+        const __m512i sa = _mm512_mask_sub_epi8(a, _mm512_movepi8_mask(q), _mm512_setzero_si512(), a);
+        const __m512i p = _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_abs_epi8(q), sa), ones);
+        const __m512 sc = _mm512_permutexvar_ps(quad, _mm512_castps128_ps512(_mm_loadu_ps(c.sc + 4 * z)));
+        blk = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(p), blk);
+    }
+    return _mm512_fmadd_ps(_mm512_set1_ps(da), blk, acc);
+}
+#endif
+
 inline float grid_row_dot(const GridCodes* c, const uint8_t* act, int64_t nb) {
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-    const __m512i ones = _mm512_set1_epi16(1);
     __m512 acc = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* ab = act + b * quant::kQ8KBlockBytes;
-        float da;
-        std::memcpy(&da, ab + quant::kQ8KOffD, 4);
-        __m512 blk = _mm512_setzero_ps();
-        for (int z = 0; z < 4; ++z) {
-            const __m512i q = _mm512_loadu_si512(c[b].q + 64 * z);
-            const __m512i a = _mm512_loadu_si512(ab + quant::kQ8KOffQs + 64 * z);
-            // |q| * (a with q's sign): AVX-512 has no sign_epi8, so negate a where q < 0 (where
-            // q == 0 the product is 0 anyway).
-            const __m512i sa = _mm512_mask_sub_epi8(a, _mm512_movepi8_mask(q), _mm512_setzero_si512(), a);
-            const __m512i p = _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_abs_epi8(q), sa), ones);
-            blk = _mm512_fmadd_ps(_mm512_loadu_ps(c[b].qsc + 16 * z), _mm512_cvtepi32_ps(p), blk);
-        }
-        acc = _mm512_fmadd_ps(_mm512_set1_ps(da), blk, acc);
-    }
+    for (int64_t b = 0; b < nb; ++b)
+        acc = grid_block_dot512(c[b], [](const GridCodes& x, int z) { return grid_codes_of(x, z); }, act + b * quant::kQ8KBlockBytes, acc);
     return _mm512_reduce_add_ps(acc);
 #elif defined(__AVX2__) && defined(__FMA__)
     const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i pair = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);  // lane i: 4 codes of group i / 4
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* ab = act + b * quant::kQ8KBlockBytes;
@@ -181,7 +315,8 @@ inline float grid_row_dot(const GridCodes* c, const uint8_t* act, int64_t nb) {
             const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c[b].q + 32 * z));
             const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab + quant::kQ8KOffQs + 32 * z));
             const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(a, q)), ones);
-            blk = _mm256_fmadd_ps(_mm256_loadu_ps(c[b].qsc + 8 * z), _mm256_cvtepi32_ps(p), blk);
+            const __m256 sc = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(c[b].sc + 2 * z)))), pair);
+            blk = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(p), blk);
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(da), blk, acc);
     }
@@ -199,7 +334,7 @@ inline float grid_row_dot(const GridCodes* c, const uint8_t* act, int64_t nb) {
         for (int k = 0; k < 16; ++k) {
             int32_t s = 0;
             for (int i = 0; i < 16; ++i) s += (int32_t)c[b].q[16 * k + i] * a[16 * k + i];
-            blk += c[b].qsc[4 * k] * (float)s;
+            blk += c[b].sc[k] * (float)s;
         }
         acc += da * blk;
     }
@@ -214,11 +349,11 @@ void grid_decode_conv(const uint8_t* src, GridCodes& o) {
     GridCodes c;
     grid_decode_codes<Type>(src, c);
     float yb[256];
-    for (int j = 0; j < 256; ++j) yb[j] = c.qsc[j / 4] * (float)c.q[j];
+    for (int j = 0; j < 256; ++j) yb[j] = c.sc[j / 16] * (float)c.q[j];
     int q[256];
     const float scale = grid_conv_block<Type>(grid_block_d(Type, src) * grid_conv(Type).unit, yb, q);
     for (int j = 0; j < 256; ++j) o.q[j] = (int8_t)q[j];  // |q| <= 1 / d0 <= 127
-    for (float& s : o.qsc) s = scale;
+    for (float& s : o.sc) s = scale;
 }
 
 #ifdef IKLLM_GRID_PANELS
@@ -230,15 +365,16 @@ void grid_decode_conv(const uint8_t* src, GridCodes& o) {
 template <uint32_t Type>
 inline float grid_reencode_block(const uint8_t* src, uint8_t* out) {
     constexpr GridConv gc = grid_conv(Type);
-    GridCodes c;
-    grid_decode_codes<Type>(src, c);
+    GridRaw c;
+    grid_raw_512<Type>(src, c);
     const float u = grid_block_d(Type, src) * gc.unit;
     __m512i P[8];  // 32 int16 each: weights 32i .. 32i + 31
     __m512i mx = _mm512_setzero_si512();
     for (int i = 0; i < 8; ++i) {
-        const int16_t m0 = u == 0.0f ? 0 : (int16_t)(c.qsc[8 * i] / u), m1 = u == 0.0f ? 0 : (int16_t)(c.qsc[8 * i + 4] / u);
+        const int16_t m0 = u == 0.0f ? 0 : (int16_t)(c.sc[2 * i] / u), m1 = u == 0.0f ? 0 : (int16_t)(c.sc[2 * i + 1] / u);
         const __m512i m = _mm512_inserti64x4(_mm512_set1_epi16(m0), _mm256_set1_epi16(m1), 1);
-        P[i] = _mm512_mullo_epi16(_mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(c.q + 32 * i))), m);
+        const __m512i q = grid_codes_512<Type>(c, i / 2);
+        P[i] = _mm512_mullo_epi16(_mm512_cvtepi8_epi16(i % 2 ? _mm512_extracti64x4_epi64(q, 1) : _mm512_castsi512_si256(q)), m);
         mx = _mm512_max_epi16(mx, _mm512_abs_epi16(P[i]));
     }
     const int imax = _mm512_reduce_max_epi32(_mm512_max_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(mx)),
@@ -296,6 +432,27 @@ void grid_int_run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t
         ConvPanelRows pr(nb);
         conv_panel_gemm([&](int64_t r, int rows, ConvPanel& pn) { grid_fill_panel<Type>(w, wrb, r, rows, nb, pr, pn); }, nb, r0,
                         r1, act, arb, nt, y, ys);
+        return;
+    }
+#endif
+#ifdef IKLLM_GRID_DECODE512
+    if (!conv) {
+        std::vector<GridRaw> raw((size_t)(nb * kRowChunk));
+        auto codes_of = [](const GridRaw& x, int z) { return grid_codes_512<Type>(x, z); };
+        for (int64_t rc = r0; rc < r1; rc += kRowChunk) {
+            const int64_t re = std::min(r1, rc + kRowChunk);
+            for (int64_t r = rc; r < re; ++r)
+                for (int64_t b = 0; b < nb; ++b)
+                    grid_raw_512<Type>(w + (size_t)r * wrb + (size_t)b * kBlockBytes, raw[(size_t)((r - rc) * nb + b)]);
+            for (int64_t t = 0; t < nt; ++t)
+                for (int64_t r = rc; r < re; ++r) {
+                    __m512 acc = _mm512_setzero_ps();
+                    for (int64_t b = 0; b < nb; ++b)
+                        acc = grid_block_dot512(raw[(size_t)((r - rc) * nb + b)], codes_of,
+                                                act + (size_t)t * arb + (size_t)b * quant::kQ8KBlockBytes, acc);
+                    y[t * ys + r] = _mm512_reduce_add_ps(acc);
+                }
+        }
         return;
     }
 #endif
