@@ -16,7 +16,9 @@
 #include "core/error.h"
 #include "cpu_ops.h"
 #include "kernels/matmul.h"
+#include "quant/repack.h"
 #include "quant/type_traits.h"
+#include "quant/unpack_interleaved.h"
 
 namespace ikllm::backend {
 
@@ -203,6 +205,7 @@ public:
     // plain types and give the plain types' prompt results.
     bool repack_helps(uint32_t type) const override {
         const bool avx512 = cpu::best_isa() == cpu::Isa::avx512;
+        if (stored_form_slower(type)) return true;
         switch (type) {
             case quant::T_Q4_0: return true;
             case quant::T_Q8_0: return !avx512;
@@ -215,6 +218,12 @@ public:
         }
     }
     uint32_t repack_type(uint32_t type) const override {
+        if (stored_form_slower(type)) {  // back to the plain type, or on to this CPU's layout of it
+            const uint32_t base = quant::repack_base(type);
+            const uint32_t next = repack_helps(base) ? repack_type(base) : 0;
+            if (next && next != type && supports_weight_type(next)) return next;
+            return supports_weight_type(base) ? base : 0;
+        }
         if (cpu::best_isa() == cpu::Isa::avx512) {
             if (type == quant::T_Q4_K) return quant::T_Q4_K_R8;
             if (type == quant::T_Q6_K) return quant::T_Q6_K_R8;
@@ -222,6 +231,30 @@ public:
             if (type == quant::T_IQ4_XS) return quant::T_IQ4_XS_X8;
         }
         return quant::repack_target(type);
+    }
+    // The reference's interleaved file forms this CPU multiplies slower than their plain type or
+    // than ikllm's own layout of it (bench/quant_matmul_bench, one core, from cache: Q2_K_R4 /
+    // Q3_K_R4 / Q5_0_R4 / Q6_0_R4 / IQ2_S_R4 / IQ3_S_R4 / MXFP4_R8 have only the generic
+    // dequantize-and-dot kernel, 0.1-0.9 GB/s; with AVX-512 Q4_K_R4 13.6 GB/s against Q4_K_R8
+    // 55, Q6_K_R4 37 against Q6_K_R8 47) and whose repack only moves bits, so run-time repack
+    // can undo it (quant/unpack_interleaved.h). Not IQ4_K_R4 / IQ4_XS_R8 (10 and 17 GB/s): the
+    // reference multiplies them without the saturating pair sums of its plain kernels, and its
+    // logits for such files are those of the interleaved forms (refdata conformance).
+    static bool stored_form_slower(uint32_t type) {
+        bool slower = false;
+        switch (type) {
+            case quant::T_Q2_K_R4:
+            case quant::T_Q3_K_R4:
+            case quant::T_Q5_0_R4:
+            case quant::T_Q6_0_R4:
+            case quant::T_IQ2_S_R4:
+            case quant::T_IQ3_S_R4:
+            case quant::T_MXFP4_R8: slower = true; break;
+            case quant::T_Q4_K_R4:
+            case quant::T_Q6_K_R4: slower = cpu::best_isa() == cpu::Isa::avx512; break;
+            default: break;
+        }
+        return slower && quant::unpack_supported(type);
     }
     bool supports(const Op& op) const override {
         if (op.kind == OpKind::mul_mat || op.kind == OpKind::mul_mat_heads) return supports_weight_type(op.src[0]->type);

@@ -10,6 +10,7 @@
 
 #include "quant/repack.h"
 #include "quant/type_traits.h"
+#include "quant/unpack_interleaved.h"
 
 namespace ikllm {
 
@@ -71,7 +72,7 @@ bool repack_in_place(uint32_t from, uint32_t to, uint8_t* data, size_t row_bytes
         for (int64_t gi = g0; gi < g1; ++gi) {
             uint8_t* g = data + gb * (size_t)gi;
             std::memcpy(tmp.data(), g, gb);
-            if (!quant::repack_rows_to(from, to, tmp.data(), g, ne0, group)) {
+            if (!quant::convert_rows(from, to, tmp.data(), g, ne0, group)) {
                 std::memcpy(g, tmp.data(), gb);  // (not reached: the group fits by construction)
                 return false;
             }
@@ -98,23 +99,25 @@ int repack_weights(Model& m, const std::vector<Tensor*>& matmul_weights, bool fo
             continue;
         }
         const quant::TypeTraits& dst = *quant::find_type(to);
-        if (t->ne[1] % dst.interleave != 0) continue;
+        // rows converted together: the new form's group, and the stored form's (a file's
+        // interleaved form going back to its plain type or on to another form of it)
+        const int64_t il = quant::convert_group_rows(t->type, to);
+        if (il <= 0 || t->ne[1] % il != 0) continue;
         const int64_t rows = t->n_rows();
         const size_t rb = quant::row_bytes(dst, t->ne[0]);
         if (repack_in_place_ok(m, *t, rb)) {
-            if (!repack_in_place(t->type, to, static_cast<uint8_t*>(t->data), rb, t->ne[0], rows, dst.interleave)) continue;
+            if (!repack_in_place(t->type, to, static_cast<uint8_t*>(t->data), rb, t->ne[0], rows, il)) continue;
             ++in_place;
         } else if (in_place_only) {
             continue;
         } else {
             auto buf = m.cpu->alloc(rb * (size_t)rows);
-            const int64_t il = dst.interleave;
             const uint8_t* src = static_cast<const uint8_t*>(t->data);
             uint8_t* out = static_cast<uint8_t*>(buf->data());
             const size_t src_rb = t->nb[1];
             if (!parallel_groups(rows / il, rb * (size_t)il, [&](int64_t g0, int64_t g1) {
-                    return quant::repack_rows_to(t->type, to, src + src_rb * (size_t)(g0 * il), out + rb * (size_t)(g0 * il),
-                                                 t->ne[0], (g1 - g0) * il);
+                    return quant::convert_rows(t->type, to, src + src_rb * (size_t)(g0 * il), out + rb * (size_t)(g0 * il),
+                                               t->ne[0], (g1 - g0) * il);
                 }))
                 continue;
             t->data = buf->data();

@@ -46,7 +46,8 @@ struct Loaded {
 
 TEST(ModelRepack, KQuantMatricesTakeTheCpusLayoutWithTheirValues) {
     IKLLM_REQUIRE_REFDATA();
-    for (const char* stem : {"llama-q-Q4_K_M", "qwen3moe-tiny-Q4_K_M", "deepseek2-tiny-IQ4_K", "llama-q-IQ4_XS"}) {
+    for (const char* stem : {"llama-q-Q4_K_M", "qwen3moe-tiny-Q4_K_M", "deepseek2-tiny-IQ4_K", "llama-q-IQ4_XS", "llama-q-Q4_K_R4",
+                             "llama-q-Q6_K_R4", "llama-q-IQ4_K_R4"}) {
         SCOPED_TRACE(stem);
         Loaded plain(stem, 0), packed(stem, 1);
         ASSERT_TRUE(plain.model && packed.model);
@@ -56,7 +57,13 @@ TEST(ModelRepack, KQuantMatricesTakeTheCpusLayoutWithTheirValues) {
             {ikllm::quant::T_Q4_K, avx512 ? ikllm::quant::T_Q4_K_R8 : ikllm::quant::T_Q4_K_R4},
             {ikllm::quant::T_Q6_K, avx512 ? ikllm::quant::T_Q6_K_R8 : ikllm::quant::T_Q6_K},
             {ikllm::quant::T_IQ4_K, avx512 ? ikllm::quant::T_IQ4_K_R8 : ikllm::quant::T_IQ4_K},
-            {ikllm::quant::T_IQ4_XS, avx512 ? ikllm::quant::T_IQ4_XS_X8 : ikllm::quant::T_IQ4_XS}};
+            {ikllm::quant::T_IQ4_XS, avx512 ? ikllm::quant::T_IQ4_XS_X8 : ikllm::quant::T_IQ4_XS},
+            // The reference's file forms: back to the plain rows and on to ikllm's layouts where
+            // those are faster (AVX-512), else kept; IQ4_K_R4 is kept (its numerics are the
+            // reference's for such files).
+            {ikllm::quant::T_Q4_K_R4, avx512 ? ikllm::quant::T_Q4_K_R8 : ikllm::quant::T_Q4_K_R4},
+            {ikllm::quant::T_Q6_K_R4, avx512 ? ikllm::quant::T_Q6_K_R8 : ikllm::quant::T_Q6_K_R4},
+            {ikllm::quant::T_IQ4_K_R4, ikllm::quant::T_IQ4_K_R4}};
         const auto a = plain.weights(), b = packed.weights();
         int converted = 0;
         for (const auto& [name, t] : a) {

@@ -6,9 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <random>
+#include <string>
 
 #include "quant/repack.h"
+#include "quant/unpack_interleaved.h"
 #include "quant_gti_support.h"
 
 using namespace ikllm;
@@ -106,3 +111,52 @@ INSTANTIATE_TEST_SUITE_P(All, QuantGtiRepack, ::testing::ValuesIn(kInterleaved),
                          [](const ::testing::TestParamInfo<uint32_t>& info) {
                              return std::string(find_type(info.param)->name);
                          });
+
+// Interleaved rows back to the plain rows (quant/unpack_interleaved.h, derived from the repack
+// by probing): byte for byte on random rows, and through another form of the same base.
+TEST_P(QuantGtiRepack, UnpackGivesThePlainRowsBack) {
+    const uint32_t it = GetParam();
+    if (!unpack_supported(it)) GTEST_SKIP() << find_type(it)->name << ": its repack is not a bit permutation";
+    const uint32_t base = repack_base(it);
+    const TypeTraits& bt = *find_type(base);
+    const TypeTraits& tt = *find_type(it);
+    std::mt19937 rng(99 + it);
+    const int64_t N = tt.interleave;
+    for (int64_t ne0 : {256, 768}) {
+        const int64_t nrows = 2 * std::max<int64_t>(N, 8);
+        const size_t rb = row_bytes(bt, ne0);
+        std::vector<uint8_t> src(rb * (size_t)nrows), packed(row_bytes(tt, ne0) * (size_t)nrows), back(src.size());
+        for (auto& b : src) b = (uint8_t)rng();
+        ASSERT_TRUE(repack_rows_to(base, it, src.data(), packed.data(), ne0, nrows));
+        ASSERT_TRUE(unpack_rows(it, packed.data(), back.data(), ne0, nrows));
+        ASSERT_EQ(std::memcmp(back.data(), src.data(), src.size()), 0) << tt.name << " ne0 " << ne0;
+        std::fill(back.begin(), back.end(), 0);
+        ASSERT_TRUE(convert_rows(it, base, packed.data(), back.data(), ne0, nrows));
+        ASSERT_EQ(std::memcmp(back.data(), src.data(), src.size()), 0);
+        // To every other form of the base: the same bytes as repacking the plain rows.
+        for (uint32_t other : kInterleaved) {
+            if (other == it || repack_base(other) != base || nrows % convert_group_rows(it, other)) continue;
+            std::vector<uint8_t> want(row_bytes(*find_type(other), ne0) * (size_t)nrows), got(want.size());
+            ASSERT_TRUE(repack_rows_to(base, other, src.data(), want.data(), ne0, nrows));
+            ASSERT_TRUE(convert_rows(it, other, packed.data(), got.data(), ne0, nrows)) << find_type(other)->name;
+            ASSERT_EQ(want, got) << tt.name << " -> " << find_type(other)->name;
+        }
+    }
+    std::vector<uint8_t> junk(row_bytes(tt, 256) * (size_t)(N + 1)), out(junk.size());
+    if (N > 1) {
+        EXPECT_FALSE(unpack_rows(it, junk.data(), out.data(), 256, N + 1));  // not whole groups
+    }
+}
+
+// The file forms this CPU backend converts back (backends/cpu: slower than their base here)
+// must be covered; types whose repack transforms values are not.
+TEST(QuantGtiUnpack, CoversTheKQuantAndLegacyForms) {
+    for (uint32_t t : {T_Q2_K_R4, T_Q3_K_R4, T_Q4_K_R4, T_Q6_K_R4, T_IQ4_XS_R8, T_IQ4_K_R4, T_Q4_0_R8, T_Q8_0_R8,
+                       T_Q4_K_R8, T_Q6_K_R8, T_IQ4_K_R8, T_IQ4_XS_X8})
+        EXPECT_TRUE(unpack_supported(t)) << find_type(t)->name;
+    EXPECT_FALSE(unpack_supported(T_IQ1_S_R4));  // its own format, no base
+    EXPECT_FALSE(unpack_supported(T_Q4_K));      // not interleaved
+    std::string list;
+    for (uint32_t t : kInterleaved) list += std::string(find_type(t)->name) + (unpack_supported(t) ? "+ " : "- ");
+    std::printf("unpack: %s\n", list.c_str());
+}
