@@ -31,136 +31,23 @@ struct GridCodes {
     float sc[16];  // scale of each 16 codes
 };
 
-// Byte masks (0xff = negate) of the 8 bits of a plain sign byte.
-struct SignMasks {
-    uint64_t m[256];
-    constexpr SignMasks() : m{} {
-        for (int s = 0; s < 256; ++s)
-            for (int j = 0; j < 8; ++j)
-                if ((s >> j) & 1) m[s] |= (uint64_t)0xff << (8 * j);
-    }
-};
-inline constexpr SignMasks kSignMasks{};
-
-// 8 codes = grid magnitudes (never 0) negated where the mask says: (g ^ m) - m per byte, no
-// carries since no byte of g is 0.
-inline void put_codes(int8_t* q, uint64_t grid, uint64_t mask) {
-    const uint64_t v = (grid ^ mask) + (mask & 0x0101010101010101ull);
-    std::memcpy(q, &v, 8);
-}
-// 8 IQ1 codes: 8 * g + delta, g signed bytes in {-1, 0, 1}, delta +-1.
-inline void put_codes_iq1(int8_t* q, uint64_t grid, int delta) {
-    for (int j = 0; j < 8; ++j) q[j] = (int8_t)(8 * (int8_t)(grid >> (8 * j)) + delta);
-}
 template <class Codes>
 inline void set_scale(Codes& o, int k, float s) { o.sc[k] = s; }  // 16-weight group k
 
-template <uint32_t Type>
-void grid_decode_codes(const uint8_t* src, GridCodes& o) {
-    using namespace quant;
-    if constexpr (Type == T_IQ2_XXS) {
-        const float d = rd_f16(src);
-        for (int ib = 0; ib < 8; ++ib) {
-            const uint8_t* q = src + 2 + 8 * ib;
-            const uint32_t a = rd_u32(q + 4);
-            const float db = (d * (0.5f + (float)(a >> 28))) * 0.25f;
-            set_scale(o, 2 * ib, db);
-            set_scale(o, 2 * ib + 1, db);
-            for (int l = 0; l < 4; ++l) put_codes(o.q + 32 * ib + 8 * l, kIq2xxsGrid[q[l]], kKsigns64[bits(a, 7 * l, 7)]);
-        }
-    } else if constexpr (Type == T_IQ2_XS) {
-        const float d = rd_f16(src);
-        for (int ib = 0; ib < 8; ++ib) {
-            const uint8_t sc = src[66 + ib];
-            for (int h = 0; h < 2; ++h) set_scale(o, 2 * ib + h, (d * (0.5f + (float)nib(sc, h))) * 0.25f);
-            for (int l = 0; l < 4; ++l) {
-                const uint16_t v = rd_u16(src + 2 + 2 * (4 * ib + l));
-                put_codes(o.q + 32 * ib + 8 * l, kIq2xsGrid[v & 511], kKsigns64[v >> 9]);
-            }
-        }
-    } else if constexpr (Type == T_IQ2_S) {
-        const float d = rd_f16(src);
-        for (int ib = 0; ib < 8; ++ib) {
-            const uint8_t sc = src[74 + ib];
-            for (int h = 0; h < 2; ++h) set_scale(o, 2 * ib + h, (d * (0.5f + (float)nib(sc, h))) * 0.25f);
-            for (int l = 0; l < 4; ++l) {
-                const int idx = src[2 + 4 * ib + l] | bits(src[66 + ib], 2 * l, 2) << 8;
-                put_codes(o.q + 32 * ib + 8 * l, kIq2sGrid[idx], kSignMasks.m[src[34 + 4 * ib + l]]);
-            }
-        }
-    } else if constexpr (Type == T_IQ3_XXS) {
-        const float d = rd_f16(src);
-        for (int ib = 0; ib < 8; ++ib) {
-            const uint32_t a = rd_u32(src + 66 + 4 * ib);
-            const float db = (d * (0.5f + (float)(a >> 28))) * 0.5f;
-            set_scale(o, 2 * ib, db);
-            set_scale(o, 2 * ib + 1, db);
-            for (int l = 0; l < 4; ++l) {
-                const uint64_t g = (uint64_t)kIq3xxsGrid[src[2 + 8 * ib + 2 * l]] |
-                                   (uint64_t)kIq3xxsGrid[src[2 + 8 * ib + 2 * l + 1]] << 32;
-                put_codes(o.q + 32 * ib + 8 * l, g, kKsigns64[bits(a, 7 * l, 7)]);
-            }
-        }
-    } else if constexpr (Type == T_IQ3_S) {
-        const float d = rd_f16(src);
-        for (int ib = 0; ib < 8; ++ib) {
-            const float db = d * (float)(1 + 2 * nib(src[106 + ib / 2], ib % 2));
-            set_scale(o, 2 * ib, db);
-            set_scale(o, 2 * ib + 1, db);
-            for (int p = 0; p < 4; ++p) {  // 8 weights: grid entries m = 2p, 2p + 1 and one sign byte
-                const int i0 = src[2 + 8 * ib + 2 * p] | bit(src[66 + ib], 2 * p) << 8;
-                const int i1 = src[2 + 8 * ib + 2 * p + 1] | bit(src[66 + ib], 2 * p + 1) << 8;
-                const uint64_t g = (uint64_t)kIq3sGrid[i0] | (uint64_t)kIq3sGrid[i1] << 32;
-                put_codes(o.q + 32 * ib + 8 * p, g, kSignMasks.m[src[74 + 4 * ib + p]]);
-            }
-        }
-    } else if constexpr (Type == T_IQ1_S) {
-        const float d = rd_f16(src);
-        for (int ib = 0; ib < 8; ++ib) {
-            const uint16_t h = rd_u16(src + 34 + 2 * ib);
-            const float s = (d * (float)(2 * bits(h, 12, 3) + 1)) * 0.125f;
-            set_scale(o, 2 * ib, s);
-            set_scale(o, 2 * ib + 1, s);
-            const int delta = bit(h, 15) ? -1 : 1;
-            for (int l = 0; l < 4; ++l) {
-                const int idx = src[2 + 4 * ib + l] | bits(h, 3 * l, 3) << 8;
-                put_codes_iq1(o.q + 32 * ib + 8 * l, kIq1sGrid[idx], delta);
-            }
-        }
-    } else if constexpr (Type == T_IQ1_M) {
-        uint16_t sc[4];
-        for (int i = 0; i < 4; ++i) sc[i] = rd_u16(src + 48 + 2 * i);
-        const uint16_t u = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000));
-        const float d = f16_to_f32(u);
-        for (int ib = 0; ib < 8; ++ib) {
-            const uint16_t t = sc[ib / 2];
-            const int off = 6 * (ib % 2);
-            set_scale(o, 2 * ib, (d * (float)(2 * bits(t, off, 3) + 1)) * 0.125f);
-            set_scale(o, 2 * ib + 1, (d * (float)(2 * bits(t, off + 3, 3) + 1)) * 0.125f);
-            const uint8_t h0 = src[32 + 2 * ib], h1 = src[33 + 2 * ib];
-            const int idx[4] = {src[4 * ib] | bits(h0, 0, 3) << 8, src[4 * ib + 1] | bits(h0, 4, 3) << 8,
-                                src[4 * ib + 2] | bits(h1, 0, 3) << 8, src[4 * ib + 3] | bits(h1, 4, 3) << 8};
-            const int neg[4] = {bit(h0, 3), bit(h0, 7), bit(h1, 3), bit(h1, 7)};
-            for (int l = 0; l < 4; ++l) put_codes_iq1(o.q + 32 * ib + 8 * l, kIq1sGrid[idx[l]], neg[l] ? -1 : 1);
-        }
-    }
-}
-
-#if defined(__AVX512F__) && defined(__AVX512BW__)
-#define IKLLM_GRID_DECODE512 1
 // Bit k of b -> byte k of the result 0xff (k < 8).
 inline uint64_t grid_byte_mask(uint32_t b) {
     const uint64_t x = ((uint64_t)(b & 255u) * 0x0101010101010101ull) & 0x8040201008040201ull;
     return (((x + 0x7F7F7F7F7F7F7F7Full) & 0x8080808080808080ull) >> 7) * 0xFF;
 }
 
-// grid_decode_codes in two passes (the same codes and scales). Pass 1 (scalar, grid_raw_512):
+// Decoding in two passes. Pass 1 (scalar, grid_raw):
 // the grid entries by table loads and every weight's sign as one bit (IQ2 / IQ3: the sign bytes,
 // stored or looked up; IQ1: the delta's sign per 8 weights). Pass 2 (grid_codes_512, per 64
-// codes): one masked negation, or 8 g +- 1 for IQ1. The per-8-weight sign arithmetic of the
-// scalar decoder was most of a token's product time. The kernel runs pass 1 over a chunk of rows
-// before pass 2 reads them back: wide loads right after narrow stores to the same bytes would
-// stall on store forwarding.
+// codes with AVX-512; grid_decode_codes: per 8 codes in 64-bit words elsewhere): one masked
+// negation, or 8 g +- 1 for IQ1. Per-8-weight sign arithmetic in the first pass was most of a
+// token's product time. The AVX-512 kernel runs pass 1 over a chunk of rows before pass 2 reads
+// them back: wide loads right after narrow stores to the same bytes would stall on store
+// forwarding.
 struct GridRaw {
     alignas(64) uint64_t g[32];  // entry of weights 8k .. 8k + 7
     uint64_t neg[4];             // bit i of neg[z]: weight 64 z + i negated (IQ1: its delta is -1)
@@ -187,7 +74,7 @@ inline void grid_signs_512(__m512i f, uint64_t* neg, bool spread = true) {
 #endif
 
 template <uint32_t Type>
-void grid_raw_512(const uint8_t* src, GridRaw& o) {
+void grid_raw(const uint8_t* src, GridRaw& o) {
     using namespace quant;
     uint64_t* g = o.g;
     uint64_t* sg = o.neg;
@@ -296,6 +183,8 @@ void grid_raw_512(const uint8_t* src, GridRaw& o) {
         for (int z = 0; z < 4; ++z) sg[z] = grid_byte_mask(neg1 >> (8 * z));
 }
 
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+#define IKLLM_GRID_DECODE512 1
 // Pass 2: codes 64 z .. 64 z + 63.
 template <uint32_t Type>
 inline __m512i grid_codes_512(const GridRaw& o, int z) {
@@ -308,6 +197,28 @@ inline __m512i grid_codes_512(const GridRaw& o, int z) {
     }
 }
 #endif
+
+// Pass 2 in 64-bit words (AVX2 and scalar kernels, and the re-encoding below): 8 codes at a time.
+template <uint32_t Type>
+void grid_decode_codes(const uint8_t* src, GridCodes& o) {
+    GridRaw r;
+    grid_raw<Type>(src, r);
+    constexpr uint64_t kOne = 0x0101010101010101ull, kLow5 = 0x1F1F1F1F1F1F1F1Full;
+    for (int k = 0; k < 32; ++k) {
+        const uint64_t g = r.g[k], m = grid_byte_mask((uint32_t)(r.neg[k >> 3] >> (8 * (k & 7))));
+        uint64_t v;
+        if constexpr (Type == quant::T_IQ1_S || Type == quant::T_IQ1_M) {
+            // 8 g + 1, or 8 g - 1 = ~(8 (-g)) with -g = g ^ 0xfe where g != 0 (bytes -1, 0, 1)
+            const uint64_t plus = ((g & kLow5) << 3) | kOne;
+            const uint64_t minus = ~((((g ^ ((g & kOne) * 0xFE)) & kLow5) << 3));
+            v = (plus & ~m) | (minus & m);
+        } else {  // magnitudes (never 0) negated where m: (g ^ m) + 1, no carries
+            v = (g ^ m) + (m & kOne);
+        }
+        std::memcpy(o.q + 8 * k, &v, 8);
+    }
+    std::memcpy(o.sc, r.sc, sizeof o.sc);
+}
 
 // One decoded row (nb blocks) against one token's Q8_K row.
 #if defined(__AVX512F__) && defined(__AVX512BW__)
@@ -405,7 +316,7 @@ template <uint32_t Type>
 inline float grid_reencode_block(const uint8_t* src, uint8_t* out) {
     constexpr GridConv gc = grid_conv(Type);
     GridRaw c;
-    grid_raw_512<Type>(src, c);
+    grid_raw<Type>(src, c);
     const float u = grid_block_d(Type, src) * gc.unit;
     __m512i P[8];  // 32 int16 each: weights 32i .. 32i + 31
     __m512i mx = _mm512_setzero_si512();
@@ -482,7 +393,7 @@ void grid_int_run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t
             const int64_t re = std::min(r1, rc + kRowChunk);
             for (int64_t r = rc; r < re; ++r)
                 for (int64_t b = 0; b < nb; ++b)
-                    grid_raw_512<Type>(w + (size_t)r * wrb + (size_t)b * kBlockBytes, raw[(size_t)((r - rc) * nb + b)]);
+                    grid_raw<Type>(w + (size_t)r * wrb + (size_t)b * kBlockBytes, raw[(size_t)((r - rc) * nb + b)]);
             for (int64_t t = 0; t < nt; ++t)
                 for (int64_t r = rc; r < re; ++r) {
                     __m512 acc = _mm512_setzero_ps();

@@ -12,8 +12,8 @@ KernelTable iqk_kernels_avx512() {
         K_NIB(ZIq4Xs), K_ENTRY(ZIq2K), K_ENTRY(ZIq3K), K_NIB(ZIq4K), K_ENTRY(ZIq5K), K_ENTRY(ZIq6K),
         K_NIB(ZIq4Ks), K_ENTRY(ZIq5Ks), K_ENTRY(SIq2Ks), K_ENTRY(SIq3Ks),
         K_ENTRY(SIq4Kss), K_ENTRY(SIq2Kl),
-        {quant::T_IQ4_K_R8, Isa::avx512, simd_act_q8_k(), iq4kr8_matmul<simd_matmul_nib<ZIq4K, ZIq4KNib, Avx512Tile, 8>>, true},
-        {quant::T_IQ4_XS_X8, Isa::avx512, simd_act_q8_k(), iq4xsx8_matmul<simd_matmul_nib<ZIq4Xs, ZIq4XsNib, Avx512Tile, 8>>, true},
+        {quant::T_IQ4_K_R8, Isa::avx512, simd_act_q8_k(), iq4r8_matmul<Iq4KR8Tiles, iq4kr8_unpack_group_fast, simd_matmul_nib<ZIq4K, ZIq4KNib, Avx512Tile, 8>>, true},
+        {quant::T_IQ4_XS_X8, Isa::avx512, simd_act_q8_k(), iq4r8_matmul<Iq4XsX8Tiles, iq4xsx8_unpack_group_fast, simd_matmul_nib<ZIq4Xs, ZIq4XsNib, Avx512Tile, 8>>, true},
     };
 #undef K_ENTRY
 #undef K_NIB

@@ -196,17 +196,6 @@ inline void iq4kr8_unpack_group_fast(const uint8_t* group, uint8_t* rows, size_t
     }
 }
 
-template <MatmulFn Plain>
-void iq4kr8_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
-                   int64_t nt, float* y, int64_t ys) {
-    if (nt >= kIq4KR8PlainMinTokens) return r8_plain_slabs(iq4kr8_unpack_group_fast, Plain, w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
-    r8_token_tiles(r0, r1, nt, [&](auto tiles, int64_t r, int64_t t0) {
-        constexpr int T = decltype(tiles)::value;
-        const uint8_t* a[T];
-        for (int t = 0; t < T; ++t) a[t] = act + (size_t)(t0 + t) * arb;
-        iq4kr8_tile<T>(w + (size_t)r * wrb, ne0 / 256, a, y + t0 * ys + r, ys);
-    });
-}
 
 
 // ---- IQ4_XS_X8 ---------------------------------------------------------------------------------
@@ -304,15 +293,25 @@ inline void iq4xsx8_unpack_group_fast(const uint8_t* group, uint8_t* rows, size_
     }
 }
 
-template <MatmulFn Plain>
-void iq4xsx8_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
-                    int64_t nt, float* y, int64_t ys) {
-    if (nt >= kIq4KR8PlainMinTokens) return r8_plain_slabs(iq4xsx8_unpack_group_fast, Plain, w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+// The driver of both layouts: the tiles below kIq4KR8PlainMinTokens tokens, then unpacked slabs
+// for the plain kernel.
+struct Iq4KR8Tiles {
+    template <int T>
+    static void run(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) { iq4kr8_tile<T>(g, nbk, a, y, ys); }
+};
+struct Iq4XsX8Tiles {
+    template <int T>
+    static void run(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) { iq4xsx8_tile<T>(g, nbk, a, y, ys); }
+};
+template <class Tiles, R8UnpackGroupFn Unpack, MatmulFn Plain>
+void iq4r8_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
+                  int64_t nt, float* y, int64_t ys) {
+    if (nt >= kIq4KR8PlainMinTokens) return r8_plain_slabs(Unpack, Plain, w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
     r8_token_tiles(r0, r1, nt, [&](auto tiles, int64_t r, int64_t t0) {
         constexpr int T = decltype(tiles)::value;
         const uint8_t* a[T];
         for (int t = 0; t < T; ++t) a[t] = act + (size_t)(t0 + t) * arb;
-        iq4xsx8_tile<T>(w + (size_t)r * wrb, ne0 / 256, a, y + t0 * ys + r, ys);
+        Tiles::template run<T>(w + (size_t)r * wrb, ne0 / 256, a, y + t0 * ys + r, ys);
     });
 }
 
