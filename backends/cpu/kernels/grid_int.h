@@ -422,5 +422,72 @@ void grid_int_run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t
     }
 }
 
+
+#ifdef IKLLM_GRID_DECODE512
+// ---- the reference's 4-row forms with scrambled signs (quant-formats.md §12.7) -------------------
+// IQ2_XXS_R4, IQ2_XS_R4 and IQ3_XXS_R4 cannot be converted back to their plain types by run-time
+// repack (their repack transforms the sign indices, unpack_interleaved.h), so they get the grid
+// kernel itself: pass 1 decodes row k of a 4-row group block into the GridRaw of the plain types
+// (sign mask of an 8-weight group = (tau ^ (tau << 1)) & 0xff), pass 2 and the dot are shared.
+template <uint32_t Type>
+constexpr int grid_r4_bytes() {
+    return Type == quant::T_IQ2_XXS_R4 ? 264 : Type == quant::T_IQ2_XS_R4 ? 296 : 392;
+}
+
+template <uint32_t Type>
+void grid_raw_r4(const uint8_t* b, int k, GridRaw& o) {
+    using namespace quant;
+    const float d = rd_f16(b + 2 * k);
+    uint8_t s8[32];
+    for (int ib = 0; ib < 8; ++ib) {
+        if constexpr (Type == T_IQ2_XS_R4) {
+            const uint8_t sc = b[264 + 4 * ib + k];
+            for (int h = 0; h < 2; ++h) set_scale(o, 2 * ib + h, (0.125f * d) * (float)(2 * nib(sc, h) + 1));
+            for (int l = 0; l < 4; ++l) {
+                const uint16_t v = rd_u16(b + 8 + 2 * (16 * ib + 4 * k + l));
+                o.g[4 * ib + l] = kIq2xsGrid[v & 511];
+                s8[4 * ib + l] = unscramble_sign((uint8_t)(v >> 9));
+            }
+        } else {  // sign-and-scale word: byte l = (tau_l << 1) | bit l of the 4-bit scale
+            const uint32_t a = rd_u32(b + 8 + 4 * (4 * ib + k));
+            const int sc = (int)((a & 1) | ((a >> 7) & 2) | ((a >> 14) & 4) | ((a >> 21) & 8));
+            const float dl = (Type == T_IQ2_XXS_R4 ? 0.125f * d : 0.25f * d) * (float)(2 * sc + 1);
+            set_scale(o, 2 * ib, dl);
+            set_scale(o, 2 * ib + 1, dl);
+            for (int l = 0; l < 4; ++l) {
+                s8[4 * ib + l] = unscramble_sign((uint8_t)((a >> (8 * l + 1)) & 127));
+                if constexpr (Type == T_IQ2_XXS_R4)
+                    o.g[4 * ib + l] = kIq2xxsGrid[b[136 + 16 * ib + 4 * k + l]];
+                else
+                    o.g[4 * ib + l] = (uint64_t)kIq3xxsGrid[b[136 + 32 * ib + 8 * k + 2 * l]] |
+                                      (uint64_t)kIq3xxsGrid[b[136 + 32 * ib + 8 * k + 2 * l + 1]] << 32;
+            }
+        }
+    }
+    std::memcpy(o.neg, s8, 32);
+}
+
+template <uint32_t Type>
+void grid_r4_run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
+                 int64_t nt, float* y, int64_t ys) {
+    const int64_t nb = ne0 / 256;
+    std::vector<GridRaw> raw((size_t)(4 * nb));
+    // (pass 2 of the plain IQ2 / IQ3 types: magnitudes negated under the masks)
+    auto codes_of = [](const GridRaw& x, int z) { return grid_codes_512<quant::T_IQ2_XXS>(x, z); };
+    for (int64_t r = r0; r < r1; r += 4) {
+        const uint8_t* grp = w + (size_t)r * wrb;
+        for (int64_t b = 0; b < nb; ++b)
+            for (int k = 0; k < 4; ++k) grid_raw_r4<Type>(grp + (size_t)grid_r4_bytes<Type>() * b, k, raw[(size_t)(k * nb + b)]);
+        for (int64_t t = 0; t < nt; ++t)
+            for (int k = 0; k < 4; ++k) {
+                __m512 acc = _mm512_setzero_ps();
+                for (int64_t b = 0; b < nb; ++b)
+                    acc = grid_block_dot512(raw[(size_t)(k * nb + b)], codes_of, act + (size_t)t * arb + (size_t)b * quant::kQ8KBlockBytes, acc);
+                y[t * ys + r + k] = _mm512_reduce_add_ps(acc);
+            }
+    }
+}
+#endif
+
 }  // namespace
 }  // namespace ikllm::cpu

@@ -30,6 +30,9 @@ KernelTable interleaved_kernels_avx2() {
         {T_BF16_R16, Isa::avx2, act_format_bf16(), run_bf16_r16_avx2},
         IKLLM_GTI_K128(Isa::avx2, T_IQ1_S_R4),
         IKLLM_GTI_K128(Isa::avx2, T_IQ1_M_R4),
+        IKLLM_GTI_K(Isa::avx2, T_IQ2_XXS_R4),
+        IKLLM_GTI_K(Isa::avx2, T_IQ2_XS_R4),
+        IKLLM_GTI_K(Isa::avx2, T_IQ3_XXS_R4),
         IKLLM_INTERLEAVED_GENERIC_ENTRIES(Isa::avx2),
     };
     return {kKernels, sizeof(kKernels) / sizeof(kKernels[0])};

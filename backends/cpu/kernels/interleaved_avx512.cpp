@@ -4,9 +4,11 @@
 // interleaved_simd_kquant.h (VNNI, VBMI table lookups) for Q5_K_R4, Q6_K_R4, IQ4_NL_R4,
 // IQ5_KS_R4; IQ2_K_R4, IQ3_K_R4, IQ5_K_R4 on 512-bit vectors (interleaved_simd_iqk512.h, via
 // interleaved_simd_iqk.h); BF16_R16 with vdpbf16ps (16 rows per zmm, one bf16 column pair per
-// instruction); IQ1_S_R4 / IQ1_M_R4 with integer codes (iq1_r4_avx512.h); every other
+// instruction); IQ1_S_R4 / IQ1_M_R4 with integer codes (iq1_r4_avx512.h), IQ2_XXS_R4 / IQ2_XS_R4 /
+// IQ3_XXS_R4 with the grid i-quants' decoder and dot (grid_int.h); every other
 // interleaved type uses the generic dequantize-and-dot kernel with AVX-512 dot products.
 #include "kernels/interleaved_generic_entries.h"
+#include "kernels/grid_int.h"
 #include "kernels/iq1_r4_avx512.h"
 #include "kernels/interleaved_simd.h"
 #include "kernels/interleaved_simd_iqk.h"
@@ -63,6 +65,9 @@ KernelTable interleaved_kernels_avx512() {
         {T_BF16_R16, Isa::avx512, act_format_bf16(), run_bf16_r16},
         {T_IQ1_S_R4, Isa::avx512, &kGtiActQ8K128, iq1r4_matmul<T_IQ1_S_R4>},
         {T_IQ1_M_R4, Isa::avx512, &kGtiActQ8K128, iq1r4_matmul<T_IQ1_M_R4>},
+        {T_IQ2_XXS_R4, Isa::avx512, simd_act_q8_k_rows(), grid_r4_run<T_IQ2_XXS_R4>},
+        {T_IQ2_XS_R4, Isa::avx512, simd_act_q8_k_rows(), grid_r4_run<T_IQ2_XS_R4>},
+        {T_IQ3_XXS_R4, Isa::avx512, simd_act_q8_k_rows(), grid_r4_run<T_IQ3_XXS_R4>},
         IKLLM_INTERLEAVED_GENERIC_ENTRIES(Isa::avx512),
     };
     return {kKernels, sizeof(kKernels) / sizeof(kKernels[0])};
