@@ -2,7 +2,8 @@
 """Runs `ikllm logits` on reference models and checks them with ../shared/tools/compare_logits.py.
 
 usage: check_logits.py IKLLM_CLI SHARED_DIR [--args "EXTRA CLI ARGS"] MODEL_STEM [MODEL_STEM ...]
-A stem names refdata/{models,quant}/STEM.gguf and refdata/refs/STEM/. Prints 'N passed, M failed'.
+A stem names refdata/{models,quant}/STEM.gguf and refdata/refs/STEM/; the stem --all-quant stands
+for every quantized model of refdata/quant with references. Prints 'N passed, M failed'.
 Exits 0 (with a message) when the reference data is absent.
 """
 import os, subprocess, sys, tempfile
@@ -18,6 +19,9 @@ def main():
         print('reference data not present; skipping')
         print('0 passed, 0 failed')
         return 0
+    if '--all-quant' in stems:
+        quant = sorted(f[:-5] for f in os.listdir(f'{R}/quant') if f.endswith('.gguf'))
+        stems = [s for s in stems if s != '--all-quant'] + [q for q in quant if os.path.exists(f'{R}/refs/{q}/logits.f32')]
     ok = bad = 0
     for stem in stems:
         model = next((p for p in (f'{R}/quant/{stem}.gguf', f'{R}/models/{stem}.gguf') if os.path.exists(p)), None)
