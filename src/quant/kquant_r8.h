@@ -1,4 +1,4 @@
-// ikllm's own run-time layouts of Q4_K, Q6_K, IQ4_K and IQ4_XS (docs/quant-r8.md): made by run-time repack,
+// ikllm's own run-time layouts of Q2_K, Q4_K, Q6_K, IQ4_K and IQ4_XS (docs/quant-r8.md): made by run-time repack,
 // never read from or written to files.
 // Q4_K_R8: 8 rows side by side, 1152 bytes per 256 columns (the 8 plain blocks' room), laid out so
 // that one 512-bit register holds two 32-weight sub-blocks of all 8 rows and the sub-block scales
@@ -272,6 +272,48 @@ static inline void iq4xs_x8_unpack_block(const uint8_t* src, uint8_t* const b[8]
 
 namespace ikllm::quant {
 
+// Q2_K_R8: ikllm's run-time layout of Q2_K, 672 bytes per 256 columns of 8 rows. The plain code
+// bytes in 4-byte granules as IQ4_K_R8's (one granule holds 4 columns at each of the 4 bit
+// shifts), so a register holds, per shift j, 4 columns of sub-block 8n + 2j (lanes 0-7) and of
+// 8n + 2j + 1 (lanes 8-15) for the 8 rows:
+//   [0, 16)      d of rows 0-7 (fp16)             [16, 32)  dmin of rows 0-7 (fp16)
+//   [32, 160)    the plain scale bytes (scale | min << 4): sub-block s of row r at 32 + 8s + r
+//   [160, 672)   codes: 64 bytes at 160 + 256n + 64g: plain qs bytes 32n + 4g.. of rows 0-7, then
+//                plain qs bytes 32n + 16 + 4g.. (n = 0, 1 the 128-weight halves, g = 0..3)
+inline constexpr int kQ2KR8Bytes = 672;
+inline constexpr int kQ2KBlockBytes = 84;
+
+static inline void q2k_r8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
+    for (int r = 0; r < 8; ++r) {
+        const uint8_t* x = b[r];
+        std::memcpy(dst + 2 * r, x + 80, 2);
+        std::memcpy(dst + 16 + 2 * r, x + 82, 2);
+        for (int s = 0; s < 16; ++s) dst[32 + 8 * s + r] = x[s];
+        for (int n = 0; n < 2; ++n)
+            for (int g = 0; g < 4; ++g) {
+                std::memcpy(dst + 160 + 256 * n + 64 * g + 4 * r, x + 16 + 32 * n + 4 * g, 4);
+                std::memcpy(dst + 160 + 256 * n + 64 * g + 32 + 4 * r, x + 16 + 32 * n + 16 + 4 * g, 4);
+            }
+    }
+}
+static inline void q2k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
+    for (int r = 0; r < 8; ++r) {
+        uint8_t* x = b[r];
+        std::memcpy(x + 80, src + 2 * r, 2);
+        std::memcpy(x + 82, src + 16 + 2 * r, 2);
+        for (int s = 0; s < 16; ++s) x[s] = src[32 + 8 * s + r];
+        for (int n = 0; n < 2; ++n)
+            for (int g = 0; g < 4; ++g) {
+                std::memcpy(x + 16 + 32 * n + 4 * g, src + 160 + 256 * n + 64 * g + 4 * r, 4);
+                std::memcpy(x + 16 + 32 * n + 16 + 4 * g, src + 160 + 256 * n + 64 * g + 32 + 4 * r, 4);
+            }
+    }
+}
+
+}  // namespace ikllm::quant
+
+namespace ikllm::quant {
+
 // Per 256 columns: 8 plain blocks <-> one group block.
 using R8PackBlockFn = void (*)(const uint8_t* const b[8], uint8_t* dst);
 using R8UnpackBlockFn = void (*)(const uint8_t* src, uint8_t* const b[8]);
@@ -290,5 +332,6 @@ static constexpr R8UnpackGroupFn q4k_r8_unpack_group = r8_unpack_group<kQ4KBlock
 static constexpr R8UnpackGroupFn q6k_r8_unpack_group = r8_unpack_group<kQ6KBlockBytes, kQ6KR8Bytes, q6k_r8_unpack_block>;
 static constexpr R8UnpackGroupFn iq4k_r8_unpack_group = r8_unpack_group<kIQ4KBlockBytes, kIQ4KR8Bytes, iq4k_r8_unpack_block>;
 static constexpr R8UnpackGroupFn iq4xs_x8_unpack_group = r8_unpack_group<kIQ4XSBlockBytes, kIQ4XSX8Bytes, iq4xs_x8_unpack_block>;
+static constexpr R8UnpackGroupFn q2k_r8_unpack_group = r8_unpack_group<kQ2KBlockBytes, kQ2KR8Bytes, q2k_r8_unpack_block>;
 
 }  // namespace ikllm::quant

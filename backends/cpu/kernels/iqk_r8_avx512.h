@@ -1,5 +1,5 @@
-// IQ4_K_R8 and IQ4_XS_X8 (ikllm's run-time layouts of IQ4_K and IQ4_XS, quant/kquant_r8.h) on
-// AVX-512 VNNI, included by iqk_avx512.cpp. As Q4_K_R8 (kquant_r8_avx512.h): 8 rows side by side, a register holds one
+// IQ4_K_R8, IQ4_XS_X8 and Q2_K_R8 (ikllm's run-time layouts of IQ4_K, IQ4_XS and Q2_K,
+// quant/kquant_r8.h) on AVX-512 VNNI, included by iqk_avx512.cpp. As Q4_K_R8 (kquant_r8_avx512.h): 8 rows side by side, a register holds one
 // 4-column granule of two 32-weight chunks of all 8 rows, every row's sums stay in its lanes.
 // The numerics are the plain kernel's (kquant_unpack.h, KIq4K), which follow the reference: the
 // levels of the first value set + 128 as unsigned bytes (one vpshufb lookup), multiplied with
@@ -293,11 +293,87 @@ inline void iq4xsx8_unpack_group_fast(const uint8_t* group, uint8_t* rows, size_
     }
 }
 
-// The driver of both layouts: the tiles below kIq4KR8PlainMinTokens tokens, then unpacked slabs
-// for the plain kernel.
+// ---- Q2_K_R8 -----------------------------------------------------------------------------------
+// The plain Q2_K kernel's integers per 256 weights (kquant_unpack.h KQ2K): per 16-weight
+// sub-block sc * sum q a (codes 0..3 as vpdpbusd's unsigned operand) and m * bsum, summed over
+// the block in int32, then d_a * (d * isum - dmin * imin) in float. Per shift j a granule register
+// gives 4 columns of sub-blocks 2p (lanes 0-7) and 2p + 1 (lanes 8-15), p = 4n + j.
+template <int T>
+void q2kr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) {
+    const __m512i m3 = _mm512_set1_epi8(3), m15 = _mm512_set1_epi32(15);
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    __m512i ix[4];  // dwords of a 32-column activation chunk: lanes 0-7 dword k, 8-15 dword 4 + k
+    for (int k = 0; k < 4; ++k) ix[k] = iq4kr8_pair_i32(k, 4 + k);
+    for (int64_t b = 0; b < nbk; ++b) {
+        const uint8_t* blk = g + quant::kQ2KR8Bytes * b;
+        prefetch_weights<quant::kQ2KR8Bytes>(blk);
+        __m512i isum[T], imin[T];
+        for (int t = 0; t < T; ++t) isum[t] = imin[t] = _mm512_setzero_si512();
+        for (int n = 0; n < 2; ++n) {
+            __m512i q[4];
+            for (int k = 0; k < 4; ++k) q[k] = _mm512_loadu_si512(blk + 160 + 256 * n + 64 * k);
+            for (int j = 0; j < 4; ++j) {
+                const int p = 4 * n + j;
+                const __m512i sb = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32 + 16 * p)));
+                const __m512i sc = _mm512_and_si512(sb, m15), mn = _mm512_srli_epi32(sb, 4);
+                const __m128i shift = _mm_cvtsi32_si128(2 * j);
+                __m512i u[4];
+                for (int k = 0; k < 4; ++k) u[k] = _mm512_and_si512(_mm512_srl_epi16(q[k], shift), m3);
+                for (int t = 0; t < T; ++t) {
+                    const uint8_t* ab = a[t] + quant::kQ8KBlockBytes * b;
+                    const __m512i av = _mm512_castsi256_si512(
+                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab + quant::kQ8KOffQs + 128 * n + 32 * j)));
+                    __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[0], _mm512_permutexvar_epi32(ix[0], av));
+                    __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[1], _mm512_permutexvar_epi32(ix[1], av));
+                    s0 = _mm512_dpbusd_epi32(s0, u[2], _mm512_permutexvar_epi32(ix[2], av));
+                    s1 = _mm512_dpbusd_epi32(s1, u[3], _mm512_permutexvar_epi32(ix[3], av));
+                    int16_t bs[2];  // code sums of sub-blocks 2p, 2p + 1
+                    std::memcpy(bs, ab + quant::kQ8KOffBsums + 4 * p, 4);
+                    isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_add_epi32(s0, s1), sc));
+                    imin[t] = _mm512_add_epi32(imin[t], _mm512_mullo_epi32(iq4kr8_pair_i32(bs[0], bs[1]), mn));
+                }
+            }
+        }
+        const __m512 d = _mm512_cvtph_ps(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk))));
+        const __m512 dm = _mm512_cvtph_ps(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16))));
+        for (int t = 0; t < T; ++t) {
+            float da;
+            std::memcpy(&da, a[t] + quant::kQ8KBlockBytes * b + quant::kQ8KOffD, 4);
+            const __m512 vda = _mm512_set1_ps(da);
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, vda), acc[t]);
+            acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imin[t]), _mm512_mul_ps(dm, vda), acc[t]);
+        }
+    }
+    for (int t = 0; t < T; ++t)
+        _mm256_storeu_ps(y + t * ys, _mm256_add_ps(_mm512_castps512_ps256(acc[t]), _mm512_extractf32x8_ps(acc[t], 1)));
+}
+
+// quant::q2k_r8_unpack_group for the prompt-batch slabs: the scale bytes transposed, the codes as
+// IQ4_K_R8's.
+inline void q2kr8_unpack_group_fast(const uint8_t* group, uint8_t* rows, size_t rb, int64_t ne0) {
+    for (int64_t blk = 0; blk < ne0 / 256; ++blk) {
+        const uint8_t* src = group + quant::kQ2KR8Bytes * blk;
+        uint8_t* x0 = rows + quant::kQ2KBlockBytes * (size_t)blk;
+        for (int r = 0; r < 8; ++r) {
+            uint8_t* x = x0 + rb * (size_t)r;
+            std::memcpy(x + 80, src + 2 * r, 2);
+            std::memcpy(x + 82, src + 16 + 2 * r, 2);
+            for (int sb = 0; sb < 16; ++sb) x[sb] = src[32 + 8 * sb + r];
+        }
+        for (int n = 0; n < 2; ++n) iq4r8_put_codes(src + 160 + 256 * n, x0 + 16 + 32 * n, rb);
+    }
+}
+
+// The driver of these layouts: the tiles below kIq4KR8PlainMinTokens tokens (= the plain kernels'
+// re-encoding threshold, kConvMinTokens), then unpacked slabs for the plain kernel.
 struct Iq4KR8Tiles {
     template <int T>
     static void run(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) { iq4kr8_tile<T>(g, nbk, a, y, ys); }
+};
+struct Q2KR8Tiles {
+    template <int T>
+    static void run(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) { q2kr8_tile<T>(g, nbk, a, y, ys); }
 };
 struct Iq4XsX8Tiles {
     template <int T>
