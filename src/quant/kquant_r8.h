@@ -1,4 +1,4 @@
-// ikllm's own run-time layouts of Q2_K, Q4_K, Q6_K, IQ4_K and IQ4_XS (docs/quant-r8.md): made by run-time repack,
+// ikllm's own run-time layouts of Q2_K, Q3_K, Q4_K, Q6_K, IQ4_K and IQ4_XS (docs/quant-r8.md): made by run-time repack,
 // never read from or written to files.
 // Q4_K_R8: 8 rows side by side, 1152 bytes per 256 columns (the 8 plain blocks' room), laid out so
 // that one 512-bit register holds two 32-weight sub-blocks of all 8 rows and the sub-block scales
@@ -314,6 +314,69 @@ static inline void q2k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) 
 
 namespace ikllm::quant {
 
+// Q3_K_R8: ikllm's run-time layout of Q3_K, 880 bytes per 256 columns of 8 rows: the code and
+// high-bit bytes in the granules of Q2_K_R8 (hmask granules serve both 128-weight halves, at bit
+// 4n + j), the 16 signed 6-bit scales per row stored per lane as IQ4_K_R8's (value i = 16p + L:
+// sub-block 2p + L / 8 of row L % 8, as sc + 32):
+//   [0, 16)      d of rows 0-7 (fp16)
+//   [16, 112)    sc + 32 of value i: low 4 bits in byte 16 + i % 64, nibble i / 64; the 2 high bits
+//                in byte 80 + i % 32, bits 2 (i / 32)
+//   [112, 368)   hmask: 64 bytes at 112 + 64g: plain hmask bytes 4g.. of rows 0-7, then 16 + 4g..
+//   [368, 880)   qs: 64 bytes at 368 + 256n + 64g: plain qs bytes 32n + 4g.., then 32n + 16 + 4g..
+inline constexpr int kQ3KR8Bytes = 880;
+inline constexpr int kQ3KBlockBytes = 110;
+
+static inline int q3k_r8_value(int s, int r) { return 16 * (s >> 1) + 8 * (s & 1) + r; }
+
+static inline void q3k_r8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
+    std::memset(dst + 16, 0, 96);
+    for (int r = 0; r < 8; ++r) {
+        const uint8_t* x = b[r];
+        std::memcpy(dst + 2 * r, x + 108, 2);
+        const uint8_t* S = x + 96;
+        for (int s = 0; s < 16; ++s) {
+            const int low4 = s < 8 ? (S[s] & 15) : (S[s - 8] >> 4), high2 = (S[8 + (s & 3)] >> (2 * (s >> 2))) & 3;
+            const int i = q3k_r8_value(s, r);
+            dst[16 + (i & 63)] |= (uint8_t)(low4 << (4 * (i >> 6)));
+            dst[80 + (i & 31)] |= (uint8_t)(high2 << (2 * (i >> 5)));
+        }
+        for (int g = 0; g < 4; ++g) {
+            std::memcpy(dst + 112 + 64 * g + 4 * r, x + 4 * g, 4);
+            std::memcpy(dst + 112 + 64 * g + 32 + 4 * r, x + 16 + 4 * g, 4);
+            for (int n = 0; n < 2; ++n) {
+                std::memcpy(dst + 368 + 256 * n + 64 * g + 4 * r, x + 32 + 32 * n + 4 * g, 4);
+                std::memcpy(dst + 368 + 256 * n + 64 * g + 32 + 4 * r, x + 32 + 32 * n + 16 + 4 * g, 4);
+            }
+        }
+    }
+}
+static inline void q3k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
+    for (int r = 0; r < 8; ++r) {
+        uint8_t* x = b[r];
+        std::memcpy(x + 108, src + 2 * r, 2);
+        uint8_t* S = x + 96;
+        std::memset(S, 0, 12);
+        for (int s = 0; s < 16; ++s) {
+            const int i = q3k_r8_value(s, r);
+            const int low4 = (src[16 + (i & 63)] >> (4 * (i >> 6))) & 15, high2 = (src[80 + (i & 31)] >> (2 * (i >> 5))) & 3;
+            S[s & 7] |= (uint8_t)(low4 << (4 * (s >> 3)));
+            S[8 + (s & 3)] |= (uint8_t)(high2 << (2 * (s >> 2)));
+        }
+        for (int g = 0; g < 4; ++g) {
+            std::memcpy(x + 4 * g, src + 112 + 64 * g + 4 * r, 4);
+            std::memcpy(x + 16 + 4 * g, src + 112 + 64 * g + 32 + 4 * r, 4);
+            for (int n = 0; n < 2; ++n) {
+                std::memcpy(x + 32 + 32 * n + 4 * g, src + 368 + 256 * n + 64 * g + 4 * r, 4);
+                std::memcpy(x + 32 + 32 * n + 16 + 4 * g, src + 368 + 256 * n + 64 * g + 32 + 4 * r, 4);
+            }
+        }
+    }
+}
+
+}  // namespace ikllm::quant
+
+namespace ikllm::quant {
+
 // Per 256 columns: 8 plain blocks <-> one group block.
 using R8PackBlockFn = void (*)(const uint8_t* const b[8], uint8_t* dst);
 using R8UnpackBlockFn = void (*)(const uint8_t* src, uint8_t* const b[8]);
@@ -333,5 +396,6 @@ static constexpr R8UnpackGroupFn q6k_r8_unpack_group = r8_unpack_group<kQ6KBlock
 static constexpr R8UnpackGroupFn iq4k_r8_unpack_group = r8_unpack_group<kIQ4KBlockBytes, kIQ4KR8Bytes, iq4k_r8_unpack_block>;
 static constexpr R8UnpackGroupFn iq4xs_x8_unpack_group = r8_unpack_group<kIQ4XSBlockBytes, kIQ4XSX8Bytes, iq4xs_x8_unpack_block>;
 static constexpr R8UnpackGroupFn q2k_r8_unpack_group = r8_unpack_group<kQ2KBlockBytes, kQ2KR8Bytes, q2k_r8_unpack_block>;
+static constexpr R8UnpackGroupFn q3k_r8_unpack_group = r8_unpack_group<kQ3KBlockBytes, kQ3KR8Bytes, q3k_r8_unpack_block>;
 
 }  // namespace ikllm::quant

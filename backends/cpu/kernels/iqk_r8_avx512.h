@@ -1,4 +1,4 @@
-// IQ4_K_R8, IQ4_XS_X8 and Q2_K_R8 (ikllm's run-time layouts of IQ4_K, IQ4_XS and Q2_K,
+// IQ4_K_R8, IQ4_XS_X8, Q2_K_R8 and Q3_K_R8 (ikllm's run-time layouts of IQ4_K, IQ4_XS, Q2_K, Q3_K,
 // quant/kquant_r8.h) on AVX-512 VNNI, included by iqk_avx512.cpp. As Q4_K_R8 (kquant_r8_avx512.h): 8 rows side by side, a register holds one
 // 4-column granule of two 32-weight chunks of all 8 rows, every row's sums stay in its lanes.
 // The numerics are the plain kernel's (kquant_unpack.h, KIq4K), which follow the reference: the
@@ -73,9 +73,9 @@ inline void iq4r8_put_codes(const uint8_t* p, uint8_t* q, size_t rb) {
 }
 
 // The 8 accumulators' scales sc = ls - 32 (int32, lane L of accumulator a as in kquant_r8.h).
-inline void iq4kr8_scales(const uint8_t* blk, __m512i sc[8]) {
-    const __m512i lo = _mm512_loadu_si512(blk + 32);
-    const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 96));
+inline void iq4kr8_scales(const uint8_t* s96, __m512i sc[8]) {  // s96: the 96 scale bytes
+    const __m512i lo = _mm512_loadu_si512(s96);
+    const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s96 + 64));
     const __m512i m15 = _mm512_set1_epi8(15), m3 = _mm512_set1_epi8(3), k32 = _mm512_set1_epi8(32);
     const __m512i h0 = _mm512_inserti64x4(_mm512_castsi256_si512(hi), _mm256_srli_epi16(hi, 2), 1);
     const __m512i h1 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_srli_epi16(hi, 4)), _mm256_srli_epi16(hi, 6), 1);
@@ -108,7 +108,7 @@ void iq4kr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* 
         const uint8_t* blk = g + quant::kIQ4KR8Bytes * b;
         prefetch_weights<quant::kIQ4KR8Bytes>(blk);
         __m512i sc[8];
-        iq4kr8_scales(blk, sc);
+        iq4kr8_scales(blk + 32, sc);
         __m512i isum[T];
         for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
         for (int j = 0; j < 4; ++j) {
@@ -151,25 +151,29 @@ void iq4kr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* 
 // come out of 64-bit words; the value-set bits are spread to one byte per row; the codes are a
 // 4 x 4 transpose of granules per 128-bit lane (iq4r8_put_codes). Checked against the plain
 // kernel on the same rows, bit for bit (quant_kquant_r8_test).
+// The 128 6-bit scales of the IQ4_K_R8 / Q3_K_R8 encoding (s96: low nibbles, then bit pairs)
+// as bytes, value i at ls[i].
+inline void iq4r8_scale_bytes(const uint8_t* s96, uint8_t ls[128]) {
+    const __m512i m15 = _mm512_set1_epi8(15), m3 = _mm512_set1_epi8(3);
+    const __m512i lo = _mm512_loadu_si512(s96);
+    const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s96 + 64));
+    const __m512i h0 = _mm512_inserti64x4(_mm512_castsi256_si512(hi), _mm256_srli_epi16(hi, 2), 1);
+    const __m512i h1 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_srli_epi16(hi, 4)), _mm256_srli_epi16(hi, 6), 1);
+    _mm512_storeu_si512(ls, _mm512_or_si512(_mm512_and_si512(lo, m15), _mm512_slli_epi16(_mm512_and_si512(h0, m3), 4)));
+    _mm512_storeu_si512(ls + 64, _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(lo, 4), m15),
+                                                 _mm512_slli_epi16(_mm512_and_si512(h1, m3), 4)));
+}
+
 inline uint64_t iq4kr8_spread_bits(uint32_t m) {  // bit r of m -> bit 0 of byte r
     const uint64_t x = ((uint64_t)m * 0x0101010101010101ULL) & 0x8040201008040201ULL;
     return ((x + 0x7F7F7F7F7F7F7F7FULL) & 0x8080808080808080ULL) >> 7;
 }
 inline void iq4kr8_unpack_group_fast(const uint8_t* group, uint8_t* rows, size_t rb, int64_t ne0) {
-    const __m512i m15 = _mm512_set1_epi8(15), m3 = _mm512_set1_epi8(3);
     for (int64_t blk = 0; blk < ne0 / 256; ++blk) {
         const uint8_t* src = group + quant::kIQ4KR8Bytes * blk;
         uint8_t* x0 = rows + quant::kIQ4KBlockBytes * (size_t)blk;
         alignas(64) uint8_t ls[128];  // ls of value i = 16a + L
-        {
-            const __m512i lo = _mm512_loadu_si512(src + 32);
-            const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 96));
-            const __m512i h0 = _mm512_inserti64x4(_mm512_castsi256_si512(hi), _mm256_srli_epi16(hi, 2), 1);
-            const __m512i h1 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_srli_epi16(hi, 4)), _mm256_srli_epi16(hi, 6), 1);
-            _mm512_store_si512(ls, _mm512_or_si512(_mm512_and_si512(lo, m15), _mm512_slli_epi16(_mm512_and_si512(h0, m3), 4)));
-            _mm512_store_si512(ls + 64, _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(lo, 4), m15),
-                                                        _mm512_slli_epi16(_mm512_and_si512(h1, m3), 4)));
-        }
+        iq4r8_scale_bytes(src + 32, ls);
         uint64_t v[16], e_lo = 0, e_hi = 0;  // v[s]: byte r = ls of sub-block s of row r
         for (int s = 0; s < 16; ++s) {
             const int a = 2 * (s >> 2) + (s & 1), c = (s >> 1) & 1;
@@ -365,6 +369,89 @@ inline void q2kr8_unpack_group_fast(const uint8_t* group, uint8_t* rows, size_t 
     }
 }
 
+// ---- Q3_K_R8 -----------------------------------------------------------------------------------
+// The plain Q3_K kernel's integers (KQ3K: v = q + 4 in 0..7, the -4 as a correction): per
+// sub-block sc * (sum v a - 4 bsum), the correction as the start of each sum, summed over the
+// block in int32, times d * d_a in float. Codes as Q2_K_R8's plus the high bit at 4n + j.
+template <int T>
+void q3kr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) {
+    const __m512i m3 = _mm512_set1_epi8(3), m1 = _mm512_set1_epi8(1);
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    __m512i ix[4];
+    for (int k = 0; k < 4; ++k) ix[k] = iq4kr8_pair_i32(k, 4 + k);
+    for (int64_t b = 0; b < nbk; ++b) {
+        const uint8_t* blk = g + quant::kQ3KR8Bytes * b;
+        prefetch_weights<quant::kQ3KR8Bytes>(blk);
+        __m512i sc[8];
+        iq4kr8_scales(blk + 16, sc);
+        __m512i isum[T];
+        for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
+        __m512i h[4];
+        for (int k = 0; k < 4; ++k) h[k] = _mm512_loadu_si512(blk + 112 + 64 * k);
+        for (int n = 0; n < 2; ++n) {
+            __m512i q[4];
+            for (int k = 0; k < 4; ++k) q[k] = _mm512_loadu_si512(blk + 368 + 256 * n + 64 * k);
+            for (int j = 0; j < 4; ++j) {
+                const int p = 4 * n + j;
+                const __m128i qshift = _mm_cvtsi32_si128(2 * j), hshift = _mm_cvtsi32_si128(p);
+                __m512i u[4];
+                for (int k = 0; k < 4; ++k)
+                    u[k] = _mm512_or_si512(_mm512_and_si512(_mm512_srl_epi16(q[k], qshift), m3),
+                                           _mm512_slli_epi16(_mm512_and_si512(_mm512_srl_epi16(h[k], hshift), m1), 2));
+                for (int t = 0; t < T; ++t) {
+                    const uint8_t* ab = a[t] + quant::kQ8KBlockBytes * b;
+                    const __m512i av = _mm512_castsi256_si512(
+                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab + quant::kQ8KOffQs + 128 * n + 32 * j)));
+                    int16_t bs[2];  // code sums of sub-blocks 2p, 2p + 1
+                    std::memcpy(bs, ab + quant::kQ8KOffBsums + 4 * p, 4);
+                    __m512i s0 = _mm512_dpbusd_epi32(iq4kr8_pair_i32(-4 * bs[0], -4 * bs[1]), u[0], _mm512_permutexvar_epi32(ix[0], av));
+                    __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[1], _mm512_permutexvar_epi32(ix[1], av));
+                    s0 = _mm512_dpbusd_epi32(s0, u[2], _mm512_permutexvar_epi32(ix[2], av));
+                    s1 = _mm512_dpbusd_epi32(s1, u[3], _mm512_permutexvar_epi32(ix[3], av));
+                    isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_add_epi32(s0, s1), sc[p]));
+                }
+            }
+        }
+        const __m512 d = _mm512_cvtph_ps(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk))));
+        for (int t = 0; t < T; ++t) {
+            float da;
+            std::memcpy(&da, a[t] + quant::kQ8KBlockBytes * b + quant::kQ8KOffD, 4);
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, _mm512_set1_ps(da)), acc[t]);
+        }
+    }
+    for (int t = 0; t < T; ++t)
+        _mm256_storeu_ps(y + t * ys, _mm256_add_ps(_mm512_castps512_ps256(acc[t]), _mm512_extractf32x8_ps(acc[t], 1)));
+}
+
+// quant::q3k_r8_unpack_group for the prompt-batch slabs: codes and high bits as IQ4_K_R8's
+// codes, the scales repacked per row.
+inline void q3kr8_unpack_group_fast(const uint8_t* group, uint8_t* rows, size_t rb, int64_t ne0) {
+    for (int64_t blk = 0; blk < ne0 / 256; ++blk) {
+        const uint8_t* src = group + quant::kQ3KR8Bytes * blk;
+        uint8_t* x0 = rows + quant::kQ3KBlockBytes * (size_t)blk;
+        // value 8s + r: the 8 bytes at ls + 8s are sub-block s of rows 0-7, so the plain scale
+        // bytes of all 8 rows come out of 64-bit words
+        alignas(64) uint8_t ls[128];
+        iq4r8_scale_bytes(src + 16, ls);
+        uint64_t v[16], S[12];
+        std::memcpy(v, ls, 128);
+        for (int k = 0; k < 8; ++k) S[k] = (v[k] & 0x0F0F0F0F0F0F0F0FULL) | (v[k + 8] & 0x0F0F0F0F0F0F0F0FULL) << 4;
+        for (int m = 0; m < 4; ++m) {
+            uint64_t h = 0;
+            for (int q = 0; q < 4; ++q) h |= ((v[m + 4 * q] >> 4) & 0x0303030303030303ULL) << (2 * q);
+            S[8 + m] = h;
+        }
+        for (int r = 0; r < 8; ++r) {
+            uint8_t* x = x0 + rb * (size_t)r;
+            std::memcpy(x + 108, src + 2 * r, 2);
+            for (int k = 0; k < 12; ++k) x[96 + k] = (uint8_t)(S[k] >> (8 * r));
+        }
+        iq4r8_put_codes(src + 112, x0, rb);
+        for (int n = 0; n < 2; ++n) iq4r8_put_codes(src + 368 + 256 * n, x0 + 32 + 32 * n, rb);
+    }
+}
+
 // The driver of these layouts: the tiles below kIq4KR8PlainMinTokens tokens (= the plain kernels'
 // re-encoding threshold, kConvMinTokens), then unpacked slabs for the plain kernel.
 struct Iq4KR8Tiles {
@@ -374,6 +461,10 @@ struct Iq4KR8Tiles {
 struct Q2KR8Tiles {
     template <int T>
     static void run(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) { q2kr8_tile<T>(g, nbk, a, y, ys); }
+};
+struct Q3KR8Tiles {
+    template <int T>
+    static void run(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) { q3kr8_tile<T>(g, nbk, a, y, ys); }
 };
 struct Iq4XsX8Tiles {
     template <int T>

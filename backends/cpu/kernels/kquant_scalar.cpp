@@ -32,6 +32,7 @@ KernelTable kquant_kernels_scalar() {
         {KQ6K::id, Isa::scalar, act_format_q8_2_x4(), scalar_matmul_q6k, true},
         // ikllm's run-time layouts: unpacked rows through the plain kernel (r8_slab.h)
         {quant::T_Q2_K_R8, Isa::scalar, act_format_q8_k_kiqk(), r8_unpacked_matmul<quant::q2k_r8_unpack_group, scalar_matmul<KQ2K>>},
+        {quant::T_Q3_K_R8, Isa::scalar, act_format_q8_k_kiqk(), r8_unpacked_matmul<quant::q3k_r8_unpack_group, scalar_matmul<KQ3K>>},
         {quant::T_Q4_K_R8, Isa::scalar, act_format_q8_2_x4(), r8_unpacked_matmul<quant::q4k_r8_unpack_group, scalar_matmul_q82<KQ4K>>},
         {quant::T_Q6_K_R8, Isa::scalar, act_format_q8_2_x4(), r8_unpacked_matmul<quant::q6k_r8_unpack_group, scalar_matmul_q6k>, true},
     };
