@@ -1,5 +1,5 @@
 // Row-interleaved K-quants Q2_K_R4..Q6_K_R4 and IQ4_XS_R8 (docs: quant-formats.md §12.4, §12.5), and
-// ikllm's run-time Q2_K_R8, Q3_K_R8, Q4_K_R8, Q6_K_R8, IQ4_K_R8 and IQ4_XS_X8 (kquant_r8.h).
+// ikllm's run-time Q2_K_R8, Q3_K_R8, Q4_K_R8, Q5_K_R8, Q6_K_R8, IQ4_K_R8 and IQ4_XS_X8 (kquant_r8.h).
 // Arithmetic follows the base types exactly; only the byte placement differs.
 #include <cstring>
 
@@ -234,6 +234,8 @@ const InterleavedCodec kKquantCodecs[] = {
      rep_r8<kQ3KBlockBytes, kQ3KR8Bytes, q3k_r8_pack_block>, nullptr},
     {T_Q4_K_R8, T_Q4_K, 8, deq_r8<T_Q4_K, kQ4KBlockBytes, kQ4KR8Bytes, q4k_r8_unpack_block>,
      rep_r8<kQ4KBlockBytes, kQ4KR8Bytes, q4k_r8_pack_block>, nullptr},
+    {T_Q5_K_R8, T_Q5_K, 8, deq_r8<T_Q5_K, kQ5KBlockBytes, kQ5KR8Bytes, q5k_r8_unpack_block>,
+     rep_r8<kQ5KBlockBytes, kQ5KR8Bytes, q5k_r8_pack_block>, nullptr},
     {T_Q6_K_R8, T_Q6_K, 8, deq_r8<T_Q6_K, kQ6KBlockBytes, kQ6KR8Bytes, q6k_r8_unpack_block>,
      rep_r8<kQ6KBlockBytes, kQ6KR8Bytes, q6k_r8_pack_block>, nullptr},
     {T_IQ4_K_R8, T_IQ4_K, 8, deq_r8<T_IQ4_K, kIQ4KBlockBytes, kIQ4KR8Bytes, iq4k_r8_unpack_block>,

@@ -1,4 +1,4 @@
-// ikllm's own run-time layouts of Q2_K, Q3_K, Q4_K, Q6_K, IQ4_K and IQ4_XS (docs/quant-r8.md): made by run-time repack,
+// ikllm's own run-time layouts of Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_K and IQ4_XS (docs/quant-r8.md): made by run-time repack,
 // never read from or written to files.
 // Q4_K_R8: 8 rows side by side, 1152 bytes per 256 columns (the 8 plain blocks' room), laid out so
 // that one 512-bit register holds two 32-weight sub-blocks of all 8 rows and the sub-block scales
@@ -377,6 +377,54 @@ static inline void q3k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) 
 
 namespace ikllm::quant {
 
+// Q5_K_R8: ikllm's run-time layout of Q5_K, 1408 bytes per 256 columns of 8 rows: Q4_K_R8's 1152
+// bytes for d, dmin, the scales and the low 4 bits of the codes (the plain Q5_K fields moved to
+// Q4_K's places), then the fifth bits in the byte map of those code bytes:
+//   [1152, 1408)  64 bytes per sub-block pair p at 1152 + 64p: bit 2l (2l + 1) of byte B is the
+//                 fifth bit of the low (high) nibble's code in byte B of code vector l of pair p
+//                 (byte 128 + 256p + 64l + B)
+inline constexpr int kQ5KR8Bytes = 1408;
+inline constexpr int kQ5KBlockBytes = 176;
+
+// The byte (1152 + 64p + B) and bit of the fifth bit of column c (0..31) of sub-block j of row r.
+static inline int q5k_r8_hbit_byte(int j, int c, int r) { return 1152 + 64 * (j >> 1) + 32 * (j & 1) + 4 * r + (c & 3); }
+static inline int q5k_r8_hbit_shift(int c) { return 2 * ((c & 15) >> 2) + (c >> 4); }
+
+static inline void q5k_r8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
+    uint8_t q4[8][kQ4KBlockBytes];  // each row as a Q4_K block: d, dmin, scales, qs
+    const uint8_t* v[8];
+    for (int r = 0; r < 8; ++r) {
+        std::memcpy(q4[r], b[r], 16);
+        std::memcpy(q4[r] + 16, b[r] + 48, 128);
+        v[r] = q4[r];
+    }
+    q4k_r8_pack_block(v, dst);
+    std::memset(dst + kQ4KR8Bytes, 0, kQ5KR8Bytes - kQ4KR8Bytes);
+    for (int r = 0; r < 8; ++r)
+        for (int j = 0; j < 8; ++j)
+            for (int c = 0; c < 32; ++c)
+                if ((b[r][16 + c] >> j) & 1) dst[q5k_r8_hbit_byte(j, c, r)] |= (uint8_t)(1u << q5k_r8_hbit_shift(c));
+}
+static inline void q5k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
+    uint8_t q4[8][kQ4KBlockBytes];
+    uint8_t* v[8];
+    for (int r = 0; r < 8; ++r) v[r] = q4[r];
+    q4k_r8_unpack_block(src, v);
+    for (int r = 0; r < 8; ++r) {
+        uint8_t* x = b[r];
+        std::memcpy(x, q4[r], 16);
+        std::memcpy(x + 48, q4[r] + 16, 128);
+        std::memset(x + 16, 0, 32);
+        for (int j = 0; j < 8; ++j)
+            for (int c = 0; c < 32; ++c)
+                x[16 + c] |= (uint8_t)(((src[q5k_r8_hbit_byte(j, c, r)] >> q5k_r8_hbit_shift(c)) & 1) << j);
+    }
+}
+
+}  // namespace ikllm::quant
+
+namespace ikllm::quant {
+
 // Per 256 columns: 8 plain blocks <-> one group block.
 using R8PackBlockFn = void (*)(const uint8_t* const b[8], uint8_t* dst);
 using R8UnpackBlockFn = void (*)(const uint8_t* src, uint8_t* const b[8]);
@@ -397,5 +445,6 @@ static constexpr R8UnpackGroupFn iq4k_r8_unpack_group = r8_unpack_group<kIQ4KBlo
 static constexpr R8UnpackGroupFn iq4xs_x8_unpack_group = r8_unpack_group<kIQ4XSBlockBytes, kIQ4XSX8Bytes, iq4xs_x8_unpack_block>;
 static constexpr R8UnpackGroupFn q2k_r8_unpack_group = r8_unpack_group<kQ2KBlockBytes, kQ2KR8Bytes, q2k_r8_unpack_block>;
 static constexpr R8UnpackGroupFn q3k_r8_unpack_group = r8_unpack_group<kQ3KBlockBytes, kQ3KR8Bytes, q3k_r8_unpack_block>;
+static constexpr R8UnpackGroupFn q5k_r8_unpack_group = r8_unpack_group<kQ5KBlockBytes, kQ5KR8Bytes, q5k_r8_unpack_block>;
 
 }  // namespace ikllm::quant

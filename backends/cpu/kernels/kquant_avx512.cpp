@@ -1,7 +1,7 @@
 // AVX-512 (VNNI, VBMI) matmul kernels for Q2_K..Q6_K: Q2_K / Q3_K against Q8_K activations
 // (kquant_simd.h), Q4_K / Q5_K / Q6_K against Q8_2_X4 (kquant_q82.h; Q4_K / Q5_K prompt batches
 // of 64+ tokens through the panel GEMM of kquant_panel_avx512.h, Q6_K ones re-encoded to 8 bits
-// first, kquant_q6k_conv.h), and ikllm's run-time Q4_K_R8 / Q6_K_R8 (kquant_r8_avx512.h).
+// first, kquant_q6k_conv.h), and ikllm's run-time Q4_K_R8 / Q5_K_R8 / Q6_K_R8 (kquant_r8_avx512.h).
 #include "kernels/kquant_q82.h"
 #include "kernels/kquant_panel_avx512.h"
 #include "kernels/kquant_r8_avx512.h"
@@ -17,6 +17,7 @@ KernelTable kquant_kernels_avx512() {
         {quant::T_Q5_K, Isa::avx512, simd_act_q8_2_x4(), q45k_panel_matmul<true>, true},
         {quant::T_Q6_K, Isa::avx512, simd_act_q8_2_x4(), q6k_panel_matmul, true},
         {quant::T_Q4_K_R8, Isa::avx512, simd_act_q8_2_x4(), q4kr8_matmul, true},
+        {quant::T_Q5_K_R8, Isa::avx512, simd_act_q8_2_x4(), q5kr8_matmul, true},
         {quant::T_Q6_K_R8, Isa::avx512, simd_act_q8_2_x4(), q6kr8_matmul, true},
     };
 #undef K_ENTRY

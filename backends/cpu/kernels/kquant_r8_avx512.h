@@ -89,9 +89,20 @@ inline void q4kr8_codes(const uint8_t* blk, int p, __m512i u[8]) {
     }
 }
 
+// Q5_K_R8: the fifth bits of pair p's code vectors, in their byte map (quant/kquant_r8.h).
+inline void q5kr8_high_bits(const uint8_t* blk, int p, __m512i u[8]) {
+    const __m512i one = _mm512_set1_epi8(1);
+    const __m512i hb = _mm512_loadu_si512(blk + quant::kQ4KR8Bytes + 64 * p);
+    for (int l = 0; l < 4; ++l) {
+        const __m128i lo = _mm_cvtsi32_si128(2 * l), hi = _mm_cvtsi32_si128(2 * l + 1);
+        u[l] = _mm512_or_si512(u[l], _mm512_slli_epi16(_mm512_and_si512(_mm512_srl_epi16(hb, lo), one), 4));
+        u[4 + l] = _mm512_or_si512(u[4 + l], _mm512_slli_epi16(_mm512_and_si512(_mm512_srl_epi16(hb, hi), one), 4));
+    }
+}
+
 // One 8-row group times T tokens; a[t] token t's Q8_2_X4 row, da / das its factors. Lane k of the
-// result is row k: the sum of the two halves.
-template <int T>
+// result is row k: the sum of the two halves. Five: Q5_K_R8 (codes 0..31).
+template <int T, bool Five = false>
 void q4kr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, const float* const* da, const float* const* das,
                 float* y, int64_t ys) {
     __m512 acc[T];
@@ -99,13 +110,15 @@ void q4kr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, const fl
     __m512i ix[8];  // activation dwords of the pair's 64 code bytes: lanes 0-7 dword j, 8-15 dword 8 + j
     for (int j = 0; j < 8; ++j) ix[j] = q4kr8_pair_i32(j, 8 + j);
     for (int64_t b = 0; b < nbk; ++b) {
-        const uint8_t* blk = g + quant::kQ4KR8Bytes * b;
-        prefetch_weights<quant::kQ4KR8Bytes>(blk);
+        constexpr int kBytes = Five ? quant::kQ5KR8Bytes : quant::kQ4KR8Bytes;
+        const uint8_t* blk = g + kBytes * b;
+        prefetch_weights<kBytes>(blk);
         __m512 D[4], M[4];
         q4kr8_scales(blk, false, D, M);
         for (int p = 0; p < 4; ++p) {
             __m512i u[8];
             q4kr8_codes(blk, p, u);
+            if constexpr (Five) q5kr8_high_bits(blk, p, u);
             const int64_t c = 8 * b + 2 * p;  // the pair's first 32-weight activation chunk
             for (int t = 0; t < T; ++t) {
                 const __m512i av = _mm512_loadu_si512(a[t] + 144 * (c >> 2) + 16 + 32 * (c & 3));
@@ -136,22 +149,29 @@ inline void q4kr8_panel_half(const __m512i* u0, const __m512i* u1, __m512 d0, __
 
 // Panel rows [r, r + rows) (rows 8 or 16, r a multiple of 8) as the plain Q4_K panel fill would
 // write them (fill_q45k_panel): codes 0..15 and the factors D, M per 32-weight chunk and row.
+// Five: Q5_K_R8 into the plain Q5_K panels (codes 0..31).
+template <bool Five = false>
 inline void fill_q4kr8_panel(const uint8_t* w, size_t wrb, int64_t r, int rows, int64_t nbk, bool conv, LegacyPanel& pn) {
+    constexpr int kBytes = Five ? quant::kQ5KR8Bytes : quant::kQ4KR8Bytes;
     const uint8_t* g0 = w + (size_t)r * wrb;
     const uint8_t* g1 = rows > 8 ? g0 + 8 * wrb : nullptr;
     const __m512 zf = _mm512_setzero_ps();
     for (int64_t b = 0; b < nbk; ++b) {
-        const uint8_t* b0 = g0 + quant::kQ4KR8Bytes * b;
-        const uint8_t* b1 = g1 ? g1 + quant::kQ4KR8Bytes * b : nullptr;
+        const uint8_t* b0 = g0 + kBytes * b;
+        const uint8_t* b1 = g1 ? g1 + kBytes * b : nullptr;
         __m512 D0[4], M0[4], D1[4] = {zf, zf, zf, zf}, M1[4] = {zf, zf, zf, zf};
         q4kr8_scales(b0, conv, D0, M0);
         if (b1) q4kr8_scales(b1, conv, D1, M1);
         for (int p = 0; p < 4; ++p) {
             __m512i u0[8], u1[8];
             q4kr8_codes(b0, p, u0);
-            if (b1) q4kr8_codes(b1, p, u1);
-            else
+            if constexpr (Five) q5kr8_high_bits(b0, p, u0);
+            if (b1) {
+                q4kr8_codes(b1, p, u1);
+                if constexpr (Five) q5kr8_high_bits(b1, p, u1);
+            } else {
                 for (int j = 0; j < 8; ++j) u1[j] = _mm512_setzero_si512();
+            }
             q4kr8_panel_half<0>(u0, u1, D0[p], D1[p], M0[p], M1[p], 8 * b + 2 * p, pn);
             q4kr8_panel_half<1>(u0, u1, D0[p], D1[p], M0[p], M1[p], 8 * b + 2 * p + 1, pn);
         }
@@ -180,6 +200,33 @@ void q4kr8_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t
             das[t] = sdas.p + (t0 + t) * nc;
         }
         q4kr8_tile<T>(w + (size_t)r * wrb, nbk, a, da, das, y + t0 * ys + r, ys);
+    });
+}
+
+// Q5_K_R8: the Q4_K_R8 tile with the fifth bits below kP32ExactMinTokens tokens; from there the
+// plain Q5_K panels filled from the groups (its results bit for bit).
+void q5kr8_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
+                  int64_t nt, float* y, int64_t ys) {
+    const int64_t nbk = ne0 / 256, nc = ne0 / 32;
+    if (nt >= kP32ExactMinTokens) {
+        const bool conv = nt >= kConvMinTokens;
+        panel_gemm<true>([&](int64_t r, int rows, LegacyPanel& pn) { fill_q4kr8_panel<true>(w, wrb, r, rows, nbk, conv, pn); }, nc,
+                         act, arb, nt, r0, r1, y, ys);
+        return;
+    }
+    R8Scratch<float, kR8ScratchFloats> sda((size_t)(nt * nc)), sdas((size_t)(nt * nc));
+    for (int64_t t = 0; t < nt; ++t) q4kr8_act_factors(act + (size_t)t * arb, nc, sda.p + t * nc, sdas.p + t * nc);
+    r8_token_tiles(r0, r1, nt, [&](auto tiles, int64_t r, int64_t t0) {
+        constexpr int T = decltype(tiles)::value;
+        const uint8_t* a[T];
+        const float* da[T];
+        const float* das[T];
+        for (int t = 0; t < T; ++t) {
+            a[t] = act + (size_t)(t0 + t) * arb;
+            da[t] = sda.p + (t0 + t) * nc;
+            das[t] = sdas.p + (t0 + t) * nc;
+        }
+        q4kr8_tile<T, true>(w + (size_t)r * wrb, nbk, a, da, das, y + t0 * ys + r, ys);
     });
 }
 

@@ -34,6 +34,7 @@ KernelTable kquant_kernels_scalar() {
         {quant::T_Q2_K_R8, Isa::scalar, act_format_q8_k_kiqk(), r8_unpacked_matmul<quant::q2k_r8_unpack_group, scalar_matmul<KQ2K>>},
         {quant::T_Q3_K_R8, Isa::scalar, act_format_q8_k_kiqk(), r8_unpacked_matmul<quant::q3k_r8_unpack_group, scalar_matmul<KQ3K>>},
         {quant::T_Q4_K_R8, Isa::scalar, act_format_q8_2_x4(), r8_unpacked_matmul<quant::q4k_r8_unpack_group, scalar_matmul_q82<KQ4K>>},
+        {quant::T_Q5_K_R8, Isa::scalar, act_format_q8_2_x4(), r8_unpacked_matmul<quant::q5k_r8_unpack_group, scalar_matmul_q82<KQ5K>>},
         {quant::T_Q6_K_R8, Isa::scalar, act_format_q8_2_x4(), r8_unpacked_matmul<quant::q6k_r8_unpack_group, scalar_matmul_q6k>, true},
     };
     return {entries, sizeof(entries) / sizeof(entries[0])};
