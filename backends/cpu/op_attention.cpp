@@ -59,6 +59,10 @@ QueryBlocks plan_blocks(const Op& op, int64_t T, int64_t tok_block) {
     return b;
 }
 
+inline void prefetch_lines(const uint8_t* p, size_t bytes) {
+    for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 3);
+}
+
 // Floats of one thread's work space: a K and a V tile, the tile's scores, and per query the
 // output accumulator plus running max and sum.
 size_t scratch_floats(int64_t d_k, int64_t d_v, int64_t nq) {
@@ -123,8 +127,16 @@ void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch) {
             sum[i] = 0;
         }
         std::memset(acc, 0, sizeof(float) * nq * d_v);
+        const size_t k_bytes = (size_t)kc.nb[1], v_bytes = (size_t)vc.nb[1];  // one head's row
         for (int64_t c0 = 0; c0 < n_cells; c0 += kTile) {
             const int64_t nc = std::min(kTile, n_cells - c0);
+            // The next tile's rows: a head's rows are one cache cell (all heads) apart, a stride
+            // the hardware prefetchers follow poorly, so decoding waited on every row.
+            for (int64_t j = c0 + kTile; j < std::min(n_cells, c0 + 2 * kTile); ++j) {
+                const int64_t c = cells[j];
+                prefetch_lines(static_cast<const uint8_t*>(kc.data) + g * kc.nb[1] + c * kc.nb[2], k_bytes);
+                prefetch_lines(static_cast<const uint8_t*>(vc.data) + g * vc.nb[1] + c * vc.nb[2], v_bytes);
+            }
             for (int64_t j = 0; j < nc; ++j) {
                 const int64_t c = cells[c0 + j];
                 const uint8_t* kp = static_cast<const uint8_t*>(kc.data) + g * kc.nb[1] + c * kc.nb[2];
@@ -132,21 +144,18 @@ void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch) {
                 K.load_row(kc.type, kp, kb + j * d_k, d_k);
                 K.load_row(vc.type, vp, vb + j * d_v, d_v);
             }
-            // Scores of the task's queries, four at a time against each K row of the tile (the
-            // group's query rows stay in L1 while the tile streams once per four queries).
+            // Scores of the task's queries against the tile (its K rows stay in L1), up to 16
+            // query rows per call.
             const int64_t nqt = (t1 - t0) * nh;
-            const auto qrow = [&](int64_t qi) { return q.row<float>(g * group + h0 + qi % nh, t0 + qi / nh); };
-            int64_t qi0 = 0;
-            for (; qi0 + 4 <= nqt; qi0 += 4) {
-                const float* qa[4] = {qrow(qi0), qrow(qi0 + 1), qrow(qi0 + 2), qrow(qi0 + 3)};
-                for (int64_t j = 0; j < nc; ++j) {
-                    float o[4];
-                    K.dot4(qa, kb + j * d_k, d_k, o);
-                    for (int r = 0; r < 4; ++r) sc[(qi0 + r) * kTile + j] = o[r] * scale;
+            for (int64_t qi0 = 0; qi0 < nqt; qi0 += 16) {
+                const float* qa[16];
+                const int nqc = (int)std::min<int64_t>(16, nqt - qi0);
+                for (int i = 0; i < nqc; ++i) {
+                    const int64_t qi = qi0 + i;
+                    qa[i] = q.row<float>(g * group + h0 + qi % nh, t0 + qi / nh);
                 }
+                K.scores(qa, nqc, kb, nc, d_k, scale, sc + qi0 * kTile, kTile);
             }
-            for (; qi0 < nqt; ++qi0)
-                for (int64_t j = 0; j < nc; ++j) sc[qi0 * kTile + j] = K.dot(qrow(qi0), kb + j * d_k, d_k) * scale;
             // Causal mask and online-softmax bookkeeping per query; s[] becomes the tile's weights
             // p (0 for masked cells), then one blocked P x V pass for all the task's queries.
             for (int64_t t = t0; t < t1; ++t) {

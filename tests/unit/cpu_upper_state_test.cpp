@@ -131,7 +131,8 @@ TEST_F(UpperState, AttentionKernels) {
         const std::string name = cpu::isa_name(isa);
         const float* rows4[4] = {a.data(), a.data() + n, a.data() + 2 * n, a.data() + 3 * n};
         if (leaves_dirty([&] { out[0] = k.dot(a.data(), b.data(), n); })) dirty.push_back(name + " dot");
-        if (leaves_dirty([&] { k.dot4(rows4, b.data(), n, out.data()); })) dirty.push_back(name + " dot4");
+        std::vector<float> sc(4 * 8);
+        if (leaves_dirty([&] { k.scores(rows4, 4, v.data(), 8, n, 0.5f, sc.data(), 8); })) dirty.push_back(name + " scores");
         if (leaves_dirty([&] { k.scale_axpy(y.data(), 0.5f, 0.25f, a.data(), n); })) dirty.push_back(name + " scale_axpy");
         for (int nq : {1, 2, 3, 4})
             if (leaves_dirty([&] { k.pv_tile(y.data(), n, rs.data(), p.data(), 8, nq, v.data(), 8, n); }))

@@ -51,8 +51,8 @@ TEST(AttnKernels, SimdMatchesScalar) {
         }
 }
 
-// The blocked forms the attention op uses: dot4 equals four dot() calls of the same table bit
-// for bit (the op's results must not depend on how queries are grouped), and pv_tile equals the
+// The blocked forms the attention op uses: scores equals dot() calls of the same table bit for
+// bit, whatever the numbers of queries and keys (tails of the 16-key blocks) (the op's results must not depend on how queries are grouped), and pv_tile equals the
 // per-key scale_axpy loop of the same table bit for bit (for the scalar table within rounding:
 // its scale_axpy need not be fused); both are checked against the scalar table too.
 TEST(AttnKernels, BlockedFormsMatchPerKeyForms) {
@@ -65,15 +65,24 @@ TEST(AttnKernels, BlockedFormsMatchPerKeyForms) {
     for (const cpu::AttnKernels* k : tables)
         for (int64_t n : {1, 16, 31, 64, 65, 128, 200, 512, 576}) {
             SCOPED_TRACE(std::string(cpu::isa_name(k->isa)) + " n=" + std::to_string(n));
-            std::vector<float> qs(4 * n), b(n);
-            for (auto& v : qs) v = nd(rng);
-            for (auto& v : b) v = nd(rng);
-            const float* qa[4] = {&qs[0], &qs[n], &qs[2 * n], &qs[3 * n]};
-            float o[4];
-            k->dot4(qa, b.data(), n, o);
-            for (int q = 0; q < 4; ++q) {
-                EXPECT_EQ(o[q], k->dot(qa[q], b.data(), n)) << "dot4 query " << q;
-                EXPECT_NEAR(o[q], ref->dot(qa[q], b.data(), n), 1e-4 * std::sqrt((double)n));
+            for (int nq : {1, 3, 4, 16}) {
+                for (int64_t nk : {1, 5, 16, 17, 32}) {
+                    std::vector<float> qs(nq * n), kt(nk * n), s(nq * 40, -7.0f);
+                    for (auto& v : qs) v = nd(rng);
+                    for (auto& v : kt) v = nd(rng);
+                    std::vector<const float*> qa(nq);
+                    for (int q = 0; q < nq; ++q) qa[q] = &qs[q * n];
+                    const float scale = 0.125f;
+                    k->scores(qa.data(), nq, kt.data(), nk, n, scale, s.data(), 40);
+                    for (int q = 0; q < nq; ++q) {
+                        for (int64_t j = 0; j < nk; ++j) {
+                            const float d = k->dot(qa[q], &kt[j * n], n);
+                            ASSERT_EQ(s[q * 40 + j], d * scale) << "scores q=" << q << " j=" << j << " nq=" << nq << " nk=" << nk;
+                            EXPECT_NEAR(d, ref->dot(qa[q], &kt[j * n], n), 1e-4 * std::sqrt((double)n));
+                        }
+                        for (int64_t j = nk; j < 40; ++j) ASSERT_EQ(s[q * 40 + j], -7.0f) << "written past the tile";
+                    }
+                }
             }
             for (int nq : {1, 2, 3, 4, 5, 9}) {
                 const int64_t nk = 13, ps = 16;

@@ -30,8 +30,9 @@ float dot(const float* a, const float* b, int64_t n) {
     for (; i < n; ++i) s += a[i] * b[i];
     return s;
 }
-void dot4(const float* const* a, const float* b, int64_t n, float* out) {
-    for (int q = 0; q < 4; ++q) out[q] = dot(a[q], b, n);
+void scores(const float* const* a, int nq, const float* k, int64_t nk, int64_t n, float scale, float* s, int64_t ss) {
+    for (int64_t j = 0; j < nk; ++j)  // keys outer: a K row is loaded once for all the queries
+        for (int q = 0; q < nq; ++q) s[q * ss + j] = dot(a[q], k + j * n, n) * scale;
 }
 void scale_axpy(float* y, float s, float w, const float* x, int64_t n) {
     const __m256 vs = _mm256_set1_ps(s), vw = _mm256_set1_ps(w);
@@ -75,7 +76,7 @@ void load_row(uint32_t type, const void* src, float* dst, int64_t n) {
         _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i))));
     for (; i < n; ++i) dst[i] = _cvtsh_ss(h[i]);
 }
-constexpr AttnKernels kAvx2{Isa::avx2, dot, dot4, scale_axpy, pv_tile, load_row};
+constexpr AttnKernels kAvx2{Isa::avx2, dot, scores, scale_axpy, pv_tile, load_row};
 }  // namespace
 const AttnKernels* attn_kernels_avx2() { return &kAvx2; }
 }  // namespace ikllm::cpu

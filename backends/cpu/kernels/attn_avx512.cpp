@@ -11,7 +11,9 @@
 
 namespace ikllm::cpu {
 namespace {
-float dot(const float* a, const float* b, int64_t n) {
+// The vector dot() reduces: 4 accumulators over 64-float chunks, the 16-float and masked tails
+// (into s0 and s1), summed as (s0 + s1) + (s2 + s3).
+inline __m512 dot_partial(const float* a, const float* b, int64_t n) {
     __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     int64_t i = 0;
     for (; i + 64 <= n; i += 64) {
@@ -25,37 +27,41 @@ float dot(const float* a, const float* b, int64_t n) {
         const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
         s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), s1);
     }
-    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+    return _mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3));
 }
-// dot() for four a rows against one b: per query the same 4 accumulators over 64-float chunks,
-// the same 16-float and masked tails and the same final reduction, so each result is bit-equal
-// to dot(a[q], b, n); b is loaded once for the four.
-void dot4(const float* const* a, const float* b, int64_t n, float* out) {
-    __m512 s[4][4];
-    for (int q = 0; q < 4; ++q)
-        for (int r = 0; r < 4; ++r) s[q][r] = _mm512_setzero_ps();
-    int64_t i = 0;
-    for (; i + 64 <= n; i += 64) {
-        const __m512 b0 = _mm512_loadu_ps(b + i), b1 = _mm512_loadu_ps(b + i + 16), b2 = _mm512_loadu_ps(b + i + 32),
-                     b3 = _mm512_loadu_ps(b + i + 48);
-        for (int q = 0; q < 4; ++q) {
-            s[q][0] = _mm512_fmadd_ps(_mm512_loadu_ps(a[q] + i), b0, s[q][0]);
-            s[q][1] = _mm512_fmadd_ps(_mm512_loadu_ps(a[q] + i + 16), b1, s[q][1]);
-            s[q][2] = _mm512_fmadd_ps(_mm512_loadu_ps(a[q] + i + 32), b2, s[q][2]);
-            s[q][3] = _mm512_fmadd_ps(_mm512_loadu_ps(a[q] + i + 48), b3, s[q][3]);
+// Lane sums by one fixed tree, lanes (i, i + 8), then (i, i + 4), (i, i + 2), (0, 1); scores()
+// reduces 16 keys at once along the same tree, so its sums equal dot()'s bit for bit.
+inline float hsum_tree(__m512 v) {
+    const __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    const __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    const __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
+    return _mm_cvtss_f32(_mm_add_ss(c, _mm_movehdup_ps(c)));
+}
+float dot(const float* a, const float* b, int64_t n) { return hsum_tree(dot_partial(a, b, n)); }
+// v[j] -> lane j: hsum_tree(v[j]) for 16 vectors, each tree level pairing two vectors' halves
+// in one add (lane order after the last level: 4 L + m holds vector 4 m + L, undone by a permute).
+inline __m512 hsum_tree16(const __m512 v[16]) {
+    __m512 u[8], w[4], z[2];
+    for (int m = 0; m < 8; ++m)
+        u[m] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], 0x44), _mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], 0xEE));
+    for (int p = 0; p < 4; ++p)
+        w[p] = _mm512_add_ps(_mm512_shuffle_f32x4(u[2 * p], u[2 * p + 1], 0x88), _mm512_shuffle_f32x4(u[2 * p], u[2 * p + 1], 0xDD));
+    for (int r = 0; r < 2; ++r)
+        z[r] = _mm512_add_ps(_mm512_shuffle_ps(w[2 * r], w[2 * r + 1], 0x44), _mm512_shuffle_ps(w[2 * r], w[2 * r + 1], 0xEE));
+    const __m512 t = _mm512_add_ps(_mm512_shuffle_ps(z[0], z[1], 0x88), _mm512_shuffle_ps(z[0], z[1], 0xDD));
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), t);
+}
+void scores(const float* const* a, int nq, const float* k, int64_t nk, int64_t n, float scale, float* s, int64_t ss) {
+    const __m512 vs = _mm512_set1_ps(scale);
+    for (int64_t j0 = 0; j0 < nk; j0 += 16) {
+        const int64_t m = nk - j0 < 16 ? nk - j0 : 16;
+        const __mmask16 mk = (__mmask16)(m == 16 ? 0xFFFF : (1u << m) - 1);
+        for (int q = 0; q < nq; ++q) {
+            __m512 v[16];
+            for (int64_t j = 0; j < 16; ++j) v[j] = j < m ? dot_partial(a[q], k + (j0 + j) * n, n) : _mm512_setzero_ps();
+            _mm512_mask_storeu_ps(s + q * ss + j0, mk, _mm512_mul_ps(hsum_tree16(v), vs));
         }
     }
-    for (; i + 16 <= n; i += 16) {
-        const __m512 b0 = _mm512_loadu_ps(b + i);
-        for (int q = 0; q < 4; ++q) s[q][0] = _mm512_fmadd_ps(_mm512_loadu_ps(a[q] + i), b0, s[q][0]);
-    }
-    if (i < n) {
-        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-        const __m512 b0 = _mm512_maskz_loadu_ps(m, b + i);
-        for (int q = 0; q < 4; ++q) s[q][1] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a[q] + i), b0, s[q][1]);
-    }
-    for (int q = 0; q < 4; ++q)
-        out[q] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s[q][0], s[q][1]), _mm512_add_ps(s[q][2], s[q][3])));
 }
 void scale_axpy(float* y, float s, float w, const float* x, int64_t n) {
     const __m512 vs = _mm512_set1_ps(s), vw = _mm512_set1_ps(w);
@@ -123,7 +129,7 @@ void load_row(uint32_t type, const void* src, float* dst, int64_t n) {
         _mm512_mask_storeu_ps(dst + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, h + i)));
     }
 }
-constexpr AttnKernels kAvx512{Isa::avx512, dot, dot4, scale_axpy, pv_tile, load_row};
+constexpr AttnKernels kAvx512{Isa::avx512, dot, scores, scale_axpy, pv_tile, load_row};
 }  // namespace
 const AttnKernels* attn_kernels_avx512() { return &kAvx512; }
 }  // namespace ikllm::cpu

@@ -12,9 +12,11 @@ struct AttnKernels {
     Isa isa;
     // sum_i a[i] * b[i]
     float (*dot)(const float* a, const float* b, int64_t n);
-    // out[q] = dot(a[q], b, n) for q < 4, each exactly as dot() computes it (b is loaded once
-    // for the four: K rows are reused across queries without re-reading them from cache)
-    void (*dot4)(const float* const* a, const float* b, int64_t n, float* out);
+    // One tile of scores: s[q * s_stride + j] = dot(a[q], k + j * n, n) * scale for q < nq,
+    // j < nk, each dot exactly as dot() computes it (the op's results must not depend on how
+    // queries and keys are grouped), blocked so that loads and reductions are shared.
+    void (*scores)(const float* const* a, int nq, const float* k, int64_t nk, int64_t n, float scale, float* s,
+                   int64_t s_stride);
     // y[i] = y[i] * s + w * x[i]
     void (*scale_axpy)(float* y, float s, float w, const float* x, int64_t n);
     // One tile of P x V for nq queries sharing the V rows: for each query q with row

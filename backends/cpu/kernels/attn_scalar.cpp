@@ -10,8 +10,9 @@ float dot(const float* a, const float* b, int64_t n) {
     for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
     return s;
 }
-void dot4(const float* const* a, const float* b, int64_t n, float* out) {
-    for (int q = 0; q < 4; ++q) out[q] = dot(a[q], b, n);
+void scores(const float* const* a, int nq, const float* k, int64_t nk, int64_t n, float scale, float* s, int64_t ss) {
+    for (int q = 0; q < nq; ++q)
+        for (int64_t j = 0; j < nk; ++j) s[q * ss + j] = dot(a[q], k + j * n, n) * scale;
 }
 void scale_axpy(float* y, float s, float w, const float* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] = y[i] * s + w * x[i];
@@ -26,7 +27,7 @@ void pv_tile(float* acc, int64_t acc_stride, const float* rescale, const float* 
         }
 }
 void load_row(uint32_t type, const void* src, float* dst, int64_t n) { quant::kv_decode_row(type, src, dst, n); }
-constexpr AttnKernels kAttnScalar{Isa::scalar, dot, dot4, scale_axpy, pv_tile, load_row};
+constexpr AttnKernels kAttnScalar{Isa::scalar, dot, scores, scale_axpy, pv_tile, load_row};
 }  // namespace
 
 const AttnKernels* attn_kernels_scalar() { return &kAttnScalar; }
