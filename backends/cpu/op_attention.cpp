@@ -63,6 +63,16 @@ inline void prefetch_lines(const uint8_t* p, size_t bytes) {
     for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 3);
 }
 
+// max(s[0..n)) for n >= 1, in four lanes (a chain of n dependent maxima is the slow part).
+inline float max_of(const float* s, int64_t n) {
+    float m[4] = {s[0], s[0], s[0], s[0]};
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4)
+        for (int l = 0; l < 4; ++l) m[l] = std::max(m[l], s[j + l]);
+    for (; j < n; ++j) m[0] = std::max(m[0], s[j]);
+    return std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
+}
+
 // Floats of one thread's work space: a K and a V tile, the tile's scores, and per query the
 // output accumulator plus running max and sum.
 size_t scratch_floats(int64_t d_k, int64_t d_v, int64_t nq) {
@@ -127,12 +137,14 @@ void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch) {
             sum[i] = 0;
         }
         std::memset(acc, 0, sizeof(float) * nq * d_v);
+        int32_t min_pos = op.i32[t0];
+        for (int64_t t = t0; t < t1; ++t) min_pos = std::min(min_pos, op.i32[t]);
         const size_t k_bytes = (size_t)kc.nb[1], v_bytes = (size_t)vc.nb[1];  // one head's row
         for (int64_t c0 = 0; c0 < n_cells; c0 += kTile) {
             const int64_t nc = std::min(kTile, n_cells - c0);
             // The next tile's rows: a head's rows are one cache cell (all heads) apart, a stride
             // the hardware prefetchers follow poorly, so decoding waited on every row.
-            for (int64_t j = c0 + kTile; j < std::min(n_cells, c0 + 2 * kTile); ++j) {
+            for (int64_t j = c0 + 4 * kTile; j < std::min(n_cells, c0 + 5 * kTile); ++j) {
                 const int64_t c = cells[j];
                 prefetch_lines(static_cast<const uint8_t*>(kc.data) + g * kc.nb[1] + c * kc.nb[2], k_bytes);
                 prefetch_lines(static_cast<const uint8_t*>(vc.data) + g * vc.nb[1] + c * vc.nb[2], v_bytes);
@@ -158,18 +170,25 @@ void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch) {
             }
             // Causal mask and online-softmax bookkeeping per query; s[] becomes the tile's weights
             // p (0 for masked cells), then one blocked P x V pass for all the task's queries.
+            // The cells are in position order: a tile whose last cell no query of the block
+            // precedes needs no mask (every tile of a token step).
+            const bool tile_visible = kv.cell_pos[cells[c0 + nc - 1]] <= min_pos;
             for (int64_t t = t0; t < t1; ++t) {
                 const int32_t pos = op.i32[t];
                 for (int64_t hh = h0; hh < h1; ++hh) {
                     const int64_t qi = (t - t0) * nh + (hh - h0);
                     float* s = sc + qi * kTile;
                     float tmax = -std::numeric_limits<float>::infinity();
-                    for (int64_t j = 0; j < nc; ++j) {
-                        if (kv.cell_pos[cells[c0 + j]] > pos) {  // causal: later cells of the list
-                            s[j] = -std::numeric_limits<float>::infinity();
-                            continue;
+                    if (tile_visible) {
+                        tmax = max_of(s, nc);
+                    } else {
+                        for (int64_t j = 0; j < nc; ++j) {
+                            if (kv.cell_pos[cells[c0 + j]] > pos) {  // causal: later cells of the list
+                                s[j] = -std::numeric_limits<float>::infinity();
+                                continue;
+                            }
+                            tmax = std::max(tmax, s[j]);
                         }
-                        tmax = std::max(tmax, s[j]);
                     }
                     if (tmax == -std::numeric_limits<float>::infinity()) {  // nothing visible: unchanged
                         rescale[qi] = 1.0f;

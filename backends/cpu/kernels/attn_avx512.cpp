@@ -1,4 +1,5 @@
-// AVX-512 attention primitives: 16-wide dot products with 4 accumulators and masked tails,
+// AVX-512 attention primitives: 16-wide dot products (one accumulator, masked tails, 16 keys
+// reduced at once),
 // fused scale-and-add, f16 rows widened with vcvtph2ps.
 #include "kernels/attn_kernels.h"
 #include "quant/kv_codec.h"
@@ -11,23 +12,20 @@
 
 namespace ikllm::cpu {
 namespace {
-// The vector dot() reduces: 4 accumulators over 64-float chunks, the 16-float and masked tails
-// (into s0 and s1), summed as (s0 + s1) + (s2 + s3).
+// The vector dot() reduces: one accumulator over 16-float chunks, the masked tail last (N > 0:
+// the length known at compile time, so the chunks unroll and the query chunks stay in registers
+// across the keys of scores()).
+template <int N>
 inline __m512 dot_partial(const float* a, const float* b, int64_t n) {
-    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    if constexpr (N > 0) n = N;
+    __m512 s = _mm512_setzero_ps();
     int64_t i = 0;
-    for (; i + 64 <= n; i += 64) {
-        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
-        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), s1);
-        s2 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 32), _mm512_loadu_ps(b + i + 32), s2);
-        s3 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 48), _mm512_loadu_ps(b + i + 48), s3);
-    }
-    for (; i + 16 <= n; i += 16) s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
+    for (; i + 16 <= n; i += 16) s = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s);
     if (i < n) {
         const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-        s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), s1);
+        s = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), s);
     }
-    return _mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3));
+    return s;
 }
 // Lane sums by one fixed tree, lanes (i, i + 8), then (i, i + 4), (i, i + 2), (0, 1); scores()
 // reduces 16 keys at once along the same tree, so its sums equal dot()'s bit for bit.
@@ -37,7 +35,7 @@ inline float hsum_tree(__m512 v) {
     const __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
     return _mm_cvtss_f32(_mm_add_ss(c, _mm_movehdup_ps(c)));
 }
-float dot(const float* a, const float* b, int64_t n) { return hsum_tree(dot_partial(a, b, n)); }
+float dot(const float* a, const float* b, int64_t n) { return hsum_tree(dot_partial<0>(a, b, n)); }
 // v[j] -> lane j: hsum_tree(v[j]) for 16 vectors, each tree level pairing two vectors' halves
 // in one add (lane order after the last level: 4 L + m holds vector 4 m + L, undone by a permute).
 inline __m512 hsum_tree16(const __m512 v[16]) {
@@ -51,16 +49,27 @@ inline __m512 hsum_tree16(const __m512 v[16]) {
     const __m512 t = _mm512_add_ps(_mm512_shuffle_ps(z[0], z[1], 0x88), _mm512_shuffle_ps(z[0], z[1], 0xDD));
     return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), t);
 }
-void scores(const float* const* a, int nq, const float* k, int64_t nk, int64_t n, float scale, float* s, int64_t ss) {
+template <int N>
+void scores_n(const float* const* a, int nq, const float* k, int64_t nk, int64_t n, float scale, float* s, int64_t ss) {
     const __m512 vs = _mm512_set1_ps(scale);
     for (int64_t j0 = 0; j0 < nk; j0 += 16) {
         const int64_t m = nk - j0 < 16 ? nk - j0 : 16;
-        const __mmask16 mk = (__mmask16)(m == 16 ? 0xFFFF : (1u << m) - 1);
         for (int q = 0; q < nq; ++q) {
             __m512 v[16];
-            for (int64_t j = 0; j < 16; ++j) v[j] = j < m ? dot_partial(a[q], k + (j0 + j) * n, n) : _mm512_setzero_ps();
-            _mm512_mask_storeu_ps(s + q * ss + j0, mk, _mm512_mul_ps(hsum_tree16(v), vs));
+            if (m == 16) {
+                for (int j = 0; j < 16; ++j) v[j] = dot_partial<N>(a[q], k + (j0 + j) * n, n);
+            } else {
+                for (int64_t j = 0; j < 16; ++j) v[j] = j < m ? dot_partial<N>(a[q], k + (j0 + j) * n, n) : _mm512_setzero_ps();
+            }
+            _mm512_mask_storeu_ps(s + q * ss + j0, (__mmask16)((1u << m) - 1), _mm512_mul_ps(hsum_tree16(v), vs));
         }
+    }
+}
+void scores(const float* const* a, int nq, const float* k, int64_t nk, int64_t n, float scale, float* s, int64_t ss) {
+    switch (n) {  // the usual head sizes unrolled
+        case 64: return scores_n<64>(a, nq, k, nk, n, scale, s, ss);
+        case 128: return scores_n<128>(a, nq, k, nk, n, scale, s, ss);
+        default: return scores_n<0>(a, nq, k, nk, n, scale, s, ss);
     }
 }
 void scale_axpy(float* y, float s, float w, const float* x, int64_t n) {
