@@ -144,7 +144,7 @@ void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch) {
             const int64_t nc = std::min(kTile, n_cells - c0);
             // The next tile's rows: a head's rows are one cache cell (all heads) apart, a stride
             // the hardware prefetchers follow poorly, so decoding waited on every row.
-            for (int64_t j = c0 + 4 * kTile; j < std::min(n_cells, c0 + 5 * kTile); ++j) {
+            for (int64_t j = c0 + kTile; j < std::min(n_cells, c0 + 2 * kTile); ++j) {
                 const int64_t c = cells[j];
                 prefetch_lines(static_cast<const uint8_t*>(kc.data) + g * kc.nb[1] + c * kc.nb[2], k_bytes);
                 prefetch_lines(static_cast<const uint8_t*>(vc.data) + g * vc.nb[1] + c * vc.nb[2], v_bytes);
