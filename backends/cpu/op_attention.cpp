@@ -73,10 +73,10 @@ inline float max_of(const float* s, int64_t n) {
     return std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
 }
 
-// Floats of one thread's work space: a K and a V tile, the tile's scores, and per query the
-// output accumulator plus running max and sum.
-size_t scratch_floats(int64_t d_k, int64_t d_v, int64_t nq) {
-    return (size_t)(kTile * (d_k + d_v) + kTile * nq + nq * (d_v + 3));
+// Floats of one thread's work space: a K and a V tile, the tile's scores and rescale factors,
+// and per KV head of the task and query the output accumulator, running max and sum.
+size_t scratch_floats(int64_t d_k, int64_t d_v, int64_t heads, int64_t nq) {
+    return (size_t)(kTile * (d_k + d_v) + kTile * nq + nq + heads * nq * (d_v + 2));
 }
 }  // namespace
 
@@ -94,31 +94,41 @@ void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch) {
     const AttnKernels& K = attn_kernels(best_isa());
     const VecKernels& VK = vec_kernels();
 
-    // Work split: token blocks x KV heads x head subgroups, enough tasks for every thread. A
-    // scratch bound (op.f[1] MiB for all threads) shrinks the queries per task: first the head
-    // subgroups, then the token blocks, down to one query (a K/V tile pair is the floor).
-    // Results do not depend on the split (every query walks the same tiles in the same order).
+    // Work split: token blocks x runs of KV heads x query-head subgroups, enough tasks for every
+    // thread. A task walks its cells once for all its KV heads (the heads of a cell are
+    // adjacent: one contiguous run per cell instead of one row per cache cell, which the
+    // memory system streams much better). A scratch bound (op.f[1] MiB for all threads) shrinks
+    // the queries per task: first the KV heads per task, then the head subgroups, then the
+    // token blocks, down to one query (a K/V tile pair is the floor). Results do not depend on
+    // the split (every query walks the same tiles in the same order).
     const double limit = (double)op.f[1] * 1048576.0;
-    const auto fits = [&](int64_t queries) {
-        return limit <= 0 || (double)scratch_floats(d_k, d_v, queries) * sizeof(float) * pool.n_threads() <= limit;
+    const auto fits = [&](int64_t heads, int64_t queries) {
+        return limit <= 0 || (double)scratch_floats(d_k, d_v, heads, queries) * sizeof(float) * pool.n_threads() <= limit;
     };
     int64_t tb = std::min<int64_t>(kTokBlock, T);
     int64_t sub_floor = 1;
-    while (sub_floor < group && !fits(tb * ((group + sub_floor - 1) / sub_floor))) sub_floor *= 2;
+    while (sub_floor < group && !fits(1, tb * ((group + sub_floor - 1) / sub_floor))) sub_floor *= 2;
     sub_floor = std::min(sub_floor, group);
-    while (tb > 1 && !fits(tb * ((group + sub_floor - 1) / sub_floor))) tb = (tb + 1) / 2;
+    while (tb > 1 && !fits(1, tb * ((group + sub_floor - 1) / sub_floor))) tb = (tb + 1) / 2;
     const QueryBlocks blocks = plan_blocks(op, T, tb);
     const int64_t n_tb = (int64_t)blocks.t0.size();
+    // KV heads per task: halved from all of them while there are fewer than 2 tasks per thread.
+    int64_t kvh = n_head_kv;
+    while (kvh > 1 && (n_tb * ((n_head_kv + kvh - 1) / kvh) < 2 * pool.n_threads() ||
+                       !fits(kvh, tb * ((group + sub_floor - 1) / sub_floor))))
+        kvh = (kvh + 1) / 2;
+    const int64_t n_kvg = (n_head_kv + kvh - 1) / kvh;
     int64_t n_sub = sub_floor;
-    while (n_tb * n_head_kv * n_sub < 2 * pool.n_threads() && n_sub < group) n_sub *= 2;
+    while (n_tb * n_kvg * n_sub < 2 * pool.n_threads() && n_sub < group) n_sub *= 2;
     n_sub = std::min(n_sub, group);
-    const int64_t hs = (group + n_sub - 1) / n_sub;  // query heads per task
-    const int64_t nq = tb * hs;                      // queries per task
-    const size_t per_thread = scratch_floats(d_k, d_v, nq);
+    const int64_t hs = (group + n_sub - 1) / n_sub;  // query heads per task and KV head
+    const int64_t nq = tb * hs;                      // queries per task and KV head
+    const size_t per_thread = scratch_floats(d_k, d_v, kvh, nq);
     for (int t = 0; t < pool.n_threads(); ++t) scratch.thread_floats(t, per_thread);
 
-    pool.parallel_for(n_tb * n_head_kv * n_sub, [&](int64_t task, int thread) {
-        const int64_t sub = task % n_sub, g = (task / n_sub) % n_head_kv, blk = task / (n_sub * n_head_kv);
+    pool.parallel_for(n_tb * n_kvg * n_sub, [&](int64_t task, int thread) {
+        const int64_t sub = task % n_sub, gg = (task / n_sub) % n_kvg, blk = task / (n_sub * n_kvg);
+        const int64_t g0 = gg * kvh, ng = std::min(n_head_kv, g0 + kvh) - g0;
         const int64_t t0 = blocks.t0[blk], t1 = blocks.t1[blk];
         const int32_t* cells = blocks.cells.data() + blocks.cells_begin[blk];
         const int64_t n_cells = blocks.cells_begin[blk + 1] - blocks.cells_begin[blk];
@@ -128,89 +138,93 @@ void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch) {
         float* kb = ws;                        // [kTile][d_k]
         float* vb = kb + kTile * d_k;          // [kTile][d_v]
         float* sc = vb + kTile * d_v;          // [kTile][nq]
-        float* acc = sc + kTile * nq;          // [nq][d_v]
-        float* mx = acc + nq * d_v;            // [nq]
-        float* sum = mx + nq;                  // [nq]
-        float* rescale = sum + nq;             // [nq] per tile
-        for (int64_t i = 0; i < nq; ++i) {
-            mx[i] = -std::numeric_limits<float>::infinity();
-            sum[i] = 0;
+        float* rescale = sc + kTile * nq;      // [nq] per tile and KV head
+        float* acc0 = rescale + nq;            // per KV head of the task: [nq][d_v]
+        float* mx0 = acc0 + ng * nq * d_v;     // per KV head: [nq]
+        float* sum0 = mx0 + ng * nq;           // per KV head: [nq]
+        for (int64_t i = 0; i < ng * nq; ++i) {
+            mx0[i] = -std::numeric_limits<float>::infinity();
+            sum0[i] = 0;
         }
-        std::memset(acc, 0, sizeof(float) * nq * d_v);
+        std::memset(acc0, 0, sizeof(float) * ng * nq * d_v);
         int32_t min_pos = op.i32[t0];
         for (int64_t t = t0; t < t1; ++t) min_pos = std::min(min_pos, op.i32[t]);
-        const size_t k_bytes = (size_t)kc.nb[1], v_bytes = (size_t)vc.nb[1];  // one head's row
+        const auto k_row = [&](int64_t g, int64_t c) { return static_cast<const uint8_t*>(kc.data) + g * kc.nb[1] + c * kc.nb[2]; };
+        const auto v_row = [&](int64_t g, int64_t c) { return static_cast<const uint8_t*>(vc.data) + g * vc.nb[1] + c * vc.nb[2]; };
+        const int64_t nqt = (t1 - t0) * nh;
         for (int64_t c0 = 0; c0 < n_cells; c0 += kTile) {
             const int64_t nc = std::min(kTile, n_cells - c0);
-            // The next tile's rows: a head's rows are one cache cell (all heads) apart, a stride
-            // the hardware prefetchers follow poorly, so decoding waited on every row.
+            // The next tile's rows of the task's heads, fetched while this one is computed.
             for (int64_t j = c0 + kTile; j < std::min(n_cells, c0 + 2 * kTile); ++j) {
-                const int64_t c = cells[j];
-                prefetch_lines(static_cast<const uint8_t*>(kc.data) + g * kc.nb[1] + c * kc.nb[2], k_bytes);
-                prefetch_lines(static_cast<const uint8_t*>(vc.data) + g * vc.nb[1] + c * vc.nb[2], v_bytes);
+                prefetch_lines(k_row(g0, cells[j]), (size_t)kc.nb[1] * (size_t)ng);
+                if (vc.data != kc.data) prefetch_lines(v_row(g0, cells[j]), (size_t)vc.nb[1] * (size_t)ng);
             }
-            for (int64_t j = 0; j < nc; ++j) {
-                const int64_t c = cells[c0 + j];
-                const uint8_t* kp = static_cast<const uint8_t*>(kc.data) + g * kc.nb[1] + c * kc.nb[2];
-                const uint8_t* vp = static_cast<const uint8_t*>(vc.data) + g * vc.nb[1] + c * vc.nb[2];
-                K.load_row(kc.type, kp, kb + j * d_k, d_k);
-                K.load_row(vc.type, vp, vb + j * d_v, d_v);
-            }
-            // Scores of the task's queries against the tile (its K rows stay in L1), up to 16
-            // query rows per call.
-            const int64_t nqt = (t1 - t0) * nh;
-            for (int64_t qi0 = 0; qi0 < nqt; qi0 += 16) {
-                const float* qa[16];
-                const int nqc = (int)std::min<int64_t>(16, nqt - qi0);
-                for (int i = 0; i < nqc; ++i) {
-                    const int64_t qi = qi0 + i;
-                    qa[i] = q.row<float>(g * group + h0 + qi % nh, t0 + qi / nh);
-                }
-                K.scores(qa, nqc, kb, nc, d_k, scale, sc + qi0 * kTile, kTile);
-            }
-            // Causal mask and online-softmax bookkeeping per query; s[] becomes the tile's weights
-            // p (0 for masked cells), then one blocked P x V pass for all the task's queries.
             // The cells are in position order: a tile whose last cell no query of the block
             // precedes needs no mask (every tile of a token step).
             const bool tile_visible = kv.cell_pos[cells[c0 + nc - 1]] <= min_pos;
-            for (int64_t t = t0; t < t1; ++t) {
-                const int32_t pos = op.i32[t];
+            for (int64_t g = g0; g < g0 + ng; ++g) {
+                float* acc = acc0 + (g - g0) * nq * d_v;
+                float* mx = mx0 + (g - g0) * nq;
+                float* sum = sum0 + (g - g0) * nq;
+                for (int64_t j = 0; j < nc; ++j) {
+                    K.load_row(kc.type, k_row(g, cells[c0 + j]), kb + j * d_k, d_k);
+                    K.load_row(vc.type, v_row(g, cells[c0 + j]), vb + j * d_v, d_v);
+                }
+                // Scores of the queries of this KV head against the tile (its K rows stay in
+                // L1), up to 16 query rows per call.
+                for (int64_t qi0 = 0; qi0 < nqt; qi0 += 16) {
+                    const float* qa[16];
+                    const int nqc = (int)std::min<int64_t>(16, nqt - qi0);
+                    for (int i = 0; i < nqc; ++i) {
+                        const int64_t qi = qi0 + i;
+                        qa[i] = q.row<float>(g * group + h0 + qi % nh, t0 + qi / nh);
+                    }
+                    K.scores(qa, nqc, kb, nc, d_k, scale, sc + qi0 * kTile, kTile);
+                }
+                // Causal mask and online-softmax bookkeeping per query; s[] becomes the tile's
+                // weights p (0 for masked cells), then one blocked P x V pass for all queries.
+                for (int64_t t = t0; t < t1; ++t) {
+                    const int32_t pos = op.i32[t];
+                    for (int64_t hh = h0; hh < h1; ++hh) {
+                        const int64_t qi = (t - t0) * nh + (hh - h0);
+                        float* s = sc + qi * kTile;
+                        float tmax = -std::numeric_limits<float>::infinity();
+                        if (tile_visible) {
+                            tmax = max_of(s, nc);
+                        } else {
+                            for (int64_t j = 0; j < nc; ++j) {
+                                if (kv.cell_pos[cells[c0 + j]] > pos) {  // causal: later cells of the list
+                                    s[j] = -std::numeric_limits<float>::infinity();
+                                    continue;
+                                }
+                                tmax = std::max(tmax, s[j]);
+                            }
+                        }
+                        if (tmax == -std::numeric_limits<float>::infinity()) {  // nothing visible: unchanged
+                            rescale[qi] = 1.0f;
+                            for (int64_t j = 0; j < nc; ++j) s[j] = 0.0f;
+                            continue;
+                        }
+                        const float m_new = std::max(mx[qi], tmax);
+                        rescale[qi] = std::exp(mx[qi] - m_new);  // 0 on the first visible tile
+                        sum[qi] *= rescale[qi];
+                        mx[qi] = m_new;
+                        sum[qi] += VK.exp_shift_sum(s, nc, m_new);
+                    }
+                }
+                K.pv_tile(acc, d_v, rescale, sc, kTile, (int)nqt, vb, nc, d_v);
+            }
+        }
+        for (int64_t g = g0; g < g0 + ng; ++g)
+            for (int64_t t = t0; t < t1; ++t)
                 for (int64_t hh = h0; hh < h1; ++hh) {
                     const int64_t qi = (t - t0) * nh + (hh - h0);
-                    float* s = sc + qi * kTile;
-                    float tmax = -std::numeric_limits<float>::infinity();
-                    if (tile_visible) {
-                        tmax = max_of(s, nc);
-                    } else {
-                        for (int64_t j = 0; j < nc; ++j) {
-                            if (kv.cell_pos[cells[c0 + j]] > pos) {  // causal: later cells of the list
-                                s[j] = -std::numeric_limits<float>::infinity();
-                                continue;
-                            }
-                            tmax = std::max(tmax, s[j]);
-                        }
-                    }
-                    if (tmax == -std::numeric_limits<float>::infinity()) {  // nothing visible: unchanged
-                        rescale[qi] = 1.0f;
-                        for (int64_t j = 0; j < nc; ++j) s[j] = 0.0f;
-                        continue;
-                    }
-                    const float m_new = std::max(mx[qi], tmax);
-                    rescale[qi] = std::exp(mx[qi] - m_new);  // 0 on the first visible tile
-                    sum[qi] *= rescale[qi];
-                    mx[qi] = m_new;
-                    sum[qi] += VK.exp_shift_sum(s, nc, m_new);
+                    const float* a = acc0 + ((g - g0) * nq + qi) * d_v;
+                    const float sm = sum0[(g - g0) * nq + qi];
+                    float* o = out.row<float>(t) + (g * group + hh) * d_v;
+                    const float inv = sm > 0 ? 1.0f / sm : 0.0f;
+                    for (int64_t i = 0; i < d_v; ++i) o[i] = a[i] * inv;
                 }
-            }
-            K.pv_tile(acc, d_v, rescale, sc, kTile, (int)((t1 - t0) * nh), vb, nc, d_v);
-        }
-        for (int64_t t = t0; t < t1; ++t)
-            for (int64_t hh = h0; hh < h1; ++hh) {
-                const int64_t qi = (t - t0) * nh + (hh - h0);
-                float* o = out.row<float>(t) + (g * group + hh) * d_v;
-                const float inv = sum[qi] > 0 ? 1.0f / sum[qi] : 0.0f;
-                for (int64_t i = 0; i < d_v; ++i) o[i] = acc[qi * d_v + i] * inv;
-            }
     });
 }
 
