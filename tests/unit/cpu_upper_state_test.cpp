@@ -135,7 +135,7 @@ TEST_F(UpperState, AttentionKernels) {
         if (leaves_dirty([&] { k.scores(rows4, 4, v.data(), 8, n, 0.5f, sc.data(), 8); })) dirty.push_back(name + " scores");
         if (leaves_dirty([&] { k.scale_axpy(y.data(), 0.5f, 0.25f, a.data(), n); })) dirty.push_back(name + " scale_axpy");
         for (int nq : {1, 2, 3, 4})
-            if (leaves_dirty([&] { k.pv_tile(y.data(), n, rs.data(), p.data(), 8, nq, v.data(), 8, n); }))
+            if (leaves_dirty([&] { k.pv_tile(y.data(), n, rs.data(), p.data(), 8, nq, v.data(), n, 8, n); }))
                 dirty.push_back(name + " pv_tile nq=" + std::to_string(nq));
         for (uint32_t type : {quant::T_F32, quant::T_F16, quant::T_BF16, quant::T_Q8_0})
             if (leaves_dirty([&] { k.load_row(type, cache.data(), y.data(), n); }))

@@ -85,8 +85,8 @@ TEST(AttnKernels, BlockedFormsMatchPerKeyForms) {
                 }
             }
             for (int nq : {1, 2, 3, 4, 5, 9}) {
-                const int64_t nk = 13, ps = 16;
-                std::vector<float> acc(nq * n), acc2, v(nk * n), p(nq * ps, 0.0f), rescale(nq);
+                const int64_t nk = 13, ps = 16, vs = nq % 2 ? n + 64 : n;  // V rows inside longer rows (MLA)
+                std::vector<float> acc(nq * n), acc2, v(nk * vs), p(nq * ps, 0.0f), rescale(nq);
                 for (auto& x : acc) x = nd(rng);
                 for (auto& x : v) x = nd(rng);
                 for (int q = 0; q < nq; ++q) {
@@ -95,14 +95,14 @@ TEST(AttnKernels, BlockedFormsMatchPerKeyForms) {
                 }
                 acc2 = acc;
                 std::vector<float> acc3 = acc;
-                k->pv_tile(acc.data(), n, rescale.data(), p.data(), ps, nq, v.data(), nk, n);
-                ref->pv_tile(acc3.data(), n, rescale.data(), p.data(), ps, nq, v.data(), nk, n);
+                k->pv_tile(acc.data(), n, rescale.data(), p.data(), ps, nq, v.data(), vs, nk, n);
+                ref->pv_tile(acc3.data(), n, rescale.data(), p.data(), ps, nq, v.data(), vs, nk, n);
                 for (int q = 0; q < nq; ++q) {
                     float* y = acc2.data() + q * n;
                     bool first = true;
                     for (int64_t j = 0; j < nk; ++j) {
                         if (p[q * ps + j] == 0.0f && !first) continue;
-                        k->scale_axpy(y, first ? rescale[q] : 1.0f, p[q * ps + j], v.data() + j * n, n);
+                        k->scale_axpy(y, first ? rescale[q] : 1.0f, p[q * ps + j], v.data() + j * vs, n);
                         first = false;
                     }
                 }

@@ -42,8 +42,8 @@ void scale_axpy(float* y, float s, float w, const float* x, int64_t n) {
     for (; i < n; ++i) y[i] = std::fma(w, x[i], y[i] * s);  // as the vector lanes
 }
 // One query at a time, 32 columns (4 registers) kept across the keys.
-void pv_tile(float* acc, int64_t acc_stride, const float* rescale, const float* p, int64_t ps, int nq, const float* v, int64_t nk,
-             int64_t n) {
+void pv_tile(float* acc, int64_t acc_stride, const float* rescale, const float* p, int64_t ps, int nq, const float* v, int64_t vs,
+             int64_t nk, int64_t n) {
     for (int q = 0; q < nq; ++q) {
         float* a = acc + q * acc_stride;
         const float* pq = p + q * ps;
@@ -54,13 +54,13 @@ void pv_tile(float* acc, int64_t acc_stride, const float* rescale, const float* 
             for (int r = 0; r < 4; ++r) y[r] = _mm256_mul_ps(_mm256_loadu_ps(a + i0 + 8 * r), s);
             for (int64_t j = 0; j < nk; ++j) {
                 const __m256 pw = _mm256_set1_ps(pq[j]);
-                for (int r = 0; r < 4; ++r) y[r] = _mm256_fmadd_ps(pw, _mm256_loadu_ps(v + j * n + i0 + 8 * r), y[r]);
+                for (int r = 0; r < 4; ++r) y[r] = _mm256_fmadd_ps(pw, _mm256_loadu_ps(v + j * vs + i0 + 8 * r), y[r]);
             }
             for (int r = 0; r < 4; ++r) _mm256_storeu_ps(a + i0 + 8 * r, y[r]);
         }
         for (; i0 < n; ++i0) {
             float y = a[i0] * rescale[q];
-            for (int64_t j = 0; j < nk; ++j) y = std::fma(pq[j], v[j * n + i0], y);
+            for (int64_t j = 0; j < nk; ++j) y = std::fma(pq[j], v[j * vs + i0], y);
             a[i0] = y;
         }
     }

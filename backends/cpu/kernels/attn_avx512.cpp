@@ -86,7 +86,8 @@ void scale_axpy(float* y, float s, float w, const float* x, int64_t n) {
 // Queries in groups of up to 4, 64 columns (4 registers) per query at a time: 16 accumulators,
 // each V load feeds up to 4 queries' FMAs. Masked tails for n % 16.
 template <int Q>
-void pv_group(float* acc, int64_t acc_stride, const float* rescale, const float* p, int64_t ps, const float* v, int64_t nk, int64_t n) {
+void pv_group(float* acc, int64_t acc_stride, const float* rescale, const float* p, int64_t ps, const float* v, int64_t vs, int64_t nk,
+              int64_t n) {
     for (int64_t i0 = 0; i0 < n; i0 += 64) {
         const int64_t w = n - i0 < 64 ? n - i0 : 64;
         const int nr = (int)((w + 15) / 16);
@@ -103,7 +104,7 @@ void pv_group(float* acc, int64_t acc_stride, const float* rescale, const float*
         }
         for (int64_t j = 0; j < nk; ++j) {
             __m512 x[4];
-            for (int r = 0; r < 4; ++r) x[r] = r < nr ? _mm512_maskz_loadu_ps(mk[r], v + j * n + i0 + 16 * r) : _mm512_setzero_ps();
+            for (int r = 0; r < 4; ++r) x[r] = r < nr ? _mm512_maskz_loadu_ps(mk[r], v + j * vs + i0 + 16 * r) : _mm512_setzero_ps();
             for (int q = 0; q < Q; ++q) {
                 const __m512 pw = _mm512_set1_ps(p[q * ps + j]);
                 for (int r = 0; r < 4; ++r) y[q][r] = _mm512_fmadd_ps(pw, x[r], y[q][r]);
@@ -113,14 +114,14 @@ void pv_group(float* acc, int64_t acc_stride, const float* rescale, const float*
             for (int r = 0; r < nr; ++r) _mm512_mask_storeu_ps(acc + q * acc_stride + i0 + 16 * r, mk[r], y[q][r]);
     }
 }
-void pv_tile(float* acc, int64_t acc_stride, const float* rescale, const float* p, int64_t ps, int nq, const float* v, int64_t nk,
-             int64_t n) {
+void pv_tile(float* acc, int64_t acc_stride, const float* rescale, const float* p, int64_t ps, int nq, const float* v, int64_t vs,
+             int64_t nk, int64_t n) {
     int q = 0;
-    for (; q + 4 <= nq; q += 4) pv_group<4>(acc + q * acc_stride, acc_stride, rescale + q, p + q * ps, ps, v, nk, n);
+    for (; q + 4 <= nq; q += 4) pv_group<4>(acc + q * acc_stride, acc_stride, rescale + q, p + q * ps, ps, v, vs, nk, n);
     switch (nq - q) {
-        case 3: pv_group<3>(acc + q * acc_stride, acc_stride, rescale + q, p + q * ps, ps, v, nk, n); break;
-        case 2: pv_group<2>(acc + q * acc_stride, acc_stride, rescale + q, p + q * ps, ps, v, nk, n); break;
-        case 1: pv_group<1>(acc + q * acc_stride, acc_stride, rescale + q, p + q * ps, ps, v, nk, n); break;
+        case 3: pv_group<3>(acc + q * acc_stride, acc_stride, rescale + q, p + q * ps, ps, v, vs, nk, n); break;
+        case 2: pv_group<2>(acc + q * acc_stride, acc_stride, rescale + q, p + q * ps, ps, v, vs, nk, n); break;
+        case 1: pv_group<1>(acc + q * acc_stride, acc_stride, rescale + q, p + q * ps, ps, v, vs, nk, n); break;
         default: break;
     }
 }

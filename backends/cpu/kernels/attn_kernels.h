@@ -20,12 +20,12 @@ struct AttnKernels {
     // y[i] = y[i] * s + w * x[i]
     void (*scale_axpy)(float* y, float s, float w, const float* x, int64_t n);
     // One tile of P x V for nq queries sharing the V rows: for each query q with row
-    // a = acc + q * acc_stride: a[i] = a[i] * rescale[q], then a[i] += p[q * p_stride + j] * v[j * n + i]
+    // a = acc + q * acc_stride: a[i] = a[i] * rescale[q], then a[i] += p[q * p_stride + j] * v[j * v_stride + i]
     // for j = 0..nk-1, in that order (the same operations as scale_axpy key by key, so the results are those of
     // the per-key loop; keys with p = 0 leave acc unchanged). Blocked over i and queries so each
     // V element is loaded once per group of queries and acc stays in registers across the keys.
     void (*pv_tile)(float* acc, int64_t acc_stride, const float* rescale, const float* p, int64_t p_stride, int nq,
-                    const float* v, int64_t nk, int64_t n);
+                    const float* v, int64_t v_stride, int64_t nk, int64_t n);
     // decode n cache elements of type (f32, f16, bf16, q8_0) to f32
     void (*load_row)(uint32_t type, const void* src, float* dst, int64_t n);
 };

@@ -17,12 +17,12 @@ void scores(const float* const* a, int nq, const float* k, int64_t nk, int64_t n
 void scale_axpy(float* y, float s, float w, const float* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] = y[i] * s + w * x[i];
 }
-void pv_tile(float* acc, int64_t acc_stride, const float* rescale, const float* p, int64_t p_stride, int nq, const float* v,
+void pv_tile(float* acc, int64_t acc_stride, const float* rescale, const float* p, int64_t p_stride, int nq, const float* v, int64_t vs,
              int64_t nk, int64_t n) {
     for (int q = 0; q < nq; ++q)
         for (int64_t i = 0; i < n; ++i) {
             float y = acc[q * acc_stride + i] * rescale[q];
-            for (int64_t j = 0; j < nk; ++j) y = y + p[q * p_stride + j] * v[j * n + i];
+            for (int64_t j = 0; j < nk; ++j) y = y + p[q * p_stride + j] * v[j * vs + i];
             acc[q * acc_stride + i] = y;
         }
 }
