@@ -125,7 +125,18 @@ void pv_tile(float* acc, int64_t acc_stride, const float* rescale, const float* 
         default: break;
     }
 }
+// q8_0 cache rows (34-byte blocks: f16 scale, 32 codes): d * code, as the scalar decoder.
+void load_row_q8_0(const uint8_t* p, float* dst, int64_t n) {
+    for (int64_t b = 0; b < n / 32; ++b, p += 34) {
+        const __m512 d = _mm512_set1_ps(_cvtsh_ss((unsigned short)(p[0] | p[1] << 8)));
+        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
+        _mm512_storeu_ps(dst + 32 * b, _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(q)))));
+        _mm512_storeu_ps(dst + 32 * b + 16,
+                         _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(q, 1)))));
+    }
+}
 void load_row(uint32_t type, const void* src, float* dst, int64_t n) {
+    if (type == quant::T_Q8_0 && n % 32 == 0) return load_row_q8_0(static_cast<const uint8_t*>(src), dst, n);
     if (type != quant::T_F16) {
         quant::kv_decode_row(type, src, dst, n);
         return;
