@@ -63,7 +63,7 @@ TEST(AttnKernels, BlockedFormsMatchPerKeyForms) {
     std::mt19937 rng(9);
     std::normal_distribution<float> nd(0.f, 1.f);
     for (const cpu::AttnKernels* k : tables)
-        for (int64_t n : {1, 16, 31, 64, 65, 128, 200, 512, 576}) {
+        for (int64_t n : {1, 16, 31, 64, 65, 128, 200, 300, 512, 576}) {
             SCOPED_TRACE(std::string(cpu::isa_name(k->isa)) + " n=" + std::to_string(n));
             for (int nq : {1, 3, 4, 16}) {
                 for (int64_t nk : {1, 5, 16, 17, 32}) {

@@ -65,11 +65,54 @@ void scores_n(const float* const* a, int nq, const float* k, int64_t nk, int64_t
         }
     }
 }
+// Long rows (MLA's 576): each chunk of a key row feeds 4 queries (loads, not the FMAs, bound the
+// one-query loop there), 4 keys x 4 queries of chains at a time, each as dot_partial<0> computes
+// it; the chains' vectors wait on the stack for the 16-key reductions.
+void scores_long(const float* const* a, int nq, const float* k, int64_t nk, int64_t n, float scale, float* s, int64_t ss) {
+    const __m512 vs = _mm512_set1_ps(scale);
+    const int64_t n16 = n / 16 * 16;
+    const __mmask16 tail = (__mmask16)((1u << (n - n16)) - 1);
+    alignas(64) __m512 part[4][16];
+    for (int64_t j0 = 0; j0 < nk; j0 += 16) {
+        const int64_t m = nk - j0 < 16 ? nk - j0 : 16;
+        for (int q0 = 0; q0 < nq; q0 += 4) {
+            const float* qr[4];
+            for (int i = 0; i < 4; ++i) qr[i] = a[q0 + i < nq ? q0 + i : nq - 1];  // spare lanes repeat the last query
+            for (int64_t jj = 0; jj < m; jj += 4) {
+                const float* kr[4];
+                for (int i = 0; i < 4; ++i) kr[i] = k + (j0 + (jj + i < m ? jj + i : m - 1)) * n;
+                __m512 c[4][4];
+                for (int x = 0; x < 4; ++x)
+                    for (int y = 0; y < 4; ++y) c[x][y] = _mm512_setzero_ps();
+                for (int64_t i = 0; i < n16; i += 16) {
+                    __m512 kv[4];
+                    for (int y = 0; y < 4; ++y) kv[y] = _mm512_loadu_ps(kr[y] + i);
+                    for (int x = 0; x < 4; ++x) {
+                        const __m512 qv = _mm512_loadu_ps(qr[x] + i);
+                        for (int y = 0; y < 4; ++y) c[x][y] = _mm512_fmadd_ps(qv, kv[y], c[x][y]);
+                    }
+                }
+                if (tail) {
+                    __m512 kv[4];
+                    for (int y = 0; y < 4; ++y) kv[y] = _mm512_maskz_loadu_ps(tail, kr[y] + n16);
+                    for (int x = 0; x < 4; ++x) {
+                        const __m512 qv = _mm512_maskz_loadu_ps(tail, qr[x] + n16);
+                        for (int y = 0; y < 4; ++y) c[x][y] = _mm512_fmadd_ps(qv, kv[y], c[x][y]);
+                    }
+                }
+                for (int x = 0; x < 4; ++x)
+                    for (int y = 0; y < 4 && jj + y < 16; ++y) part[x][jj + y] = c[x][y];
+            }
+            for (int x = 0; x < 4 && q0 + x < nq; ++x)
+                _mm512_mask_storeu_ps(s + (q0 + x) * ss + j0, (__mmask16)((1u << m) - 1), _mm512_mul_ps(hsum_tree16(part[x]), vs));
+        }
+    }
+}
 void scores(const float* const* a, int nq, const float* k, int64_t nk, int64_t n, float scale, float* s, int64_t ss) {
     switch (n) {  // the usual head sizes unrolled
         case 64: return scores_n<64>(a, nq, k, nk, n, scale, s, ss);
         case 128: return scores_n<128>(a, nq, k, nk, n, scale, s, ss);
-        default: return scores_n<0>(a, nq, k, nk, n, scale, s, ss);
+        default: return n >= 256 ? scores_long(a, nq, k, nk, n, scale, s, ss) : scores_n<0>(a, nq, k, nk, n, scale, s, ss);
     }
 }
 void scale_axpy(float* y, float s, float w, const float* x, int64_t n) {
