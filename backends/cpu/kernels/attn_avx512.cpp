@@ -6,8 +6,10 @@
 #include "quant/type_traits.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
+#if defined(__GNUC__) && !defined(__clang__)  // GCC's own intrinsics (_mm512_undefined_*)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 namespace ikllm::cpu {

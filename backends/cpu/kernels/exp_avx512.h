@@ -3,6 +3,13 @@
 #pragma once
 #include <immintrin.h>
 
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12 seeds AVX-512 intrinsic results with _mm512_undefined_*(), which -Wuninitialized reports
+// (a known false positive; same in kquant_simd.h).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
 #include "kernels/vec_exp.h"
 
 namespace ikllm::cpu {

@@ -6,8 +6,10 @@
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512BF16__)
 // GCC 12 reports its own AVX-512 intrinsic headers (_mm512_undefined_*) as uninitialized.
+#if defined(__GNUC__) && !defined(__clang__)  // GCC's own intrinsics (_mm512_undefined_*)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>

@@ -57,7 +57,6 @@ private:
     json logprobs_content_ = json::array();   // chat
     json completion_logprobs_;                // completions
     size_t text_offset_ = 0;
-    int tool_calls_seen_ = 0;
 };
 
 }  // namespace server

@@ -105,7 +105,7 @@ void respond_streaming(httplib::Response& res, App& app, std::shared_ptr<Prepare
     res.set_header("X-Accel-Buffering", "no");  // nginx: pass events on at once
     res.set_chunked_content_provider(
         "text/event-stream",
-        [&app, p, out, opened, peer](size_t, httplib::DataSink& sink) {
+        [p, out, opened, peer](size_t, httplib::DataSink& sink) {
             Job& job = *p->job;
             std::vector<json> chunks;
             if (!*opened) {
