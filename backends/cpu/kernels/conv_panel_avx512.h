@@ -31,6 +31,34 @@ struct ConvPanel {
 
 // Codes of a panel's rows before interleaving: row k's q + 128 at k * stride (stride = nb * 256);
 // filled by the caller, then moved into the panel by put().
+// One block's 256 integer products P (8 vectors of 32 int16) re-encoded to 8-bit codes, stored
+// as q + 128 at out: dnew = max|P| * d0; P kept when dnew < 1 (then dnew = 1), else
+// RNE(float(P) * (1 / dnew)) saturated to int8. Returns dnew (the caller scales it by the
+// block's own factor and rounds it to fp16). The grid i-quants and the K / ik-K conv types share it.
+inline float requant_block_512(const __m512i P[8], float d0, uint8_t* out) {
+    __m512i mx = _mm512_setzero_si512();
+    for (int i = 0; i < 8; ++i) mx = _mm512_max_epi16(mx, _mm512_abs_epi16(P[i]));
+    const int imax = _mm512_reduce_max_epi32(_mm512_max_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(mx)),
+                                                              _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(mx, 1))));
+    float dnew = (float)imax * d0;
+    const bool keep = dnew < 1.0f;
+    if (keep) dnew = 1.0f;
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    const __m512 inv = _mm512_set1_ps(1.0f / dnew);
+    for (int i = 0; i < 8; ++i) {
+        __m256i q8;
+        if (keep) {
+            q8 = _mm512_cvtsepi16_epi8(P[i]);
+        } else {
+            const __m512i lo = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_castsi512_si256(P[i]))), inv));
+            const __m512i hi = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64(P[i], 1))), inv));
+            q8 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtsepi32_epi8(lo)), _mm512_cvtsepi32_epi8(hi), 1);
+        }
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * i), _mm256_xor_si256(q8, flip));
+    }
+    return dnew;
+}
+
 struct ConvPanelRows {
     std::vector<uint8_t> codes;
     size_t stride;

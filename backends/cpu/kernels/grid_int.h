@@ -319,32 +319,13 @@ inline float grid_reencode_block(const uint8_t* src, uint8_t* out) {
     grid_raw<Type>(src, c);
     const float u = grid_block_d(Type, src) * gc.unit;
     __m512i P[8];  // 32 int16 each: weights 32i .. 32i + 31
-    __m512i mx = _mm512_setzero_si512();
     for (int i = 0; i < 8; ++i) {
         const int16_t m0 = u == 0.0f ? 0 : (int16_t)(c.sc[2 * i] / u), m1 = u == 0.0f ? 0 : (int16_t)(c.sc[2 * i + 1] / u);
         const __m512i m = _mm512_inserti64x4(_mm512_set1_epi16(m0), _mm256_set1_epi16(m1), 1);
         const __m512i q = grid_codes_512<Type>(c, i / 2);
         P[i] = _mm512_mullo_epi16(_mm512_cvtepi8_epi16(i % 2 ? _mm512_extracti64x4_epi64(q, 1) : _mm512_castsi512_si256(q)), m);
-        mx = _mm512_max_epi16(mx, _mm512_abs_epi16(P[i]));
     }
-    const int imax = _mm512_reduce_max_epi32(_mm512_max_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(mx)),
-                                                              _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(mx, 1))));
-    float dnew = (float)imax * gc.d0;
-    const bool keep = dnew < 1.0f;
-    if (keep) dnew = 1.0f;
-    const __m512i flip = _mm512_set1_epi8((char)0x80);
-    const __m512 inv = _mm512_set1_ps(1.0f / dnew);
-    for (int i = 0; i < 8; ++i) {
-        __m256i q8;
-        if (keep) {
-            q8 = _mm512_cvtsepi16_epi8(P[i]);
-        } else {
-            const __m512i lo = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_castsi512_si256(P[i]))), inv));
-            const __m512i hi = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64(P[i], 1))), inv));
-            q8 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtsepi32_epi8(lo)), _mm512_cvtsepi32_epi8(hi), 1);
-        }
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * i), _mm256_xor_si256(q8, _mm512_castsi512_si256(flip)));
-    }
+    const float dnew = requant_block_512(P, gc.d0, out);
     return gti_round_half(u * dnew);
 }
 

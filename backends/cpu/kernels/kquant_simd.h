@@ -800,12 +800,35 @@ inline void conv_tile(const ConvRow& cr, int64_t nb, const uint8_t* act, size_t 
 #ifdef IKLLM_KIQK_AVX512
 // AVX-512 conv GEMM (conv_panel_avx512.h): each panel's 16 rows re-encoded by the type's
 // unpacker, stored as q + 128.
+// Integer conv types: each block's products (plus the sink's per-16 corrections) re-encoded
+// straight into the panel row by requant_block_512: conv_requant's integers, 512 bits wide.
+template <class U>
+inline void conv_row_panel(const uint8_t* row, int64_t nb, uint8_t* dst, float* d) {
+    const float rowd = U::row_scale(row);
+    ConvSink<U::uns> sink;
+    for (int64_t b = 0; b < nb; ++b) {
+        U::unpack(row + U::meta + (size_t)b * U::bytes, rowd, sink);
+        __m512i P[8];
+        for (int i = 0; i < 8; ++i)
+            P[i] = _mm512_add_epi16(_mm512_loadu_si512((const void*)(sink.P + 32 * i)),
+                                    _mm512_inserti64x4(_mm512_set1_epi16(sink.cr[2 * i]), _mm256_set1_epi16(sink.cr[2 * i + 1]), 1));
+        const float dnew = requant_block_512(P, U::conv_d0, dst + 256 * b);
+        d[(size_t)b * kPanelRows] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(sink.dw * dnew), _MM_FROUND_TO_NEAREST_INT)));
+    }
+}
+
 template <class U>
 inline void conv_panel(const uint8_t* w, size_t w_row_bytes, int64_t r0, int rows, int64_t nb, ConvRow& cr,
                        ConvPanelRows& pr, ConvPanel& pn) {
     const __m512i flip = _mm512_set1_epi8((char)0x80);
     for (int k = 0; k < kPanelRows; ++k) {
         uint8_t* dst = pr.row(k);
+        if constexpr (!U::conv_float) {
+            if (k < rows) {
+                conv_row_panel<U>(w + (size_t)(r0 + k) * w_row_bytes, nb, dst, pn.d.data() + k);
+                continue;
+            }
+        }
         if (k < rows) {
             conv_row<U>(w + (size_t)(r0 + k) * w_row_bytes, nb, cr);
             for (size_t i = 0; i < pr.stride; i += 64)  // int8 q -> uint8 q + 128
