@@ -211,9 +211,12 @@ void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch) {
                     float* acc = acc0 + (g - g0) * nq * d_v;
                     float* mx = mx0 + (g - g0) * nq;
                     float* sum = sum0 + (g - g0) * nq;
-                    for (int64_t j = 0; j < nc; ++j) {
-                        K.load_row(kc.type, k_row(g, cells[c0 + j]), kb + j * d_k, d_k);
-                        if (!latent) K.load_row(vc.type, v_row(g, cells[c0 + j]), vb + j * d_v, d_v);
+                    const uint8_t* rows[kTile];
+                    for (int64_t j = 0; j < nc; ++j) rows[j] = k_row(g, cells[c0 + j]);
+                    K.load_rows(kc.type, rows, nc, kb, d_k);
+                    if (!latent) {
+                        for (int64_t j = 0; j < nc; ++j) rows[j] = v_row(g, cells[c0 + j]);
+                        K.load_rows(vc.type, rows, nc, vb, d_v);
                     }
                     // Scores of the queries of this KV head against the tile (its K rows stay
                     // in L1), up to 16 query rows per call.

@@ -140,6 +140,11 @@ TEST_F(UpperState, AttentionKernels) {
         for (uint32_t type : {quant::T_F32, quant::T_F16, quant::T_BF16, quant::T_Q8_0})
             if (leaves_dirty([&] { k.load_row(type, cache.data(), y.data(), n); }))
                 dirty.push_back(name + " load_row " + quant::find_type(type)->name);
+        const uint8_t* rows2[2] = {cache.data(), cache.data()};
+        for (uint32_t type : {quant::T_F16, quant::T_Q8_0})
+            for (int64_t len : {(int64_t)64, n})
+                if (leaves_dirty([&] { k.load_rows(type, rows2, 2, y.data(), len); }))
+                    dirty.push_back(name + " load_rows " + quant::find_type(type)->name);
     }
     // The tile-unit attention (pack and attend; tiles released, upper halves clean).
     if (const cpu::AmxAttention* A = cpu::amx_attention()) {

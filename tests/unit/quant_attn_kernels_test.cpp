@@ -47,6 +47,18 @@ TEST(AttnKernels, SimdMatchesScalar) {
                 k->load_row(t, row.data(), d1.data(), n);
                 ref->load_row(t, row.data(), d2.data(), n);
                 for (int64_t i = 0; i < n; ++i) ASSERT_EQ(d1[i], d2[i]) << quant::kv_type_name(t) << " " << i;
+                // Three rows at once (the second one twice), as load_row gives each.
+                std::vector<uint8_t> row2(row.size());
+                quant::kv_encode_row(t, b.data(), row2.data(), n);
+                const uint8_t* rows[3] = {row.data(), row2.data(), row2.data()};
+                std::vector<float> d3(3 * n, -1.0f);
+                k->load_rows(t, rows, 3, d3.data(), n);
+                ref->load_row(t, row2.data(), d2.data(), n);
+                for (int64_t i = 0; i < n; ++i) {
+                    ASSERT_EQ(d3[i], d1[i]) << "load_rows " << quant::kv_type_name(t) << " " << i;
+                    ASSERT_EQ(d3[n + i], d2[i]) << "load_rows " << quant::kv_type_name(t) << " " << i;
+                    ASSERT_EQ(d3[2 * n + i], d2[i]) << "load_rows " << quant::kv_type_name(t) << " " << i;
+                }
             }
         }
 }

@@ -76,7 +76,10 @@ void load_row(uint32_t type, const void* src, float* dst, int64_t n) {
         _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i))));
     for (; i < n; ++i) dst[i] = _cvtsh_ss(h[i]);
 }
-constexpr AttnKernels kAvx2{Isa::avx2, dot, scores, scale_axpy, pv_tile, load_row};
+void load_rows(uint32_t type, const uint8_t* const* rows, int64_t nr, float* dst, int64_t n) {
+    for (int64_t j = 0; j < nr; ++j) load_row(type, rows[j], dst + j * n, n);
+}
+constexpr AttnKernels kAvx2{Isa::avx2, dot, scores, scale_axpy, pv_tile, load_row, load_rows};
 }  // namespace
 const AttnKernels* attn_kernels_avx2() { return &kAvx2; }
 }  // namespace ikllm::cpu

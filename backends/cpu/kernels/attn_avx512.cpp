@@ -195,7 +195,24 @@ void load_row(uint32_t type, const void* src, float* dst, int64_t n) {
         _mm512_mask_storeu_ps(dst + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, h + i)));
     }
 }
-constexpr AttnKernels kAvx512{Isa::avx512, dot, scores, scale_axpy, pv_tile, load_row};
+// f16 rows of 64 or 128 (the usual head sizes) converted inline: the per-row call and type
+// dispatch cost as much as the conversion there.
+template <int N>
+void load_rows_f16(const uint8_t* const* rows, int64_t nr, float* dst) {
+    for (int64_t j = 0; j < nr; ++j)
+        for (int i = 0; i < N; i += 16)
+            _mm512_storeu_ps(dst + j * N + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[j] + 2 * i))));
+}
+void load_rows(uint32_t type, const uint8_t* const* rows, int64_t nr, float* dst, int64_t n) {
+    if (type == quant::T_F16 && n == 64) return load_rows_f16<64>(rows, nr, dst);
+    if (type == quant::T_F16 && n == 128) return load_rows_f16<128>(rows, nr, dst);
+    if (type == quant::T_Q8_0 && n % 32 == 0) {
+        for (int64_t j = 0; j < nr; ++j) load_row_q8_0(rows[j], dst + j * n, n);
+        return;
+    }
+    for (int64_t j = 0; j < nr; ++j) load_row(type, rows[j], dst + j * n, n);
+}
+constexpr AttnKernels kAvx512{Isa::avx512, dot, scores, scale_axpy, pv_tile, load_row, load_rows};
 }  // namespace
 const AttnKernels* attn_kernels_avx512() { return &kAvx512; }
 }  // namespace ikllm::cpu

@@ -28,6 +28,8 @@ struct AttnKernels {
                     const float* v, int64_t v_stride, int64_t nk, int64_t n);
     // decode n cache elements of type (f32, f16, bf16, q8_0) to f32
     void (*load_row)(uint32_t type, const void* src, float* dst, int64_t n);
+    // load_row for nr rows (row j from rows[j] to dst + j * n): one call per tile of cells
+    void (*load_rows)(uint32_t type, const uint8_t* const* rows, int64_t nr, float* dst, int64_t n);
 };
 
 const AttnKernels* attn_kernels_scalar();

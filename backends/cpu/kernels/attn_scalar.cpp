@@ -27,7 +27,10 @@ void pv_tile(float* acc, int64_t acc_stride, const float* rescale, const float* 
         }
 }
 void load_row(uint32_t type, const void* src, float* dst, int64_t n) { quant::kv_decode_row(type, src, dst, n); }
-constexpr AttnKernels kAttnScalar{Isa::scalar, dot, scores, scale_axpy, pv_tile, load_row};
+void load_rows(uint32_t type, const uint8_t* const* rows, int64_t nr, float* dst, int64_t n) {
+    for (int64_t j = 0; j < nr; ++j) quant::kv_decode_row(type, rows[j], dst + j * n, n);
+}
+constexpr AttnKernels kAttnScalar{Isa::scalar, dot, scores, scale_axpy, pv_tile, load_row, load_rows};
 }  // namespace
 
 const AttnKernels* attn_kernels_scalar() { return &kAttnScalar; }
