@@ -101,8 +101,7 @@ void op_attention(const Op& op, ThreadPool& pool, Scratch& scratch) {
     const AttnKernels& K = attn_kernels(best_isa());
     const VecKernels& VK = vec_kernels();
     // MLA: the values are the first d_v elements of the key rows (decoded once, used twice).
-    const bool latent = vc.data == kc.data && vc.type == kc.type && vc.nb[1] == kc.nb[1] && vc.nb[2] == kc.nb[2] &&
-                        d_v <= d_k && (kc.type != quant::T_Q8_0 || d_v % 32 == 0);
+    const bool latent = vc.data == kc.data && vc.type == kc.type && vc.nb[1] == kc.nb[1] && vc.nb[2] == kc.nb[2] && d_v <= d_k;
 
     // Work split: token blocks x chunks x runs of KV heads x query-head subgroups, enough tasks
     // for every thread, as few re-reads of a cell as that allows: first all KV heads in one
