@@ -141,10 +141,12 @@ public:
         if (capture) launch_captured(signature(graph, begin, end));
         if (profile_) host_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
-    void issue(const Graph& graph, size_t begin, size_t end, const volatile int32_t* cancel, const OpEnv& env) {
+    void issue(const Graph& graph, size_t begin, size_t end, const volatile int32_t* cancel, const OpEnv& slice_env) {
         for (size_t i = begin; i < end; ++i) {
             if (cancel && *cancel) throw std::runtime_error("cancelled");
             const Op& op = graph.ops[i];
+            OpEnv env = slice_env;
+            env.batch_invariant = op.batch_invariant;
             scratch_.reset();
             if (profile_) record_event((int)op.kind);
             switch (op.kind) {

@@ -45,6 +45,9 @@ struct OpEnv {
     // The same for prompt batches (more than 8 tokens): int8 mma.sync on the tensor cores
     // (mat_mma_int8.cu) instead of weights decoded to fp16. IKLLM_CUDA_INT8_MMA=1 turns it on.
     bool int8_mma = false;
+    // The op's session option batch_invariant (set per op by the executor): products never
+    // take the reference's batch form (the CPU backend then multiplies in blocks of <= 15 tokens).
+    bool batch_invariant = false;
 };
 
 // Throws std::runtime_error naming the call when a CUDA call failed.

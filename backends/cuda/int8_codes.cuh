@@ -9,6 +9,25 @@
 // codes q (scale xd) is then two dp4a plus, with a bias, two more for the sum of q:
 //     xd * (scale * sum(code * q) + bias * sum(q))
 // which replaces ~48 float operations per chunk of the decode-to-float kernel by ~10.
+//
+// The reference's CPU numerics (backends/cpu/kernels/kquant_unpack.h), which the CPU backend
+// reproduces and the GPU follows where a type has this view:
+//  * kSat types (IQ4_XS, IQ4_K), calls of fewer than 32 tokens: levels are multiplied as
+//    unsigned bytes v = first-set level + 128 and each pair sum saturates to int16 (x86
+//    maddubs): sat8 gives v, the scale, and icorr = shift - 128 with
+//        weight . q = scale * (satdot(v, q) + icorr * sum(q)).
+//  * kConv types (the same two), calls of 32 tokens or more: every 256-weight block is
+//    re-encoded to int8 with one fp16 scale (conv8 gives the exact integers P = isc * level;
+//    conv_encode_kernel in mat_mma_int8_kernel.cuh does the rest), multiplied exactly.
+//  * kConvF16Scales types (Q4_K, Q5_K), calls of 32 tokens or more: the per-32 scale and bias
+//    rounded to fp16 (F16ScaleCodes).
+//  * kSymBatch types (Q8_0, Q4_0, IQ4_NL), calls of 32 tokens or more: the exact per-32 sums
+//    accumulated in the reference's float order with its offset of 127 (SymBatchCodes; CPU:
+//    legacy_sym_accum.h, SymBatchAccum): per block a = fma(dw * da, sum((v + 127) q), a),
+//    b = fma(dw, da * sum(q), b); the product is fma(-127, b, a).
+//  * kConv32 types (Q6_K), calls of kConv32MinTokens (64) tokens or more: every 32 weights
+//    re-encoded to int8 with one fp16 scale (conv32_encode_kernel; CPU: kquant_q6k_conv.h),
+//    then accumulated like kSymBatch.
 #pragma once
 #include "block_decode.cuh"
 
@@ -49,6 +68,50 @@ IKLLM_HD uint32_t lut4(const Lut16& t, uint32_t n) {
 #endif
 }
 
+// PTX prmt (default mode): byte i of the result is byte (s >> 4i) & 7 of {b:a} (selectors < 8).
+IKLLM_HD uint32_t byte_perm(uint32_t a, uint32_t b, uint32_t s) {
+#ifdef __CUDA_ARCH__
+    return __byte_perm(a, b, s);
+#else
+    const uint64_t ba = (uint64_t)b << 32 | a;
+    uint32_t r = 0;
+    for (int i = 0; i < 4; ++i) r |= (uint32_t)(uint8_t)(ba >> 8 * ((s >> 4 * i) & 7)) << 8 * i;
+    return r;
+#endif
+}
+
+// PTX dp2a.lo / dp2a.hi (.s32.s32): the two signed 16-bit halves of a times the signed bytes
+// 0, 1 (lo) or 2, 3 (hi) of b, plus c.
+template <bool Hi>
+IKLLM_HD int dp2a(uint32_t a, uint32_t b, int c) {
+#ifdef __CUDA_ARCH__
+    if constexpr (Hi) return __dp2a_hi((int)a, (int)b, c);
+    else return __dp2a_lo((int)a, (int)b, c);
+#else
+    const int s = Hi ? 16 : 0;
+    return c + (int)(int16_t)(uint16_t)a * (int)(int8_t)(uint8_t)(b >> s) +
+           (int)(int16_t)(uint16_t)(a >> 16) * (int)(int8_t)(uint8_t)(b >> (s + 8));
+#endif
+}
+
+// Sum over the 4 pairs (2i, 2i+1) of 8 unsigned bytes v (lo, hi) times 8 int8 codes x, each
+// pair sum saturated to int16 (the reference's maddubs). v bytes are widened to 16 bits (byte 4
+// of the permute source is 0), two per 2-way dot.
+IKLLM_HD int sat_dot8(uint32_t lo, uint32_t hi, uint32_t xlo, uint32_t xhi) {
+    auto pair = [](int p) { return p > 32767 ? 32767 : (p < -32768 ? -32768 : p); };
+    return pair(dp2a<false>(byte_perm(lo, 0u, 0x4140), xlo, 0)) + pair(dp2a<true>(byte_perm(lo, 0u, 0x4342), xlo, 0)) +
+           pair(dp2a<false>(byte_perm(hi, 0u, 0x4140), xhi, 0)) + pair(dp2a<true>(byte_perm(hi, 0u, 0x4342), xhi, 0));
+}
+
+// f -> the nearest fp16 value (round half to even), as a float.
+IKLLM_HD float round_f16(float f) {
+#ifdef __CUDA_ARCH__
+    return __half2float(__float2half_rn(f));
+#else
+    return f16_to_f32(f32_to_f16(f));
+#endif
+}
+
 // Q4_K / Q5_K: scale d * sc and bias -(dmin * m) of chunk `chunk`'s 32-value group.
 IKLLM_HD void kq_scale_bias(const uint8_t* b, int chunk, float& scale, float& bias) {
     int sc, m;
@@ -62,9 +125,16 @@ IKLLM_HD void kq_scale_bias(const uint8_t* b, int chunk, float& scale, float& bi
 template <uint32_t TYPE>
 struct Int8Codes;  // types without an integer view use the decode-to-float kernel
 
+// The numerics flags of a view (header comment); a view without them is multiplied exactly.
+struct Int8Plain {
+    static constexpr bool kSat = false, kConv = false, kConvF16Scales = false, kSymBatch = false, kConv32 = false;
+    static constexpr bool kSymAccum = false;  // the kernel accumulates in the SymBatchAccum order
+};
+
 template <>
-struct Int8Codes<quant::T_Q8_0> {
+struct Int8Codes<quant::T_Q8_0> : Int8Plain {
     using D = BlockDecoder<quant::T_Q8_0>;
+    static constexpr bool kSymBatch = true;
     static constexpr bool kHasBias = false;
     static constexpr bool kScale16 = false;
     IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
@@ -79,8 +149,9 @@ struct Int8Codes<quant::T_Q8_0> {
 };
 
 template <>
-struct Int8Codes<quant::T_Q4_0> {
+struct Int8Codes<quant::T_Q4_0> : Int8Plain {
     using D = BlockDecoder<quant::T_Q4_0>;
+    static constexpr bool kSymBatch = true;
     static constexpr bool kHasBias = false;
     static constexpr bool kScale16 = false;
     IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
@@ -96,8 +167,9 @@ struct Int8Codes<quant::T_Q4_0> {
 };
 
 template <>
-struct Int8Codes<quant::T_IQ4_NL> {
+struct Int8Codes<quant::T_IQ4_NL> : Int8Plain {
     using D = BlockDecoder<quant::T_IQ4_NL>;
+    static constexpr bool kSymBatch = true;
     static constexpr bool kHasBias = false;
     static constexpr bool kScale16 = false;
     IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
@@ -114,8 +186,9 @@ struct Int8Codes<quant::T_IQ4_NL> {
 };
 
 template <>
-struct Int8Codes<quant::T_Q4_K> {
+struct Int8Codes<quant::T_Q4_K> : Int8Plain {
     using D = BlockDecoder<quant::T_Q4_K>;
+    static constexpr bool kConvF16Scales = true;
     static constexpr bool kHasBias = true;
     static constexpr bool kScale16 = false;
     IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
@@ -130,8 +203,9 @@ struct Int8Codes<quant::T_Q4_K> {
 };
 
 template <>
-struct Int8Codes<quant::T_Q5_K> {
+struct Int8Codes<quant::T_Q5_K> : Int8Plain {
     using D = BlockDecoder<quant::T_Q5_K>;
+    static constexpr bool kConvF16Scales = true;
     static constexpr bool kHasBias = true;
     static constexpr bool kScale16 = false;
     IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
@@ -147,12 +221,14 @@ struct Int8Codes<quant::T_Q5_K> {
 };
 
 template <>
-struct Int8Codes<quant::T_Q6_K> {
+struct Int8Codes<quant::T_Q6_K> : Int8Plain {
     using D = BlockDecoder<quant::T_Q6_K>;
     static constexpr bool kHasBias = false;
     static constexpr bool kScale16 = true;
-    IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
-                                float& bias) {
+    static constexpr bool kConv32 = true;
+    static constexpr int64_t kConv32MinTokens = 64;
+    // Codes q - 32, the integer scale of their 16 weights and d.
+    IKLLM_HD static void conv8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, int& isc, float& dw) {
         const uint8_t* b = D::block(row, ib);
         const int cc = chunk >> 4, t = (chunk >> 2) & 3, l = 8 * (chunk & 3);
         const uint8_t* ql = b + 64 * cc + 32 * (t & 1) + l;
@@ -160,50 +236,171 @@ struct Int8Codes<quant::T_Q6_K> {
         const int sh = 4 * (t >> 1), hs = 2 * t;
         lo = bd::sub_bytes(bd::nib4(bd::ld32<2>(ql), sh) | ((bd::ld32<2>(qh) >> hs) & 0x03030303u) << 4, 32);
         hi = bd::sub_bytes(bd::nib4(bd::ld32<2>(ql + 4), sh) | ((bd::ld32<2>(qh + 4) >> hs) & 0x03030303u) << 4, 32);
-        scale = bd::ldh(b + 208) * bd::i2f((int8_t)b[192 + (chunk >> 1)]);
+        isc = (int8_t)b[192 + (chunk >> 1)];
+        dw = bd::ldh(b + 208);
+    }
+    IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
+                                float& bias) {
+        int isc;
+        float dw;
+        conv8(row, ib, chunk, lo, hi, isc, dw);
+        scale = dw * bd::i2f(isc);
         bias = 0.f;
     }
 };
 
 template <>
-struct Int8Codes<quant::T_IQ4_XS> {
+struct Int8Codes<quant::T_IQ4_XS> : Int8Plain {
     using D = BlockDecoder<quant::T_IQ4_XS>;
+    static constexpr bool kHasBias = false;
+    static constexpr bool kScale16 = false;
+    static constexpr bool kSat = true, kConv = true;
+    static constexpr float kConvD0 = 1.0f / 127.0f;
+    // The chunk's 8 level indices (nibbles, bytes of n_lo / n_hi), integer scale and d.
+    IKLLM_HD static void parts(const uint8_t* row, int64_t ib, int chunk, uint32_t& n_lo, uint32_t& n_hi, int& isc,
+                               float& dw) {
+        const uint8_t* b = D::block(row, ib);
+        const int j = chunk >> 2;
+        const uint32_t sh16 = bd::ld16(b + 2);
+        isc = (int)(((b[4 + (j >> 1)] >> (4 * (j & 1))) & 15) | ((sh16 >> (2 * j)) & 3) << 4) - 32;
+        dw = bd::ldh(b);
+        const uint8_t* q = b + 8 + bd::p4n_off(chunk);
+        const int sh = bd::p4n_shift(chunk);
+        n_lo = bd::nib4(bd::ld32<4>(q), sh);
+        n_hi = bd::nib4(bd::ld32<4>(q + 4), sh);
+    }
+    IKLLM_HD static void conv8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, int& isc, float& dw) {
+        uint32_t n_lo, n_hi;
+        parts(row, ib, chunk, n_lo, n_hi, isc, dw);
+        constexpr bd::Lut16 lut = bd::kIq4nlLut;
+        lo = bd::lut4(lut, n_lo);
+        hi = bd::lut4(lut, n_hi);
+    }
+    IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
+                                float& bias) {
+        int isc;
+        float dw;
+        conv8(row, ib, chunk, lo, hi, isc, dw);
+        scale = dw * bd::i2f(isc);
+        bias = 0.f;
+    }
+    IKLLM_HD static void sat8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
+                              int& icorr) {
+        float bias;
+        codes8(row, ib, chunk, lo, hi, scale, bias);
+        lo ^= 0x80808080u;  // level + 128 as an unsigned byte
+        hi ^= 0x80808080u;
+        icorr = -128;
+    }
+};
+
+template <>
+struct Int8Codes<quant::T_IQ4_K> : Int8Plain {
+    using D = BlockDecoder<quant::T_IQ4_K>;
+    static constexpr bool kHasBias = false;
+    static constexpr bool kScale16 = true;
+    static constexpr bool kSat = true, kConv = true;
+    static constexpr float kConvD0 = 1.0f / 127.0f;
+    // The chunk's 8 level indices (nibbles), integer scale, d, and whether its 16 weights take
+    // the second value set (= the first + 4).
+    IKLLM_HD static void parts(const uint8_t* row, int64_t ib, int chunk, uint32_t& n_lo, uint32_t& n_hi, int& isc,
+                               float& dw, bool& shifted) {
+        const uint8_t* b = D::block(row, ib);
+        const int s = chunk >> 1;
+        shifted = (bd::ld16(b + 2) >> s) & 1;
+        isc = bd::k6_scale(b, s);
+        dw = bd::ldh(b);
+        const uint8_t* q = b + 16 + bd::p4n_off(chunk);
+        const int sh = bd::p4n_shift(chunk);
+        n_lo = bd::nib4(bd::ld32<4>(q), sh);
+        n_hi = bd::nib4(bd::ld32<4>(q + 4), sh);
+    }
+    IKLLM_HD static void conv8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, int& isc, float& dw) {
+        uint32_t n_lo, n_hi;
+        bool shifted;
+        parts(row, ib, chunk, n_lo, n_hi, isc, dw, shifted);
+        constexpr bd::Lut16 l0 = bd::kIq4kLut0, l1 = bd::kIq4kLut1;
+        const bd::Lut16 lut = bd::sel_lut16(shifted, l0, l1);
+        lo = bd::lut4(lut, n_lo);
+        hi = bd::lut4(lut, n_hi);
+    }
+    IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
+                                float& bias) {
+        int isc;
+        float dw;
+        conv8(row, ib, chunk, lo, hi, isc, dw);
+        scale = dw * bd::i2f(isc);
+        bias = 0.f;
+    }
+    IKLLM_HD static void sat8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
+                              int& icorr) {
+        uint32_t n_lo, n_hi;
+        int isc;
+        float dw;
+        bool shifted;
+        parts(row, ib, chunk, n_lo, n_hi, isc, dw, shifted);
+        scale = dw * bd::i2f(isc);
+        constexpr bd::Lut16 l0 = bd::kIq4kLut0;
+        lo = bd::lut4(l0, n_lo) ^ 0x80808080u;  // first-set level + 128 as an unsigned byte
+        hi = bd::lut4(l0, n_hi) ^ 0x80808080u;
+        icorr = (shifted ? 4 : 0) - 128;
+    }
+};
+
+// Q4_K / Q5_K as the reference multiplies them in calls of 32 tokens or more: the per-32
+// scale and bias rounded to fp16.
+template <class C>
+struct F16ScaleCodes : C {
+    IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
+                                float& bias) {
+        C::codes8(row, ib, chunk, lo, hi, scale, bias);
+        scale = bd::round_f16(scale);
+        bias = bd::round_f16(bias);
+    }
+};
+
+// A kSymBatch type as the reference multiplies it in calls of 32 tokens or more.
+template <class C>
+struct SymBatchCodes : C {
+    static constexpr bool kSymAccum = true;
+};
+
+// Re-encoded rows of a kConv32 type (conv32_encode_kernel): per 32 weights a float scale (an
+// fp16 value, or d itself) and 32 int8 codes, 36 bytes; accumulated like SymBatchCodes.
+struct ConvQ8x32Codes : Int8Plain {
+    struct D {
+        static constexpr int kBlockElems = 32, kBlockBytes = 36;
+    };
+    static constexpr bool kHasBias = false;
+    static constexpr bool kScale16 = false;
+    static constexpr bool kSymAccum = true;
+    IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
+                                float& bias) {
+        const uint8_t* b = row + ib * D::kBlockBytes;
+        const uint32_t sb = bd::ld32<4>(b);
+        memcpy(&scale, &sb, 4);
+        lo = bd::ld32<4>(b + 4 + 8 * chunk);
+        hi = bd::ld32<4>(b + 8 + 8 * chunk);
+        bias = 0.f;
+    }
+};
+
+// Re-encoded rows of a kConv type (conv_encode_kernel): per 256 weights a float scale (an
+// fp16 value) and 256 int8 codes, 260 bytes; rows 4-byte aligned.
+struct ConvQ8Codes : Int8Plain {
+    struct D {
+        static constexpr int kBlockElems = 256, kBlockBytes = 260;
+    };
     static constexpr bool kHasBias = false;
     static constexpr bool kScale16 = false;
     IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
                                 float& bias) {
-        const uint8_t* b = D::block(row, ib);
-        const int j = chunk >> 2;
-        const uint32_t sh16 = bd::ld16(b + 2);
-        const int ls = (int)(((b[4 + (j >> 1)] >> (4 * (j & 1))) & 15) | ((sh16 >> (2 * j)) & 3) << 4);
-        scale = bd::ldh(b) * bd::i2f((ls - 32));
+        const uint8_t* b = row + ib * D::kBlockBytes;
+        const uint32_t sb = bd::ld32<4>(b);
+        memcpy(&scale, &sb, 4);
+        lo = bd::ld32<4>(b + 4 + 8 * chunk);
+        hi = bd::ld32<4>(b + 8 + 8 * chunk);
         bias = 0.f;
-        const uint8_t* q = b + 8 + bd::p4n_off(chunk);
-        const int sh = bd::p4n_shift(chunk);
-        constexpr bd::Lut16 lut = bd::kIq4nlLut;
-        lo = bd::lut4(lut, bd::nib4(bd::ld32<4>(q), sh));
-        hi = bd::lut4(lut, bd::nib4(bd::ld32<4>(q + 4), sh));
-    }
-};
-
-template <>
-struct Int8Codes<quant::T_IQ4_K> {
-    using D = BlockDecoder<quant::T_IQ4_K>;
-    static constexpr bool kHasBias = false;
-    static constexpr bool kScale16 = true;
-    IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
-                                float& bias) {
-        const uint8_t* b = D::block(row, ib);
-        const int s = chunk >> 1;
-        const uint32_t extra = bd::ld16(b + 2);
-        scale = bd::ldh(b) * bd::i2f(bd::k6_scale(b, s));
-        bias = 0.f;
-        constexpr bd::Lut16 l0 = bd::kIq4kLut0, l1 = bd::kIq4kLut1;
-        const bd::Lut16 lut = bd::sel_lut16((extra >> s) & 1, l0, l1);
-        const uint8_t* q = b + 16 + bd::p4n_off(chunk);
-        const int sh = bd::p4n_shift(chunk);
-        lo = bd::lut4(lut, bd::nib4(bd::ld32<4>(q), sh));
-        hi = bd::lut4(lut, bd::nib4(bd::ld32<4>(q + 4), sh));
     }
 };
 

@@ -38,8 +38,14 @@ bool int8_view_supported(uint32_t type) {
     return dispatch_int8_type(type, [](auto) {});
 }
 
+bool int8_view_saturates(uint32_t type) {
+    bool sat = false;
+    dispatch_int8_type(type, [&](auto c) { sat = decltype(c)::kSat; });
+    return sat;
+}
+
 bool launch_mat_vec_int8(const MatArgs& a, cudaStream_t stream) {
-    if (!a.xq || a.T > kVecMaxTokens || a.K % 32 != 0) return false;
+    if (!a.xq || a.K % 32 != 0) return false;
     return dispatch_int8_type(a.type, [&](auto c) { launch_typed_int8<decltype(c)>(a, stream); });
 }
 

@@ -39,13 +39,26 @@ __global__ void __launch_bounds__(32 * kVecWarps) mat_vec_int8_kernel(MatArgs a)
     for (int64_t c = threadIdx.x; c < n_chunks; c += 32 * kVecWarps) {
         uint32_t lo[R], hi[R];
         float sc[R], bi[R];
+        int icorr[R];
 #pragma unroll
-        for (int r = 0; r < R; ++r) C::codes8(rows[r], c / cpb, (int)(c % cpb), lo[r], hi[r], sc[r], bi[r]);
+        for (int r = 0; r < R; ++r) {
+            if constexpr (C::kSat) C::sat8(rows[r], c / cpb, (int)(c % cpb), lo[r], hi[r], sc[r], icorr[r]);
+            else C::codes8(rows[r], c / cpb, (int)(c % cpb), lo[r], hi[r], sc[r], bi[r]);
+        }
 #pragma unroll
         for (int i = 0; i < NT; ++i) {
             if (i < nt) {
                 const uint2 xv = *reinterpret_cast<const uint2*>(xq[i] + c * 8);
                 const float d = xd[i][c >> 2];
+                if constexpr (C::kSat) {
+                    // The reference's saturating pair sums (int8_codes.cuh); the integer is exact
+                    // (|value| < 2^19) and so is its conversion.
+                    const int qs = bd::dp4a(0x01010101u, xv.x, bd::dp4a(0x01010101u, xv.y, 0));
+#pragma unroll
+                    for (int r = 0; r < R; ++r)
+                        acc[r][i] += d * (sc[r] * bd::i2f(bd::sat_dot8(lo[r], hi[r], xv.x, xv.y) + icorr[r] * qs));
+                    continue;
+                }
                 float xs = 0.f;
                 if constexpr (C::kHasBias) xs = bd::i2f(bd::dp4a(0x01010101u, xv.x, bd::dp4a(0x01010101u, xv.y, 0)));
 #pragma unroll

@@ -360,7 +360,7 @@ void launch_typed(const MatArgs& a, cudaStream_t s) {
         IKLLM_CUDA_LAUNCHED("mat_vec_kernel");
         return;
     }
-    if (a.xq && launch_mat_mma_int8(a, s)) return;
+    if (a.xq && launch_mat_mma_int8(a, false, nullptr, s)) return;
     const dim3 grid((unsigned)((a.N + kTileM - 1) / kTileM), (unsigned)((a.T + kTileN - 1) / kTileN), (unsigned)a.Z);
     mat_tc_kernel<D><<<grid, kTcThreads, 0, s>>>(a);
     IKLLM_CUDA_LAUNCHED("mat_tc_kernel");
@@ -409,7 +409,19 @@ MatArgs with_rounded_activations(const MatArgs& a_in, const OpEnv& env) {
     return b;
 }
 
-void launch_mat(const MatArgs& a, const OpEnv& env) { launch_mat(with_rounded_activations(a, env), env.stream); }
+void launch_rounded(const MatArgs& a, const OpEnv& env) {
+    if (a.xq && a.T > kVecMaxTokens) {
+        // The reference's CPU kernels multiply calls of fewer than kRefBatchTokens tokens (and
+        // every call of a batch-invariant session) in their small-batch form, larger ones in
+        // their batch form (int8_codes.cuh).
+        const bool batch_form = a.T >= kRefBatchTokens && !env.batch_invariant;
+        if (!batch_form && int8_view_saturates(a.type) && launch_mat_vec_int8(a, env.stream)) return;
+        if (launch_mat_mma_int8(a, batch_form, env.scratch, env.stream)) return;
+    }
+    launch_mat(a, env.stream);
+}
+
+void launch_mat(const MatArgs& a, const OpEnv& env) { launch_rounded(with_rounded_activations(a, env), env); }
 
 void launch_mat(const MatArgs& a, cudaStream_t stream) {
     if (a.N <= 0 || a.T <= 0 || a.Z <= 0) return;

@@ -44,6 +44,7 @@ struct MatArgs {
 // used as they are.
 void launch_mat(const MatArgs& a, cudaStream_t stream);
 struct OpEnv;
+class Scratch;
 // The same after rounding the activations like the CPU kernels do for this weight type
 // (act_round.cuh); the rounded copy lives in env.scratch.
 void launch_mat(const MatArgs& a, const OpEnv& env);
@@ -53,12 +54,23 @@ void launch_mat(const MatArgs& a, const OpEnv& env);
 MatArgs with_rounded_activations(const MatArgs& a, const OpEnv& env);
 // Whether the matrix-vector kernel handles a's token count (routed-expert ids need it).
 bool mat_is_vector(const MatArgs& a);
+// The products of already rounded activations (with_rounded_activations), by the kernel that
+// follows the reference's numerics for the call's size where a.xq is set.
+void launch_rounded(const MatArgs& a, const OpEnv& env);
 // The int8 matrix-vector kernel (mat_vec_int8.cu) for a.xq and a weight type with an integer
-// view; false (nothing launched) for other types.
+// view, any number of tokens (8 per block row); false (nothing launched) for other types.
 bool launch_mat_vec_int8(const MatArgs& a, cudaStream_t stream);
 // The int8 tensor-core kernel (mat_mma_int8.cu) for a.xq, more than 8 tokens, a weight type
-// with an integer view, no routed-expert ids; false (nothing launched) otherwise.
-bool launch_mat_mma_int8(const MatArgs& a, cudaStream_t stream);
+// with an integer view, no routed-expert ids; false (nothing launched) otherwise. With
+// `batch_form` (a call of kRefBatchTokens or more, not batch-invariant) kConv types are first
+// re-encoded into `scratch` (null: no re-encoding, false) and kConvF16Scales types take
+// fp16-rounded scales, as the reference's CPU kernels do (int8_codes.cuh).
+bool launch_mat_mma_int8(const MatArgs& a, bool batch_form, Scratch* scratch, cudaStream_t stream);
 bool int8_view_supported(uint32_t type);
+// Whether the type's products in calls below kRefBatchTokens saturate like the reference's
+// (int8_codes.cuh, kSat): those calls then take the int8 matrix-vector kernel for any count.
+bool int8_view_saturates(uint32_t type);
+// The reference's CPU kernels switch numerics at this many tokens per call.
+constexpr int64_t kRefBatchTokens = 32;
 
 }  // namespace ikllm::cuda

@@ -150,14 +150,14 @@ void run_mul_mat_swiglu(const Op& op, const OpEnv& env) {
     a.y = g;
     a.y_t = sizeof(float) * N;
     const MatArgs ar = with_rounded_activations(a, env);
-    launch_mat(ar, env.stream);
+    launch_rounded(ar, env);
     MatArgs b = a;
     b.type = wu.type;
     b.w = static_cast<const uint8_t*>(wu.data);
     b.w_row = wu.nb[1];
     b.y = u;
     // The same rounding (or none): reuse the rounded copy.
-    if (same_rounding(env, wu.type, wg.type)) launch_mat(with_activations_of(b, ar), env.stream);
+    if (same_rounding(env, wu.type, wg.type)) launch_rounded(with_activations_of(b, ar), env);
     else launch_mat(b, env);
     swiglu_rows_kernel<<<blocks_for(N * T, 256), 256, 0, env.stream>>>(g, u, N, T, static_cast<float*>(y.data), y.nb[1],
                                                                        false);
@@ -225,13 +225,13 @@ void moe_ffn_on_device(const Op& op, const OpEnv& env) {
     a.y_z = sizeof(float) * n_ff;
     a.round_x_f16 = op.moe.round_f16;
     const MatArgs ar = with_rounded_activations(a, env);
-    launch_mat(ar, env.stream);
+    launch_rounded(ar, env);
     MatArgs b = wu ? expert_args(*wu) : a;
     if (!wu) b.w += n_ff * wg.nb[1];  // merged gate+up: the up rows follow the gate rows
     b.N = n_ff;
     b.y = u;
     b.y_z = sizeof(float) * n_ff;
-    if (!wu || same_rounding(env, wu->type, wg.type)) launch_mat(with_activations_of(b, ar), env.stream);
+    if (!wu || same_rounding(env, wu->type, wg.type)) launch_rounded(with_activations_of(b, ar), env);
     else launch_mat(with_activations_of(b, a), env);
     swiglu_rows_kernel<<<blocks_for(pairs * n_ff, 256), 256, 0, env.stream>>>(g, u, n_ff, pairs, g, sizeof(float) * n_ff,
                                                                               op.moe.round_f16);
