@@ -212,6 +212,29 @@ void round_activations(int mode, const std::vector<float>& x, int64_t T, int64_t
         }
 }
 
+// Every sub-block scale of a row's first block set to 1 (and, for the IQ4 types, small levels),
+// so that the block's integer weights stay below 127: the batch forms' branch that keeps them as they are (re-encoding with a
+// factor above 1 would change them).
+void small_scales(uint32_t type, uint8_t* b) {
+    switch (type) {
+        case quant::T_IQ4_K:  // scales_h 2-bit fields 2, scales_l nibbles 1: (1 | 2 << 4) - 32
+            std::memset(b + 4, 0xAA, 4);
+            std::memset(b + 8, 0x11, 8);
+            for (int i = 0; i < 128; ++i) b[16 + i] = (uint8_t)(0x88 + 0x11 * (i % 3));  // levels 1, 13, 25
+            break;
+        case quant::T_IQ4_XS:
+            std::memset(b + 2, 0xAA, 2);
+            std::memset(b + 4, 0x11, 4);
+            for (int i = 0; i < 128; ++i) b[8 + i] = (uint8_t)(0x88 + 0x11 * (i % 3));
+            break;
+        case quant::T_Q6_K:
+            std::memset(b + 192, 1, 16);
+            break;
+        default:
+            break;
+    }
+}
+
 // `rows` rows of K gaussian weights quantized by the CPU registry, and their decoded values.
 template <class D>
 void random_weights(const quant::TypeTraits& tt, int64_t rows, int64_t K, std::mt19937& rng, std::vector<uint8_t>& w,
@@ -223,7 +246,9 @@ void random_weights(const quant::TypeTraits& tt, int64_t rows, int64_t K, std::m
     deq.assign((size_t)(rows * K), 0.f);
     for (int64_t r = 0; r < rows; ++r) {
         for (auto& v : wf) v = nd(rng);
+        if (r % 7 == 3) std::fill(wf.begin(), wf.begin() + 256, 0.f);  // an all-zero block
         tt.quantize(wf.data(), w.data() + r * rb, K, nullptr);
+        if (r % 7 == 5) small_scales(tt.id, w.data() + r * rb);
         for (int64_t e = 0; e < K; e += 8)
             D::decode8(w.data() + r * rb, e / D::kBlockElems, (int)((e % D::kBlockElems) / 8), &deq[r * K + e]);
     }
