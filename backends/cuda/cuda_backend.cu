@@ -95,9 +95,9 @@ public:
         const char* st = std::getenv("IKLLM_CUDA_STAGED");
         staged_ = st && std::string(st) == "1";
         const char* i8 = std::getenv("IKLLM_CUDA_INT8");
-        int8_ = i8 && std::string(i8) == "1";
+        int8_ = !(i8 && std::string(i8) == "0");
         const char* mma = std::getenv("IKLLM_CUDA_INT8_MMA");
-        int8_mma_ = mma && std::string(mma) == "1";
+        int8_mma_ = !(mma && std::string(mma) == "0");
         const char* g = std::getenv("IKLLM_CUDA_GRAPHS");
         graphs_ = !(g && std::string(g) == "0") && !profile_;
     }

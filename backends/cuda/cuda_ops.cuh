@@ -39,12 +39,13 @@ struct OpEnv {
     // Products on up to 8 tokens with weights of a type that has an integer view
     // (int8_codes.cuh: Q8_0, Q4_0, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS, IQ4_K) multiply int8
     // weight codes with the rounded activations' int8 codes (dp4a) instead of decoding to
-    // float. Same products up to float rounding. Off by default until measured on a GPU;
-    // IKLLM_CUDA_INT8=1 turns it on.
-    bool int8 = false;
+    // float, in the reference's CPU numerics (saturating pair sums for IQ4_XS / IQ4_K), as the
+    // CPU backend does. IKLLM_CUDA_INT8=0 turns it off (decode to float, exact products).
+    bool int8 = true;
     // The same for prompt batches (more than 8 tokens): int8 mma.sync on the tensor cores
-    // (mat_mma_int8.cu) instead of weights decoded to fp16. IKLLM_CUDA_INT8_MMA=1 turns it on.
-    bool int8_mma = false;
+    // (mat_mma_int8.cu) instead of weights decoded to fp16, with the reference's batch forms
+    // from 32 tokens per call. IKLLM_CUDA_INT8_MMA=0 turns it off.
+    bool int8_mma = true;
     // The op's session option batch_invariant (set per op by the executor): products never
     // take the reference's batch form (the CPU backend then multiplies in blocks of <= 15 tokens).
     bool batch_invariant = false;

@@ -404,7 +404,23 @@ struct ConvQ8Codes : Int8Plain {
     }
 };
 
-// Calls f(Int8Codes<T>{}) for the types above; false for every other type.
+}  // namespace ikllm::cuda
+
+// More views, one header per family (each defines its IKLLM_I8_*_TYPES(X) list).
+#include "int8_codes_iqk.cuh"
+#include "int8_codes_ks.cuh"
+
+namespace ikllm::cuda {
+
+#define IKLLM_I8_BASE_TYPES(X) X(T_Q8_0) X(T_Q4_0) X(T_IQ4_NL) X(T_Q4_K) X(T_Q5_K) X(T_Q6_K) X(T_IQ4_XS) X(T_IQ4_K)
+#define IKLLM_I8_ALL_TYPES(X) IKLLM_I8_BASE_TYPES(X) IKLLM_I8_IQK_TYPES(X) IKLLM_I8_KS_TYPES(X)
+
+// The types with an integer view (tests check that each of them is exercised).
+#define IKLLM_I8_ID(T) quant::T,
+inline constexpr uint32_t kInt8ViewTypes[] = {IKLLM_I8_ALL_TYPES(IKLLM_I8_ID)};
+#undef IKLLM_I8_ID
+
+// Calls f(Int8Codes<T>{}) for the types with a view; false for every other type.
 template <class F>
 bool dispatch_int8_type(uint32_t type, F&& f) {
     switch (type) {
@@ -412,14 +428,7 @@ bool dispatch_int8_type(uint32_t type, F&& f) {
     case quant::T:                    \
         f(Int8Codes<quant::T>{});     \
         return true;
-        IKLLM_I8_CASE(T_Q8_0)
-        IKLLM_I8_CASE(T_Q4_0)
-        IKLLM_I8_CASE(T_IQ4_NL)
-        IKLLM_I8_CASE(T_Q4_K)
-        IKLLM_I8_CASE(T_Q5_K)
-        IKLLM_I8_CASE(T_Q6_K)
-        IKLLM_I8_CASE(T_IQ4_XS)
-        IKLLM_I8_CASE(T_IQ4_K)
+        IKLLM_I8_ALL_TYPES(IKLLM_I8_CASE)
 #undef IKLLM_I8_CASE
         default:
             return false;

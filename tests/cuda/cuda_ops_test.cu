@@ -15,8 +15,10 @@
 // Outputs are poisoned with NaN before each run (unwritten values fail), padding between rows
 // must stay untouched, and input padding holds NaN (reads past a row fail).
 //
-// IKLLM_CUDA_INT8=1 / IKLLM_CUDA_INT8_MMA=1 select the int8 kernels (dp4a matrix-vector, int8
-// tensor cores) for the types with an integer view; the same tolerances apply.
+// The int8 kernels (dp4a matrix-vector, int8 tensor cores) run for the types with an integer
+// view unless IKLLM_CUDA_INT8=0 / IKLLM_CUDA_INT8_MMA=0 (as in the backend). They follow the reference's CPU numerics
+// like the CPU backend, so a weight case passes when GPU vs exact OR GPU vs CPU is within the
+// tolerance (the CPU's AMX bf16 kernels are turned off: IKLLM_AMX=0).
 // Exit status: 0 all passed, 1 some case failed, 77 no usable CUDA device (CTest: skipped).
 // `cuda_ops_test --cpu-only` runs only the CPU side of the weight cases against the exact
 // references (checks the harness itself where there is no GPU); type names (q4_K iq4_k ...)
@@ -167,10 +169,10 @@ struct Env {
         e.sm_count = 1;
         const char* st = std::getenv("IKLLM_CUDA_STAGED");  // 1: the staged matrix-vector kernel
         e.staged = st && std::string(st) == "1";
-        const char* i8 = std::getenv("IKLLM_CUDA_INT8");  // 1: the int8 (dp4a) matrix-vector kernel
-        e.int8 = i8 && std::string(i8) == "1";
-        const char* mma = std::getenv("IKLLM_CUDA_INT8_MMA");  // 1: the int8 tensor-core kernel
-        e.int8_mma = mma && std::string(mma) == "1";
+        const char* i8 = std::getenv("IKLLM_CUDA_INT8");  // 0: not the int8 (dp4a) matrix-vector kernel
+        e.int8 = !(i8 && std::string(i8) == "0");
+        const char* mma = std::getenv("IKLLM_CUDA_INT8_MMA");  // 0: not the int8 tensor-core kernel
+        e.int8_mma = !(mma && std::string(mma) == "0");
     }
 };
 void dsync(Env& env) {
@@ -553,7 +555,10 @@ void judge(const Judge& j, const std::vector<float>& gpu_buf, const std::vector<
     const Metrics ge = rel_err(gpu_buf, l, exact);
     const Metrics gc = ce.bad ? Metrics{INFINITY, 0} : rel_err(gpu_buf, l, as_ref(cpu_buf, l));
     const size_t clob = pad_clobbered(gpu_buf, l);
-    const bool ok = ge.bad == 0 && clob == 0 && ge.rel < j.tol;
+    // Close to the exact product, or to the CPU backend: the int8 kernels follow the reference's
+    // CPU numerics (saturating sums, re-encoded batch forms: backends/cuda/int8_codes.cuh),
+    // which are up to ~7 % away from the exact product for the IQ4 types.
+    const bool ok = ge.bad == 0 && clob == 0 && (ge.rel < j.tol || gc.rel < j.tol);
     std::printf("%-52s gpu-exact %.2e (tol %.0e)  cpu-exact %.2e  gpu-cpu %.2e  %s", j.label.c_str(), ge.rel, j.tol, ce.rel,
                 gc.rel, ok ? "ok" : "FAIL");
     if (ge.bad) std::printf(" [%zu NaN/inf/unwritten outputs]", ge.bad);
@@ -942,6 +947,7 @@ void print_summary() {
 }  // namespace
 
 int main(int argc, char** argv) {
+    setenv("IKLLM_AMX", "0", 1);  // the CPU reference in the reference's numerics (kernels/matmul.h)
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--cpu-only") == 0) g_gpu = false;
         else if (argv[i][0] != '-' && quant::find_type_by_name(argv[i])) g_only.push_back(quant::find_type_by_name(argv[i])->name);

@@ -78,9 +78,10 @@ run_test "block decoders (host + device)" "$logs/decode.txt" "$dec"
 i8=$build/cuda_int8_codes_host_test; [ -x "$i8" ] || i8=$build/backends/cuda/cuda_int8_codes_host_test
 run_test "int8 weight codes (host + device)" "$logs/int8_codes.txt" "$i8"
 run_test "ops vs CPU backend" "$logs/ops.txt" "$build/cuda_ops_test"
-# The int8 kernels, opt-in until measured: dp4a for generation (OpEnv::int8), int8 mma for
-# prompt batches (OpEnv::int8_mma).
-IKLLM_CUDA_INT8=1 IKLLM_CUDA_INT8_MMA=1 run_test "ops vs CPU backend, IKLLM_CUDA_INT8(_MMA)=1" "$logs/ops_int8.txt" \
+# The int8 kernels (dp4a for generation, int8 mma for prompt batches; the reference's numerics)
+# are the default for their 8 types; the same types again through the float kernels they replace
+# (IKLLM_CUDA_INT8=0, IKLLM_CUDA_INT8_MMA=0: decode to f32 / fp16 tensor cores).
+IKLLM_CUDA_INT8=0 IKLLM_CUDA_INT8_MMA=0 run_test "ops vs CPU backend, IKLLM_CUDA_INT8(_MMA)=0" "$logs/ops_float.txt" \
   "$build/cuda_ops_test" q8_0 q4_0 iq4_nl q4_K q5_K q6_K iq4_xs iq4_k
 # Session paths (decode, state save/load, shifts, sequence copies) on the GPU vs the CPU, when
 # the gtest suite was built (IKLLM_BUILD_TESTS=ON).
@@ -101,8 +102,8 @@ if [ -f "$shared/tools/compare_logits.py" ]; then
     run_test "refdata logits, $tag ($args)" "$logs/refdata_$tag.txt" "${py:-python3}" tests/refdata/check_logits.py \
       "$cli" "$shared" --args "$args" $stems
   done
-  IKLLM_CUDA_INT8=1 IKLLM_CUDA_INT8_MMA=1 run_test "refdata logits, full, IKLLM_CUDA_INT8(_MMA)=1" \
-    "$logs/refdata_full_int8.txt" "${py:-python3}" \
+  IKLLM_CUDA_INT8=0 IKLLM_CUDA_INT8_MMA=0 run_test "refdata logits, full, IKLLM_CUDA_INT8(_MMA)=0" \
+    "$logs/refdata_full_float.txt" "${py:-python3}" \
     tests/refdata/check_logits.py "$cli" "$shared" --args "-ngl 99" $stems
 else
   row "refdata logits" skip "no $shared/tools/compare_logits.py"
@@ -141,13 +142,13 @@ if [ "$do_bench" = 1 ] && [ -x "$build/ikllm-make-bench" ]; then
   }
   for m in llama-8b-q4_0 llama-8b-q8_0 llama-8b-iq4_k; do
     bench "$m full PP512/TG128" "$bench_dir/$m.gguf" -ngl 99 -p 512 -n 128
-    IKLLM_CUDA_INT8=1 IKLLM_CUDA_INT8_MMA=1 bench "$m full PP512/TG128, IKLLM_CUDA_INT8(_MMA)=1" "$bench_dir/$m.gguf" \
+    IKLLM_CUDA_INT8=0 IKLLM_CUDA_INT8_MMA=0 bench "$m full PP512/TG128, IKLLM_CUDA_INT8(_MMA)=0" "$bench_dir/$m.gguf" \
       -ngl 99 -p 512 -n 128
     bench "$m full PP2048" "$bench_dir/$m.gguf" -ngl 99 -p 2048 -n 0
   done
   for m in qwen3moe-a3b-8l-q4_K_M deepseek2-v3-4l-iq4_k; do
     bench "$m full" "$bench_dir/$m.gguf" -ngl 99 -p 512 -n 128
-    IKLLM_CUDA_INT8=1 IKLLM_CUDA_INT8_MMA=1 bench "$m full, IKLLM_CUDA_INT8(_MMA)=1" "$bench_dir/$m.gguf" -ngl 99 \
+    IKLLM_CUDA_INT8=0 IKLLM_CUDA_INT8_MMA=0 bench "$m full, IKLLM_CUDA_INT8(_MMA)=0" "$bench_dir/$m.gguf" -ngl 99 \
       -p 512 -n 128
     bench "$m exps=CPU" "$bench_dir/$m.gguf" -ngl 99 -ot exps=CPU -p 512 -n 128
     # Prompt batches with the CPU's experts streamed to the GPU per op (offload_min_batch): where
