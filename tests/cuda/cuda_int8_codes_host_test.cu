@@ -7,8 +7,9 @@
 //   3. a whole row's product with int8 activation codes, computed the kernel's way (per chunk:
 //      xd * (scale * dp4a-sum + bias * code-sum)), is within 2e-6 (relative) of the double
 //      product of the decoded weights and the activation values.
-// When a GPU is present the device versions (byte_perm lookups, dp4a) are run on the same rows
-// and must equal the host's bit for bit. Exit code 1 on any mismatch.
+// When a GPU is present the device versions (byte_perm lookups, dp4a; for kSat views the
+// saturating product of sat8 through dp2a) are run on the same rows and must equal the host's
+// bit for bit. Exit code 1 on any mismatch.
 #include <cmath>
 #include <iterator>
 #include <cstdio>
@@ -29,7 +30,7 @@ constexpr int64_t kNe0 = 768;  // a multiple of 256
 
 // Value i of the chunk the kernel's way, and the chunk's product with activation codes xq.
 template <class C>
-IKLLM_HD void chunk_eval(const uint8_t* row, int64_t c, const int8_t* xq, float vals[8], float* dot) {
+IKLLM_HD void chunk_eval(const uint8_t* row, int64_t c, const int8_t* xq, float vals[8], float* dot, float* sat) {
     constexpr int cpb = C::D::kBlockElems / 8;
     uint32_t lo, hi;
     float scale, bias;
@@ -41,45 +42,56 @@ IKLLM_HD void chunk_eval(const uint8_t* row, int64_t c, const int8_t* xq, float 
     float v = bd::fmul(scale, (float)bd::dp4a(lo, x0, bd::dp4a(hi, x1, 0)));  // uncontracted: device == host
     if (C::kHasBias) v = bd::fadd(v, bd::fmul(bias, (float)bd::dp4a(0x01010101u, x0, bd::dp4a(0x01010101u, x1, 0))));
     *dot = v;
+    *sat = 0.f;
+    if constexpr (C::kSat) {  // the small-batch product of mat_vec_int8_kernel
+        int icorr;
+        C::sat8(row, c / cpb, (int)(c % cpb), lo, hi, scale, icorr);
+        const int qs = bd::dp4a(0x01010101u, x0, bd::dp4a(0x01010101u, x1, 0));
+        *sat = bd::fmul(scale, bd::i2f(bd::sat_dot8(lo, hi, x0, x1) + icorr * qs));
+    }
 }
 
 template <class C>
-__global__ void eval_kernel(const uint8_t* q, size_t rb, const int8_t* xq, float* vals, float* dots) {
+__global__ void eval_kernel(const uint8_t* q, size_t rb, const int8_t* xq, float* vals, float* dots, float* sats) {
     const int64_t chunks = kNe0 / 8;
     const int r = blockIdx.y;
     for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x)
-        chunk_eval<C>(q + r * rb, c, xq + c * 8, vals + (r * kNe0 + c * 8), dots + r * chunks + c);
+        chunk_eval<C>(q + r * rb, c, xq + c * 8, vals + (r * kNe0 + c * 8), dots + r * chunks + c, sats + r * chunks + c);
 }
 
 template <class C>
 void eval_host(const std::vector<uint8_t>& q, size_t rb, const std::vector<int8_t>& xq, std::vector<float>& vals,
-               std::vector<float>& dots) {
+               std::vector<float>& dots, std::vector<float>& sats) {
     const int64_t chunks = kNe0 / 8;
     for (int r = 0; r < kRows; ++r)
         for (int64_t c = 0; c < chunks; ++c)
-            chunk_eval<C>(q.data() + r * rb, c, xq.data() + c * 8, &vals[r * kNe0 + c * 8], &dots[r * chunks + c]);
+            chunk_eval<C>(q.data() + r * rb, c, xq.data() + c * 8, &vals[r * kNe0 + c * 8], &dots[r * chunks + c],
+                          &sats[r * chunks + c]);
 }
 
 template <class C>
 bool eval_device(const std::vector<uint8_t>& q, size_t rb, const std::vector<int8_t>& xq, std::vector<float>& vals,
-                 std::vector<float>& dots) {
+                 std::vector<float>& dots, std::vector<float>& sats) {
     uint8_t* dq = nullptr;
     int8_t* dx = nullptr;
-    float *dv = nullptr, *dd = nullptr;
+    float *dv = nullptr, *dd = nullptr, *ds = nullptr;
     bool ok = cudaMalloc(&dq, q.size()) == cudaSuccess && cudaMalloc(&dx, xq.size()) == cudaSuccess &&
-              cudaMalloc(&dv, 4 * vals.size()) == cudaSuccess && cudaMalloc(&dd, 4 * dots.size()) == cudaSuccess;
+              cudaMalloc(&dv, 4 * vals.size()) == cudaSuccess && cudaMalloc(&dd, 4 * dots.size()) == cudaSuccess &&
+              cudaMalloc(&ds, 4 * sats.size()) == cudaSuccess;
     if (ok) {
         cudaMemcpy(dq, q.data(), q.size(), cudaMemcpyHostToDevice);
         cudaMemcpy(dx, xq.data(), xq.size(), cudaMemcpyHostToDevice);
-        eval_kernel<C><<<dim3(1, kRows), 64>>>(dq, rb, dx, dv, dd);
+        eval_kernel<C><<<dim3(1, kRows), 64>>>(dq, rb, dx, dv, dd, ds);
         ok = cudaDeviceSynchronize() == cudaSuccess &&
              cudaMemcpy(vals.data(), dv, 4 * vals.size(), cudaMemcpyDeviceToHost) == cudaSuccess &&
-             cudaMemcpy(dots.data(), dd, 4 * dots.size(), cudaMemcpyDeviceToHost) == cudaSuccess;
+             cudaMemcpy(dots.data(), dd, 4 * dots.size(), cudaMemcpyDeviceToHost) == cudaSuccess &&
+             cudaMemcpy(sats.data(), ds, 4 * sats.size(), cudaMemcpyDeviceToHost) == cudaSuccess;
     }
     cudaFree(dq);
     cudaFree(dx);
     cudaFree(dv);
     cudaFree(dd);
+    cudaFree(ds);
     return ok;
 }
 
@@ -99,7 +111,8 @@ bool test_type(uint32_t id, std::mt19937& rng) {
     const size_t rb = quant::row_bytes(*tt, kNe0);
     const int64_t chunks = kNe0 / 8;
     std::vector<uint8_t> q(rb * kRows);
-    std::vector<float> x((size_t)kNe0), dec((size_t)(kRows * kNe0)), vals(dec.size()), dots((size_t)(kRows * chunks));
+    std::vector<float> x((size_t)kNe0), dec((size_t)(kRows * kNe0)), vals(dec.size()), dots((size_t)(kRows * chunks)),
+        sats(dots.size());
     std::vector<int8_t> xq((size_t)kNe0);
     std::normal_distribution<float> nd(0.0f, 1.0f);
     long value_bad = 0, dot_bad = 0, dev_bad = 0, group_bad = 0;
@@ -132,7 +145,7 @@ bool test_type(uint32_t id, std::mt19937& rng) {
                 group_bad += !same_value(bi[0], bi[1]);
             }
         for (auto& v : xq) v = (int8_t)((int)(rng() % 255) - 127);
-        eval_host<C>(q, rb, xq, vals, dots);
+        eval_host<C>(q, rb, xq, vals, dots, sats);
         for (size_t i = 0; i < dec.size(); ++i) value_bad += !same_value(dec[i], vals[i]);
         if (quantized) {
             const float xd = 0.0123f;
@@ -149,12 +162,13 @@ bool test_type(uint32_t id, std::mt19937& rng) {
             }
         }
         if (g_have_gpu) {
-            std::vector<float> gv(vals.size()), gd(dots.size());
-            if (!eval_device<C>(q, rb, xq, gv, gd)) {
+            std::vector<float> gv(vals.size()), gd(dots.size()), gs(sats.size());
+            if (!eval_device<C>(q, rb, xq, gv, gd, gs)) {
                 ++dev_bad;
             } else {
                 for (size_t i = 0; i < gv.size(); ++i) dev_bad += !same_bits(gv[i], vals[i]) && !(std::isnan(gv[i]) && std::isnan(vals[i]));
                 for (size_t i = 0; i < gd.size(); ++i) dev_bad += !same_bits(gd[i], dots[i]) && !(std::isnan(gd[i]) && std::isnan(dots[i]));
+                for (size_t i = 0; i < gs.size(); ++i) dev_bad += !same_bits(gs[i], sats[i]) && !(std::isnan(gs[i]) && std::isnan(sats[i]));
             }
         }
     }
