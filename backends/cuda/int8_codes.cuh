@@ -359,6 +359,37 @@ struct F16ScaleCodes : C {
     }
 };
 
+template <>
+struct Int8Codes<quant::T_Q3_K> : Int8Plain {
+    using D = BlockDecoder<quant::T_Q3_K>;
+    static constexpr bool kHasBias = false;
+    static constexpr bool kScale16 = true;
+    static constexpr bool kConv = true;
+    static constexpr float kConvD0 = 1.0f / 127.0f;
+    // Codes q - (high bit ? 0 : 4) in -4..3, the 6-bit scale of their 16 weights and d.
+    IKLLM_HD static void conv8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, int& isc, float& dw) {
+        const uint8_t* b = D::block(row, ib);
+        const uint8_t* S = b + 96;
+        const int s = chunk >> 1;
+        const int low4 = s < 8 ? (S[s] & 15) : (S[s - 8] >> 4);
+        isc = (low4 | ((S[8 + (s & 3)] >> (2 * (s >> 2))) & 3) << 4) - 32;
+        dw = bd::ldh(b + 108);
+        const uint8_t* q = b + 32 + bd::p2_off(chunk);
+        const uint8_t* h = b + bd::hb_off(chunk);
+        const int sh = bd::p2_shift(chunk), hs = bd::hb_shift(chunk);
+        lo = bd::sub_bytes(((bd::ld32<2>(q) >> sh) & 0x03030303u) | ((bd::ld32<2>(h) >> hs) & 0x01010101u) << 2, 4);
+        hi = bd::sub_bytes(((bd::ld32<2>(q + 4) >> sh) & 0x03030303u) | ((bd::ld32<2>(h + 4) >> hs) & 0x01010101u) << 2, 4);
+    }
+    IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
+                                float& bias) {
+        int isc;
+        float dw;
+        conv8(row, ib, chunk, lo, hi, isc, dw);
+        scale = dw * bd::i2f(isc);
+        bias = 0.f;
+    }
+};
+
 // A kSymBatch type as the reference multiplies it in calls of 32 tokens or more.
 template <class C>
 struct SymBatchCodes : C {
@@ -412,7 +443,7 @@ struct ConvQ8Codes : Int8Plain {
 
 namespace ikllm::cuda {
 
-#define IKLLM_I8_BASE_TYPES(X) X(T_Q8_0) X(T_Q4_0) X(T_IQ4_NL) X(T_Q4_K) X(T_Q5_K) X(T_Q6_K) X(T_IQ4_XS) X(T_IQ4_K)
+#define IKLLM_I8_BASE_TYPES(X) X(T_Q8_0) X(T_Q4_0) X(T_IQ4_NL) X(T_Q4_K) X(T_Q5_K) X(T_Q6_K) X(T_Q3_K) X(T_IQ4_XS) X(T_IQ4_K)
 #define IKLLM_I8_ALL_TYPES(X) IKLLM_I8_BASE_TYPES(X) IKLLM_I8_IQK_TYPES(X) IKLLM_I8_KS_TYPES(X)
 
 // The types with an integer view (tests check that each of them is exercised).
