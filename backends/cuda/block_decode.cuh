@@ -791,72 +791,102 @@ IKLLM_UNROLL
 
 // ---- trellis types (§10): per-row float32 scale ----------------------------------------------
 
-template <>
-struct BlockDecoder<quant::T_IQ1_KT> : DecoderBase<256, 56, 4, 4> {
+// values(): the sub-block scale sl = d * s and the chunk's 8 generated integers v (|v| <= 126;
+// the integer view of int8_codes_kt.cuh uses them too); decode8 = sl * v.
+template <class Self>
+struct KtDecoder {
     IKLLM_HD static void decode8(const uint8_t* row, int64_t ib, int chunk, float out[8]) {
+        float sl;
+        int v[8];
+        Self::values(row, ib, chunk, sl, v);
+IKLLM_UNROLL
+        for (int i = 0; i < 8; ++i) out[i] = sl * bd::i2f(v[i]);
+    }
+};
+
+template <>
+struct BlockDecoder<quant::T_IQ1_KT> : DecoderBase<256, 56, 4, 4>, KtDecoder<BlockDecoder<quant::T_IQ1_KT>> {
+    IKLLM_HD static void values(const uint8_t* row, int64_t ib, int chunk, float& sl, int (&v)[8]) {
         const float d = bd::ldf<4>(row);
         const uint8_t* b = block(row, ib);
         const int j = chunk >> 2, g = chunk & 3;
         const uint32_t sh = b[j];
         constexpr bd::Lut16 lut = bd::kIq4nlLut;
-        const float sl = d * bd::i2f(lut(sh & 15));
+        sl = d * bd::i2f(lut(sh & 15));
         const uint32_t c = b[8 + 4 * j + g] | ((b[40 + 4 * (j & 3) + g] >> (4 * (j >> 2))) & 15) << 8 |
                            ((sh >> (4 + g)) & 1) << 12;
         uint32_t x = c + bd::kKtOffset;
 IKLLM_UNROLL
         for (int i = 0; i < 8; ++i) {
             x *= bd::kKtMult;
-            out[i] = sl * bd::i2f(bd::kt_value(x));
+            v[i] = bd::kt_value(x);
         }
     }
 };
 
 template <>
-struct BlockDecoder<quant::T_IQ2_KT> : DecoderBase<256, 68, 4, 4> {
-    IKLLM_HD static void decode8(const uint8_t* row, int64_t ib, int chunk, float out[8]) {
+struct BlockDecoder<quant::T_IQ2_KT> : DecoderBase<256, 68, 4, 4>, KtDecoder<BlockDecoder<quant::T_IQ2_KT>> {
+    IKLLM_HD static void values(const uint8_t* row, int64_t ib, int chunk, float& sl, int (&v)[8]) {
         const float d = bd::ldf<4>(row);
         const uint8_t* b = block(row, ib);
         const int j = chunk >> 2;
         constexpr bd::Lut16 lut = bd::kIq4nlLut;
-        const float sl = d * bd::i2f(lut((b[j & 3] >> (4 * (j >> 2))) & 15));
+        sl = d * bd::i2f(lut((b[j & 3] >> (4 * (j >> 2))) & 15));
         uint32_t x = bd::ld16(b + 4 + 2 * chunk) + bd::kKtOffset;
 IKLLM_UNROLL
         for (int i = 0; i < 8; ++i) {
             x *= bd::kKtMult;
-            out[i] = sl * bd::i2f(bd::kt_value(x));
+            v[i] = bd::kt_value(x);
         }
     }
 };
 
+// IQ3_KT: magnitudes |v| with a sign bit per weight; decode8 flips the sign bit of the product
+// (so a zero with its sign bit set is -0, as the CPU's dequantization gives).
 template <>
 struct BlockDecoder<quant::T_IQ3_KT> : DecoderBase<256, 100, 4, 4> {
-    IKLLM_HD static void decode8(const uint8_t* row, int64_t ib, int chunk, float out[8]) {
+    IKLLM_HD static void magnitudes(const uint8_t* row, int64_t ib, int chunk, float& sl, int (&a)[8], uint32_t& neg) {
         const float d = bd::ldf<4>(row);
         const uint8_t* b = block(row, ib);
         const int j = chunk >> 2;
-        const float sl = d * bd::i2f(((b[j & 3] >> (4 * (j >> 2))) & 15));
+        sl = d * bd::i2f(((b[j & 3] >> (4 * (j >> 2))) & 15));
         const bd::B8<4> sg(b + 68 + bd::hb_off(chunk));
         const int hs = bd::hb_shift(chunk);
         uint32_t x = bd::ld16(b + 4 + 2 * chunk) + bd::kKtOffset;
+        neg = 0;
 IKLLM_UNROLL
         for (int i = 0; i < 8; ++i) {
             x *= bd::kKtMult;
             const int v = bd::kt_value(x);
-            const float a = sl * bd::i2f((v < 0 ? -v : v));
-            out[i] = bd::u2f(bd::f2u(a) ^ (((sg[i] >> hs) & 1) << 31));
+            a[i] = v < 0 ? -v : v;
+            neg |= ((sg[i] >> hs) & 1) << i;
         }
+    }
+    IKLLM_HD static void values(const uint8_t* row, int64_t ib, int chunk, float& sl, int (&v)[8]) {
+        uint32_t neg;
+        magnitudes(row, ib, chunk, sl, v, neg);
+IKLLM_UNROLL
+        for (int i = 0; i < 8; ++i) v[i] = (neg >> i) & 1 ? -v[i] : v[i];
+    }
+    IKLLM_HD static void decode8(const uint8_t* row, int64_t ib, int chunk, float out[8]) {
+        float sl;
+        int a[8];
+        uint32_t neg;
+        magnitudes(row, ib, chunk, sl, a, neg);
+IKLLM_UNROLL
+        for (int i = 0; i < 8; ++i) out[i] = bd::u2f(bd::f2u(sl * bd::i2f(a[i])) ^ ((neg >> i) & 1) << 31);
     }
 };
 
 template <>
-struct BlockDecoder<quant::T_IQ4_KT> : DecoderBase<256, 128, 4, 4> {
-    IKLLM_HD static void decode8(const uint8_t* row, int64_t ib, int chunk, float out[8]) {
+struct BlockDecoder<quant::T_IQ4_KT> : DecoderBase<256, 128, 4, 4>, KtDecoder<BlockDecoder<quant::T_IQ4_KT>> {
+    IKLLM_HD static void values(const uint8_t* row, int64_t ib, int chunk, float& sl, int (&v)[8]) {
         const float d = bd::ldf<4>(row);
         const uint8_t* b = block(row, ib);
         const int j = chunk >> 2;
         const uint32_t s = bd::ld32<4>(b + 4 * j);
         const uint32_t offset = (s & 1) ? bd::kKtOffsetOdd : bd::kKtOffset;
-        const float sl = d * bd::i2f(((int)((s & 255) >> 1) - 64));
+        sl = d * bd::i2f(((int)((s & 255) >> 1) - 64));
         const int jj0 = 2 * chunk;  // 8*j + g for g = 2*(chunk&3) and +1
         const uint32_t lo = bd::ld16(b + 32 + jj0);
         const uint32_t nb = b[96 + (jj0 & 31)] | (uint32_t)b[96 + ((jj0 + 1) & 31)] << 8;
@@ -869,7 +899,7 @@ IKLLM_UNROLL
 IKLLM_UNROLL
             for (int i = 0; i < 4; ++i) {
                 x *= bd::kKtMult;
-                out[4 * h + i] = sl * bd::i2f(bd::kt_value(x));
+                v[4 * h + i] = bd::kt_value(x);
             }
         }
     }

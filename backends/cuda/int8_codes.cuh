@@ -25,6 +25,8 @@
 //    accumulated in the reference's float order with its offset of 127 (SymBatchCodes; CPU:
 //    legacy_sym_accum.h, SymBatchAccum): per block a = fma(dw * da, sum((v + 127) q), a),
 //    b = fma(dw, da * sum(q), b); the product is fma(-127, b, a).
+//  * KT types: the scale of a 32-weight sub-block times 1.05 (IQ2_KT) or 1.01 (IQ3_KT)
+//    (matmul_scale; CPU: trellis_kt.h), fp16-rounded from 32 tokens on (kConvF16Scales).
 //  * kConv32 types (Q6_K), calls of kConv32MinTokens (64) tokens or more: every 32 weights
 //    re-encoded to int8 with one fp16 scale (conv32_encode_kernel; CPU: kquant_q6k_conv.h),
 //    then accumulated like kSymBatch.
@@ -129,6 +131,9 @@ struct Int8Codes;  // types without an integer view use the decode-to-float kern
 struct Int8Plain {
     static constexpr bool kSat = false, kConv = false, kConvF16Scales = false, kSymBatch = false, kConv32 = false;
     static constexpr bool kSymAccum = false;  // the kernel accumulates in the SymBatchAccum order
+    // The scale a product uses for codes8's scale (the KT types' reference matmul multiplies
+    // theirs by a factor their dequantization does not have).
+    IKLLM_HD static float matmul_scale(float s) { return s; }
 };
 
 template <>
@@ -347,16 +352,17 @@ struct Int8Codes<quant::T_IQ4_K> : Int8Plain {
     }
 };
 
-// Q4_K / Q5_K as the reference multiplies them in calls of 32 tokens or more: the per-32
-// scale and bias rounded to fp16.
+// Q4_K / Q5_K (and the KT types) as the reference multiplies them in calls of 32 tokens or
+// more: the per-32 scale (times the KT factor) and bias rounded to fp16.
 template <class C>
 struct F16ScaleCodes : C {
     IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
                                 float& bias) {
         C::codes8(row, ib, chunk, lo, hi, scale, bias);
-        scale = bd::round_f16(scale);
+        scale = bd::round_f16(C::matmul_scale(scale));
         bias = bd::round_f16(bias);
     }
+    IKLLM_HD static float matmul_scale(float s) { return s; }
 };
 
 template <>
@@ -440,11 +446,12 @@ struct ConvQ8Codes : Int8Plain {
 // More views, one header per family (each defines its IKLLM_I8_*_TYPES(X) list).
 #include "int8_codes_iqk.cuh"
 #include "int8_codes_ks.cuh"
+#include "int8_codes_kt.cuh"
 
 namespace ikllm::cuda {
 
 #define IKLLM_I8_BASE_TYPES(X) X(T_Q8_0) X(T_Q4_0) X(T_IQ4_NL) X(T_Q4_K) X(T_Q5_K) X(T_Q6_K) X(T_Q3_K) X(T_IQ4_XS) X(T_IQ4_K)
-#define IKLLM_I8_ALL_TYPES(X) IKLLM_I8_BASE_TYPES(X) IKLLM_I8_IQK_TYPES(X) IKLLM_I8_KS_TYPES(X)
+#define IKLLM_I8_ALL_TYPES(X) IKLLM_I8_BASE_TYPES(X) IKLLM_I8_IQK_TYPES(X) IKLLM_I8_KS_TYPES(X) IKLLM_I8_KT_TYPES(X)
 
 // The types with an integer view (tests check that each of them is exercised).
 #define IKLLM_I8_ID(T) quant::T,

@@ -40,6 +40,7 @@ __device__ inline void load_chunks(const MatArgs& a, const uint8_t* wz, int64_t 
         const int64_t n = min(n0 + j / 4, a.N - 1);
         const int64_t c = k0 / 8 + j % 4;
         C::codes8(wz + n * a.w_row, c / cpb, (int)(c % cpb), ch[i].lo, ch[i].hi, ch[i].scale, ch[i].bias);
+        ch[i].scale = C::matmul_scale(ch[i].scale);
     }
 }
 

@@ -43,7 +43,10 @@ __global__ void __launch_bounds__(32 * kVecWarps) mat_vec_int8_kernel(MatArgs a)
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             if constexpr (C::kSat) C::sat8(rows[r], c / cpb, (int)(c % cpb), lo[r], hi[r], sc[r], icorr[r]);
-            else C::codes8(rows[r], c / cpb, (int)(c % cpb), lo[r], hi[r], sc[r], bi[r]);
+            else {
+                C::codes8(rows[r], c / cpb, (int)(c % cpb), lo[r], hi[r], sc[r], bi[r]);
+                sc[r] = C::matmul_scale(sc[r]);
+            }
         }
 #pragma unroll
         for (int i = 0; i < NT; ++i) {
