@@ -148,7 +148,13 @@ void launch(dim3 grid, int threads, F kernel) {
     constexpr size_t kStack = 256 * 1024;
     const std::function<void()> fn = kernel;
     g_kernel = &fn;
-    std::unique_ptr<char[]> stacks(new char[kStack * (size_t)threads]);
+    // Fiber stacks kept across launches (fresh ones cost a page fault per page every launch).
+    static std::unique_ptr<char[]> stacks;
+    static int stack_threads = 0;
+    if (threads > stack_threads) {
+        stacks.reset(new char[kStack * (size_t)threads]);
+        stack_threads = threads;
+    }
     std::vector<Fiber> fibers((size_t)threads);
     for (unsigned bz = 0; bz < grid.z; ++bz)
         for (unsigned by = 0; by < grid.y; ++by)
