@@ -12,13 +12,15 @@
 //
 // The reference's CPU numerics (backends/cpu/kernels/kquant_unpack.h), which the CPU backend
 // reproduces and the GPU follows where a type has this view:
-//  * kSat types (IQ4_XS, IQ4_K), calls of fewer than 32 tokens: levels are multiplied as
-//    unsigned bytes v = first-set level + 128 and each pair sum saturates to int16 (x86
-//    maddubs): sat8 gives v, the scale, and icorr = shift - 128 with
+//  * kSat types (IQ4_XS, IQ4_K, IQ5_K, IQ6_K, IQ4_KS, IQ5_KS, IQ4_KSS), calls of fewer than
+//    32 tokens: levels are multiplied as unsigned bytes v = first-set level + 128 and each
+//    pair sum saturates to int16 (x86 maddubs): sat8 gives v, the scale, and
+//    icorr = shift - 128 with
 //        weight . q = scale * (satdot(v, q) + icorr * sum(q)).
-//  * kConv types (the same two), calls of 32 tokens or more: every 256-weight block is
-//    re-encoded to int8 with one fp16 scale (conv8 gives the exact integers P = isc * level;
-//    conv_encode_kernel in mat_mma_int8_kernel.cuh does the rest), multiplied exactly.
+//  * kConv types (those, Q3_K, IQ2_K, IQ3_K, IQ2_KS, IQ3_KS, IQ2_KL), calls of 32 tokens or
+//    more: every 256-weight block is re-encoded to int8 with one fp16 scale (conv8 gives the
+//    exact integers P = isc * level; conv_encode_kernel in mat_mma_int8_kernel.cuh does the
+//    rest), multiplied exactly.
 //  * kConvF16Scales types (Q4_K, Q5_K), calls of 32 tokens or more: the per-32 scale and bias
 //    rounded to fp16 (F16ScaleCodes).
 //  * kSymBatch types (Q8_0, Q4_0, IQ4_NL), calls of 32 tokens or more: the exact per-32 sums
@@ -134,7 +136,82 @@ struct Int8Plain {
     // The scale a product uses for codes8's scale (the KT types' reference matmul multiplies
     // theirs by a factor their dequantization does not have).
     IKLLM_HD static float matmul_scale(float s) { return s; }
+    // scale * code + bias equals BlockDecoder::decode8 (IQ6_K: its matmul's integer levels do not).
+    static constexpr bool kCodesDecode = true;
 };
+
+// Building blocks of views.
+namespace i8 {
+
+// Four 8-entry table lookups at once: bytes of n (each 0..7) -> bytes of the table {t1:t0}.
+IKLLM_HD uint32_t lut8x4(uint32_t t0, uint32_t t1, uint32_t n) {
+    const uint32_t u = n | (n >> 4);
+    return bd::byte_perm(t0, t1, (u & 0xFFu) | ((u >> 8) & 0xFF00u));  // nibble i selects byte i
+}
+
+// codes8 of a view from its conv8: the scale d * isc, as decode8 forms it.
+template <class V>
+struct Scaled : Int8Plain {
+    IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
+                                float& bias) {
+        int isc;
+        float dw;
+        V::conv8(row, ib, chunk, lo, hi, isc, dw);
+        scale = dw * bd::i2f(isc);
+        bias = 0.f;
+    }
+};
+
+// conv8 / sat8 of a type with two value sets, the second = the first + V::kShift (the CPU's
+// corr = set * kShift * sc, then -128 * sc of to_sat). V::parts gives the chunk's 8 level
+// indices, integer scale, d and set; V::levels maps indices to the levels of a set.
+template <class V>
+struct TwoSets : Scaled<V> {
+    IKLLM_HD static void conv8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, int& isc, float& dw) {
+        uint32_t n_lo, n_hi;
+        bool second;
+        V::parts(row, ib, chunk, n_lo, n_hi, isc, dw, second);
+        V::levels(n_lo, n_hi, second, lo, hi);
+    }
+    // First-set level + 128 as unsigned bytes; the set's shift and the -128 go to icorr, so
+    // icorr * sc is the CPU's corr of the 16-weight halves.
+    IKLLM_HD static void sat8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
+                              int& icorr) {
+        uint32_t n_lo, n_hi;
+        int isc;
+        float dw;
+        bool second;
+        V::parts(row, ib, chunk, n_lo, n_hi, isc, dw, second);
+        scale = dw * bd::i2f(isc);
+        V::levels(n_lo, n_hi, false, lo, hi);
+        lo ^= 0x80808080u;
+        hi ^= 0x80808080u;
+        icorr = (second ? V::kShift : 0) - 128;
+    }
+};
+
+// The IQ4_K level table (both IQ4_KS and IQ4_KSS): second set = first + 4.
+struct Iq4kLevels {
+    static constexpr int kShift = 4;
+    IKLLM_HD static void levels(uint32_t n_lo, uint32_t n_hi, bool second, uint32_t& lo, uint32_t& hi) {
+        constexpr bd::Lut16 l0 = bd::kIq4kLut0, l1 = bd::kIq4kLut1;
+        const bd::Lut16 lut = bd::sel_lut16(second, l0, l1);
+        lo = bd::lut4(lut, n_lo);
+        hi = bd::lut4(lut, n_hi);
+    }
+};
+
+// The IQ4_NL level table (IQ4_XS): one value set.
+struct Iq4nlLevels {
+    static constexpr int kShift = 0;
+    IKLLM_HD static void levels(uint32_t n_lo, uint32_t n_hi, bool, uint32_t& lo, uint32_t& hi) {
+        constexpr bd::Lut16 lut = bd::kIq4nlLut;
+        lo = bd::lut4(lut, n_lo);
+        hi = bd::lut4(lut, n_hi);
+    }
+};
+
+}  // namespace i8
 
 template <>
 struct Int8Codes<quant::T_Q8_0> : Int8Plain {
@@ -226,7 +303,7 @@ struct Int8Codes<quant::T_Q5_K> : Int8Plain {
 };
 
 template <>
-struct Int8Codes<quant::T_Q6_K> : Int8Plain {
+struct Int8Codes<quant::T_Q6_K> : i8::Scaled<Int8Codes<quant::T_Q6_K>> {
     using D = BlockDecoder<quant::T_Q6_K>;
     static constexpr bool kHasBias = false;
     static constexpr bool kScale16 = true;
@@ -244,18 +321,10 @@ struct Int8Codes<quant::T_Q6_K> : Int8Plain {
         isc = (int8_t)b[192 + (chunk >> 1)];
         dw = bd::ldh(b + 208);
     }
-    IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
-                                float& bias) {
-        int isc;
-        float dw;
-        conv8(row, ib, chunk, lo, hi, isc, dw);
-        scale = dw * bd::i2f(isc);
-        bias = 0.f;
-    }
 };
 
 template <>
-struct Int8Codes<quant::T_IQ4_XS> : Int8Plain {
+struct Int8Codes<quant::T_IQ4_XS> : i8::TwoSets<Int8Codes<quant::T_IQ4_XS>>, i8::Iq4nlLevels {
     using D = BlockDecoder<quant::T_IQ4_XS>;
     static constexpr bool kHasBias = false;
     static constexpr bool kScale16 = false;
@@ -263,44 +332,22 @@ struct Int8Codes<quant::T_IQ4_XS> : Int8Plain {
     static constexpr float kConvD0 = 1.0f / 127.0f;
     // The chunk's 8 level indices (nibbles, bytes of n_lo / n_hi), integer scale and d.
     IKLLM_HD static void parts(const uint8_t* row, int64_t ib, int chunk, uint32_t& n_lo, uint32_t& n_hi, int& isc,
-                               float& dw) {
+                               float& dw, bool& second) {
         const uint8_t* b = D::block(row, ib);
         const int j = chunk >> 2;
         const uint32_t sh16 = bd::ld16(b + 2);
         isc = (int)(((b[4 + (j >> 1)] >> (4 * (j & 1))) & 15) | ((sh16 >> (2 * j)) & 3) << 4) - 32;
         dw = bd::ldh(b);
+        second = false;
         const uint8_t* q = b + 8 + bd::p4n_off(chunk);
         const int sh = bd::p4n_shift(chunk);
         n_lo = bd::nib4(bd::ld32<4>(q), sh);
         n_hi = bd::nib4(bd::ld32<4>(q + 4), sh);
     }
-    IKLLM_HD static void conv8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, int& isc, float& dw) {
-        uint32_t n_lo, n_hi;
-        parts(row, ib, chunk, n_lo, n_hi, isc, dw);
-        constexpr bd::Lut16 lut = bd::kIq4nlLut;
-        lo = bd::lut4(lut, n_lo);
-        hi = bd::lut4(lut, n_hi);
-    }
-    IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
-                                float& bias) {
-        int isc;
-        float dw;
-        conv8(row, ib, chunk, lo, hi, isc, dw);
-        scale = dw * bd::i2f(isc);
-        bias = 0.f;
-    }
-    IKLLM_HD static void sat8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
-                              int& icorr) {
-        float bias;
-        codes8(row, ib, chunk, lo, hi, scale, bias);
-        lo ^= 0x80808080u;  // level + 128 as an unsigned byte
-        hi ^= 0x80808080u;
-        icorr = -128;
-    }
 };
 
 template <>
-struct Int8Codes<quant::T_IQ4_K> : Int8Plain {
+struct Int8Codes<quant::T_IQ4_K> : i8::TwoSets<Int8Codes<quant::T_IQ4_K>>, i8::Iq4kLevels {
     using D = BlockDecoder<quant::T_IQ4_K>;
     static constexpr bool kHasBias = false;
     static constexpr bool kScale16 = true;
@@ -309,46 +356,16 @@ struct Int8Codes<quant::T_IQ4_K> : Int8Plain {
     // The chunk's 8 level indices (nibbles), integer scale, d, and whether its 16 weights take
     // the second value set (= the first + 4).
     IKLLM_HD static void parts(const uint8_t* row, int64_t ib, int chunk, uint32_t& n_lo, uint32_t& n_hi, int& isc,
-                               float& dw, bool& shifted) {
+                               float& dw, bool& second) {
         const uint8_t* b = D::block(row, ib);
         const int s = chunk >> 1;
-        shifted = (bd::ld16(b + 2) >> s) & 1;
+        second = (bd::ld16(b + 2) >> s) & 1;
         isc = bd::k6_scale(b, s);
         dw = bd::ldh(b);
         const uint8_t* q = b + 16 + bd::p4n_off(chunk);
         const int sh = bd::p4n_shift(chunk);
         n_lo = bd::nib4(bd::ld32<4>(q), sh);
         n_hi = bd::nib4(bd::ld32<4>(q + 4), sh);
-    }
-    IKLLM_HD static void conv8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, int& isc, float& dw) {
-        uint32_t n_lo, n_hi;
-        bool shifted;
-        parts(row, ib, chunk, n_lo, n_hi, isc, dw, shifted);
-        constexpr bd::Lut16 l0 = bd::kIq4kLut0, l1 = bd::kIq4kLut1;
-        const bd::Lut16 lut = bd::sel_lut16(shifted, l0, l1);
-        lo = bd::lut4(lut, n_lo);
-        hi = bd::lut4(lut, n_hi);
-    }
-    IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
-                                float& bias) {
-        int isc;
-        float dw;
-        conv8(row, ib, chunk, lo, hi, isc, dw);
-        scale = dw * bd::i2f(isc);
-        bias = 0.f;
-    }
-    IKLLM_HD static void sat8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
-                              int& icorr) {
-        uint32_t n_lo, n_hi;
-        int isc;
-        float dw;
-        bool shifted;
-        parts(row, ib, chunk, n_lo, n_hi, isc, dw, shifted);
-        scale = dw * bd::i2f(isc);
-        constexpr bd::Lut16 l0 = bd::kIq4kLut0;
-        lo = bd::lut4(l0, n_lo) ^ 0x80808080u;  // first-set level + 128 as an unsigned byte
-        hi = bd::lut4(l0, n_hi) ^ 0x80808080u;
-        icorr = (shifted ? 4 : 0) - 128;
     }
 };
 
@@ -366,7 +383,7 @@ struct F16ScaleCodes : C {
 };
 
 template <>
-struct Int8Codes<quant::T_Q3_K> : Int8Plain {
+struct Int8Codes<quant::T_Q3_K> : i8::Scaled<Int8Codes<quant::T_Q3_K>> {
     using D = BlockDecoder<quant::T_Q3_K>;
     static constexpr bool kHasBias = false;
     static constexpr bool kScale16 = true;
@@ -385,14 +402,6 @@ struct Int8Codes<quant::T_Q3_K> : Int8Plain {
         const int sh = bd::p2_shift(chunk), hs = bd::hb_shift(chunk);
         lo = bd::sub_bytes(((bd::ld32<2>(q) >> sh) & 0x03030303u) | ((bd::ld32<2>(h) >> hs) & 0x01010101u) << 2, 4);
         hi = bd::sub_bytes(((bd::ld32<2>(q + 4) >> sh) & 0x03030303u) | ((bd::ld32<2>(h + 4) >> hs) & 0x01010101u) << 2, 4);
-    }
-    IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
-                                float& bias) {
-        int isc;
-        float dw;
-        conv8(row, ib, chunk, lo, hi, isc, dw);
-        scale = dw * bd::i2f(isc);
-        bias = 0.f;
     }
 };
 

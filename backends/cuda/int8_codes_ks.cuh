@@ -10,12 +10,6 @@ namespace ikllm::cuda {
 
 namespace ks {
 
-// Four 8-entry table lookups at once: bytes of n (each 0..7) -> bytes of the table {t1:t0}.
-IKLLM_HD uint32_t lut8x4(uint32_t t0, uint32_t t1, uint32_t n) {
-    const uint32_t u = n | (n >> 4);
-    return bd::byte_perm(t0, t1, (u & 0xFFu) | ((u >> 8) & 0xFF00u));  // nibble i selects byte i
-}
-
 // IQ5 levels of the 4 indices in the bytes of n (each 0..31), from the set at `base` (0, 32).
 IKLLM_HD uint32_t iq5nl4(uint32_t n, uint32_t base) {
     uint32_t r = 0;
@@ -27,62 +21,10 @@ IKLLM_UNROLL
 // IQ4_KS / IQ5_KS scale byte: bits 1..7 = scale + 127, bit 0 = value set.
 IKLLM_HD int ks_scale(uint32_t s) { return (int)(s & 254u) - 127; }
 
-// codes8 of a view from its conv8: the scale d * isc, as decode8 forms it.
-template <class V>
-struct Scaled : Int8Plain {
-    IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
-                                float& bias) {
-        int isc;
-        float dw;
-        V::conv8(row, ib, chunk, lo, hi, isc, dw);
-        scale = dw * bd::i2f(isc);
-        bias = 0.f;
-    }
-};
-
-// conv8 / sat8 of a type with two value sets, the second = the first + V::kShift (the CPU's
-// corr = set * kShift * sc, then -128 * sc of to_sat). V::parts gives the chunk's 8 level
-// indices, integer scale, d and set; V::levels maps indices to the levels of a set.
-template <class V>
-struct TwoSets : Scaled<V> {
-    IKLLM_HD static void conv8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, int& isc, float& dw) {
-        uint32_t n_lo, n_hi;
-        bool second;
-        V::parts(row, ib, chunk, n_lo, n_hi, isc, dw, second);
-        V::levels(n_lo, n_hi, second, lo, hi);
-    }
-    // First-set level + 128 as unsigned bytes; the set's shift and the -128 go to icorr, so
-    // icorr * sc is the CPU's corr of the 16-weight halves.
-    IKLLM_HD static void sat8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
-                              int& icorr) {
-        uint32_t n_lo, n_hi;
-        int isc;
-        float dw;
-        bool second;
-        V::parts(row, ib, chunk, n_lo, n_hi, isc, dw, second);
-        scale = dw * bd::i2f(isc);
-        V::levels(n_lo, n_hi, false, lo, hi);
-        lo ^= 0x80808080u;
-        hi ^= 0x80808080u;
-        icorr = (second ? V::kShift : 0) - 128;
-    }
-};
-
-// The IQ4_K level table (both IQ4_KS and IQ4_KSS): second set = first + 4.
-struct Iq4kLevels {
-    static constexpr int kShift = 4;
-    IKLLM_HD static void levels(uint32_t n_lo, uint32_t n_hi, bool second, uint32_t& lo, uint32_t& hi) {
-        constexpr bd::Lut16 l0 = bd::kIq4kLut0, l1 = bd::kIq4kLut1;
-        const bd::Lut16 lut = bd::sel_lut16(second, l0, l1);
-        lo = bd::lut4(lut, n_lo);
-        hi = bd::lut4(lut, n_hi);
-    }
-};
-
 }  // namespace ks
 
 template <>
-struct Int8Codes<quant::T_IQ4_KS> : ks::TwoSets<Int8Codes<quant::T_IQ4_KS>>, ks::Iq4kLevels {
+struct Int8Codes<quant::T_IQ4_KS> : i8::TwoSets<Int8Codes<quant::T_IQ4_KS>>, i8::Iq4kLevels {
     using D = BlockDecoder<quant::T_IQ4_KS>;
     static constexpr bool kHasBias = false;
     static constexpr bool kScale16 = false;
@@ -103,7 +45,7 @@ struct Int8Codes<quant::T_IQ4_KS> : ks::TwoSets<Int8Codes<quant::T_IQ4_KS>>, ks:
 };
 
 template <>
-struct Int8Codes<quant::T_IQ5_KS> : ks::TwoSets<Int8Codes<quant::T_IQ5_KS>> {
+struct Int8Codes<quant::T_IQ5_KS> : i8::TwoSets<Int8Codes<quant::T_IQ5_KS>> {
     using D = BlockDecoder<quant::T_IQ5_KS>;
     static constexpr bool kHasBias = false;
     static constexpr bool kScale16 = false;
@@ -130,7 +72,7 @@ struct Int8Codes<quant::T_IQ5_KS> : ks::TwoSets<Int8Codes<quant::T_IQ5_KS>> {
 };
 
 template <>
-struct Int8Codes<quant::T_IQ4_KSS> : ks::TwoSets<Int8Codes<quant::T_IQ4_KSS>>, ks::Iq4kLevels {
+struct Int8Codes<quant::T_IQ4_KSS> : i8::TwoSets<Int8Codes<quant::T_IQ4_KSS>>, i8::Iq4kLevels {
     using D = BlockDecoder<quant::T_IQ4_KSS>;
     static constexpr bool kHasBias = false;
     static constexpr bool kScale16 = false;
@@ -158,7 +100,7 @@ struct Int8Codes<quant::T_IQ4_KSS> : ks::TwoSets<Int8Codes<quant::T_IQ4_KSS>>, k
 };
 
 template <>
-struct Int8Codes<quant::T_IQ2_KS> : ks::Scaled<Int8Codes<quant::T_IQ2_KS>> {
+struct Int8Codes<quant::T_IQ2_KS> : i8::Scaled<Int8Codes<quant::T_IQ2_KS>> {
     using D = BlockDecoder<quant::T_IQ2_KS>;
     static constexpr bool kHasBias = false;
     static constexpr bool kScale16 = false;
@@ -174,13 +116,13 @@ struct Int8Codes<quant::T_IQ2_KS> : ks::Scaled<Int8Codes<quant::T_IQ2_KS>> {
         const uint32_t tw = ((extra >> j) & 1) ? bd::kIq2nlW1 : bd::kIq2nlW0;
         const uint8_t* q = b + 6 + bd::p2_off(chunk);
         const int sh = bd::p2_shift(chunk);
-        lo = ks::lut8x4(tw, tw, (bd::ld32<2>(q) >> sh) & 0x03030303u);
-        hi = ks::lut8x4(tw, tw, (bd::ld32<2>(q + 4) >> sh) & 0x03030303u);
+        lo = i8::lut8x4(tw, tw, (bd::ld32<2>(q) >> sh) & 0x03030303u);
+        hi = i8::lut8x4(tw, tw, (bd::ld32<2>(q + 4) >> sh) & 0x03030303u);
     }
 };
 
 template <>
-struct Int8Codes<quant::T_IQ3_KS> : ks::Scaled<Int8Codes<quant::T_IQ3_KS>> {
+struct Int8Codes<quant::T_IQ3_KS> : i8::Scaled<Int8Codes<quant::T_IQ3_KS>> {
     using D = BlockDecoder<quant::T_IQ3_KS>;
     static constexpr bool kHasBias = false;
     static constexpr bool kScale16 = false;
@@ -198,13 +140,13 @@ struct Int8Codes<quant::T_IQ3_KS> : ks::Scaled<Int8Codes<quant::T_IQ3_KS>> {
         const uint8_t* q = b + 6 + bd::p2_off(chunk);
         const uint8_t* h = b + 70 + bd::hb_off(chunk);
         const int sh = bd::p2_shift(chunk), hs = bd::hb_shift(chunk);
-        lo = ks::lut8x4(t0, t1, ((bd::ld32<2>(q) >> sh) & 0x03030303u) | ((bd::ld32<2>(h) >> hs) & 0x01010101u) << 2);
-        hi = ks::lut8x4(t0, t1, ((bd::ld32<2>(q + 4) >> sh) & 0x03030303u) | ((bd::ld32<2>(h + 4) >> hs) & 0x01010101u) << 2);
+        lo = i8::lut8x4(t0, t1, ((bd::ld32<2>(q) >> sh) & 0x03030303u) | ((bd::ld32<2>(h) >> hs) & 0x01010101u) << 2);
+        hi = i8::lut8x4(t0, t1, ((bd::ld32<2>(q + 4) >> sh) & 0x03030303u) | ((bd::ld32<2>(h + 4) >> hs) & 0x01010101u) << 2);
     }
 };
 
 template <>
-struct Int8Codes<quant::T_IQ2_KL> : ks::Scaled<Int8Codes<quant::T_IQ2_KL>> {
+struct Int8Codes<quant::T_IQ2_KL> : i8::Scaled<Int8Codes<quant::T_IQ2_KL>> {
     using D = BlockDecoder<quant::T_IQ2_KL>;
     static constexpr bool kHasBias = false;
     static constexpr bool kScale16 = false;

@@ -1,7 +1,7 @@
 // Prompt batches in integers on the tensor cores: weights of a type with an integer view
 // (int8_codes.cuh) times the activations' int8 codes (MatArgs::xq), int8 mma.sync
-// (m16n8k16, s32 accumulators), scaled to float once per 32 values of K (16: Q6_K, IQ4_K). Opt-in
-// (OpEnv::int8_mma, IKLLM_CUDA_INT8_MMA=1) until measured on a GPU.
+// (m16n8k16, s32 accumulators), scaled to float once per 32 values of K (16 for kScale16 views). The default for
+// types with a view (OpEnv::int8_mma; IKLLM_CUDA_INT8_MMA=0 turns it off).
 //
 // A block of 8 warps owns 128 weight rows x 64 tokens; K goes in steps of 32. Per step every
 // thread turns 2 chunks (8 weights each) into int8 codes in shared memory (with their row's

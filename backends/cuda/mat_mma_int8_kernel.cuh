@@ -212,7 +212,7 @@ __global__ void conv_encode_kernel(MatArgs a, uint8_t* out, int64_t out_row) {
     float dw;
     C::conv8(a.w + z * a.w_z + n * a.w_row, ib, lane, lo, hi, isc, dw);
     int P[8];
-    float mx = 0.f;  // |P| <= 32 * 131: exact as a float
+    float mx = 0.f;  // |P| <= 128 * 127: exact as a float
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
         P[e] = isc * (int)(int8_t)(uint8_t)((e < 4 ? lo : hi) >> 8 * (e & 3));

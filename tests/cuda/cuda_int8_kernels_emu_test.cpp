@@ -237,6 +237,20 @@ void small_scales(uint32_t type, uint8_t* b) {
         case quant::T_Q6_K:
             std::memset(b + 192, 1, 16);
             break;
+        case quant::T_IQ2_K:  // scale nibbles 9: 9 - 8
+            std::memset(b + 4, 0x99, 8);
+            break;
+        case quant::T_IQ3_K:  // signs 0, magnitude nibbles 0: 2 * 0 + 1
+            std::memset(b + 4, 0, 10);
+            break;
+        case quant::T_IQ5_K:  // as IQ4_K (levels <= 126 need no change)
+            std::memset(b + 4, 0xAA, 4);
+            std::memset(b + 8, 0x11, 8);
+            break;
+        case quant::T_IQ6_K:  // int8 scales 1, high level bits 2: levels -2..44
+            std::memset(b + 4, 1, 16);
+            std::memset(b + 148, 0xAA, 64);
+            break;
         default:
             break;
     }
