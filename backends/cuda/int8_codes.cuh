@@ -411,15 +411,17 @@ struct SymBatchCodes : C {
     static constexpr bool kSymAccum = true;
 };
 
-// Re-encoded rows of a kConv32 type (conv32_encode_kernel): per 32 weights a float scale (an
-// fp16 value, or d itself) and 32 int8 codes, 36 bytes; accumulated like SymBatchCodes.
-struct ConvQ8x32Codes : Int8Plain {
+// Re-encoded rows: per E weights a float scale (an fp16 value, or d itself) and E int8 codes,
+// E + 4 bytes; rows 4-byte aligned. E = 256: a kConv type (conv_encode_kernel); E = 32: a
+// kConv32 type (conv32_encode_kernel), accumulated like SymBatchCodes.
+template <int E, bool SymAccum>
+struct ReencodedCodes : Int8Plain {
     struct D {
-        static constexpr int kBlockElems = 32, kBlockBytes = 36;
+        static constexpr int kBlockElems = E, kBlockBytes = E + 4;
     };
     static constexpr bool kHasBias = false;
     static constexpr bool kScale16 = false;
-    static constexpr bool kSymAccum = true;
+    static constexpr bool kSymAccum = SymAccum;
     IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
                                 float& bias) {
         const uint8_t* b = row + ib * D::kBlockBytes;
@@ -430,25 +432,8 @@ struct ConvQ8x32Codes : Int8Plain {
         bias = 0.f;
     }
 };
-
-// Re-encoded rows of a kConv type (conv_encode_kernel): per 256 weights a float scale (an
-// fp16 value) and 256 int8 codes, 260 bytes; rows 4-byte aligned.
-struct ConvQ8Codes : Int8Plain {
-    struct D {
-        static constexpr int kBlockElems = 256, kBlockBytes = 260;
-    };
-    static constexpr bool kHasBias = false;
-    static constexpr bool kScale16 = false;
-    IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
-                                float& bias) {
-        const uint8_t* b = row + ib * D::kBlockBytes;
-        const uint32_t sb = bd::ld32<4>(b);
-        memcpy(&scale, &sb, 4);
-        lo = bd::ld32<4>(b + 4 + 8 * chunk);
-        hi = bd::ld32<4>(b + 8 + 8 * chunk);
-        bias = 0.f;
-    }
-};
+using ConvQ8Codes = ReencodedCodes<256, false>;
+using ConvQ8x32Codes = ReencodedCodes<32, true>;
 
 }  // namespace ikllm::cuda
 
