@@ -9,6 +9,7 @@
 // pieces; the next step's weights are read into registers while the tensor cores work. Each
 // warp computes 32 rows x 32 tokens: 2 x 4 tiles of 16 x 8, whose fragments are plain 32-bit
 // shared-memory loads (row stride 48 bytes: the 32 lanes' loads hit 32 different banks).
+#include <algorithm>
 #include <type_traits>
 
 #include "cuda_ops.cuh"
@@ -24,10 +25,17 @@ bool device_has_int8_mma() {
            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 8;
 }
 
-// Runs the kernels of run_batch_forms on a stream; re-encoded weights go to scratch.
+// Re-encoded weights take up to 1.13 bytes per weight of scratch (Q6_K's batch form): a large
+// matrix (an output head) goes in slices of rows that keep it below this.
+constexpr int64_t kReencodeScratchBytes = 64ll << 20;
+
+// Runs the kernels of run_batch_forms on a stream; re-encoded weights go to one scratch buffer,
+// reused by the next slice (stream order: its re-encoding runs after this slice's products).
 struct Launcher {
     Scratch* scratch;
     cudaStream_t stream;
+    uint8_t* buf = nullptr;
+    size_t cap = 0;
     template <class V>
     void mma(const MatArgs& a) {
         using namespace mma8;
@@ -40,7 +48,12 @@ struct Launcher {
         if (!scratch) return false;
         using V = std::conditional_t<Conv32, ConvQ8x32Codes, ConvQ8Codes>;
         const int64_t out_row = a.K / V::D::kBlockElems * V::D::kBlockBytes;
-        uint8_t* out = static_cast<uint8_t*>(scratch->alloc((size_t)(a.Z * a.N * out_row)));
+        const size_t need = (size_t)(a.Z * a.N * out_row);
+        if (need > cap) {
+            buf = static_cast<uint8_t*>(scratch->alloc(need));
+            cap = need;
+        }
+        uint8_t* out = buf;
         // conv: a warp per 256 weights; conv32: a thread per 8
         const int64_t threads = Conv32 ? a.N * (a.K / 8) : a.N * (a.K / 256) * 32;
         const dim3 grid((unsigned)((threads + mma8::kThreads - 1) / mma8::kThreads), 1, (unsigned)a.Z);
@@ -61,9 +74,22 @@ bool launch_mat_mma_int8(const MatArgs& a, bool batch_form, Scratch* scratch, cu
     if (!a.xq || a.w_ids || a.x_div != 1 || a.K % mma8::kBK != 0) return false;
     if (!device_has_int8_mma()) return false;
     Launcher x{scratch, stream};
-    bool ran = false;
-    const bool typed = dispatch_int8_type(a.type, [&](auto c) { ran = mma8::run_batch_forms<decltype(c)>(a, batch_form, x); });
-    // Not ran: the decode-to-fp16 kernel instead (closer to the reference than a direct form).
+    // Rows per slice: a multiple of the kernel's row tile (rows are independent).
+    const int64_t per_row = a.K + a.K / 8;
+    const int64_t rows = a.Z == 1 ? std::max<int64_t>(mma8::kBM, kReencodeScratchBytes / per_row / mma8::kBM * mma8::kBM) : a.N;
+    bool ran = true;
+    const bool typed = dispatch_int8_type(a.type, [&](auto c) {
+        for (int64_t n0 = 0; n0 < a.N && ran; n0 += rows) {
+            MatArgs s = a;
+            s.w = a.w + n0 * a.w_row;
+            s.N = std::min(rows, a.N - n0);
+            s.y = a.y + n0;
+            s.bias = a.bias ? a.bias + n0 : nullptr;
+            ran = mma8::run_batch_forms<decltype(c)>(s, batch_form, x);
+        }
+    });
+    // Not ran: the decode-to-fp16 kernel instead (closer to the reference than a direct form;
+    // only the first slice can fail, before anything was written).
     return typed && ran;
 }
 
