@@ -85,8 +85,9 @@ public:
 };
 
 std::unique_ptr<Backend> make_cpu_backend();
-// Tests: a "GPU" that runs the CPU kernels on memory of its own (IKLLM_TEST_GPU_DOUBLE=1).
-std::unique_ptr<Backend> make_host_device_double();
+// Tests: a "GPU" named CUDA<index> that runs the CPU kernels on memory of its own
+// (IKLLM_TEST_GPU_DOUBLE=N).
+std::unique_ptr<Backend> make_host_device_double(int index);
 
 // Version of this interface; a plug-in built against another version is not loaded.
 constexpr int kInterfaceVersion = 1;

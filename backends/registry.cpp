@@ -34,9 +34,12 @@ Registry::~Registry() {
 }
 
 void Registry::load() {
-    if (const char* dbl = std::getenv("IKLLM_TEST_GPU_DOUBLE"); dbl && std::string(dbl) == "1") {
-        gpus_.push_back(make_host_device_double());
-        status_ = "CUDA0: test double (IKLLM_TEST_GPU_DOUBLE=1: CPU kernels on separate memory)";
+    // IKLLM_TEST_GPU_DOUBLE=N (1..8): N stand-in GPUs CUDA0..CUDA<N-1> (tests).
+    if (const char* dbl = std::getenv("IKLLM_TEST_GPU_DOUBLE"); dbl && dbl[0] >= '1' && dbl[0] <= '8' && !dbl[1]) {
+        const int n = dbl[0] - '0';
+        for (int i = 0; i < n; ++i) gpus_.push_back(make_host_device_double(i));
+        status_ = std::string(n == 1 ? "CUDA0: test double" : "CUDA0..CUDA" + std::to_string(n - 1) + ": test doubles") +
+                  " (IKLLM_TEST_GPU_DOUBLE=" + dbl + ": CPU kernels on separate memory)";
         return;
     }
     const char* env = std::getenv("IKLLM_CUDA_PLUGIN");

@@ -288,9 +288,10 @@ public:
 // and out of, and no row-interleaved weight types (like CUDA).
 class HostDeviceDouble final : public CpuBackend {
 public:
+    explicit HostDeviceDouble(int index) : index_(index) {}
     Capabilities capabilities() const override {
         Capabilities c = CpuBackend::capabilities();
-        c.name = "CUDA0";
+        c.name = "CUDA" + std::to_string(index_);
         c.description = "test double (CPU kernels, separate memory)";
         return c;
     }
@@ -304,11 +305,14 @@ public:
         std::memset(b->data(), 0xff, bytes);
         return b;
     }
+
+private:
+    int index_;
 };
 
 }  // namespace
 
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
-std::unique_ptr<Backend> make_host_device_double() { return std::make_unique<HostDeviceDouble>(); }
+std::unique_ptr<Backend> make_host_device_double(int index) { return std::make_unique<HostDeviceDouble>(index); }
 
 }  // namespace ikllm::backend

@@ -30,7 +30,7 @@ using backend::OpObserver;
 
 class DeviceBuffer final : public Buffer {
 public:
-    DeviceBuffer(int device, size_t bytes) : size_(bytes) {
+    DeviceBuffer(int device, size_t bytes) : device_(device), size_(bytes) {
         IKLLM_CUDA_CHECK(cudaSetDevice(device));
         const cudaError_t e = cudaMalloc(&data_, bytes ? bytes : 1);
         if (e != cudaSuccess) {
@@ -39,11 +39,16 @@ public:
             check(e, "cudaMalloc");
         }
     }
-    ~DeviceBuffer() override { cudaFree(data_); }
+    ~DeviceBuffer() override {
+        // Freed from whichever device is current to the caller: select ours (several GPUs).
+        if (cudaSetDevice(device_) != cudaSuccess) (void)cudaGetLastError();
+        cudaFree(data_);
+    }
     void* data() override { return data_; }
     size_t size() const override { return size_; }
 
 private:
+    int device_;
     void* data_ = nullptr;
     size_t size_;
 };
@@ -102,6 +107,7 @@ public:
         graphs_ = !(g && std::string(g) == "0") && !profile_;
     }
     ~CudaExecutor() override {
+        if (cudaSetDevice(device_) != cudaSuccess) (void)cudaGetLastError();
         cudaStreamSynchronize(stream_);
         if (profile_) {
             harvest_timings();
@@ -170,7 +176,10 @@ public:
     }
     // Through pinned memory, so the copy is truly asynchronous (a copy from pageable memory
     // would wait for the stream's queued work); the staging space is reused after synchronize().
+    // Every entry point selects this executor's device first: with several GPUs the calling
+    // thread's current device is whichever ran last.
     void to_device(void* dev, const void* host, size_t n) override {
+        IKLLM_CUDA_CHECK(cudaSetDevice(device_));
         const size_t need = (n + 255) / 256 * 256;
         if (pinned_used_ + need > pinned_size_) {
             IKLLM_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -190,12 +199,14 @@ public:
         IKLLM_CUDA_CHECK(cudaMemcpyAsync(dev, stage, n, cudaMemcpyHostToDevice, stream_));
     }
     void to_host(void* host, const void* dev, size_t n) override {
+        IKLLM_CUDA_CHECK(cudaSetDevice(device_));
         IKLLM_CUDA_CHECK(cudaMemcpyAsync(host, dev, n, cudaMemcpyDeviceToHost, stream_));
         IKLLM_CUDA_CHECK(cudaStreamSynchronize(stream_));
         pinned_used_ = 0;
         if (profile_) harvest_timings();
     }
     void synchronize() override {
+        IKLLM_CUDA_CHECK(cudaSetDevice(device_));
         IKLLM_CUDA_CHECK(cudaStreamSynchronize(stream_));
         pinned_used_ = 0;
         if (profile_) harvest_timings();

@@ -24,6 +24,8 @@ const OptionSpec kSpecs[] = {
      "Put the last N layers' weights on the GPU (more than the layer count: the output head too); 0 = none"},
     {IKLLM_OPTIONS_MODEL, "tensor_placement", IKLLM_OPTION_STRING, "", "", "",
      "Per-tensor device rules 'REGEX=DEVICE,...' (DEVICE: CPU or CUDA<n>), first match wins, applied after n_gpu_layers"},
+    {IKLLM_OPTIONS_MODEL, "tensor_split", IKLLM_OPTION_STRING, "", "", "",
+     "Shares of the n_gpu_layers layers per GPU, in device order ('3,1': CUDA0 three quarters, CUDA1 the rest; each GPU takes a contiguous run of layers, the output head goes with the last); empty = in proportion to each GPU's free memory"},
 
     {IKLLM_OPTIONS_SESSION, "n_ctx", IKLLM_OPTION_INT, "4096", "1", "16777216", "KV-cache size in tokens (cells), shared by all sequences"},
     {IKLLM_OPTIONS_SESSION, "n_seq_max", IKLLM_OPTION_INT, "1", "1", "256", "Number of sequences the session can hold"},
@@ -155,6 +157,8 @@ ModelOptions model_options(const ikllm_options* o) {
     m.n_gpu_layers = (int32_t)opt_int(o, IKLLM_OPTIONS_MODEL, "n_gpu_layers");
     m.tensor_placement = opt_string(o, IKLLM_OPTIONS_MODEL, "tensor_placement");
     parse_placement_rules(m.tensor_placement);  // throws invalid_argument naming the bad rule
+    m.tensor_split = opt_string(o, IKLLM_OPTIONS_MODEL, "tensor_split");
+    parse_tensor_split(m.tensor_split);  // likewise, the bad share
     return m;
 }
 
@@ -227,6 +231,8 @@ static void store(ikllm_options* o, const char* key, int32_t type, int64_t i, do
         }
         if (o->kind == IKLLM_OPTIONS_MODEL && std::strcmp(key, "tensor_placement") == 0)
             parse_placement_rules(v.s);  // throws invalid_argument naming the bad rule
+        if (o->kind == IKLLM_OPTIONS_MODEL && std::strcmp(key, "tensor_split") == 0)
+            parse_tensor_split(v.s);  // likewise, the bad share
         if (o->kind == IKLLM_OPTIONS_CHAT && std::strcmp(key, "now") == 0 && !v.s.empty()) check_chat_now(v.s);
         if (std::strcmp(key, "chain") == 0) {
             SamplerOptions so;

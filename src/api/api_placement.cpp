@@ -1,11 +1,13 @@
 // C boundary for device placement: per-device queries of a loaded model and the memory plan of
 // a model file (docs/placement.md).
+#include <algorithm>
 #include <cstdlib>
 
 #include "api/api_internal.h"
 #include "core/json_escape.h"
 #include "api/options.h"
 #include "gguf/gguf_file.h"
+#include "model/device_placement.h"
 #include "model/memory_plan.h"
 
 using namespace ikllm;
@@ -126,14 +128,21 @@ ikllm_status ikllm_plan(ikllm_lib* lib, const char* path, const ikllm_options* m
         req.kv_type = so.kv_type;
         req.n_gpu_layers = mo.n_gpu_layers;
         req.tensor_placement = mo.tensor_placement;
-        // The first GPU when this machine has one, else a hypothetical CUDA0 (default type
-        // support): planning works anywhere.
-        if (backend::Backend* gpu = lib->backends.gpu_count() > 0 ? lib->backends.gpu(0) : nullptr) {
-            req.gpu_name = gpu->capabilities().name;
-            req.gpu_supports_type = [gpu](uint32_t t) { return gpu->supports_weight_type(t); };
+        // This machine's GPUs when it has any, else hypothetical ones (default type support):
+        // CUDA0, or one per tensor_split share, so planning works anywhere.
+        std::vector<backend::Backend*> gpus;
+        req.gpus = available_gpus(&lib->backends, mo.tensor_split, &gpus);
+        if (!gpus.empty()) {
+            req.gpu_supports_type = [gpus](uint32_t t) {
+                for (backend::Backend* g : gpus)
+                    if (!g->supports_weight_type(t)) return false;
+                return true;
+            };
             req.gpu_present = true;
         } else {
-            req.gpu_name = "CUDA0";
+            req.gpus.names.clear();
+            for (size_t i = 0; i < std::max<size_t>(1, req.gpus.split.size()); ++i)
+                req.gpus.names.push_back("CUDA" + std::to_string(i));
         }
         const MemoryPlan plan = plan_memory(pm, req);
         PlacementSuggestion sug;

@@ -155,31 +155,29 @@ void Scheduler::ensure_on(const Tensor& t, int device) {
     const auto [lo, hi] = extent(t);
     if (device != 0 && !region_of(lo, hi, device)) return;  // device-resident (a weight)
     for (const ValidityMap::Piece& p : valid_.missing(lo, hi, device)) {
-        const int from = __builtin_ctz(p.mask);
+        const int from = __builtin_ctz(p.mask);  // the host when it holds the bytes
         flush();
+        // From a GPU: read back first. GPU to GPU goes through the host copy (activations
+        // crossing a layer split: one row of n_embd floats per token), which then holds them too.
+        if (from != 0) to_host_from(p.lo, p.hi, from);
+        if (device == 0) continue;
         const size_t n = p.hi - p.lo;
-        if (device == 0) {
-            Region* r = region_of(p.lo, p.hi, from);
-            if (!r) throw Error(Status::internal, "scheduler: no device copy to read back");
-            const auto t0 = std::chrono::steady_clock::now();
-            struct Timed {
-                Profile& prof;
-                std::chrono::steady_clock::time_point t0;
-                ~Timed() {
-                    if (prof.on) prof.wait += seconds_since(t0);
-                }
-            } timed{prof_, t0};
-            execs_[(size_t)from]->to_host(reinterpret_cast<void*>(p.lo),
-                                          reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(r->dev) + (p.lo - r->host)), n);
-        } else if (from == 0) {
-            Region* r = region_of(p.lo, p.hi, device);
-            execs_[(size_t)device]->to_device(reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(r->dev) + (p.lo - r->host)),
-                                              reinterpret_cast<const void*>(p.lo), n);
-        } else {
-            throw Error(Status::unsupported, "scheduler: copies between two GPUs are not supported yet");
-        }
+        Region* r = region_of(p.lo, p.hi, device);
+        execs_[(size_t)device]->to_device(reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(r->dev) + (p.lo - r->host)),
+                                          reinterpret_cast<const void*>(p.lo), n);
         valid_.add_holder(p.lo, p.hi, device);
     }
+}
+
+// Reads [lo, hi) back from device `from`'s mirror into host memory (waits for it).
+void Scheduler::to_host_from(uintptr_t lo, uintptr_t hi, int from) {
+    Region* r = region_of(lo, hi, from);
+    if (!r) throw Error(Status::internal, "scheduler: no device copy to read back");
+    const auto t0 = std::chrono::steady_clock::now();
+    execs_[(size_t)from]->to_host(reinterpret_cast<void*>(lo),
+                                  reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(r->dev) + (lo - r->host)), hi - lo);
+    if (prof_.on) prof_.wait += seconds_since(t0);
+    valid_.add_holder(lo, hi, 0);
 }
 
 namespace {

@@ -78,6 +78,7 @@ private:
     Region* region_of(uintptr_t lo, uintptr_t hi, int device);
     void* device_ptr(const Tensor& t, int device);
     void ensure_on(const Tensor& t, int device);
+    void to_host_from(uintptr_t lo, uintptr_t hi, int from);
     void flush();
     Op translate(const Op& op, int device, Graph& g);
     const void* stage(const void* host, size_t bytes, int device);

@@ -1,6 +1,7 @@
 #include "model/device_placement.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <new>
 #include <set>
@@ -24,69 +25,11 @@ int32_t layer_of(const char* name) {
 
 uint64_t tensor_bytes(const Tensor& t) { return (uint64_t)t.nb[1] * (uint64_t)t.n_rows(); }
 
-}  // namespace
 
-void place_weights(Model& m, const ModelOptions& opts, backend::Registry* registry, const Logger& log,
-                   const std::function<void(float)>& check_cancel) {
-    m.devices = {m.cpu.get()};
-    m.device_names = {"CPU"};
-    m.device_weight_bytes = {m.weight_bytes};
-    m.layer_attn_device.assign((size_t)m.hp.n_layer, 0);
-    const std::vector<PlacementRule> rules = parse_placement_rules(opts.tensor_placement);
-    if (opts.n_gpu_layers <= 0 && rules.empty()) return;
-
-    backend::Backend* gpu = registry && registry->gpu_count() > 0 ? registry->gpu(0) : nullptr;
-    const std::string gpu_name = gpu ? gpu->capabilities().name : "";
-    if (!gpu && registry) m.placement_report.push_back(registry->status());
-
-    // A tied LM head is placed as a tensor "output.weight" of its own (as the planner counts
-    // it): when that lands on the GPU it is a copy of token_embd there (the embedding lookup
-    // stays where token_embd is); on the CPU the head is token_embd itself again.
-    Tensor* tied_head = nullptr;
-    if (gpu && m.output == m.tok_embd) {
-        auto t = std::make_unique<Tensor>(*m.tok_embd);
-        m.derived_names.push_back("output.weight");
-        t->name = m.derived_names.back().c_str();
-        tied_head = t.get();
-        m.output = tied_head;
-        m.weights.push_back(std::move(t));
-    }
-
-    std::vector<PlacementTensor> list;
-    list.reserve(m.weights.size());
-    for (auto& t : m.weights) {
-        PlacementTensor p;
-        p.name = t->name;
-        p.layer = layer_of(t->name);
-        p.type = t->type;
-        p.bytes = tensor_bytes(*t);
-        list.push_back(std::move(p));
-    }
-    PlacementResult res = place_tensors(list, m.hp.n_layer, opts.n_gpu_layers, rules, gpu_name,
-                                        [&](uint32_t type) { return gpu && gpu->supports_weight_type(type); });
-    for (std::string& r : res.report) m.placement_report.push_back(std::move(r));
-    for (size_t i = 0; i < m.weights.size(); ++i) m.weights[i]->device = gpu && res.device_of[i] != "CPU" ? 1 : 0;
-    if (tied_head) {
-        if (tied_head->device == 0) {
-            m.output = m.tok_embd;
-            m.weights.erase(std::find_if(m.weights.begin(), m.weights.end(),
-                                         [&](const std::unique_ptr<Tensor>& t) { return t.get() == tied_head; }));
-            tied_head = nullptr;
-        } else {
-            m.by_name.emplace("output.weight", tied_head);
-        }
-    }
-    for (const std::string& r : m.placement_report) log.log(log_warn, "placement: %s", r.c_str());
-    if (!gpu) {
-        for (auto& t : m.weights) t->device = 0;
-        return;
-    }
-
-    // One device buffer for all offloaded weights. A tensor that is a view of another's bytes
-    // (deepseek2's 3-D view of a split attn_k_b) shares its device copy.
-    std::vector<Tensor*> order;
-    for (auto& t : m.weights)
-        if (t->device == 1) order.push_back(t.get());
+// One device buffer per GPU for the weights placed there. A tensor that is a view of another's
+// bytes (deepseek2's 3-D view of a split attn_k_b) shares its device copy.
+void upload_to(backend::Backend* gpu, const std::string& gpu_name, std::vector<Tensor*> order, Model& m,
+               const std::function<void(float)>& progress) {
     std::stable_sort(order.begin(), order.end(), [](const Tensor* a, const Tensor* b) { return tensor_bytes(*a) > tensor_bytes(*b); });
     struct Span {
         const uint8_t* lo;
@@ -109,34 +52,135 @@ void place_weights(Model& m, const ModelOptions& opts, backend::Registry* regist
         }
         placed.emplace_back(t, found);
     }
-    m.devices.push_back(gpu);
-    m.device_names.push_back(gpu_name);
     uint64_t gpu_bytes = 0;
     for (const Span& sp : spans) gpu_bytes += (uint64_t)(sp.hi - sp.lo);
-    m.device_weight_bytes = {0, gpu_bytes};
-    if (total > 0) {
-        const backend::Capabilities cap = gpu->capabilities();
-        std::unique_ptr<backend::Buffer> buf;
-        try {
-            buf = gpu->alloc(total);
-        } catch (const std::bad_alloc&) {
-            fail(Status::out_of_memory, gpu_name + ": " + std::to_string(total >> 20) + " MiB of weights do not fit (" +
-                 std::to_string(cap.memory_free >> 20) + " MiB free): offload fewer layers or keep experts on the CPU "
-                 "(see `ikllm plan`)");
+    m.device_weight_bytes.push_back(gpu_bytes);
+    if (total == 0) return;
+    const backend::Capabilities cap = gpu->capabilities();
+    std::unique_ptr<backend::Buffer> buf;
+    try {
+        buf = gpu->alloc(total);
+    } catch (const std::bad_alloc&) {
+        fail(Status::out_of_memory, gpu_name + ": " + std::to_string(total >> 20) + " MiB of weights do not fit (" +
+             std::to_string(cap.memory_free >> 20) + " MiB free): offload fewer layers, keep experts on the CPU "
+             "or shift layers to another GPU (see `ikllm plan`)");
+    }
+    uint8_t* base = static_cast<uint8_t*>(buf->data());
+    uint64_t done = 0;
+    for (const Span& sp : spans) {
+        gpu->upload(base + sp.offset, sp.lo, (size_t)(sp.hi - sp.lo));
+        done += (uint64_t)(sp.hi - sp.lo);
+        progress((float)done / (float)total);
+    }
+    for (auto& [t, i] : placed) {
+        const Span& sp = spans[(size_t)i];
+        t->host = t->data;
+        t->data = base + sp.offset + (static_cast<const uint8_t*>(t->data) - sp.lo);
+    }
+    m.buffers.push_back(std::move(buf));
+}
+
+}  // namespace
+
+GpuSet available_gpus(backend::Registry* registry, const std::string& tensor_split,
+                      std::vector<backend::Backend*>* backends) {
+    GpuSet set;
+    set.split = parse_tensor_split(tensor_split);
+    const bool by_memory = set.split.empty();
+    for (int i = 0, n = registry ? registry->gpu_count() : 0; i < n; ++i) {
+        backend::Backend* g = registry->gpu(i);
+        if (backends) backends->push_back(g);
+        const backend::Capabilities cap = g->capabilities();
+        set.names.push_back(cap.name);
+        if (by_memory) set.split.push_back(cap.memory_free > 0 ? (double)cap.memory_free : 1.0);
+    }
+    return set;
+}
+
+void place_weights(Model& m, const ModelOptions& opts, backend::Registry* registry, const Logger& log,
+                   const std::function<void(float)>& check_cancel) {
+    m.devices = {m.cpu.get()};
+    m.device_names = {"CPU"};
+    m.device_weight_bytes = {m.weight_bytes};
+    m.layer_attn_device.assign((size_t)m.hp.n_layer, 0);
+    const std::vector<PlacementRule> rules = parse_placement_rules(opts.tensor_placement);
+    if (opts.n_gpu_layers <= 0 && rules.empty()) return;
+
+    std::vector<backend::Backend*> gpus;
+    const GpuSet set = available_gpus(registry, opts.tensor_split, &gpus);
+    if (gpus.empty() && registry) m.placement_report.push_back(registry->status());
+    const bool have_gpu = !gpus.empty();
+
+    // A tied LM head is placed as a tensor "output.weight" of its own (as the planner counts
+    // it): when that lands on a GPU it is a copy of token_embd there (the embedding lookup
+    // stays where token_embd is); on the CPU the head is token_embd itself again.
+    Tensor* tied_head = nullptr;
+    if (have_gpu && m.output == m.tok_embd) {
+        auto t = std::make_unique<Tensor>(*m.tok_embd);
+        m.derived_names.push_back("output.weight");
+        t->name = m.derived_names.back().c_str();
+        tied_head = t.get();
+        m.output = tied_head;
+        m.weights.push_back(std::move(t));
+    }
+
+    std::vector<PlacementTensor> list;
+    list.reserve(m.weights.size());
+    for (auto& t : m.weights) {
+        PlacementTensor p;
+        p.name = t->name;
+        p.layer = layer_of(t->name);
+        p.type = t->type;
+        p.bytes = tensor_bytes(*t);
+        list.push_back(std::move(p));
+    }
+    PlacementResult res = place_tensors(list, m.hp.n_layer, opts.n_gpu_layers, rules, set, [&](uint32_t type) {
+        for (backend::Backend* g : gpus)
+            if (!g->supports_weight_type(type)) return false;
+        return have_gpu;
+    });
+    for (std::string& r : res.report) m.placement_report.push_back(std::move(r));
+    // Device list: the CPU, then the GPUs holding weights in registry order (the first GPU when
+    // none does: sessions may still stream host weights to it).
+    std::vector<int> gpu_device(gpus.size(), 0);  // registry index -> index in m.devices
+    for (size_t g = 0; g < gpus.size(); ++g) {
+        bool holds = false;
+        for (const std::string& d : res.device_of) holds |= d == set.names[g];
+        if (!holds && !(g == 0 && std::find_if(res.device_of.begin(), res.device_of.end(), [](const std::string& d) {
+                                      return d != "CPU";
+                                  }) == res.device_of.end()))
+            continue;
+        gpu_device[g] = (int)m.devices.size();
+        m.devices.push_back(gpus[g]);
+        m.device_names.push_back(set.names[g]);
+    }
+    for (size_t i = 0; i < m.weights.size(); ++i) {
+        m.weights[i]->device = 0;
+        for (size_t g = 0; g < gpus.size(); ++g)
+            if (res.device_of[i] == set.names[g]) m.weights[i]->device = gpu_device[g];
+    }
+    if (tied_head) {
+        if (tied_head->device == 0) {
+            m.output = m.tok_embd;
+            m.weights.erase(std::find_if(m.weights.begin(), m.weights.end(),
+                                         [&](const std::unique_ptr<Tensor>& t) { return t.get() == tied_head; }));
+            tied_head = nullptr;
+        } else {
+            m.by_name.emplace("output.weight", tied_head);
         }
-        uint8_t* base = static_cast<uint8_t*>(buf->data());
-        uint64_t done = 0;
-        for (const Span& sp : spans) {
-            gpu->upload(base + sp.offset, sp.lo, (size_t)(sp.hi - sp.lo));
-            done += (uint64_t)(sp.hi - sp.lo);
-            check_cancel(0.9f + 0.09f * (float)done / (float)total);
-        }
-        for (auto& [t, i] : placed) {
-            const Span& sp = spans[(size_t)i];
-            t->host = t->data;
-            t->data = base + sp.offset + (static_cast<const uint8_t*>(t->data) - sp.lo);
-        }
-        m.buffers.push_back(std::move(buf));
+    }
+    for (const std::string& r : m.placement_report) log.log(log_warn, "placement: %s", r.c_str());
+    if (!have_gpu) return;
+
+    m.device_weight_bytes = {0};
+    const size_t n_dev = m.devices.size();
+    for (size_t d = 1; d < n_dev; ++d) {
+        std::vector<Tensor*> order;
+        for (auto& t : m.weights)
+            if (t->device == (int)d) order.push_back(t.get());
+        upload_to(m.devices[d], m.device_names[d], std::move(order), m, [&](float f) {
+            check_cancel(0.9f + 0.09f * ((float)(d - 1) + f) / (float)(n_dev - 1));
+        });
     }
     // CPU bytes: distinct host spans of the tensors left there.
     {
@@ -159,8 +203,13 @@ void place_weights(Model& m, const ModelOptions& opts, backend::Registry* regist
         const Tensor* a = lw.wk ? lw.wk : lw.wkv_a_mqa ? lw.wkv_a_mqa : lw.wo;
         m.layer_attn_device[(size_t)l] = a ? a->device : 0;
     }
-    log.log(log_info, "placement: %.1f MiB of weights on %s, %.1f MiB on CPU", m.device_weight_bytes[1] / 1048576.0,
-            gpu_name.c_str(), m.device_weight_bytes[0] / 1048576.0);
+    std::string where;
+    for (size_t d = 1; d < m.devices.size(); ++d) {
+        char part[96];
+        std::snprintf(part, sizeof part, "%.1f MiB on %s, ", m.device_weight_bytes[d] / 1048576.0, m.device_names[d].c_str());
+        where += part;
+    }
+    log.log(log_info, "placement: %s%.1f MiB of weights on CPU", where.c_str(), m.device_weight_bytes[0] / 1048576.0);
 }
 
 }  // namespace ikllm

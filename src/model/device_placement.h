@@ -4,9 +4,16 @@
 #include <functional>
 
 #include "model/model.h"
+#include "model/tensor_placement.h"
 
 namespace ikllm {
 namespace backend { class Registry; }
+
+// The registry's GPUs in order (their backends into *backends when not null) and the shares of
+// the offloaded layers: tensor_split's (throws Error(invalid_argument) for a bad text), else in
+// proportion to each GPU's free memory.
+GpuSet available_gpus(backend::Registry* registry, const std::string& tensor_split,
+                      std::vector<backend::Backend*>* backends);
 
 // Fills m.devices / device_names / device_weight_bytes / placement_report / layer_attn_device.
 // With neither option set (or no registry) everything stays on the CPU. Throws Error

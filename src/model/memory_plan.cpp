@@ -137,11 +137,10 @@ MemoryPlan plan_memory(const PlanModel& pm, const PlanRequest& req) {
     if (req.n_gpu_layers < 0) fail(Status::invalid_argument, "n_gpu_layers must not be negative");
     const HParams& hp = pm.hp;
     const std::vector<PlacementRule> rules = parse_placement_rules(req.tensor_placement);
-    PlacementResult pr = place_tensors(pm.tensors, hp.n_layer, req.n_gpu_layers, rules, req.gpu_name,
-                                       req.gpu_supports_type);
+    PlacementResult pr = place_tensors(pm.tensors, hp.n_layer, req.n_gpu_layers, rules, req.gpus, req.gpu_supports_type);
     MemoryPlan plan;
     plan.devices.push_back({"CPU"});
-    if (!req.gpu_name.empty()) plan.devices.push_back({req.gpu_name});
+    for (const std::string& g : req.gpus.names) plan.devices.push_back({g});
     auto dev_index = [&](const std::string& name) -> size_t {
         for (size_t i = 0; i < plan.devices.size(); ++i)
             if (plan.devices[i].name == name) return i;
@@ -193,9 +192,13 @@ MemoryPlan plan_memory(const PlanModel& pm, const PlanRequest& req) {
 
 PlacementSuggestion suggest_placement(const PlanModel& pm, const PlanRequest& req_in, uint64_t vram_budget) {
     PlanRequest req = req_in;
-    if (req.gpu_name.empty()) req.gpu_name = "CUDA0";
+    if (req.gpus.names.empty()) req.gpus.names = {"CUDA0"};
     const int32_t n_layer = pm.hp.n_layer;
-    auto gpu_total = [&](const MemoryPlan& p) { return p.find(req.gpu_name)->total(); };
+    auto fits = [&](const MemoryPlan& p) {
+        for (size_t d = 1; d < p.devices.size(); ++d)
+            if (p.devices[d].total() > vram_budget) return false;
+        return true;
+    };
     auto plan_with = [&](int32_t ngl, const std::string& rules) {
         PlanRequest r = req;
         r.n_gpu_layers = ngl;
@@ -209,48 +212,55 @@ PlacementSuggestion suggest_placement(const PlanModel& pm, const PlanRequest& re
             (moe_layers.empty() || std::find(moe_layers.begin(), moe_layers.end(), t.layer) == moe_layers.end()))
             moe_layers.push_back(t.layer);
     std::sort(moe_layers.begin(), moe_layers.end());
-    // Rule keeping the experts of the first n_cpu MoE layers on the CPU.
-    auto expert_rule = [&](size_t n_cpu) -> std::string {
+    // Rule keeping the experts of the MoE layers marked in `cpu` on the CPU.
+    auto expert_rule = [&](const std::vector<char>& cpu) -> std::string {
+        std::string list;
+        size_t n_cpu = 0;
+        for (size_t i = 0; i < moe_layers.size(); ++i)
+            if (cpu[i]) {
+                if (n_cpu++) list += '|';
+                list += std::to_string(moe_layers[i]);
+            }
         if (n_cpu == 0) return "";
         if (n_cpu == moe_layers.size()) return "ffn_.*_exps=CPU";
-        std::string s = "blk\\.(";
-        for (size_t i = 0; i < n_cpu; ++i) {
-            if (i) s += '|';
-            s += std::to_string(moe_layers[i]);
-        }
-        return s + ")\\.ffn_.*_exps=CPU";
+        return "blk\\.(" + list + ")\\.ffn_.*_exps=CPU";
     };
     PlacementSuggestion best;
     best.vram_budget = vram_budget;
     const int32_t full = n_layer + 1;
-    MemoryPlan base = plan_with(full, expert_rule(moe_layers.size()));
-    if (gpu_total(base) <= vram_budget) {
+    std::vector<char> cpu(moe_layers.size(), 1);
+    MemoryPlan base = plan_with(full, expert_rule(cpu));
+    if (fits(base)) {
         size_t on_gpu = 0;
         MemoryPlan cur = std::move(base);
-        while (on_gpu < moe_layers.size()) {
-            MemoryPlan next = plan_with(full, expert_rule(moe_layers.size() - on_gpu - 1));
-            if (gpu_total(next) > vram_budget) break;
+        for (size_t i = moe_layers.size(); i-- > 0;) {
+            cpu[i] = 0;
+            MemoryPlan next = plan_with(full, expert_rule(cpu));
+            if (!fits(next)) {
+                cpu[i] = 1;
+                continue;
+            }
             cur = std::move(next);
             ++on_gpu;
         }
         best.n_gpu_layers = full;
         best.expert_layers_on_gpu = (int32_t)on_gpu;
-        best.tensor_placement = expert_rule(moe_layers.size() - on_gpu);
+        best.tensor_placement = expert_rule(cpu);
         best.strategy = on_gpu == moe_layers.size() ? "all" : "experts-partial";
         best.plan = std::move(cur);
         best.fits = true;
         return best;
     }
-    // Whole layers, ngl-style: the largest count that fits (0 always does: nothing on the GPU
-    // but its scratch, which is 0 when it holds nothing).
+    // Whole layers, ngl-style: the largest count that fits (0 always does: nothing on the GPUs
+    // but their scratch, which is 0 when they hold nothing).
     int32_t ngl = n_layer;
     MemoryPlan cur = plan_with(ngl, "");
-    while (ngl > 0 && gpu_total(cur) > vram_budget) cur = plan_with(--ngl, "");
+    while (ngl > 0 && !fits(cur)) cur = plan_with(--ngl, "");
     best.n_gpu_layers = ngl;
     best.strategy = "layers";
     for (int32_t l : moe_layers)
         if (l >= n_layer - ngl) ++best.expert_layers_on_gpu;
-    best.fits = gpu_total(cur) <= vram_budget;
+    best.fits = fits(cur);
     best.plan = std::move(cur);
     return best;
 }
@@ -305,10 +315,23 @@ std::string plan_json(const PlanModel& pm, const PlanRequest& req, const MemoryP
     json_str(quant::kv_type_name(req.kv_type), out);
     out += ", \"kv_bytes_per_token\": " + std::to_string(kv_layer_bytes_per_token(pm.hp, req.kv_type) * pm.hp.n_layer);
     out += ", \"gpu\": ";
-    json_str(req.gpu_name, out);
+    json_str(req.gpus.names.empty() ? "" : req.gpus.names[0], out);
+    out += ", \"gpus\": [";
+    for (size_t i = 0; i < req.gpus.names.size(); ++i) {
+        if (i) out += ", ";
+        json_str(req.gpus.names[i], out);
+    }
+    out += "]";
     out += std::string(", \"gpu_available\": ") + (req.gpu_present ? "true" : "false");
     out += ", \"requested\": {\"n_gpu_layers\": " + std::to_string(req.n_gpu_layers) + ", \"tensor_placement\": ";
     json_str(req.tensor_placement, out);
+    out += ", \"tensor_split\": [";
+    for (size_t i = 0; i < req.gpus.split.size(); ++i) {
+        char v[32];
+        std::snprintf(v, sizeof v, "%s%.6g", i ? ", " : "", req.gpus.split[i]);
+        out += v;
+    }
+    out += "]";
     out += ", \"devices\": ";
     json_devices(plan, out);
     out += ", \"report\": ";

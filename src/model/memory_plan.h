@@ -33,9 +33,10 @@ struct PlanRequest {
     uint32_t kv_type = 1;  // quant::T_F16
     int32_t n_gpu_layers = 0;
     std::string tensor_placement;  // rules text (parse_placement_rules)
-    std::string gpu_name = "CUDA0";  // "" = plan for the CPU only
+    // The GPUs to plan for and their shares of the offloaded layers (no names = the CPU only).
+    GpuSet gpus{{"CUDA0"}, {}};
     std::function<bool(uint32_t)> gpu_supports_type = default_gpu_supports_type;
-    bool gpu_present = false;  // informational (JSON "gpu_available"): gpu_name is a real device
+    bool gpu_present = false;  // informational (JSON "gpu_available"): gpus are real devices
 };
 
 struct DeviceBytes {
@@ -45,7 +46,7 @@ struct DeviceBytes {
 };
 
 struct MemoryPlan {
-    std::vector<DeviceBytes> devices;     // [0] = CPU, [1] = the GPU when gpu_name is set
+    std::vector<DeviceBytes> devices;     // [0] = CPU, then one per GPU of req.gpus
     std::vector<std::string> device_of;   // per PlanModel tensor
     std::vector<std::string> report;      // placement report lines
     const DeviceBytes* find(const std::string& name) const;
@@ -78,11 +79,13 @@ struct PlacementSuggestion {
     MemoryPlan plan;
 };
 
-// Fills the GPU (req.gpu_name, "CUDA0" when empty) within vram_budget bytes:
+// Fills the GPUs (req.gpus; CUDA0 when none), each within vram_budget bytes:
 //   1. everything but the routed experts (tensors named *_exps*): n_gpu_layers = n_layer + 1 with
-//      rule "ffn_.*_exps=CPU", KV cache and scratch; then whole layers' routed experts, from the
-//      LAST MoE layer downwards, while they fit (the rule then lists the MoE layers whose experts
-//      stay on the CPU: "blk\.(1|2|3)\.ffn_.*_exps=CPU"); all of them fitting gives no rule;
+//      rule "ffn_.*_exps=CPU", KV cache and scratch (layers split over the GPUs by req.gpus.split);
+//      then whole layers' routed experts, from the LAST MoE layer downwards, each onto its layer's
+//      GPU when that still fits (a layer that does not fit is skipped, earlier layers may still fit
+//      on another GPU); the rule then lists the MoE layers whose experts stay on the CPU
+//      ("blk\.(1|2|3)\.ffn_.*_exps=CPU"); all of them fitting gives no rule;
 //   2. if even step 1's base does not fit: the largest n_gpu_layers (whole layers, last ones
 //      first, n_layer + 1 = with the output head) that fits, no rules.
 // req.n_gpu_layers / req.tensor_placement are ignored.

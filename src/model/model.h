@@ -57,11 +57,13 @@ struct ModelOptions {
     int huge_pages = -1;         // madvise(MADV_HUGEPAGE) on the weights; -1: on for a read copy only
     bool prefault = false;       // fault the mapped weights in at load (memory_placement.h)
     std::string numa;            // "", "interleave", "bind:N"
-    // Tensor placement (docs/cuda.md): layers [n_layer - n_gpu_layers, n_layer) go to the first
-    // GPU (n_gpu_layers > n_layer: the output head too); then the ordered rules
-    // "REGEX=DEVICE[,REGEX=DEVICE...]" (first match wins) override per tensor name.
+    // Tensor placement (docs/placement.md): layers [n_layer - n_gpu_layers, n_layer) go to the
+    // GPUs (n_gpu_layers > n_layer: the output head too), split into contiguous runs by the
+    // shares of tensor_split ("3,1"; empty: in proportion to each GPU's free memory); then the
+    // ordered rules "REGEX=DEVICE[,REGEX=DEVICE...]" (first match wins) override per tensor name.
     int32_t n_gpu_layers = 0;
     std::string tensor_placement;
+    std::string tensor_split;
 };
 
 // Called between load steps: return false to cancel.

@@ -4,6 +4,8 @@
 #include "model/tensor_placement.h"
 
 #include <cctype>
+#include <cmath>
+#include <cstdlib>
 
 #include "core/error.h"
 #include "quant/type_traits.h"
@@ -150,25 +152,93 @@ void tie_op_groups(const std::vector<PlacementTensor>& tensors, PlacementResult&
     }
 }
 
+std::vector<double> parse_tensor_split(const std::string& text) {
+    std::vector<double> out;
+    if (trim(text).empty()) return out;
+    size_t start = 0;
+    bool any = false;
+    while (start <= text.size()) {
+        size_t end = text.find_first_of(",;/", start);
+        if (end == std::string::npos) end = text.size();
+        const std::string item = trim(text.substr(start, end - start));
+        start = end + 1;
+        char* stop = nullptr;
+        const double v = item.empty() ? -1 : std::strtod(item.c_str(), &stop);
+        if (item.empty() || *stop || !std::isfinite(v) || v < 0)
+            fail(Status::invalid_argument, "tensor_split '" + text + "': '" + item +
+                 "' is not a share (expected non-negative numbers such as '3,1')");
+        if (out.size() >= 64) fail(Status::invalid_argument, "tensor_split: more than 64 shares");
+        any |= v > 0;
+        out.push_back(v);
+    }
+    if (!any) fail(Status::invalid_argument, "tensor_split '" + text + "': every share is 0");
+    return out;
+}
+
+std::vector<int> split_layers(int32_t n, const std::vector<double>& split, size_t n_gpus) {
+    std::vector<int> gpu_of((size_t)std::max(n, 0), 0);
+    if (n_gpus <= 1 || n <= 0) return gpu_of;
+    std::vector<double> share(n_gpus, 0.0);
+    double sum = 0;
+    for (size_t g = 0; g < n_gpus && g < split.size(); ++g) sum += share[g] = split[g];
+    if (!(sum > 0)) {
+        std::fill(share.begin(), share.end(), 1.0);
+        sum = (double)n_gpus;
+    }
+    double cum = 0;
+    int32_t j = 0;
+    for (size_t g = 0; g < n_gpus; ++g) {
+        cum += share[g];
+        const int32_t end = g + 1 == n_gpus ? n : (int32_t)std::floor((double)n * cum / sum + 0.5);
+        for (; j < end && j < n; ++j) gpu_of[(size_t)j] = (int)g;
+    }
+    return gpu_of;
+}
+
 PlacementResult place_tensors(const std::vector<PlacementTensor>& tensors, int32_t n_layer, int32_t n_gpu_layers,
                               const std::vector<PlacementRule>& rules, const std::string& gpu_name,
                               const std::function<bool(uint32_t type)>& gpu_supports_type) {
+    GpuSet gpus;
+    if (!gpu_name.empty()) gpus.names.push_back(gpu_name);
+    return place_tensors(tensors, n_layer, n_gpu_layers, rules, gpus, gpu_supports_type);
+}
+
+PlacementResult place_tensors(const std::vector<PlacementTensor>& tensors, int32_t n_layer, int32_t n_gpu_layers,
+                              const std::vector<PlacementRule>& rules, const GpuSet& gpus,
+                              const std::function<bool(uint32_t type)>& gpu_supports_type) {
     PlacementResult res;
     res.device_of.assign(tensors.size(), "CPU");
-    const bool have_gpu = !gpu_name.empty();
+    const bool have_gpu = !gpus.names.empty();
+    auto available = [&](const std::string& dev) {
+        return std::find(gpus.names.begin(), gpus.names.end(), dev) != gpus.names.end();
+    };
+    auto in_use = [&] {
+        std::string s;
+        for (const std::string& n : gpus.names) s += (s.empty() ? "" : ", ") + n;
+        return s;
+    };
     if (n_gpu_layers > 0 && !have_gpu)
         res.report.push_back("n_gpu_layers = " + std::to_string(n_gpu_layers) +
                              " asks for a GPU but none is available: every tensor stays on the CPU");
+    if (have_gpu && gpus.split.size() > gpus.names.size())
+        res.report.push_back("tensor_split has " + std::to_string(gpus.split.size()) + " shares but " +
+                             std::to_string(gpus.names.size()) + " GPU(s) are available (" + in_use() +
+                             "): the extra shares are ignored");
+    // Offloaded layers [first, n_layer): their GPUs; the head goes with the last one.
+    const int32_t n_off = (int32_t)std::min<int64_t>(std::max(n_gpu_layers, 0), std::max(n_layer, 0));
+    const int32_t first = n_layer - n_off;
+    const std::vector<int> layer_gpu = split_layers(n_off, gpus.split, gpus.names.size());
     std::vector<uint64_t> matched(rules.size(), 0);
     std::vector<std::string> wanted(tensors.size(), "CPU");
     for (size_t i = 0; i < tensors.size(); ++i) {
         const PlacementTensor& t = tensors[i];
         const int32_t layer = t.layer >= 0 ? t.layer : layer_of_tensor_name(t.name);
         std::string dev = "CPU";
-        if (n_gpu_layers > 0) {
+        if (n_gpu_layers > 0 && have_gpu) {
             const bool head = t.name == "output.weight" || t.name == "output_norm.weight";
-            if ((layer >= 0 && (int64_t)layer >= (int64_t)n_layer - n_gpu_layers) || (head && n_gpu_layers > n_layer))
-                dev = gpu_name.empty() ? "GPU" : gpu_name;  // resolved below
+            if (layer >= first && layer < n_layer) dev = gpus.names[(size_t)layer_gpu[(size_t)(layer - first)]];
+            else if (head && n_gpu_layers > n_layer)
+                dev = gpus.names[layer_gpu.empty() ? gpus.names.size() - 1 : (size_t)layer_gpu.back()];
         }
         for (size_t r = 0; r < rules.size(); ++r)
             if (std::regex_search(t.name, *rules[r].re)) {
@@ -183,17 +253,17 @@ PlacementResult place_tensors(const std::vector<PlacementTensor>& tensors, int32
         else if (is_gpu(rules[r].device) && !have_gpu)
             res.report.push_back("rule '" + rules[r].text() + "': no GPU is available, its " +
                                  std::to_string(matched[r]) + " tensor(s) stay on the CPU");
-        else if (is_gpu(rules[r].device) && rules[r].device != gpu_name)
+        else if (is_gpu(rules[r].device) && !available(rules[r].device))
             res.report.push_back("rule '" + rules[r].text() + "': device " + rules[r].device +
-                                 " is not available (GPU in use: " + gpu_name + "), its tensors stay on the CPU");
+                                 " is not available (GPUs: " + in_use() + "), its tensors stay on the CPU");
     }
     for (size_t i = 0; i < tensors.size(); ++i) {
         const std::string& dev = wanted[i];
-        if (!is_gpu(dev) || !have_gpu || dev != gpu_name) continue;  // CPU, or reported above
+        if (!is_gpu(dev) || !available(dev)) continue;  // CPU, or reported above
         if (gpu_supports_type && !gpu_supports_type(tensors[i].type)) {
             const quant::TypeTraits* tt = quant::find_type(tensors[i].type);
             res.report.push_back(tensors[i].name + ": " + (tt ? tt->name : "type " + std::to_string(tensors[i].type)) +
-                                 " has no " + gpu_name + " kernel, kept on CPU");
+                                 " has no " + dev + " kernel, kept on CPU");
             continue;
         }
         res.device_of[i] = dev;

@@ -41,20 +41,42 @@ struct PlacementTensor {
 int32_t layer_of_tensor_name(const std::string& name);
 
 struct PlacementResult {
-    std::vector<std::string> device_of;  // per tensor: "CPU" / "CUDA0"
+    std::vector<std::string> device_of;  // per tensor: "CPU" / "CUDA0" / "CUDA1" ...
     std::vector<std::string> report;     // unmatched rules, unavailable devices, type fallbacks
 };
 
+// The GPUs placement may use, in device order, and the share of the offloaded layers each
+// takes (model option tensor_split; empty = equal shares). No names = no GPU available.
+struct GpuSet {
+    std::vector<std::string> names;
+    std::vector<double> split;
+};
+
+// Parses a tensor_split text "3,1" (',' or ';' or '/' separate shares; blank = none): finite,
+// non-negative numbers, not all 0, at most 64. Throws Error(invalid_argument) naming the bad item.
+std::vector<double> parse_tensor_split(const std::string& text);
+
+// For n offloaded layers (ascending) the index of the GPU each goes to: contiguous runs in GPU
+// order whose lengths follow `split` (missing shares are 0, extra ones ignored; empty or all
+// zero among the first n_gpus = equal): run g ends at round(n x (share_0 + .. + share_g) / sum).
+std::vector<int> split_layers(int32_t n, const std::vector<double>& split, size_t n_gpus);
+
 // Decides a device per tensor:
-//   1. layers [n_layer - n_gpu_layers, n_layer) go to gpu_name; n_gpu_layers > n_layer also the
-//      output head (output.weight, output_norm.weight); token_embd and other tensors without a
-//      "blk.N." prefix (rope_freqs, ...) stay on the CPU;
+//   1. layers [n_layer - n_gpu_layers, n_layer) go to the GPUs, split into contiguous runs by
+//      gpus.split (split_layers); n_gpu_layers > n_layer also the output head (output.weight,
+//      output_norm.weight), to the GPU of the last layer; token_embd and other tensors without
+//      a "blk.N." prefix (rope_freqs, ...) stay on the CPU;
 //   2. rules override, first match wins (std::regex_search on the whole name); a rule that
 //      matches no tensor gives a report line;
 //   3. a tensor asked onto a GPU whose type gpu_supports_type rejects (row-interleaved _R4/_R8
 //      layouts, ...) stays on the CPU with a report line.
-// gpu_name "" = no GPU available: everything is CPU; n_gpu_layers > 0 or a rule naming a GPU
-// gives a report line (not an error). A rule naming a GPU other than gpu_name likewise.
+// No GPU names = no GPU available: everything is CPU; n_gpu_layers > 0 or a rule naming a GPU
+// gives a report line (not an error). A rule naming a GPU not in gpus.names likewise, and a
+// split with more shares than GPUs.
+PlacementResult place_tensors(const std::vector<PlacementTensor>& tensors, int32_t n_layer, int32_t n_gpu_layers,
+                              const std::vector<PlacementRule>& rules, const GpuSet& gpus,
+                              const std::function<bool(uint32_t type)>& gpu_supports_type);
+// One GPU (gpu_name "" = none).
 PlacementResult place_tensors(const std::vector<PlacementTensor>& tensors, int32_t n_layer, int32_t n_gpu_layers,
                               const std::vector<PlacementRule>& rules, const std::string& gpu_name,
                               const std::function<bool(uint32_t type)>& gpu_supports_type);

@@ -68,6 +68,18 @@ TEST(GpuRegistry, DefaultSearchAnswersEitherWay) {
     EXPECT_STREQ(ikllm_lib_gpu_status(nullptr), "");
 }
 
+TEST(GpuRegistry, TestDoublesCount) {
+    Env e("IKLLM_TEST_GPU_DOUBLE", "3");
+    Lib l;
+    ASSERT_EQ(ikllm_lib_gpu_count(l.lib), 3);
+    for (int i = 0; i < 3; ++i) {
+        char* json = nullptr;
+        ASSERT_EQ(ikllm_lib_gpu_info(l.lib, i, &json), IKLLM_OK);
+        EXPECT_NE(std::string(json).find("\"name\": \"CUDA" + std::to_string(i) + "\""), std::string::npos) << json;
+        ikllm_free(json);
+    }
+}
+
 TEST(GpuRegistry, TestDoubleIsOneDevice) {
     Env e("IKLLM_TEST_GPU_DOUBLE", "1");
     Lib l;
@@ -82,11 +94,12 @@ TEST(GpuRegistry, TestDoubleIsOneDevice) {
 struct PlacedRun {
     ikllm_model* m = nullptr;
     ikllm_session* s = nullptr;
-    PlacedRun(ikllm_lib* lib, const std::string& path, int ngl, const char* rules) {
+    PlacedRun(ikllm_lib* lib, const std::string& path, int ngl, const char* rules, const char* split = "") {
         ikllm_options* mo = nullptr;
         EXPECT_EQ(ikllm_options_create(IKLLM_OPTIONS_MODEL, &mo), IKLLM_OK);
         EXPECT_EQ(ikllm_options_set_int(mo, "n_gpu_layers", ngl), IKLLM_OK);
         EXPECT_EQ(ikllm_options_set_string(mo, "tensor_placement", rules), IKLLM_OK);
+        EXPECT_EQ(ikllm_options_set_string(mo, "tensor_split", split), IKLLM_OK);
         EXPECT_EQ(ikllm_model_load(lib, path.c_str(), mo, nullptr, nullptr, nullptr, &m), IKLLM_OK);
         ikllm_options_free(mo);
         ikllm_options* so = nullptr;
@@ -172,6 +185,55 @@ TEST(GpuDouble, SessionPathsMatchTheCpu) {
         expect_same(cpu, full, name);
         expect_same(cpu, hybrid, name);
         expect_same(cpu, split, name);
+    }
+}
+
+// Two GPUs (IKLLM_TEST_GPU_DOUBLE=2: two doubles, each with memory of its own): layers split
+// between them, activations crossing from one GPU to the other through the host, KV rows on
+// each layer's GPU; the same logits as the CPU through every session path.
+TEST(GpuDouble, TwoGpusMatchTheCpu) {
+    IKLLM_REQUIRE_REFDATA();
+    Env e("IKLLM_TEST_GPU_DOUBLE", "2");
+    Lib l;
+    ASSERT_EQ(ikllm_lib_gpu_count(l.lib), 2);
+    for (const char* name : {"llama-tiny-f16", "deepseek2-tiny-f16", "qwen3moe-tiny-f16"}) {
+        const std::string path = ikllm::test::refdata_dir() + "/models/" + name + ".gguf";
+        if (!ikllm::test::file_exists(path)) continue;
+        std::vector<std::vector<float>> cpu;
+        { PlacedRun r(l.lib, path, 0, ""); cpu = scenario(r); }
+        {
+            PlacedRun r(l.lib, path, 99, "", "1,1");
+            ASSERT_EQ(ikllm_model_device_count(r.m), 3);
+            EXPECT_STREQ(ikllm_model_device_name(r.m, 1), "CUDA0");
+            EXPECT_STREQ(ikllm_model_device_name(r.m, 2), "CUDA1");
+            const int32_t L = ikllm_model_n_layer(r.m);
+            int32_t d0 = -1, dl = -1, dh = -1;
+            EXPECT_EQ(ikllm_model_tensor_device(r.m, "blk.0.attn_norm.weight", &d0), IKLLM_OK);
+            EXPECT_EQ(ikllm_model_tensor_device(r.m, ("blk." + std::to_string(L - 1) + ".attn_norm.weight").c_str(), &dl),
+                      IKLLM_OK);
+            EXPECT_EQ(ikllm_model_tensor_device(r.m, "output_norm.weight", &dh), IKLLM_OK);
+            EXPECT_EQ(d0, 1);
+            EXPECT_EQ(dl, 2);
+            EXPECT_EQ(dh, 2);
+            EXPECT_GT(ikllm_model_device_weight_bytes(r.m, 1), 0u);
+            EXPECT_GT(ikllm_model_device_weight_bytes(r.m, 2), 0u);
+            expect_same(cpu, scenario(r), (std::string(name) + " 1,1").c_str());
+        }
+        {   // experts on the CPU between the two GPUs' layers
+            PlacedRun r(l.lib, path, 99, "exps=CPU", "1,1");
+            expect_same(cpu, scenario(r), (std::string(name) + " 1,1 exps=CPU").c_str());
+        }
+        {   // attention on CUDA1, everything else of the layers on CUDA0: two crossings per layer
+            PlacedRun r(l.lib, path, 99, "attn=CUDA1", "1,0");
+            EXPECT_EQ(ikllm_model_device_count(r.m), 3);
+            expect_same(cpu, scenario(r), (std::string(name) + " attn=CUDA1").c_str());
+        }
+        {   // only the second GPU holds weights: it is the model's only GPU device
+            PlacedRun r(l.lib, path, 99, "", "0,1");
+            ASSERT_EQ(ikllm_model_device_count(r.m), 2);
+            EXPECT_STREQ(ikllm_model_device_name(r.m, 1), "CUDA1");
+            expect_same(cpu, scenario(r), (std::string(name) + " 0,1").c_str());
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -218,6 +219,68 @@ TEST(MemoryPlan, SuggestionFitsAndIsMaximal) {
     s = suggest_placement(pm, req, 1);
     EXPECT_EQ(s.n_gpu_layers, 0);
     EXPECT_TRUE(s.fits);
+}
+
+// Two GPUs: layers split by the shares, each layer's KV cache with its attention, and the
+// suggestion keeping every GPU within the budget while placing more experts than one GPU can.
+TEST(MemoryPlan, TwoGpusSplitLayersAndSuggestion) {
+    IKLLM_REQUIRE_REFDATA();
+    auto f = gguf::File::open(model_path("qwen3moe-tiny-f16"), &type_geometry, true);
+    const PlanModel pm = plan_model_from_file(*f);
+    const int L = pm.hp.n_layer;
+    ASSERT_GE(L, 2);
+    PlanRequest req;
+    req.n_ctx = 512;
+    req.n_batch = 32;
+    req.gpus = GpuSet{{"CUDA0", "CUDA1"}, {1, 1}};
+    req.n_gpu_layers = L + 1;
+    const MemoryPlan p = plan_memory(pm, req);
+    ASSERT_EQ(p.devices.size(), 3u);
+    // Per layer, from the file's table: layers [0, L/2 rounded) on CUDA0, the rest and the head on CUDA1.
+    const int first_on_1 = (int)std::floor(L * 0.5 + 0.5);
+    uint64_t w0 = 0, w1 = 0, wc = 0;
+    for (const auto& t : f->tensors()) {
+        const int l = layer_of_tensor_name(t.name);
+        if (l >= 0) (l < first_on_1 ? w0 : w1) += t.nbytes;
+        else if (t.name == "output.weight" || t.name == "output_norm.weight") w1 += t.nbytes;
+        else wc += t.nbytes;
+    }
+    EXPECT_EQ(p.find("CUDA0")->weights, w0);
+    EXPECT_EQ(p.find("CUDA1")->weights, w1);
+    EXPECT_EQ(p.find("CPU")->weights, wc);
+    const uint64_t kv_layer = kv_layer_bytes_per_token(pm.hp, req.kv_type) * (uint64_t)req.n_ctx;
+    EXPECT_EQ(p.find("CUDA0")->kv, kv_layer * (uint64_t)first_on_1);
+    EXPECT_EQ(p.find("CUDA1")->kv, kv_layer * (uint64_t)(L - first_on_1));
+    EXPECT_EQ(p.find("CPU")->kv, 0u);
+
+    // Suggestion: a budget that holds the base plus one layer's experts on one GPU.
+    PlanRequest one = req;
+    one.gpus = GpuSet{{"CUDA0"}, {}};
+    auto total_one = [&](const std::string& rules) {
+        PlanRequest r = one;
+        r.tensor_placement = rules;
+        return plan_memory(pm, r).find("CUDA0")->total();
+    };
+    const std::string keep_first = "blk\\.(" + [&] {
+        std::string s;
+        for (int i = 0; i < L - 1; ++i) s += (i ? "|" : "") + std::to_string(i);
+        return s;
+    }() + ")\\.ffn_.*_exps=CPU";
+    const uint64_t budget = total_one(keep_first);
+    const PlacementSuggestion s1 = suggest_placement(pm, one, budget);
+    const PlacementSuggestion s2 = suggest_placement(pm, req, budget);
+    EXPECT_TRUE(s1.fits);
+    EXPECT_TRUE(s2.fits);
+    EXPECT_EQ(s1.expert_layers_on_gpu, 1);
+    EXPECT_GT(s2.expert_layers_on_gpu, s1.expert_layers_on_gpu);
+    ASSERT_EQ(s2.plan.devices.size(), 3u);
+    for (size_t d = 1; d < 3; ++d) EXPECT_LE(s2.plan.devices[d].total(), budget) << s2.plan.devices[d].name;
+    // The suggestion's rules reproduce its plan.
+    PlanRequest again = req;
+    again.n_gpu_layers = s2.n_gpu_layers;
+    again.tensor_placement = s2.tensor_placement;
+    const MemoryPlan p2 = plan_memory(pm, again);
+    for (size_t d = 0; d < 3; ++d) EXPECT_EQ(p2.devices[d].total(), s2.plan.devices[d].total());
 }
 
 TEST(PlacementApi, OptionsValidateRules) {

@@ -186,3 +186,97 @@ TEST(PlacementRules, OtherGpuNotAvailable) {
     for (const auto& d : r.device_of) EXPECT_EQ(d, "CPU");
     EXPECT_TRUE(report_has(r, "device CUDA1 is not available"));
 }
+
+// ---- several GPUs ------------------------------------------------------------------------------
+
+namespace {
+Status split_status(const std::string& text, std::string* msg) {
+    try {
+        parse_tensor_split(text);
+        return Status::ok;
+    } catch (const Error& e) {
+        *msg = e.what();
+        return e.status;
+    }
+}
+}  // namespace
+
+TEST(TensorSplit, ParsesShares) {
+    EXPECT_TRUE(parse_tensor_split("").empty());
+    EXPECT_TRUE(parse_tensor_split("  ").empty());
+    EXPECT_EQ(parse_tensor_split("3,1"), (std::vector<double>{3, 1}));
+    EXPECT_EQ(parse_tensor_split(" 0.5 ; 0 /2 "), (std::vector<double>{0.5, 0, 2}));
+    std::string msg;
+    for (const char* bad : {"a,1", "-1,2", "1,,2", "inf", "nan", "1e999", "2x"}) {
+        EXPECT_EQ(split_status(bad, &msg), Status::invalid_argument) << bad;
+        EXPECT_NE(msg.find("not a share"), std::string::npos) << msg;
+    }
+    EXPECT_EQ(split_status("0,0", &msg), Status::invalid_argument);
+    EXPECT_NE(msg.find("every share is 0"), std::string::npos) << msg;
+    std::string many;
+    for (int i = 0; i < 65; ++i) many += "1,";
+    many += "1";
+    EXPECT_EQ(split_status(many, &msg), Status::invalid_argument);
+}
+
+TEST(TensorSplit, ContiguousRunsInProportion) {
+    using V = std::vector<int>;
+    EXPECT_EQ(split_layers(5, {1, 1}, 2), (V{0, 0, 0, 1, 1}));         // 2.5 rounds up
+    EXPECT_EQ(split_layers(8, {3, 1}, 2), (V{0, 0, 0, 0, 0, 0, 1, 1}));
+    EXPECT_EQ(split_layers(4, {0, 1}, 2), (V{1, 1, 1, 1}));            // a share of 0: no layers
+    EXPECT_EQ(split_layers(4, {1, 0, 1}, 3), (V{0, 0, 2, 2}));
+    EXPECT_EQ(split_layers(4, {}, 2), (V{0, 0, 1, 1}));                // no split: equal
+    EXPECT_EQ(split_layers(4, {1}, 2), (V{0, 0, 0, 0}));               // missing shares are 0
+    EXPECT_EQ(split_layers(6, {1, 1, 4}, 2), (V{0, 0, 0, 1, 1, 1}));   // extra shares ignored
+    EXPECT_EQ(split_layers(3, {5, 7}, 1), (V{0, 0, 0}));
+    EXPECT_TRUE(split_layers(0, {1, 1}, 2).empty());
+    // Every layer gets a GPU and runs never go back, whatever the shares.
+    for (int n = 1; n < 40; ++n) {
+        const V v = split_layers(n, {0.3, 2, 0.01, 1}, 4);
+        ASSERT_EQ((int)v.size(), n);
+        for (int i = 1; i < n; ++i) EXPECT_LE(v[(size_t)i - 1], v[(size_t)i]);
+    }
+}
+
+TEST(PlacementRules, LayersSplitOverSeveralGpus) {
+    const auto ts = toy_model(4);
+    GpuSet gpus{{"CUDA0", "CUDA1"}, {1, 1}};
+    auto r = place_tensors(ts, 4, 5, {}, gpus, all_types);
+    EXPECT_EQ(dev(ts, r, "blk.0.attn_q.weight"), "CUDA0");
+    EXPECT_EQ(dev(ts, r, "blk.1.ffn_down_exps.weight"), "CUDA0");
+    EXPECT_EQ(dev(ts, r, "blk.2.attn_q.weight"), "CUDA1");
+    EXPECT_EQ(dev(ts, r, "blk.3.attn_norm.weight"), "CUDA1");
+    EXPECT_EQ(dev(ts, r, "output.weight"), "CUDA1");  // with the last layer
+    EXPECT_EQ(dev(ts, r, "output_norm.weight"), "CUDA1");
+    EXPECT_EQ(dev(ts, r, "token_embd.weight"), "CPU");
+    EXPECT_TRUE(r.report.empty());
+    // ngl 3 of 4: layers 1..3 split 2 / 1 (1.5 rounds up).
+    r = place_tensors(ts, 4, 3, {}, gpus, all_types);
+    EXPECT_EQ(dev(ts, r, "blk.0.attn_q.weight"), "CPU");
+    EXPECT_EQ(dev(ts, r, "blk.1.attn_q.weight"), "CUDA0");
+    EXPECT_EQ(dev(ts, r, "blk.2.attn_q.weight"), "CUDA0");
+    EXPECT_EQ(dev(ts, r, "blk.3.attn_q.weight"), "CUDA1");
+    EXPECT_EQ(dev(ts, r, "output.weight"), "CPU");
+    // Rules name either GPU and win; experts to the CPU; an unknown GPU is reported.
+    r = place_tensors(ts, 4, 5, parse_placement_rules("blk\\.0\\.attn_q=CUDA1,exps=CPU,blk\\.3\\.attn_k=CUDA2"), gpus,
+                      all_types);
+    EXPECT_EQ(dev(ts, r, "blk.0.attn_q.weight"), "CUDA1");
+    EXPECT_EQ(dev(ts, r, "blk.0.attn_k.weight"), "CUDA0");
+    EXPECT_EQ(dev(ts, r, "blk.2.ffn_gate_exps.weight"), "CPU");
+    EXPECT_EQ(dev(ts, r, "blk.3.attn_k.weight"), "CPU");
+    EXPECT_TRUE(report_has(r, "device CUDA2 is not available (GPUs: CUDA0, CUDA1)"));
+    // Shares for GPUs that are not there: reported, ignored.
+    gpus.split = {1, 1, 1};
+    r = place_tensors(ts, 4, 4, {}, gpus, all_types);
+    EXPECT_TRUE(report_has(r, "tensor_split has 3 shares but 2 GPU(s)"));
+    EXPECT_EQ(dev(ts, r, "blk.1.attn_q.weight"), "CUDA0");
+    EXPECT_EQ(dev(ts, r, "blk.2.attn_q.weight"), "CUDA1");
+    // All layers on the second GPU; the head follows them.
+    gpus.split = {0, 1};
+    r = place_tensors(ts, 4, 5, {}, gpus, all_types);
+    for (size_t i = 0; i < ts.size(); ++i) {
+        if (ts[i].layer >= 0 || ts[i].name.rfind("output", 0) == 0) {
+            EXPECT_EQ(r.device_of[i], "CUDA1") << ts[i].name;
+        }
+    }
+}

@@ -84,6 +84,8 @@ void apply_placement_flags(const Args& a, ikllm_options* mo) {
         for (const std::string& r : it->second) rules += (rules.empty() ? "" : ",") + r;
     }
     if (!rules.empty()) check(ikllm_options_set_string(mo, "tensor_placement", rules.c_str()), "option -ot");
+    for (const char* k : {"-ts", "--tensor-split"})
+        if (a.has(k)) check(ikllm_options_set_string(mo, "tensor_split", a.get(k).c_str()), (std::string("option ") + k).c_str());
 }
 
 uint64_t parse_bytes(const std::string& text, const char* what) {

@@ -151,22 +151,28 @@ int cmd_plan(int argc, char** argv) {
     std::printf("context      : %" PRIu64 " tokens, batch %" PRIu64 ", KV %s (%" PRIu64 " bytes/token)\n",
                 plan["n_ctx"].u64(), plan["n_batch"].u64(), plan["kv_type"].s.c_str(), plan["kv_bytes_per_token"].u64());
     const JVal& req = plan["requested"];
-    std::printf("\nrequested placement: n_gpu_layers %" PRIu64 ", rules '%s'\n", req["n_gpu_layers"].u64(),
-                req["tensor_placement"].s.c_str());
+    std::string split;
+    for (const JVal& v : req["tensor_split"].items) split += (split.empty() ? "" : ",") + v.s;
+    std::printf("\nrequested placement: n_gpu_layers %" PRIu64 ", rules '%s'%s%s\n", req["n_gpu_layers"].u64(),
+                req["tensor_placement"].s.c_str(), split.empty() ? "" : ", tensor split ", split.c_str());
     print_devices(req["devices"]);
     print_report(req["report"]);
+    std::string gpus;
+    for (const JVal& g : plan["gpus"].items) gpus += (gpus.empty() ? "" : ", ") + g.s;
     const JVal& sug = plan["suggestion"];
     if (sug.kind == JVal::object) {
-        std::printf("\nsuggestion for %s of %s (%s): %s\n", plan["gpu"].s.c_str(), mib(sug["vram_budget"].u64()).c_str(),
-                    sug["strategy"].s.c_str(), sug["fits"].b ? "fits" : "does NOT fit");
+        std::printf("\nsuggestion for %s of %s%s (%s): %s\n", gpus.c_str(), mib(sug["vram_budget"].u64()).c_str(),
+                    plan["gpus"].items.size() > 1 ? " each" : "", sug["strategy"].s.c_str(),
+                    sug["fits"].b ? "fits" : "does NOT fit");
         std::string rules = sug["tensor_placement"].s;
-        std::printf("  -ngl %" PRIu64 "%s%s%s   (%" PRIu64 " MoE layers' experts on the GPU)\n", sug["n_gpu_layers"].u64(),
+        std::printf("  -ngl %" PRIu64 "%s%s%s%s%s   (%" PRIu64 " MoE layers' experts on GPUs)\n", sug["n_gpu_layers"].u64(),
                     rules.empty() ? "" : " -ot '", rules.c_str(), rules.empty() ? "" : "'",
+                    split.empty() ? "" : " -ts ", split.c_str(),
                     sug["expert_layers_on_gpu"].u64());
         print_devices(sug["devices"]);
         print_report(sug["report"]);
     }
-    std::printf("\n(scratch is an estimate; planning assumes a GPU named %s)\n", plan["gpu"].s.c_str());
+    std::printf("\n(scratch is an estimate; %s %s)\n", plan["gpu_available"].b ? "GPUs of this machine:" : "planned for", gpus.c_str());
     return 0;
 }
 

@@ -310,14 +310,18 @@ extern "C" {
     pub fn ikllm_model_tensor_dequantize(model: *const ikllm_model, name: *const c_char, out: *mut f32, capacity: usize, needed: *mut usize) -> ikllm_status;
     // Static name of a tensor type id ("q4_K", "iq4_k_r4"); NULL if unknown.
     pub fn ikllm_type_name(type_: i32) -> *const c_char;
-    // Model options n_gpu_layers and tensor_placement choose a device per weight tensor: the last
-    // n_gpu_layers layers go to the GPU (more than the layer count: the output head too), then the
-    // rules "REGEX=DEVICE,REGEX=DEVICE" (DEVICE: CPU or CUDA<n>, any case; first match wins, searched
-    // in the tensor name) override. Tensors a GPU cannot run, and requests for a GPU that is not
-    // available, stay on the CPU with a line in the placement report (not an error).
+    // Model options n_gpu_layers, tensor_split and tensor_placement choose a device per weight
+    // tensor: the last n_gpu_layers layers go to the GPUs (more than the layer count: the output head
+    // too), each GPU taking a contiguous run of them in device order, sized by the shares of
+    // tensor_split ("3,1"; empty: in proportion to each GPU's free memory; the head goes with the
+    // last layer); then the rules "REGEX=DEVICE,REGEX=DEVICE" (DEVICE: CPU or CUDA<n>, any case;
+    // first match wins, searched in the tensor name) override. Tensors a GPU cannot run, and
+    // requests for a GPU that is not available, stay on the CPU with a line in the placement report
+    // (not an error). Activations crossing between GPUs go through host memory.
     //
-    // Devices holding the model's weights: index 0 is always "CPU", then the GPUs in use
-    // ("CUDA0", ...). The number of devices (0 for NULL):
+    // Devices holding the model's weights: index 0 is always "CPU", then the GPUs in use in device
+    // order ("CUDA0", "CUDA1", ...; the first GPU also when none holds weights). The number of
+    // devices (0 for NULL):
     pub fn ikllm_model_device_count(model: *const ikllm_model) -> i32;
     // Name of device `index` ("CPU", "CUDA0"), model-owned; NULL when out of range.
     pub fn ikllm_model_device_name(model: *const ikllm_model, index: i32) -> *const c_char;
@@ -345,21 +349,24 @@ extern "C" {
     pub fn ikllm_lib_gpu_info(lib: *mut ikllm_lib, index: i32, out_json: *mut *mut c_char) -> ikllm_status;
     // Memory plan of a model file without loading its weights: reads the GGUF index only.
     // model_options may be NULL (defaults: all on the CPU); else IKLLM_OPTIONS_MODEL, whose
-    // n_gpu_layers and tensor_placement give the placement to plan. session_options may be NULL
-    // (defaults); else IKLLM_OPTIONS_SESSION, whose n_ctx, n_batch and kv_type size the KV cache and
-    // the activation scratch. The GPU planned for is this machine's first GPU when it has one, else
-    // a hypothetical "CUDA0" assumed to run every weight type except row-interleaved (_R4/_R8...)
-    // layouts: planning works on machines without a GPU. vram_budget > 0 also asks for a suggestion: the placement that puts the
-    // most on the GPU within vram_budget bytes (everything but the routed experts first, then whole
-    // layers' experts from the last layer down; else whole layers ngl-style). flags must be 0.
+    // n_gpu_layers, tensor_split and tensor_placement give the placement to plan. session_options may
+    // be NULL (defaults); else IKLLM_OPTIONS_SESSION, whose n_ctx, n_batch and kv_type size the KV
+    // cache and the activation scratch. The GPUs planned for are this machine's when it has any, else
+    // hypothetical ones ("CUDA0", or one per tensor_split share) assumed to run every weight type
+    // except row-interleaved (_R4/_R8...) layouts: planning works on machines without a GPU.
+    // vram_budget > 0 also asks for a suggestion: the placement that puts the most on the GPUs, each
+    // within vram_budget bytes (everything but the routed experts first, then whole layers' experts
+    // from the last layer down, each on its layer's GPU while that fits; else whole layers
+    // ngl-style). flags must be 0.
     // out_json receives a JSON object (release it with ikllm_free; NULL on failure):
-    // {"architecture", "n_layer", "n_ctx", "n_batch", "kv_type", "kv_bytes_per_token", "gpu", "gpu_available",
-    // "requested": {"n_gpu_layers", "tensor_placement", "devices": [{"name", "weights", "kv",
-    // "scratch", "total"}...], "report": [lines]},
+    // {"architecture", "n_layer", "n_ctx", "n_batch", "kv_type", "kv_bytes_per_token", "gpu" (the first),
+    // "gpus": [names], "gpu_available",
+    // "requested": {"n_gpu_layers", "tensor_placement", "tensor_split": [shares], "devices": [{"name",
+    // "weights", "kv", "scratch", "total"}...], "report": [lines]},
     // "suggestion" (only when vram_budget > 0): {"vram_budget", "n_gpu_layers", "tensor_placement",
     // "strategy", "expert_layers_on_gpu", "fits", "devices": [...], "report": [...]}}
     // Byte counts are integers; "scratch" is an estimate (formula in docs/placement.md). Errors:
-    // IKLLM_ERR_INVALID_ARGUMENT (bad rules, options of the wrong kind), IKLLM_ERR_IO,
+    // IKLLM_ERR_INVALID_ARGUMENT (bad rules or shares, options of the wrong kind), IKLLM_ERR_IO,
     // IKLLM_ERR_INVALID_FILE, IKLLM_ERR_UNSUPPORTED (architecture).
     pub fn ikllm_plan(lib: *mut ikllm_lib, path: *const c_char, model_options: *const ikllm_options, session_options: *const ikllm_options, vram_budget: u64, flags: u32, out_json: *mut *mut c_char) -> ikllm_status;
     // Tokenizes text (length text_len bytes; any bytes accepted). Writes up to capacity ids;
