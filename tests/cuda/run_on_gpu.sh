@@ -97,7 +97,10 @@ if [ -f "$shared/tools/compare_logits.py" ]; then
            deepseek2-tiny-IQ4_K deepseek2-tiny-Q8_0 qwen3moe-tiny-Q4_K_M qwen3moe-tiny-IQ4_K; do
     if [ -d "$refdata/refs/$s" ] && { [ -f "$refdata/models/$s.gguf" ] || [ -f "$refdata/quant/$s.gguf" ]; }; then stems="$stems $s"; fi
   done
-  for p in "full:-ngl 99" "exps_cpu:-ngl 99 -ot exps=CPU"; do
+  placements=("full:-ngl 99" "exps_cpu:-ngl 99 -ot exps=CPU")
+  # Two or more GPUs: layers split between the first two as well (activations cross through the host).
+  if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')" -ge 2 ]; then placements+=("two_gpus:-ngl 99 -ts 1,1"); fi
+  for p in "${placements[@]}"; do
     tag=${p%%:*}; args=${p#*:}
     run_test "refdata logits, $tag ($args)" "$logs/refdata_$tag.txt" "${py:-python3}" tests/refdata/check_logits.py \
       "$cli" "$shared" --args "$args" $stems

@@ -395,6 +395,41 @@ TEST(GpuDouble, PlanBeforeLoadingMatchesTheLoadedPlacement) {
     }
 }
 
+// The plan of two GPUs (layers split 1:2, experts kept on the CPU or not) is the loaded placement.
+TEST(GpuDouble, TwoGpuPlanMatchesTheLoadedPlacement) {
+    IKLLM_REQUIRE_REFDATA();
+    Env e("IKLLM_TEST_GPU_DOUBLE", "2");
+    Lib l;
+    for (const char* name : {"llama-tied-f16", "qwen3moe-tiny-f16", "deepseek2-tiny-f16"}) {
+        const std::string path = ikllm::test::refdata_dir() + "/models/" + name + ".gguf";
+        if (!ikllm::test::file_exists(path)) continue;
+        for (const char* rules : {"", "exps=CPU", "token_embd=CUDA1"}) {
+            ikllm_options* mo = nullptr;
+            ASSERT_EQ(ikllm_options_create(IKLLM_OPTIONS_MODEL, &mo), IKLLM_OK);
+            ASSERT_EQ(ikllm_options_set_int(mo, "n_gpu_layers", 99), IKLLM_OK);
+            ASSERT_EQ(ikllm_options_set_string(mo, "tensor_placement", rules), IKLLM_OK);
+            ASSERT_EQ(ikllm_options_set_string(mo, "tensor_split", "1,2"), IKLLM_OK);
+            char* json = nullptr;
+            ASSERT_EQ(ikllm_plan(l.lib, path.c_str(), mo, nullptr, 0, 0, &json), IKLLM_OK) << ikllm_last_error();
+            const std::string plan = json;
+            ikllm_free(json);
+            ikllm_model* m = nullptr;
+            ASSERT_EQ(ikllm_model_load(l.lib, path.c_str(), mo, nullptr, nullptr, nullptr, &m), IKLLM_OK);
+            ikllm_options_free(mo);
+            const std::string what = std::string(name) + " '" + rules + "'";
+            // (a one-layer model gives CUDA0 no layer: it is then not one of the model's devices)
+            for (const char* dev : {"CPU", "CUDA0", "CUDA1"}) {
+                uint64_t loaded = 0;
+                for (int d = 0; d < ikllm_model_device_count(m); ++d)
+                    if (std::string(ikllm_model_device_name(m, d)) == dev) loaded = ikllm_model_device_weight_bytes(m, d);
+                EXPECT_EQ(plan_weights(plan, dev), loaded) << what << " " << dev << "\n" << plan;
+            }
+            EXPECT_GT(ikllm_model_device_weight_bytes(m, ikllm_model_device_count(m) - 1), 0u) << what;
+            ikllm_model_free(m);
+        }
+    }
+}
+
 // The same scenario on a real GPU when this machine has one (skipped elsewhere): f16 weights,
 // where GPU and CPU differ only by float rounding (measured ~6e-4 on an H200).
 TEST(GpuReal, SessionPathsMatchTheCpu) {
@@ -410,6 +445,13 @@ TEST(GpuReal, SessionPathsMatchTheCpu) {
         { PlacedRun r(l.lib, path, 99, "exps=CPU"); hybrid = scenario(r); }
         expect_same(cpu, full, name, 5e-3);
         expect_same(cpu, hybrid, name, 5e-3);
+        if (ikllm_lib_gpu_count(l.lib) >= 2) {  // layers split over two real GPUs
+            std::vector<std::vector<float>> two, two_hybrid;
+            { PlacedRun r(l.lib, path, 99, "", "1,1"); two = scenario(r); }
+            { PlacedRun r(l.lib, path, 99, "exps=CPU", "1,1"); two_hybrid = scenario(r); }
+            expect_same(cpu, two, name, 5e-3);
+            expect_same(cpu, two_hybrid, name, 5e-3);
+        }
     }
 }
 

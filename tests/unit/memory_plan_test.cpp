@@ -291,6 +291,10 @@ TEST(PlacementApi, OptionsValidateRules) {
     EXPECT_NE(std::string(ikllm_last_error()).find("exps=GPU"), std::string::npos) << ikllm_last_error();
     EXPECT_EQ(ikllm_options_set_string(o, "tensor_placement", "blk.(=CPU"), IKLLM_ERR_INVALID_ARGUMENT);
     EXPECT_NE(std::string(ikllm_last_error()).find("invalid regex"), std::string::npos) << ikllm_last_error();
+    EXPECT_EQ(ikllm_options_set_string(o, "tensor_split", "3, 1"), IKLLM_OK);
+    EXPECT_EQ(ikllm_options_set_string(o, "tensor_split", "3,x"), IKLLM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(ikllm_last_error()).find("'x' is not a share"), std::string::npos) << ikllm_last_error();
+    EXPECT_EQ(ikllm_options_set_string(o, "tensor_split", "0,0"), IKLLM_ERR_INVALID_ARGUMENT);
     EXPECT_EQ(ikllm_options_set_int(o, "n_gpu_layers", 99), IKLLM_OK);
     EXPECT_EQ(ikllm_options_set_int(o, "n_gpu_layers", -1), IKLLM_ERR_INVALID_ARGUMENT);
     int64_t v = 0;
