@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "model/tensor_placement.h"
 #include "quant/type_traits.h"
+#include "quant/unpack_interleaved.h"
 #include "registry.h"
 
 namespace ikllm {
@@ -26,15 +27,38 @@ int32_t layer_of(const char* name) {
 uint64_t tensor_bytes(const Tensor& t) { return (uint64_t)t.nb[1] * (uint64_t)t.n_rows(); }
 
 
+// Uploads n rows of an interleaved type as rows of its plain type `to`, converted in slices of
+// whole row groups (about 64 MiB at a time, not one host copy of the whole tensor).
+void upload_converted(backend::Backend* gpu, uint8_t* dev, const Tensor& t, uint32_t to) {
+    const quant::TypeTraits& from_t = *quant::find_type(t.type);
+    const size_t rb = quant::row_bytes(from_t, t.ne[0]);
+    const int64_t group = from_t.interleave, rows = t.n_rows();
+    const int64_t step = std::max<int64_t>(group, ((int64_t)(64u << 20) / (int64_t)std::max<size_t>(rb, 1)) / group * group);
+    std::vector<uint8_t> plain(rb * (size_t)std::min(step, rows));
+    const uint8_t* src = static_cast<const uint8_t*>(t.data);
+    for (int64_t r = 0; r < rows; r += step) {
+        const int64_t n = std::min(step, rows - r);
+        if (!quant::unpack_rows(t.type, src + rb * (size_t)r, plain.data(), t.ne[0], n))
+            fail(Status::internal, std::string(t.name) + ": converting " + from_t.name + " to " + quant::find_type(to)->name +
+                 " failed");
+        gpu->upload(dev + rb * (size_t)r, plain.data(), rb * (size_t)n);
+    }
+}
+
 // One device buffer per GPU for the weights placed there. A tensor that is a view of another's
-// bytes (deepseek2's 3-D view of a split attn_k_b) shares its device copy.
+// bytes (deepseek2's 3-D view of a split attn_k_b) shares its device copy. Row-interleaved
+// tensors go up in their plain type (gpu_weight_form), each with a span of its own.
 void upload_to(backend::Backend* gpu, const std::string& gpu_name, std::vector<Tensor*> order, Model& m,
                const std::function<void(float)>& progress) {
     std::stable_sort(order.begin(), order.end(), [](const Tensor* a, const Tensor* b) { return tensor_bytes(*a) > tensor_bytes(*b); });
+    auto form_of = [gpu](const Tensor& t) {
+        return gpu_weight_form(t.type, [gpu](uint32_t type) { return gpu->supports_weight_type(type); });
+    };
     struct Span {
         const uint8_t* lo;
         const uint8_t* hi;
         uint64_t offset;
+        const Tensor* convert;  // uploaded converted to its plain type, or null
     };
     std::vector<Span> spans;
     std::vector<std::pair<Tensor*, int64_t>> placed;  // tensor, span index
@@ -42,11 +66,12 @@ void upload_to(backend::Backend* gpu, const std::string& gpu_name, std::vector<T
     for (Tensor* t : order) {
         const uint8_t* lo = static_cast<const uint8_t*>(t->data);
         const uint8_t* hi = lo + tensor_bytes(*t);
+        const bool convert = form_of(*t) != t->type;
         int64_t found = -1;
-        for (size_t i = 0; i < spans.size() && found < 0; ++i)
-            if (lo >= spans[i].lo && hi <= spans[i].hi) found = (int64_t)i;
+        for (size_t i = 0; i < spans.size() && found < 0 && !convert; ++i)
+            if (!spans[i].convert && lo >= spans[i].lo && hi <= spans[i].hi) found = (int64_t)i;
         if (found < 0) {
-            spans.push_back({lo, hi, total});
+            spans.push_back({lo, hi, total, convert ? t : nullptr});
             total += (tensor_bytes(*t) + 255) / 256 * 256;
             found = (int64_t)spans.size() - 1;
         }
@@ -68,13 +93,21 @@ void upload_to(backend::Backend* gpu, const std::string& gpu_name, std::vector<T
     uint8_t* base = static_cast<uint8_t*>(buf->data());
     uint64_t done = 0;
     for (const Span& sp : spans) {
-        gpu->upload(base + sp.offset, sp.lo, (size_t)(sp.hi - sp.lo));
+        if (sp.convert) upload_converted(gpu, base + sp.offset, *sp.convert, form_of(*sp.convert));
+        else gpu->upload(base + sp.offset, sp.lo, (size_t)(sp.hi - sp.lo));
         done += (uint64_t)(sp.hi - sp.lo);
         progress((float)done / (float)total);
     }
     for (auto& [t, i] : placed) {
         const Span& sp = spans[(size_t)i];
-        t->host = t->data;
+        if (sp.convert) {
+            const quant::TypeTraits& to = *quant::find_type(form_of(*t));
+            t->type = to.id;
+            t->nb[0] = (size_t)to.block_bytes;  // rows keep their bytes (gpu_weight_form)
+            t->host = nullptr;                  // the host bytes are the interleaved form
+        } else {
+            t->host = t->data;
+        }
         t->data = base + sp.offset + (static_cast<const uint8_t*>(t->data) - sp.lo);
     }
     m.buffers.push_back(std::move(buf));

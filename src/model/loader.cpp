@@ -481,6 +481,8 @@ std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& o
     }
     binder.check_all_used();
     check_cancel(0.8f);
+    place_weights(*m, opts, registry, log, check_cancel);
+    // Run-time repack after placement: only the weights left on the CPU (a GPU runs plain types).
     // Auto repack converts only a read copy, in place: a mapping stays as it is.
     const bool repack_auto = opts.repack < 0;
     if (opts.repack > 0 || (repack_auto && !m->file->mapped())) {
@@ -493,8 +495,6 @@ std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& o
         if (const int n = repack_weights(*m, mm, opts.repack == 2, repack_auto, log))
             m->placement += "; run-time repack: " + std::to_string(n) + " tensors" + (repack_auto ? " (auto)" : "");
     }
-    check_cancel(0.9f);
-    place_weights(*m, opts, registry, log, check_cancel);
     if (m->hp.arch == Arch::deepseek2)
         for (size_t i = 0; i < m->layers.size(); ++i) {
             LayerWeights& l = m->layers[i];

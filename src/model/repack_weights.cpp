@@ -89,7 +89,7 @@ int repack_weights(Model& m, const std::vector<Tensor*>& matmul_weights, bool fo
     std::set<Tensor*> seen;
     std::map<uint32_t, int> kept;  // types the CPU runs faster as stored: tensors left plain
     for (Tensor* t : matmul_weights) {
-        if (!t || !seen.insert(t).second) continue;
+        if (!t || t->device != 0 || !seen.insert(t).second) continue;  // (GPU weights stay plain)
         // Tied embeddings are also looked up row by row; keep them plain.
         if (t == m.tok_embd) continue;
         const uint32_t to = m.cpu->repack_type(t->type);

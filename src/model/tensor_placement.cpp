@@ -8,7 +8,9 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "quant/repack.h"
 #include "quant/type_traits.h"
+#include "quant/unpack_interleaved.h"
 
 namespace ikllm {
 
@@ -100,6 +102,17 @@ int32_t layer_of_tensor_name(const std::string& name) {
     while (i < name.size() && std::isdigit((unsigned char)name[i]) && i < 14) v = v * 10 + (name[i++] - '0');
     if (i == 4 || i >= name.size() || name[i] != '.' || v > INT32_MAX) return -1;
     return (int32_t)v;
+}
+
+uint32_t gpu_weight_form(uint32_t type, const std::function<bool(uint32_t type)>& gpu_supports_type) {
+    if (!gpu_supports_type || gpu_supports_type(type)) return type;
+    const quant::TypeTraits* t = quant::find_type(type);
+    if (!t || t->interleave == 1 || !quant::unpack_supported(type)) return kNoGpuForm;
+    const uint32_t base = quant::repack_base(type);
+    const quant::TypeTraits* b = base ? quant::find_type(base) : nullptr;
+    // Same bytes per row (the planner counts the file's bytes): true of every bit permutation.
+    if (!b || quant::row_bytes(*b, 256 * b->block_elems) != quant::row_bytes(*t, 256 * b->block_elems)) return kNoGpuForm;
+    return gpu_supports_type(base) ? base : kNoGpuForm;
 }
 
 bool default_gpu_supports_type(uint32_t type) {
@@ -257,18 +270,29 @@ PlacementResult place_tensors(const std::vector<PlacementTensor>& tensors, int32
             res.report.push_back("rule '" + rules[r].text() + "': device " + rules[r].device +
                                  " is not available (GPUs: " + in_use() + "), its tensors stay on the CPU");
     }
+    std::map<uint32_t, int> converted;  // interleaved type -> tensors going to a GPU as its base type
     for (size_t i = 0; i < tensors.size(); ++i) {
         const std::string& dev = wanted[i];
         if (!is_gpu(dev) || !available(dev)) continue;  // CPU, or reported above
-        if (gpu_supports_type && !gpu_supports_type(tensors[i].type)) {
+        const uint32_t form = gpu_weight_form(tensors[i].type, gpu_supports_type);
+        if (form == kNoGpuForm) {
             const quant::TypeTraits* tt = quant::find_type(tensors[i].type);
             res.report.push_back(tensors[i].name + ": " + (tt ? tt->name : "type " + std::to_string(tensors[i].type)) +
                                  " has no " + dev + " kernel, kept on CPU");
             continue;
         }
         res.device_of[i] = dev;
+        if (form != tensors[i].type) converted[tensors[i].type]++;
     }
     tie_op_groups(tensors, res);
+    for (auto [type, count] : converted) {
+        int on_gpu = 0;  // after tie_op_groups
+        for (size_t i = 0; i < tensors.size(); ++i) on_gpu += tensors[i].type == type && res.device_of[i] != "CPU";
+        if (on_gpu)
+            res.report.push_back(std::to_string(on_gpu) + " tensor(s) of " + quant::find_type(type)->name +
+                                 " go to the GPU as " + quant::find_type(quant::repack_base(type))->name +
+                                 ", converted at load (row-interleaved layouts are CPU-only)");
+    }
     return res;
 }
 

@@ -68,8 +68,10 @@ std::vector<int> split_layers(int32_t n, const std::vector<double>& split, size_
 //      a "blk.N." prefix (rope_freqs, ...) stay on the CPU;
 //   2. rules override, first match wins (std::regex_search on the whole name); a rule that
 //      matches no tensor gives a report line;
-//   3. a tensor asked onto a GPU whose type gpu_supports_type rejects (row-interleaved _R4/_R8
-//      layouts, ...) stays on the CPU with a report line.
+//   3. a tensor asked onto a GPU whose type gpu_supports_type rejects stays on the CPU with a
+//      report line -- unless it is a row-interleaved layout (_R4/_R8) that gpu_weight_form
+//      converts to its plain type: it goes to the GPU, converted at load, with one report line
+//      per type.
 // No GPU names = no GPU available: everything is CPU; n_gpu_layers > 0 or a rule naming a GPU
 // gives a report line (not an error). A rule naming a GPU not in gpus.names likewise, and a
 // split with more shares than GPUs.
@@ -85,6 +87,13 @@ PlacementResult place_tensors(const std::vector<PlacementTensor>& tensors, int32
 // router and its selection bias) must share a device: a group that the steps above split goes
 // to the CPU as a whole, with a report line. place_tensors applies it last.
 void tie_op_groups(const std::vector<PlacementTensor>& tensors, PlacementResult& res);
+
+// The form a weight of `type` takes on a GPU whose kernels gpu_supports_type tells: the type
+// itself, or for a row-interleaved layout the GPU cannot run (_R4 / _R8 ...) its plain base type
+// when unpack_rows converts it exactly (a bit permutation; same bytes per row); kNoGpuForm =
+// none, the tensor stays on the CPU.
+constexpr uint32_t kNoGpuForm = 0xffffffffu;  // (type id 0 is F32)
+uint32_t gpu_weight_form(uint32_t type, const std::function<bool(uint32_t type)>& gpu_supports_type);
 
 // Weight types a GPU backend is assumed to run when none is loaded (planning): every type the
 // registry can decode that is not row-interleaved (interleave == 1).

@@ -237,6 +237,30 @@ TEST(GpuDouble, TwoGpusMatchTheCpu) {
     }
 }
 
+// A file of row-interleaved layouts (the reference's _R4 / _R8) with -ngl 99: the GPU cannot run
+// them, so they go up converted to their plain type. The reference's plain and interleaved files
+// hold the same values for these types, so the converted file on the "GPU" gives the plain
+// file's logits on the CPU.
+TEST(GpuDouble, InterleavedFileRunsOnTheGpuAsItsPlainType) {
+    IKLLM_REQUIRE_REFDATA();
+    Env e("IKLLM_TEST_GPU_DOUBLE", "1");
+    Lib l;
+    for (auto [packed, plain] : {std::pair{"llama-q-Q8_0_R8", "llama-q-Q8_0"}, std::pair{"llama-q-IQ2_K_R4", "llama-q-IQ2_K"}}) {
+        const std::string dir = ikllm::test::refdata_dir() + "/quant/";
+        if (!ikllm::test::file_exists(dir + packed + ".gguf") || !ikllm::test::file_exists(dir + plain + ".gguf")) continue;
+        PlacedRun cpu(l.lib, dir + plain + ".gguf", 0, "");
+        PlacedRun gpu(l.lib, dir + packed + ".gguf", 99, "");
+        ASSERT_TRUE(cpu.s && gpu.s);
+        int32_t d = -1;
+        EXPECT_EQ(ikllm_model_tensor_device(gpu.m, "blk.0.attn_q.weight", &d), IKLLM_OK);
+        EXPECT_EQ(d, 1) << packed;
+        EXPECT_NE(std::string(ikllm_model_placement_report(gpu.m)).find("go to the GPU as"), std::string::npos)
+            << ikllm_model_placement_report(gpu.m);
+        const std::vector<int32_t> prompt = {1, 20, 300, 45, 7, 99, 123, 8};
+        expect_same({cpu.decode(prompt, 0), cpu.decode({55}, 0)}, {gpu.decode(prompt, 0), gpu.decode({55}, 0)}, packed, 1e-5);
+    }
+}
+
 TEST(GpuDouble, ImatrixNeedsEveryWeightOnTheCpu) {
     IKLLM_REQUIRE_REFDATA();
     Env e("IKLLM_TEST_GPU_DOUBLE", "1");

@@ -315,9 +315,10 @@ extern "C" {
     // too), each GPU taking a contiguous run of them in device order, sized by the shares of
     // tensor_split ("3,1"; empty: in proportion to each GPU's free memory; the head goes with the
     // last layer); then the rules "REGEX=DEVICE,REGEX=DEVICE" (DEVICE: CPU or CUDA<n>, any case;
-    // first match wins, searched in the tensor name) override. Tensors a GPU cannot run, and
-    // requests for a GPU that is not available, stay on the CPU with a line in the placement report
-    // (not an error). Activations crossing between GPUs go through host memory.
+    // first match wins, searched in the tensor name) override. Row-interleaved layouts (_R4/_R8)
+    // whose repack only moves bits go to a GPU converted to their plain type; other tensors a GPU
+    // cannot run, and requests for a GPU that is not available, stay on the CPU with a line in the
+    // placement report (not an error). Activations crossing between GPUs go through host memory.
     //
     // Devices holding the model's weights: index 0 is always "CPU", then the GPUs in use in device
     // order ("CUDA0", "CUDA1", ...; the first GPU also when none holds weights). The number of
