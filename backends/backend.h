@@ -86,8 +86,8 @@ public:
 
 std::unique_ptr<Backend> make_cpu_backend();
 // Tests: a "GPU" named CUDA<index> that runs the CPU kernels on memory of its own
-// (IKLLM_TEST_GPU_DOUBLE=N).
-std::unique_ptr<Backend> make_host_device_double(int index);
+// (IKLLM_TEST_GPU_DOUBLE=N), of `memory` bytes (0 = unlimited; IKLLM_TEST_GPU_DOUBLE_MEM).
+std::unique_ptr<Backend> make_host_device_double(int index, uint64_t memory);
 
 // Version of this interface; a plug-in built against another version is not loaded.
 constexpr int kInterfaceVersion = 1;

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -37,7 +38,23 @@ void Registry::load() {
     // IKLLM_TEST_GPU_DOUBLE=N (1..8): N stand-in GPUs CUDA0..CUDA<N-1> (tests).
     if (const char* dbl = std::getenv("IKLLM_TEST_GPU_DOUBLE"); dbl && dbl[0] >= '1' && dbl[0] <= '8' && !dbl[1]) {
         const int n = dbl[0] - '0';
-        for (int i = 0; i < n; ++i) gpus_.push_back(make_host_device_double(i));
+        // IKLLM_TEST_GPU_DOUBLE_MEM=BYTES[,BYTES...]: memory of each double (the last repeats;
+        // a K/M/G suffix multiplies by 2^10/2^20/2^30), to test out-of-memory paths.
+        std::vector<uint64_t> mem;
+        if (const char* m = std::getenv("IKLLM_TEST_GPU_DOUBLE_MEM"))
+            for (const char* p = m; *p;) {
+                char* end = nullptr;
+                uint64_t v = std::strtoull(p, &end, 10);
+                if (end == p) break;
+                if (*end == 'K') v <<= 10, ++end;
+                else if (*end == 'M') v <<= 20, ++end;
+                else if (*end == 'G') v <<= 30, ++end;
+                mem.push_back(v);
+                p = *end == ',' ? end + 1 : end;
+                if (*end != ',') break;
+            }
+        for (int i = 0; i < n; ++i)
+            gpus_.push_back(make_host_device_double(i, mem.empty() ? 0 : mem[std::min<size_t>((size_t)i, mem.size() - 1)]));
         status_ = std::string(n == 1 ? "CUDA0: test double" : "CUDA0..CUDA" + std::to_string(n - 1) + ": test doubles") +
                   " (IKLLM_TEST_GPU_DOUBLE=" + dbl + ": CPU kernels on separate memory)";
         return;

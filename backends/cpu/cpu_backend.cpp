@@ -2,6 +2,7 @@
 // op lists on a per-session thread pool.
 #include <sys/sysinfo.h>
 
+#include <atomic>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -285,14 +286,21 @@ public:
 
 // A stand-in GPU for tests on machines without one: the CPU kernels, but memory of its own
 // (filled with 0xff, i.e. NaN, until written) that the scheduler must copy activations into
-// and out of, and no row-interleaved weight types (like CUDA).
+// and out of, and no row-interleaved weight types (like CUDA). With a memory size it behaves
+// like a GPU of that size: allocations beyond it throw std::bad_alloc (as the CUDA backend's
+// do on cudaErrorMemoryAllocation) and the capabilities report what is free.
 class HostDeviceDouble final : public CpuBackend {
 public:
-    explicit HostDeviceDouble(int index) : index_(index) {}
+    HostDeviceDouble(int index, uint64_t memory) : index_(index), memory_(memory), used_(std::make_shared<std::atomic<uint64_t>>(0)) {}
     Capabilities capabilities() const override {
         Capabilities c = CpuBackend::capabilities();
         c.name = "CUDA" + std::to_string(index_);
         c.description = "test double (CPU kernels, separate memory)";
+        if (memory_) {
+            const uint64_t used = used_->load();
+            c.memory_total = memory_;
+            c.memory_free = c.memory_available = used < memory_ ? memory_ - used : 0;
+        }
         return c;
     }
     bool host_memory() const override { return false; }
@@ -301,18 +309,41 @@ public:
         return tt && tt->interleave == 1 && CpuBackend::supports_weight_type(type);
     }
     std::unique_ptr<Buffer> alloc(size_t bytes) override {
-        auto b = std::make_unique<HostBuffer>(bytes);
+        if (memory_ && used_->fetch_add(bytes) + bytes > memory_) {
+            used_->fetch_sub(bytes);
+            throw std::bad_alloc();
+        }
+        struct Counted final : Buffer {
+            HostBuffer mem;
+            std::shared_ptr<std::atomic<uint64_t>> used;
+            size_t bytes;
+            Counted(size_t n, std::shared_ptr<std::atomic<uint64_t>> u) : mem(n), used(std::move(u)), bytes(n) {}
+            ~Counted() override { used->fetch_sub(bytes); }
+            void* data() override { return mem.data(); }
+            size_t size() const override { return mem.size(); }
+        };
+        std::unique_ptr<Counted> b;
+        try {
+            b = std::make_unique<Counted>(bytes, used_);
+        } catch (...) {
+            used_->fetch_sub(bytes);
+            throw;
+        }
         std::memset(b->data(), 0xff, bytes);
         return b;
     }
 
 private:
     int index_;
+    uint64_t memory_;  // 0 = unlimited
+    std::shared_ptr<std::atomic<uint64_t>> used_;  // shared with the buffers, which may outlive the backend
 };
 
 }  // namespace
 
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
-std::unique_ptr<Backend> make_host_device_double(int index) { return std::make_unique<HostDeviceDouble>(index); }
+std::unique_ptr<Backend> make_host_device_double(int index, uint64_t memory) {
+    return std::make_unique<HostDeviceDouble>(index, memory);
+}
 
 }  // namespace ikllm::backend

@@ -137,6 +137,46 @@ Scheduler::Region* Scheduler::region_of(uintptr_t lo, uintptr_t hi, int device) 
     return nullptr;
 }
 
+// The mirror of [lo, hi) on a GPU: a persistent one (KV rows), or that of the arena block or
+// output buffer of this run holding it, made on first use -- so a GPU holds copies only of the
+// blocks its ops touch, and a batch too large for it leaves the smaller blocks' mirrors usable.
+// Null when the range is neither (a weight on the device itself).
+Scheduler::Region* Scheduler::mirror_of(uintptr_t lo, uintptr_t hi, int dev) {
+    if (Region* r = region_of(lo, hi, dev)) return r;
+    for (auto& [p, n] : transient_) {
+        if (lo < p || hi > p + n) continue;
+        std::unique_ptr<backend::Buffer> buf;
+        for (auto it = spare_.begin(); it != spare_.end(); ++it)
+            if ((*it)->size() >= n && (*it)->size() <= 2 * n + (1u << 20) && owner_of_spare(it->get()) == dev) {
+                buf = std::move(*it);
+                spare_.erase(it);
+                break;
+            }
+        if (!buf) {
+            try {
+                buf = devices_[(size_t)dev]->alloc(n);
+            } catch (const std::bad_alloc&) {
+                activations_oom(n, dev);
+            } catch (const Error& e) {
+                if (e.status != Status::out_of_memory) throw;
+                activations_oom(n, dev);
+            }
+        }
+        void* d = buf->data();
+        spare_owner_[buf.get()] = dev;
+        regions_.push_back({p, n, dev, d, false, std::move(buf)});
+        return &regions_.back();
+    }
+    return nullptr;
+}
+
+void Scheduler::activations_oom(size_t bytes, int dev) {
+    const backend::Capabilities c = devices_[(size_t)dev]->capabilities();
+    fail(Status::out_of_memory, c.name + ": " + std::to_string((bytes + (1u << 20) - 1) >> 20) +
+         " MiB more for this batch's activations do not fit (" + std::to_string(c.memory_free >> 20) +
+         " MiB free): decode fewer tokens at once (n_batch) or keep fewer layers on this GPU");
+}
+
 // Where a tensor's bytes are on `device`: weights placed there are used as they are; host
 // memory goes through its mirror (made on first use for arena blocks and output buffers).
 void* Scheduler::device_ptr(const Tensor& t, int device) {
@@ -144,7 +184,7 @@ void* Scheduler::device_ptr(const Tensor& t, int device) {
     if (t.device == 0 && !streamed_.empty())
         if (auto it = streamed_.find(t.data); it != streamed_.end()) return it->second;
     const auto [lo, hi] = extent(t);
-    if (Region* r = region_of(lo, hi, device)) return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(r->dev) + (lo - r->host));
+    if (Region* r = mirror_of(lo, hi, device)) return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(r->dev) + (lo - r->host));
     if (t.device == device) return t.data;  // a weight that lives on the device itself
     throw Error(Status::internal, std::string("scheduler: tensor '") + (t.name ? t.name : "") +
                 "' has no memory on device " + std::to_string(device));
@@ -153,7 +193,7 @@ void* Scheduler::device_ptr(const Tensor& t, int device) {
 // Copies the parts of t's bytes that `device` does not hold from where they are current.
 void Scheduler::ensure_on(const Tensor& t, int device) {
     const auto [lo, hi] = extent(t);
-    if (device != 0 && !region_of(lo, hi, device)) return;  // device-resident (a weight)
+    if (device != 0 && !mirror_of(lo, hi, device)) return;  // device-resident (a weight)
     for (const ValidityMap::Piece& p : valid_.missing(lo, hi, device)) {
         const int from = __builtin_ctz(p.mask);  // the host when it holds the bytes
         flush();
@@ -352,35 +392,28 @@ void Scheduler::run(const Graph& graph, Arena& arena, const std::vector<std::pai
     cancel_ = cancel;
     staged_.clear();
     std::fill(staging_used_.begin(), staging_used_.end(), 0);
-    // Mirrors of the arena blocks and this run's output buffers on every GPU.
-    std::vector<std::pair<uintptr_t, size_t>> transient;
-    arena.for_each_block([&](const void* p, size_t n) { transient.emplace_back(reinterpret_cast<uintptr_t>(p), n); });
-    for (auto& [p, n] : outputs) transient.emplace_back(reinterpret_cast<uintptr_t>(p), n);
-    for (size_t dev = 1; dev < devices_.size(); ++dev)
-        for (auto& [p, n] : transient) {
-            if (!n || region_of(p, p + n, (int)dev)) continue;
-            // Output buffers move between runs: retire stale non-persistent regions overlapping
-            // this one, keeping their device memory for reuse (no allocation per decode step).
-            for (auto it = regions_.begin(); it != regions_.end();) {
-                if (!it->persistent && it->device == (int)dev && it->host < p + n && p < it->host + it->bytes) {
-                    spare_.push_back(std::move(it->buffer));
-                    it = regions_.erase(it);
-                } else {
-                    ++it;
-                }
-            }
-            std::unique_ptr<backend::Buffer> buf;
-            for (auto it = spare_.begin(); it != spare_.end(); ++it)
-                if ((*it)->size() >= n && (*it)->size() <= 2 * n + (1u << 20) && owner_of_spare(it->get()) == (int)dev) {
-                    buf = std::move(*it);
-                    spare_.erase(it);
-                    break;
-                }
-            if (!buf) buf = devices_[dev]->alloc(n);
-            void* d = buf->data();
-            spare_owner_[buf.get()] = (int)dev;
-            regions_.push_back({p, n, (int)dev, d, false, std::move(buf)});
+    // The arena blocks and this run's output buffers: GPUs mirror those their ops touch
+    // (mirror_of, on first use).
+    transient_.clear();
+    arena.for_each_block([&](const void* p, size_t n) {
+        if (n) transient_.emplace_back(reinterpret_cast<uintptr_t>(p), n);
+    });
+    for (auto& [p, n] : outputs)
+        if (n) transient_.emplace_back(reinterpret_cast<uintptr_t>(p), n);
+    const std::vector<std::pair<uintptr_t, size_t>> transient = transient_;
+    // Output buffers move between runs: mirrors of ranges that are not this run's are retired,
+    // their device memory kept for reuse (no allocation per decode step), so no stale mirror
+    // can overlap a range of this run.
+    for (auto it = regions_.begin(); it != regions_.end();) {
+        const bool current = it->persistent || std::find(transient.begin(), transient.end(),
+                                                         std::make_pair(it->host, it->bytes)) != transient.end();
+        if (current) {
+            ++it;
+            continue;
         }
+        spare_.push_back(std::move(it->buffer));
+        it = regions_.erase(it);
+    }
     for (auto& [p, n] : transient) valid_.forget(p, p + n);
 
     int prev = -1;

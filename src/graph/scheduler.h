@@ -76,6 +76,8 @@ private:
     bool streams(const Op& op) const;
     bool stream_weights(const Op& op, int device);
     Region* region_of(uintptr_t lo, uintptr_t hi, int device);
+    Region* mirror_of(uintptr_t lo, uintptr_t hi, int device);
+    [[noreturn]] void activations_oom(size_t bytes, int device);
     void* device_ptr(const Tensor& t, int device);
     void ensure_on(const Tensor& t, int device);
     void to_host_from(uintptr_t lo, uintptr_t hi, int from);
@@ -87,6 +89,7 @@ private:
     std::vector<backend::Backend*> devices_;
     std::vector<backend::Executor*> execs_;
     std::vector<Region> regions_;
+    std::vector<std::pair<uintptr_t, size_t>> transient_;  // this run's arena blocks and output buffers
     std::vector<std::unique_ptr<backend::Buffer>> owned_;
     ValidityMap valid_;
     // Device memory of retired output-buffer mirrors, reused by later runs.

@@ -182,9 +182,13 @@ MemoryPlan plan_memory(const PlanModel& pm, const PlanRequest& req) {
     for (int32_t l = 0; l < hp.n_layer; ++l) {
         plan.devices[attn_dev[l]].kv += kv_tok * (uint64_t)req.n_ctx;
     }
-    for (size_t d = 0; d < nd; ++d)
-        plan.devices[d].scratch =
-            scratch_estimate(hp, req.n_ctx, req.n_batch, has_layers[d], has_experts[d], has_head[d], d == 0);
+    for (size_t d = 0; d < nd; ++d) {
+        uint64_t& sc = plan.devices[d].scratch;
+        sc = scratch_estimate(hp, req.n_ctx, req.n_batch, has_layers[d], has_experts[d], has_head[d], d == 0);
+        // A GPU mirrors whole activation blocks (the arena's, which at most double what a pool
+        // needs, up to 16 MiB each, three pools) and stages small arrays through 1 MiB or more.
+        if (d > 0 && sc > 0) sc += std::min<uint64_t>(2 * sc, 48ull << 20) + (1ull << 20);
+    }
     plan.device_of = std::move(pr.device_of);
     plan.report = std::move(pr.report);
     return plan;

@@ -13,6 +13,16 @@
 
 namespace ikllm {
 
+namespace {
+// A GPU without room for a layer's KV cache: say which device, how much, and what helps.
+[[noreturn]] void kv_oom(const Model& model, int layer, int device, size_t bytes) {
+    const backend::Capabilities c = model.devices[(size_t)device]->capabilities();
+    fail(Status::out_of_memory, model.device_names[(size_t)device] + ": the KV cache of layer " + std::to_string(layer) +
+         " (" + std::to_string(bytes >> 20) + " MiB) does not fit (" + std::to_string(c.memory_free >> 20) +
+         " MiB free): lower n_ctx, use kv_type q8_0 or keep fewer layers on this GPU (see `ikllm plan`)");
+}
+}  // namespace
+
 Session::Session(const Model& model, const SessionOptions& opts) : model_(model), opts_(opts) {
     if (model.vocab_only) fail(Status::invalid_argument, "model was loaded vocab-only; sessions need weights");
     if (opts_.n_ctx < 1) fail(Status::invalid_argument, "n_ctx must be >= 1");
@@ -36,8 +46,16 @@ Session::Session(const Model& model, const SessionOptions& opts) : model_(model)
             const int d = model.layer_attn_device[(size_t)l];
             if (d == 0) continue;
             kv_->set_layer_device(l, d);
-            sched_->add_mirror(kv_->k(l)->data, kv_->k(l)->nb[3], d);
-            if (!kv_->is_mla()) sched_->add_mirror(kv_->v(l)->data, kv_->v(l)->nb[3], d);
+            const size_t bytes = kv_->k(l)->nb[3] + (kv_->is_mla() ? 0 : kv_->v(l)->nb[3]);
+            try {
+                sched_->add_mirror(kv_->k(l)->data, kv_->k(l)->nb[3], d);
+                if (!kv_->is_mla()) sched_->add_mirror(kv_->v(l)->data, kv_->v(l)->nb[3], d);
+            } catch (const std::bad_alloc&) {
+                kv_oom(model, l, d, bytes);
+            } catch (const Error& e) {
+                if (e.status != Status::out_of_memory) throw;
+                kv_oom(model, l, d, bytes);
+            }
         }
         kv_sync_ = std::make_unique<SchedulerKvSync>(*sched_);
         kv_->set_device_sync(kv_sync_.get());

@@ -118,7 +118,8 @@ struct PlacedRun {
     }
     std::vector<float> decode(const std::vector<int32_t>& toks, int32_t seq) {
         std::vector<int32_t> seqs(toks.size(), seq);
-        EXPECT_EQ(ikllm_session_decode(s, toks.data(), nullptr, seqs.data(), nullptr, (int32_t)toks.size(), 0), IKLLM_OK);
+        EXPECT_EQ(ikllm_session_decode(s, toks.data(), nullptr, seqs.data(), nullptr, (int32_t)toks.size(), 0), IKLLM_OK)
+            << ikllm_last_error();
         const float* l = nullptr;
         int32_t n = 0;
         EXPECT_EQ(ikllm_session_logits(s, -1, &l, &n), IKLLM_OK);
@@ -258,6 +259,146 @@ TEST(GpuDouble, InterleavedFileRunsOnTheGpuAsItsPlainType) {
             << ikllm_model_placement_report(gpu.m);
         const std::vector<int32_t> prompt = {1, 20, 300, 45, 7, 99, 123, 8};
         expect_same({cpu.decode(prompt, 0), cpu.decode({55}, 0)}, {gpu.decode(prompt, 0), gpu.decode({55}, 0)}, packed, 1e-5);
+    }
+}
+
+// "weights"/"kv"/"total" of device `dev` in the "requested" (or "suggestion") part of a plan.
+uint64_t plan_field(const std::string& json, const std::string& dev, const std::string& field, size_t from = 0) {
+    const size_t at = json.find("\"name\": \"" + dev + "\"", from);
+    if (at == std::string::npos) return UINT64_MAX;
+    const size_t f = json.find("\"" + field + "\": ", at);
+    return std::strtoull(json.c_str() + f + field.size() + 4, nullptr, 10);
+}
+
+// A GPU with too little memory (a double of a fixed size, IKLLM_TEST_GPU_DOUBLE_MEM): weights
+// that do not fit fail the load, a KV cache that does not fit fails the session, a batch whose
+// activations do not fit fails the decode -- each with IKLLM_ERR_OUT_OF_MEMORY and a message that
+// names the device, and each leaving the library, model and session usable.
+TEST(GpuDouble, OutOfGpuMemoryIsACleanError) {
+    IKLLM_REQUIRE_REFDATA();
+    const std::string path = ikllm::test::refdata_dir() + "/models/llama-tiny-f16.gguf";
+    uint64_t weights = 0, kv128 = 0;
+    {
+        Env e("IKLLM_TEST_GPU_DOUBLE", "1");
+        Lib l;
+        ikllm_options* mo = nullptr;
+        ikllm_options* so = nullptr;
+        ASSERT_EQ(ikllm_options_create(IKLLM_OPTIONS_MODEL, &mo), IKLLM_OK);
+        ASSERT_EQ(ikllm_options_set_int(mo, "n_gpu_layers", 99), IKLLM_OK);
+        ASSERT_EQ(ikllm_options_create(IKLLM_OPTIONS_SESSION, &so), IKLLM_OK);
+        ASSERT_EQ(ikllm_options_set_int(so, "n_ctx", 128), IKLLM_OK);
+        char* json = nullptr;
+        ASSERT_EQ(ikllm_plan(l.lib, path.c_str(), mo, so, 0, 0, &json), IKLLM_OK);
+        weights = plan_field(json, "CUDA0", "weights");
+        kv128 = plan_field(json, "CUDA0", "kv");
+        ikllm_free(json);
+        ikllm_options_free(mo);
+        ikllm_options_free(so);
+    }
+    ASSERT_GT(weights, 0u);
+    ASSERT_GT(kv128, 0u);
+    // Weights do not fit: the load fails; the same library then loads the model on the CPU.
+    {
+        Env e("IKLLM_TEST_GPU_DOUBLE", "1");
+        Env m("IKLLM_TEST_GPU_DOUBLE_MEM", std::to_string(weights / 2).c_str());
+        Lib l;
+        ikllm_options* mo = nullptr;
+        ASSERT_EQ(ikllm_options_create(IKLLM_OPTIONS_MODEL, &mo), IKLLM_OK);
+        ASSERT_EQ(ikllm_options_set_int(mo, "n_gpu_layers", 99), IKLLM_OK);
+        ikllm_model* model = nullptr;
+        EXPECT_EQ(ikllm_model_load(l.lib, path.c_str(), mo, nullptr, nullptr, nullptr, &model), IKLLM_ERR_OUT_OF_MEMORY);
+        EXPECT_EQ(model, nullptr);
+        const std::string msg = ikllm_last_error();
+        EXPECT_NE(msg.find("CUDA0"), std::string::npos) << msg;
+        EXPECT_NE(msg.find("do not fit"), std::string::npos) << msg;
+        ikllm_options_free(mo);
+        PlacedRun cpu(l.lib, path, 0, "");
+        EXPECT_FALSE(cpu.decode({1, 2, 3}, 0).empty());
+    }
+    // Weights fit, a 64K-cell KV cache does not: the session fails, a 128-cell one works.
+    {
+        Env e("IKLLM_TEST_GPU_DOUBLE", "1");
+        Env m("IKLLM_TEST_GPU_DOUBLE_MEM", std::to_string(weights + 4 * kv128 + (8u << 20)).c_str());
+        Lib l;
+        ikllm_options* mo = nullptr;
+        ASSERT_EQ(ikllm_options_create(IKLLM_OPTIONS_MODEL, &mo), IKLLM_OK);
+        ASSERT_EQ(ikllm_options_set_int(mo, "n_gpu_layers", 99), IKLLM_OK);
+        ikllm_model* model = nullptr;
+        ASSERT_EQ(ikllm_model_load(l.lib, path.c_str(), mo, nullptr, nullptr, nullptr, &model), IKLLM_OK);
+        ikllm_options_free(mo);
+        ikllm_options* so = nullptr;
+        ASSERT_EQ(ikllm_options_create(IKLLM_OPTIONS_SESSION, &so), IKLLM_OK);
+        ASSERT_EQ(ikllm_options_set_int(so, "n_ctx", 65536), IKLLM_OK);
+        ikllm_session* s = nullptr;
+        EXPECT_EQ(ikllm_session_create(model, so, &s), IKLLM_ERR_OUT_OF_MEMORY);
+        EXPECT_EQ(s, nullptr);
+        const std::string msg = ikllm_last_error();
+        EXPECT_NE(msg.find("CUDA0: the KV cache of layer"), std::string::npos) << msg;
+        ASSERT_EQ(ikllm_options_set_int(so, "n_ctx", 128), IKLLM_OK);
+        ASSERT_EQ(ikllm_session_create(model, so, &s), IKLLM_OK) << ikllm_last_error();
+        ikllm_options_free(so);
+        const int32_t toks[3] = {1, 2, 3};
+        EXPECT_EQ(ikllm_session_decode(s, toks, nullptr, nullptr, nullptr, 3, 0), IKLLM_OK) << ikllm_last_error();
+        ikllm_session_free(s);
+        ikllm_model_free(model);
+    }
+    // Weights and a 128-cell cache fit with 4 MiB to spare: a 120-token batch's activations do not.
+    // The decode fails and leaves the cache as it was; single tokens then run as before.
+    {
+        Env e("IKLLM_TEST_GPU_DOUBLE", "1");
+        Env m("IKLLM_TEST_GPU_DOUBLE_MEM", std::to_string(weights + kv128 + (4u << 20)).c_str());
+        Lib l;
+        PlacedRun r(l.lib, path, 99, "");
+        ASSERT_NE(r.s, nullptr) << ikllm_last_error();
+        const std::vector<float> first = r.decode({1, 2, 3}, 0);
+        std::vector<int32_t> big(120, 7), seqs(120, 0);
+        EXPECT_EQ(ikllm_session_decode(r.s, big.data(), nullptr, seqs.data(), nullptr, 120, 0), IKLLM_ERR_OUT_OF_MEMORY);
+        const std::string msg = ikllm_last_error();
+        EXPECT_NE(msg.find("CUDA0"), std::string::npos) << msg;
+        EXPECT_EQ(ikllm_session_seq_pos_max(r.s, 0), 2);
+        const std::vector<float> next = r.decode({4}, 0);
+        EXPECT_EQ(next.size(), first.size()) << ikllm_last_error();
+        EXPECT_EQ(ikllm_session_seq_pos_max(r.s, 0), 3);
+    }
+}
+
+// The plan's promise: a GPU of exactly the planned total (weights + KV + the scratch estimate,
+// for each model's full offload and hybrid) loads the model and decodes a full batch.
+TEST(GpuDouble, PlannedTotalIsEnoughGpuMemory) {
+    IKLLM_REQUIRE_REFDATA();
+    for (const char* name : {"llama-tiny-f16", "qwen3moe-tiny-f16", "deepseek2-tiny-f16"}) {
+        const std::string path = ikllm::test::refdata_dir() + "/models/" + name + ".gguf";
+        if (!ikllm::test::file_exists(path)) continue;
+        for (const char* rules : {"", "exps=CPU"}) {
+            uint64_t total = 0;
+            {
+                Env e("IKLLM_TEST_GPU_DOUBLE", "1");
+                Lib l;
+                ikllm_options* mo = nullptr;
+                ikllm_options* so = nullptr;
+                ASSERT_EQ(ikllm_options_create(IKLLM_OPTIONS_MODEL, &mo), IKLLM_OK);
+                ASSERT_EQ(ikllm_options_set_int(mo, "n_gpu_layers", 99), IKLLM_OK);
+                ASSERT_EQ(ikllm_options_set_string(mo, "tensor_placement", rules), IKLLM_OK);
+                ASSERT_EQ(ikllm_options_create(IKLLM_OPTIONS_SESSION, &so), IKLLM_OK);
+                ASSERT_EQ(ikllm_options_set_int(so, "n_ctx", 128), IKLLM_OK);
+                ASSERT_EQ(ikllm_options_set_int(so, "n_batch", 64), IKLLM_OK);
+                char* json = nullptr;
+                ASSERT_EQ(ikllm_plan(l.lib, path.c_str(), mo, so, 0, 0, &json), IKLLM_OK);
+                total = plan_field(json, "CUDA0", "total");
+                ikllm_free(json);
+                ikllm_options_free(mo);
+                ikllm_options_free(so);
+            }
+            Env e("IKLLM_TEST_GPU_DOUBLE", "1");
+            Env m("IKLLM_TEST_GPU_DOUBLE_MEM", std::to_string(total).c_str());
+            Lib l;
+            PlacedRun r(l.lib, path, 99, rules);  // n_ctx 128, n_batch 512 > 128: batches of 128 at most
+            ASSERT_NE(r.s, nullptr) << name << " '" << rules << "': " << ikllm_last_error();
+            std::vector<int32_t> prompt(64);
+            for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = (int32_t)(1 + 7 * i % 500);
+            EXPECT_FALSE(r.decode(prompt, 0).empty()) << name << " '" << rules << "': " << ikllm_last_error();
+            EXPECT_FALSE(r.decode({5}, 0).empty()) << name << " '" << rules << "': " << ikllm_last_error();
+        }
     }
 }
 
