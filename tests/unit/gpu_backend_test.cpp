@@ -560,6 +560,29 @@ TEST(GpuDouble, PlanBeforeLoadingMatchesTheLoadedPlacement) {
     }
 }
 
+// Without tensor_split the layers go by free memory: a 1 GiB and a 9 GiB GPU give a two-layer
+// model's layers both to the second (round(2 x 0.1) = 0 for the first); equal memory splits them.
+TEST(GpuDouble, DefaultSplitFollowsFreeMemory) {
+    IKLLM_REQUIRE_REFDATA();
+    const std::string path = ikllm::test::refdata_dir() + "/models/qwen3moe-tiny-f16.gguf";
+    Env e("IKLLM_TEST_GPU_DOUBLE", "2");
+    for (auto [mem, first] : {std::pair{"1G,9G", -1}, std::pair{"4G,4G", 1}}) {
+        Env m("IKLLM_TEST_GPU_DOUBLE_MEM", mem);
+        Lib l;
+        PlacedRun r(l.lib, path, 99, "");
+        ASSERT_NE(r.m, nullptr);
+        int32_t d0 = -1;
+        ASSERT_EQ(ikllm_model_tensor_device(r.m, "blk.0.attn_q.weight", &d0), IKLLM_OK);
+        if (first < 0) {
+            EXPECT_EQ(ikllm_model_device_count(r.m), 2) << mem;
+            EXPECT_STREQ(ikllm_model_device_name(r.m, d0), "CUDA1") << mem;
+        } else {
+            EXPECT_EQ(ikllm_model_device_count(r.m), 3) << mem;
+            EXPECT_STREQ(ikllm_model_device_name(r.m, d0), "CUDA0") << mem;
+        }
+    }
+}
+
 // The plan of two GPUs (layers split 1:2, experts kept on the CPU or not) is the loaded placement.
 TEST(GpuDouble, TwoGpuPlanMatchesTheLoadedPlacement) {
     IKLLM_REQUIRE_REFDATA();
