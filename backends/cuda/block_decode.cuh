@@ -824,6 +824,13 @@ IKLLM_UNROLL
     }
 };
 
+// The reference's matmul of the trellis types multiplies their block scales by a factor their
+// dequantization (these decoders) lacks, in percent: int8_codes_kt.cuh applies it per block,
+// the float matrix kernels (matmul.cu) to the sum.
+constexpr int kt_factor_percent(uint32_t type) {
+    return type == quant::T_IQ2_KT ? 105 : type == quant::T_IQ3_KT ? 101 : 100;
+}
+
 template <>
 struct BlockDecoder<quant::T_IQ2_KT> : DecoderBase<256, 68, 4, 4>, KtDecoder<BlockDecoder<quant::T_IQ2_KT>> {
     IKLLM_HD static void values(const uint8_t* row, int64_t ib, int chunk, float& sl, int (&v)[8]) {

@@ -33,11 +33,11 @@ IKLLM_UNROLL
 };
 
 template <>
-struct Int8Codes<quant::T_IQ1_KT> : KtCodes<quant::T_IQ1_KT, 100> {};
+struct Int8Codes<quant::T_IQ1_KT> : KtCodes<quant::T_IQ1_KT, kt_factor_percent(quant::T_IQ1_KT)> {};
 template <>
-struct Int8Codes<quant::T_IQ2_KT> : KtCodes<quant::T_IQ2_KT, 105> {};
+struct Int8Codes<quant::T_IQ2_KT> : KtCodes<quant::T_IQ2_KT, kt_factor_percent(quant::T_IQ2_KT)> {};
 template <>
-struct Int8Codes<quant::T_IQ3_KT> : KtCodes<quant::T_IQ3_KT, 101> {};
+struct Int8Codes<quant::T_IQ3_KT> : KtCodes<quant::T_IQ3_KT, kt_factor_percent(quant::T_IQ3_KT)> {};
 template <>
 struct Int8Codes<quant::T_IQ4_KT> : KtCodes<quant::T_IQ4_KT, 100> {};
 

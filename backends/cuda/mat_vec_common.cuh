@@ -54,7 +54,7 @@ __device__ inline void reduce_store(const MatArgs& a, float (&acc)[R][NT], int64
         for (int w = 0; w < kVecWarps; ++w) v += part[w][threadIdx.x];
         if (i < nt && n0 + r < a.N) {
             float* y = reinterpret_cast<float*>(reinterpret_cast<char*>(a.y) + z * a.y_z + (t0 + i) * a.y_t);
-            y[n0 + r] = v + (a.bias ? a.bias[n0 + r] : 0.f);
+            y[n0 + r] = v * a.y_scale + (a.bias ? a.bias[n0 + r] : 0.f);
         }
     }
 }

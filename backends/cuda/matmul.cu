@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "act_round.cuh"
 #include "block_decode.cuh"
@@ -283,7 +284,7 @@ __global__ void __launch_bounds__(kTcThreads) mat_tc_kernel(MatArgs a) {
         const int64_t n = n0 + m, tt = t0 + t;
         if (n < a.N && tt < a.T) {
             float* y = reinterpret_cast<float*>(reinterpret_cast<char*>(a.y) + z * a.y_z + tt * a.y_t);
-            y[n] = Cs[t * kLdC + m] + (a.bias ? a.bias[n] : 0.f);
+            y[n] = Cs[t * kLdC + m] * a.y_scale + (a.bias ? a.bias[n] : 0.f);
         }
     }
 }
@@ -339,10 +340,21 @@ __global__ void act_round_kernel(MatArgs a, int mode, float* out, int8_t* q_out,
     }
 }
 
+// The reference's matmul of the trellis types IQ2_KT / IQ3_KT scales the product beyond the
+// dequantized values (kt_factor_percent): the float kernels apply that factor to the sum.
 template <class D>
-void launch_typed(const MatArgs& a, cudaStream_t s) {
+constexpr float float_matmul_factor() {
+    if constexpr (std::is_same_v<D, BlockDecoder<quant::T_IQ2_KT>>) return kt_factor_percent(quant::T_IQ2_KT) / 100.0f;
+    else if constexpr (std::is_same_v<D, BlockDecoder<quant::T_IQ3_KT>>) return kt_factor_percent(quant::T_IQ3_KT) / 100.0f;
+    else return 1.f;
+}
+
+template <class D>
+void launch_typed(const MatArgs& a_in, cudaStream_t s) {
+    if (a_in.xq && a_in.T <= kVecMaxTokens && launch_mat_vec_int8(a_in, s)) return;
+    MatArgs a = a_in;  // the float kernels from here on
+    a.y_scale = float_matmul_factor<D>();
     if (a.T <= kVecMaxTokens) {
-        if (a.xq && launch_mat_vec_int8(a, s)) return;
         const dim3 block(32 * kVecWarps);
         if (a.T == 1 && mat_vec_staged_fits<D>(a)) {
             const dim3 grid((unsigned)((a.N + kStagedRows - 1) / kStagedRows), 1, (unsigned)a.Z);
@@ -360,7 +372,7 @@ void launch_typed(const MatArgs& a, cudaStream_t s) {
         IKLLM_CUDA_LAUNCHED("mat_vec_kernel");
         return;
     }
-    if (a.xq && launch_mat_mma_int8(a, false, nullptr, s)) return;
+    if (a_in.xq && launch_mat_mma_int8(a_in, false, nullptr, s)) return;
     const dim3 grid((unsigned)((a.N + kTileM - 1) / kTileM), (unsigned)((a.T + kTileN - 1) / kTileN), (unsigned)a.Z);
     mat_tc_kernel<D><<<grid, kTcThreads, 0, s>>>(a);
     IKLLM_CUDA_LAUNCHED("mat_tc_kernel");

@@ -38,6 +38,9 @@ struct MatArgs {
     // up to 8 tokens use the dp4a kernel; x still holds the same values as floats.
     const int8_t* xq = nullptr;
     const float* xq_d = nullptr;
+    // y = y_scale x (w . x) + bias: the float kernels' factor for types whose reference matmul
+    // scales the product beyond the dequantized values (IQ2_KT, IQ3_KT: float_matmul_factor).
+    float y_scale = 1.f;
 };
 
 // Picks the kernel by T; throws std::runtime_error for an unsupported type. Activations are

@@ -25,7 +25,8 @@ def _files():
         for n in sorted(names):
             if n.endswith((".py", ".typed")):
                 full = os.path.join(dirpath, n)
-                yield os.path.relpath(full, HERE).replace(os.sep, "/"), open(full, "rb").read()
+                with open(full, "rb") as f:
+                    yield os.path.relpath(full, HERE).replace(os.sep, "/"), f.read()
 
 
 def _record_line(path, data):

@@ -414,6 +414,11 @@ void Scheduler::run(const Graph& graph, Arena& arena, const std::vector<std::pai
         spare_.push_back(std::move(it->buffer));
         it = regions_.erase(it);
     }
+    // Keep a few for reuse; the last run synchronized every device, so none is still read.
+    while (spare_.size() > kMaxSpare) {
+        spare_owner_.erase(spare_.front().get());
+        spare_.erase(spare_.begin());
+    }
     for (auto& [p, n] : transient) valid_.forget(p, p + n);
 
     int prev = -1;

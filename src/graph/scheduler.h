@@ -94,6 +94,7 @@ private:
     ValidityMap valid_;
     // Device memory of retired output-buffer mirrors, reused by later runs.
     std::vector<std::unique_ptr<backend::Buffer>> spare_;
+    static constexpr size_t kMaxSpare = 8;
     std::map<const backend::Buffer*, int> spare_owner_;
     // The slice being collected: its device, and (GPU) its translated ops or (CPU) op range.
     int seg_device_ = -1;

@@ -270,6 +270,30 @@ uint64_t plan_field(const std::string& json, const std::string& dev, const std::
     return std::strtoull(json.c_str() + f + field.size() + 4, nullptr, 10);
 }
 
+// ikllm_plan's JSON for a placement and a session size (n_ctx / n_batch 0: the defaults).
+std::string plan_of(ikllm_lib* lib, const std::string& path, int ngl, const char* rules, int n_ctx = 0,
+                    int n_batch = 0) {
+    ikllm_options* mo = nullptr;
+    ikllm_options* so = nullptr;
+    EXPECT_EQ(ikllm_options_create(IKLLM_OPTIONS_MODEL, &mo), IKLLM_OK);
+    EXPECT_EQ(ikllm_options_set_int(mo, "n_gpu_layers", ngl), IKLLM_OK);
+    EXPECT_EQ(ikllm_options_set_string(mo, "tensor_placement", rules), IKLLM_OK);
+    EXPECT_EQ(ikllm_options_create(IKLLM_OPTIONS_SESSION, &so), IKLLM_OK);
+    if (n_ctx) {
+        EXPECT_EQ(ikllm_options_set_int(so, "n_ctx", n_ctx), IKLLM_OK);
+    }
+    if (n_batch) {
+        EXPECT_EQ(ikllm_options_set_int(so, "n_batch", n_batch), IKLLM_OK);
+    }
+    char* json = nullptr;
+    EXPECT_EQ(ikllm_plan(lib, path.c_str(), mo, so, 0, 0, &json), IKLLM_OK) << ikllm_last_error();
+    const std::string out = json ? json : "";
+    ikllm_free(json);
+    ikllm_options_free(mo);
+    ikllm_options_free(so);
+    return out;
+}
+
 // A GPU with too little memory (a double of a fixed size, IKLLM_TEST_GPU_DOUBLE_MEM): weights
 // that do not fit fail the load, a KV cache that does not fit fails the session, a batch whose
 // activations do not fit fails the decode -- each with IKLLM_ERR_OUT_OF_MEMORY and a message that
@@ -281,19 +305,9 @@ TEST(GpuDouble, OutOfGpuMemoryIsACleanError) {
     {
         Env e("IKLLM_TEST_GPU_DOUBLE", "1");
         Lib l;
-        ikllm_options* mo = nullptr;
-        ikllm_options* so = nullptr;
-        ASSERT_EQ(ikllm_options_create(IKLLM_OPTIONS_MODEL, &mo), IKLLM_OK);
-        ASSERT_EQ(ikllm_options_set_int(mo, "n_gpu_layers", 99), IKLLM_OK);
-        ASSERT_EQ(ikllm_options_create(IKLLM_OPTIONS_SESSION, &so), IKLLM_OK);
-        ASSERT_EQ(ikllm_options_set_int(so, "n_ctx", 128), IKLLM_OK);
-        char* json = nullptr;
-        ASSERT_EQ(ikllm_plan(l.lib, path.c_str(), mo, so, 0, 0, &json), IKLLM_OK);
+        const std::string json = plan_of(l.lib, path, 99, "", 128);
         weights = plan_field(json, "CUDA0", "weights");
         kv128 = plan_field(json, "CUDA0", "kv");
-        ikllm_free(json);
-        ikllm_options_free(mo);
-        ikllm_options_free(so);
     }
     ASSERT_GT(weights, 0u);
     ASSERT_GT(kv128, 0u);
@@ -374,20 +388,7 @@ TEST(GpuDouble, PlannedTotalIsEnoughGpuMemory) {
             {
                 Env e("IKLLM_TEST_GPU_DOUBLE", "1");
                 Lib l;
-                ikllm_options* mo = nullptr;
-                ikllm_options* so = nullptr;
-                ASSERT_EQ(ikllm_options_create(IKLLM_OPTIONS_MODEL, &mo), IKLLM_OK);
-                ASSERT_EQ(ikllm_options_set_int(mo, "n_gpu_layers", 99), IKLLM_OK);
-                ASSERT_EQ(ikllm_options_set_string(mo, "tensor_placement", rules), IKLLM_OK);
-                ASSERT_EQ(ikllm_options_create(IKLLM_OPTIONS_SESSION, &so), IKLLM_OK);
-                ASSERT_EQ(ikllm_options_set_int(so, "n_ctx", 128), IKLLM_OK);
-                ASSERT_EQ(ikllm_options_set_int(so, "n_batch", 64), IKLLM_OK);
-                char* json = nullptr;
-                ASSERT_EQ(ikllm_plan(l.lib, path.c_str(), mo, so, 0, 0, &json), IKLLM_OK);
-                total = plan_field(json, "CUDA0", "total");
-                ikllm_free(json);
-                ikllm_options_free(mo);
-                ikllm_options_free(so);
+                total = plan_field(plan_of(l.lib, path, 99, rules, 128, 64), "CUDA0", "total");
             }
             Env e("IKLLM_TEST_GPU_DOUBLE", "1");
             Env m("IKLLM_TEST_GPU_DOUBLE_MEM", std::to_string(total).c_str());

@@ -168,7 +168,8 @@ class Inference(unittest.TestCase):
             with open(ids, "w") as f:
                 f.write(" ".join(map(str, toks)))
             cli("logits", "-m", LLAMA, "--tokens", ids, "--out", out)
-            ref = array.array("f", open(out, "rb").read())
+            with open(out, "rb") as fo:
+                ref = array.array("f", fo.read())
         n = self.model.n_vocab
         with self.model.session(n_ctx=512, n_batch=len(toks)) as s:
             s.decode(toks, logits="all")
