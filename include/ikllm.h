@@ -257,17 +257,22 @@ IKLLM_API ikllm_status ikllm_lib_gpu_info(ikllm_lib* lib, int32_t index, char** 
    vram_budget > 0 also asks for a suggestion: the placement that puts the most on the GPUs, each
    within vram_budget bytes (everything but the routed experts first, then whole layers' experts
    from the last layer down, each on its layer's GPU while that fits; else whole layers
-   ngl-style). flags must be 0.
+   ngl-style). flags: 0, or IKLLM_PLAN_AUTO_BUDGET: a suggestion for this machine's GPUs, each
+   within its free memory less min(512 MiB, a tenth) for what the plan does not count (the CUDA
+   context); vram_budget is then ignored, and a machine without a GPU gives
+   IKLLM_ERR_INVALID_ARGUMENT.
    *out_json receives a JSON object (release it with ikllm_free; NULL on failure):
      {"architecture", "n_layer", "n_ctx", "n_batch", "kv_type", "kv_bytes_per_token", "gpu" (the first),
       "gpus": [names], "gpu_available",
       "requested": {"n_gpu_layers", "tensor_placement", "tensor_split": [shares], "devices": [{"name",
                     "weights", "kv", "scratch", "total"}...], "report": [lines]},
-      "suggestion" (only when vram_budget > 0): {"vram_budget", "n_gpu_layers", "tensor_placement",
+      "suggestion" (only when vram_budget > 0 or IKLLM_PLAN_AUTO_BUDGET): {"vram_budget" (the first
+                    GPU's), "vram_budgets": [per GPU], "n_gpu_layers", "tensor_placement",
                     "strategy", "expert_layers_on_gpu", "fits", "devices": [...], "report": [...]}}
    Byte counts are integers; "scratch" is an estimate (formula in docs/placement.md). Errors:
    IKLLM_ERR_INVALID_ARGUMENT (bad rules or shares, options of the wrong kind), IKLLM_ERR_IO,
    IKLLM_ERR_INVALID_FILE, IKLLM_ERR_UNSUPPORTED (architecture). */
+#define IKLLM_PLAN_AUTO_BUDGET 1u
 IKLLM_API ikllm_status ikllm_plan(ikllm_lib* lib, const char* path, const ikllm_options* model_options,
                                   const ikllm_options* session_options, uint64_t vram_budget, uint32_t flags,
                                   char** out_json);

@@ -102,6 +102,38 @@ const (
 	MetaFull MetaFlags = 1
 )
 
+// PlanFlags is the type of the IKLLM_* plan flags constants.
+type PlanFlags uint32
+
+const (
+	// PlanAutoBudget is IKLLM_PLAN_AUTO_BUDGET: Memory plan of a model file without loading its weights: reads the GGUF index only.
+	// model_options may be NULL (defaults: all on the CPU); else IKLLM_OPTIONS_MODEL, whose
+	// n_gpu_layers, tensor_split and tensor_placement give the placement to plan. session_options may
+	// be NULL (defaults); else IKLLM_OPTIONS_SESSION, whose n_ctx, n_batch and kv_type size the KV
+	// cache and the activation scratch. The GPUs planned for are this machine's when it has any, else
+	// hypothetical ones ("CUDA0", or one per tensor_split share) assumed to run every weight type
+	// except row-interleaved (_R4/_R8...) layouts: planning works on machines without a GPU.
+	// vram_budget > 0 also asks for a suggestion: the placement that puts the most on the GPUs, each
+	// within vram_budget bytes (everything but the routed experts first, then whole layers' experts
+	// from the last layer down, each on its layer's GPU while that fits; else whole layers
+	// ngl-style). flags: 0, or IKLLM_PLAN_AUTO_BUDGET: a suggestion for this machine's GPUs, each
+	// within its free memory less min(512 MiB, a tenth) for what the plan does not count (the CUDA
+	// context); vram_budget is then ignored, and a machine without a GPU gives
+	// IKLLM_ERR_INVALID_ARGUMENT.
+	// out_json receives a JSON object (release it with ikllm_free; NULL on failure):
+	// {"architecture", "n_layer", "n_ctx", "n_batch", "kv_type", "kv_bytes_per_token", "gpu" (the first),
+	// "gpus": [names], "gpu_available",
+	// "requested": {"n_gpu_layers", "tensor_placement", "tensor_split": [shares], "devices": [{"name",
+	// "weights", "kv", "scratch", "total"}...], "report": [lines]},
+	// "suggestion" (only when vram_budget > 0 or IKLLM_PLAN_AUTO_BUDGET): {"vram_budget" (the first
+	// GPU's), "vram_budgets": [per GPU], "n_gpu_layers", "tensor_placement",
+	// "strategy", "expert_layers_on_gpu", "fits", "devices": [...], "report": [...]}}
+	// Byte counts are integers; "scratch" is an estimate (formula in docs/placement.md). Errors:
+	// IKLLM_ERR_INVALID_ARGUMENT (bad rules or shares, options of the wrong kind), IKLLM_ERR_IO,
+	// IKLLM_ERR_INVALID_FILE, IKLLM_ERR_UNSUPPORTED (architecture).
+	PlanAutoBudget PlanFlags = 1
+)
+
 // TokenizeFlags is the type of the IKLLM_* tokenize flags constants.
 type TokenizeFlags uint32
 

@@ -142,27 +142,6 @@ const char* ikllm_lib_gpu_status(ikllm_lib* lib);
 // {"name": "CUDA0", "description": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0",
 // "memory_total": bytes, "memory_free": bytes}. IKLLM_ERR_NOT_FOUND when index is out of range.
 ikllm_status ikllm_lib_gpu_info(ikllm_lib* lib, int32_t index, char** out_json);
-// Memory plan of a model file without loading its weights: reads the GGUF index only.
-// model_options may be NULL (defaults: all on the CPU); else IKLLM_OPTIONS_MODEL, whose
-// n_gpu_layers, tensor_split and tensor_placement give the placement to plan. session_options may
-// be NULL (defaults); else IKLLM_OPTIONS_SESSION, whose n_ctx, n_batch and kv_type size the KV
-// cache and the activation scratch. The GPUs planned for are this machine's when it has any, else
-// hypothetical ones ("CUDA0", or one per tensor_split share) assumed to run every weight type
-// except row-interleaved (_R4/_R8...) layouts: planning works on machines without a GPU.
-// vram_budget > 0 also asks for a suggestion: the placement that puts the most on the GPUs, each
-// within vram_budget bytes (everything but the routed experts first, then whole layers' experts
-// from the last layer down, each on its layer's GPU while that fits; else whole layers
-// ngl-style). flags must be 0.
-// out_json receives a JSON object (release it with ikllm_free; NULL on failure):
-// {"architecture", "n_layer", "n_ctx", "n_batch", "kv_type", "kv_bytes_per_token", "gpu" (the first),
-// "gpus": [names], "gpu_available",
-// "requested": {"n_gpu_layers", "tensor_placement", "tensor_split": [shares], "devices": [{"name",
-// "weights", "kv", "scratch", "total"}...], "report": [lines]},
-// "suggestion" (only when vram_budget > 0): {"vram_budget", "n_gpu_layers", "tensor_placement",
-// "strategy", "expert_layers_on_gpu", "fits", "devices": [...], "report": [...]}}
-// Byte counts are integers; "scratch" is an estimate (formula in docs/placement.md). Errors:
-// IKLLM_ERR_INVALID_ARGUMENT (bad rules or shares, options of the wrong kind), IKLLM_ERR_IO,
-// IKLLM_ERR_INVALID_FILE, IKLLM_ERR_UNSUPPORTED (architecture).
 ikllm_status ikllm_plan(ikllm_lib* lib, const char* path, const ikllm_options* model_options, const ikllm_options* session_options, uint64_t vram_budget, uint32_t flags, char** out_json);
 // Tokenizes text (length text_len bytes; any bytes accepted). Writes up to capacity ids;
 // n_tokens receives the count needed (IKLLM_ERR_BUFFER_TOO_SMALL when capacity < count).

@@ -113,7 +113,7 @@ ikllm_status ikllm_plan(ikllm_lib* lib, const char* path, const ikllm_options* m
         IKLLM_REQUIRE(lib, "lib is NULL");
         IKLLM_REQUIRE(path, "path is NULL");
         IKLLM_REQUIRE(out_json, "out_json is NULL");
-        IKLLM_REQUIRE(flags == 0, "flags must be 0");
+        IKLLM_REQUIRE((flags & ~IKLLM_PLAN_AUTO_BUDGET) == 0, "flags must be 0 or IKLLM_PLAN_AUTO_BUDGET");
         IKLLM_REQUIRE(!model_options || model_options->kind == IKLLM_OPTIONS_MODEL,
                       "model_options are not model options");
         IKLLM_REQUIRE(!session_options || session_options->kind == IKLLM_OPTIONS_SESSION,
@@ -146,8 +146,19 @@ ikllm_status ikllm_plan(ikllm_lib* lib, const char* path, const ikllm_options* m
         }
         const MemoryPlan plan = plan_memory(pm, req);
         PlacementSuggestion sug;
-        if (vram_budget > 0) sug = suggest_placement(pm, req, vram_budget);
-        const std::string json = plan_json(pm, req, plan, vram_budget > 0 ? &sug : nullptr);
+        const bool suggest = vram_budget > 0 || (flags & IKLLM_PLAN_AUTO_BUDGET);
+        if (flags & IKLLM_PLAN_AUTO_BUDGET) {
+            // Each GPU's own budget: what is free on it now, less a margin (auto_vram_budget).
+            if (gpus.empty())
+                fail(Status::invalid_argument, "IKLLM_PLAN_AUTO_BUDGET needs a GPU on this machine (" +
+                     lib->backends.status() + "); give vram_budget in bytes instead");
+            std::vector<uint64_t> budgets;
+            for (backend::Backend* g : gpus) budgets.push_back(auto_vram_budget(g->capabilities().memory_free));
+            sug = suggest_placement(pm, req, budgets);
+        } else if (suggest) {
+            sug = suggest_placement(pm, req, vram_budget);
+        }
+        const std::string json = plan_json(pm, req, plan, suggest ? &sug : nullptr);
         char* p = static_cast<char*>(std::malloc(json.size() + 1));
         if (!p) throw std::bad_alloc();
         std::memcpy(p, json.c_str(), json.size() + 1);

@@ -194,13 +194,21 @@ MemoryPlan plan_memory(const PlanModel& pm, const PlanRequest& req) {
     return plan;
 }
 
-PlacementSuggestion suggest_placement(const PlanModel& pm, const PlanRequest& req_in, uint64_t vram_budget) {
+uint64_t auto_vram_budget(uint64_t free) { return free - std::min<uint64_t>(512ull << 20, free / 10); }
+
+PlacementSuggestion suggest_placement(const PlanModel& pm, const PlanRequest& req, uint64_t vram_budget) {
+    return suggest_placement(pm, req, std::vector<uint64_t>{vram_budget});
+}
+
+PlacementSuggestion suggest_placement(const PlanModel& pm, const PlanRequest& req_in, const std::vector<uint64_t>& budgets) {
     PlanRequest req = req_in;
     if (req.gpus.names.empty()) req.gpus.names = {"CUDA0"};
+    if (budgets.empty()) fail(Status::invalid_argument, "no VRAM budget");
     const int32_t n_layer = pm.hp.n_layer;
+    auto budget_of = [&](size_t gpu) { return budgets[std::min(gpu, budgets.size() - 1)]; };
     auto fits = [&](const MemoryPlan& p) {
         for (size_t d = 1; d < p.devices.size(); ++d)
-            if (p.devices[d].total() > vram_budget) return false;
+            if (p.devices[d].total() > budget_of(d - 1)) return false;
         return true;
     };
     auto plan_with = [&](int32_t ngl, const std::string& rules) {
@@ -230,7 +238,8 @@ PlacementSuggestion suggest_placement(const PlanModel& pm, const PlanRequest& re
         return "blk\\.(" + list + ")\\.ffn_.*_exps=CPU";
     };
     PlacementSuggestion best;
-    best.vram_budget = vram_budget;
+    best.vram_budget = budget_of(0);
+    for (size_t g = 0; g < req.gpus.names.size(); ++g) best.vram_budgets.push_back(budget_of(g));
     const int32_t full = n_layer + 1;
     std::vector<char> cpu(moe_layers.size(), 1);
     MemoryPlan base = plan_with(full, expert_rule(cpu));
@@ -342,7 +351,12 @@ std::string plan_json(const PlanModel& pm, const PlanRequest& req, const MemoryP
     json_report(plan, out);
     out += "}";
     if (sug) {
-        out += ", \"suggestion\": {\"vram_budget\": " + std::to_string(sug->vram_budget);
+        out += ", \"suggestion\": {\"vram_budget\": " + std::to_string(sug->vram_budget) + ", \"vram_budgets\": [";
+        for (size_t i = 0; i < sug->vram_budgets.size(); ++i) {
+            if (i) out += ", ";
+            out += std::to_string(sug->vram_budgets[i]);
+        }
+        out += "]";
         out += ", \"n_gpu_layers\": " + std::to_string(sug->n_gpu_layers) + ", \"tensor_placement\": ";
         json_str(sug->tensor_placement, out);
         out += ", \"strategy\": ";

@@ -70,7 +70,8 @@ uint64_t scratch_estimate(const HParams& hp, int32_t n_ctx, int32_t n_batch, boo
 MemoryPlan plan_memory(const PlanModel& pm, const PlanRequest& req);
 
 struct PlacementSuggestion {
-    uint64_t vram_budget = 0;
+    uint64_t vram_budget = 0;            // the first GPU's
+    std::vector<uint64_t> vram_budgets;  // per GPU of req.gpus
     int32_t n_gpu_layers = 0;
     std::string tensor_placement;   // rules text ("" = none)
     int32_t expert_layers_on_gpu = 0;
@@ -90,6 +91,12 @@ struct PlacementSuggestion {
 //      first, n_layer + 1 = with the output head) that fits, no rules.
 // req.n_gpu_layers / req.tensor_placement are ignored.
 PlacementSuggestion suggest_placement(const PlanModel& pm, const PlanRequest& req, uint64_t vram_budget);
+// The same with a budget per GPU (the last one repeats for further GPUs).
+PlacementSuggestion suggest_placement(const PlanModel& pm, const PlanRequest& req, const std::vector<uint64_t>& budgets);
+
+// What the planner budgets on a GPU with `free` bytes free: the rest after min(512 MiB, free / 10)
+// for what the plan does not count (the CUDA context, its kernels, allocator rounding).
+uint64_t auto_vram_budget(uint64_t free);
 
 // JSON text of a plan (docs/placement.md "JSON"). suggestion may be null.
 std::string plan_json(const PlanModel& pm, const PlanRequest& req, const MemoryPlan& plan,

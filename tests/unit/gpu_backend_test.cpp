@@ -584,6 +584,52 @@ TEST(GpuDouble, DefaultSplitFollowsFreeMemory) {
     }
 }
 
+// ikllm plan --vram-budget auto on two GPUs (doubles of 16 and 10 MiB, too small for the whole
+// model): the suggestion fits each GPU's free memory -- here layer 1's experts (on the smaller
+// CUDA1) stay on the CPU while layer 0's (on CUDA0) fit -- and the model loaded with it (layers
+// split by free memory, as planned) decodes a full batch on those GPUs.
+TEST(GpuDouble, AutoBudgetSuggestionRuns) {
+    IKLLM_REQUIRE_REFDATA();
+    const std::string path = ikllm::test::refdata_dir() + "/models/qwen3moe-tiny-f16.gguf";
+    Env e("IKLLM_TEST_GPU_DOUBLE", "2");
+    Env m("IKLLM_TEST_GPU_DOUBLE_MEM", "16M,10M");
+    Lib l;
+    ikllm_options* so = nullptr;
+    ASSERT_EQ(ikllm_options_create(IKLLM_OPTIONS_SESSION, &so), IKLLM_OK);
+    ASSERT_EQ(ikllm_options_set_int(so, "n_ctx", 128), IKLLM_OK);
+    ASSERT_EQ(ikllm_options_set_int(so, "n_batch", 64), IKLLM_OK);
+    char* json = nullptr;
+    ASSERT_EQ(ikllm_plan(l.lib, path.c_str(), nullptr, so, 0, IKLLM_PLAN_AUTO_BUDGET, &json), IKLLM_OK)
+        << ikllm_last_error();
+    const std::string plan = json;
+    ikllm_free(json);
+    ikllm_options_free(so);
+    const size_t sug = plan.find("\"suggestion\"");
+    ASSERT_NE(sug, std::string::npos) << plan;
+    EXPECT_NE(plan.find("\"vram_budgets\": [" + std::to_string((16u << 20) - (16u << 20) / 10) + ", " +
+                        std::to_string((10u << 20) - (10u << 20) / 10) + "]"),
+              std::string::npos)
+        << plan;
+    EXPECT_NE(plan.find("\"fits\": true", sug), std::string::npos) << plan;
+    const int ngl = (int)std::strtol(plan.c_str() + plan.find("\"n_gpu_layers\": ", sug) + 16, nullptr, 10);
+    const size_t r0 = plan.find("\"tensor_placement\": \"", sug) + 21;
+    std::string rules = plan.substr(r0, plan.find('"', r0) - r0);
+    for (size_t i; (i = rules.find("\\\\")) != std::string::npos;) rules.erase(i, 1);  // JSON "\\." -> "\."
+    ASSERT_GT(ngl, 0) << plan;
+    PlacedRun r(l.lib, path, ngl, rules.c_str());
+    ASSERT_NE(r.s, nullptr) << ikllm_last_error() << "\n" << plan;
+    std::vector<int32_t> prompt(64);
+    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = (int32_t)(1 + 7 * i % 500);
+    EXPECT_FALSE(r.decode(prompt, 0).empty()) << plan;
+    EXPECT_FALSE(r.decode({5}, 0).empty());
+    EXPECT_EQ(rules, "blk\\.(1)\\.ffn_.*_exps=CPU") << plan;
+    int32_t d0 = -1, d1 = -1;
+    EXPECT_EQ(ikllm_model_tensor_device(r.m, "blk.0.ffn_down_exps.weight", &d0), IKLLM_OK);
+    EXPECT_EQ(ikllm_model_tensor_device(r.m, "blk.1.ffn_down_exps.weight", &d1), IKLLM_OK);
+    EXPECT_STREQ(ikllm_model_device_name(r.m, d0), "CUDA0");
+    EXPECT_EQ(d1, 0);
+}
+
 // The plan of two GPUs (layers split 1:2, experts kept on the CPU or not) is the loaded placement.
 TEST(GpuDouble, TwoGpuPlanMatchesTheLoadedPlacement) {
     IKLLM_REQUIRE_REFDATA();

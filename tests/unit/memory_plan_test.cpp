@@ -283,6 +283,36 @@ TEST(MemoryPlan, TwoGpusSplitLayersAndSuggestion) {
     for (size_t d = 0; d < 3; ++d) EXPECT_EQ(p2.devices[d].total(), s2.plan.devices[d].total());
 }
 
+// A budget per GPU: each GPU stays within its own; equal budgets give the single-budget answer.
+TEST(MemoryPlan, PerGpuBudgets) {
+    IKLLM_REQUIRE_REFDATA();
+    auto f = gguf::File::open(model_path("qwen3moe-tiny-f16"), &type_geometry, true);
+    const PlanModel pm = plan_model_from_file(*f);
+    PlanRequest req;
+    req.n_ctx = 512;
+    req.n_batch = 32;
+    req.gpus = GpuSet{{"CUDA0", "CUDA1"}, {1, 1}};
+    PlanRequest full = req;
+    full.n_gpu_layers = pm.hp.n_layer + 1;
+    const MemoryPlan all = plan_memory(pm, full);
+    const uint64_t b0 = all.devices[1].total(), b1 = all.devices[2].total();
+    // Enough for everything on CUDA0, half of CUDA1's share on CUDA1.
+    const PlacementSuggestion s = suggest_placement(pm, req, std::vector<uint64_t>{b0, b1 / 2});
+    EXPECT_TRUE(s.fits);
+    ASSERT_EQ(s.vram_budgets, (std::vector<uint64_t>{b0, b1 / 2}));
+    EXPECT_LE(s.plan.devices[1].total(), b0);
+    EXPECT_LE(s.plan.devices[2].total(), b1 / 2);
+    EXPECT_LT(s.expert_layers_on_gpu, pm.hp.n_layer);
+    // Equal budgets: as one budget.
+    const PlacementSuggestion a = suggest_placement(pm, req, std::vector<uint64_t>{b1, b1});
+    const PlacementSuggestion b = suggest_placement(pm, req, b1);
+    EXPECT_EQ(a.tensor_placement, b.tensor_placement);
+    EXPECT_EQ(a.n_gpu_layers, b.n_gpu_layers);
+    EXPECT_EQ(a.expert_layers_on_gpu, b.expert_layers_on_gpu);
+    EXPECT_EQ(auto_vram_budget(80ull << 30), (80ull << 30) - (512ull << 20));
+    EXPECT_EQ(auto_vram_budget(100u << 20), (100u << 20) - (10u << 20));
+}
+
 TEST(PlacementApi, OptionsValidateRules) {
     ikllm_options* o = nullptr;
     ASSERT_EQ(ikllm_options_create(IKLLM_OPTIONS_MODEL, &o), IKLLM_OK);

@@ -135,9 +135,13 @@ int cmd_plan(int argc, char** argv) {
     apply_placement_flags(a, mo);
     std::unique_ptr<ikllm_options, void (*)(ikllm_options*)> so(session_options(a), ikllm_options_free);
     uint64_t budget = 0;
-    if (a.has("--vram-budget")) budget = parse_bytes(a.get("--vram-budget"), "--vram-budget");
+    uint32_t flags = 0;
+    if (a.has("--vram-budget")) {
+        if (a.get("--vram-budget") == "auto") flags |= IKLLM_PLAN_AUTO_BUDGET;  // each GPU's free memory
+        else budget = parse_bytes(a.get("--vram-budget"), "--vram-budget");
+    }
     char* json = nullptr;
-    check(ikllm_plan(L.lib, path.c_str(), mo, so.get(), budget, 0, &json), ("plan '" + path + "'").c_str());
+    check(ikllm_plan(L.lib, path.c_str(), mo, so.get(), budget, flags, &json), ("plan '" + path + "'").c_str());
     const std::string text = json;
     ikllm_free(json);
     if (a.has("--json")) {
@@ -151,8 +155,10 @@ int cmd_plan(int argc, char** argv) {
     std::printf("context      : %" PRIu64 " tokens, batch %" PRIu64 ", KV %s (%" PRIu64 " bytes/token)\n",
                 plan["n_ctx"].u64(), plan["n_batch"].u64(), plan["kv_type"].s.c_str(), plan["kv_bytes_per_token"].u64());
     const JVal& req = plan["requested"];
+    // The shares as given (-ts); without it the library splits by free memory, load and plan alike.
     std::string split;
-    for (const JVal& v : req["tensor_split"].items) split += (split.empty() ? "" : ",") + v.s;
+    for (const char* k : {"-ts", "--tensor-split"})
+        if (a.has(k)) split = a.get(k);
     std::printf("\nrequested placement: n_gpu_layers %" PRIu64 ", rules '%s'%s%s\n", req["n_gpu_layers"].u64(),
                 req["tensor_placement"].s.c_str(), split.empty() ? "" : ", tensor split ", split.c_str());
     print_devices(req["devices"]);
@@ -161,8 +167,9 @@ int cmd_plan(int argc, char** argv) {
     for (const JVal& g : plan["gpus"].items) gpus += (gpus.empty() ? "" : ", ") + g.s;
     const JVal& sug = plan["suggestion"];
     if (sug.kind == JVal::object) {
-        std::printf("\nsuggestion for %s of %s%s (%s): %s\n", gpus.c_str(), mib(sug["vram_budget"].u64()).c_str(),
-                    plan["gpus"].items.size() > 1 ? " each" : "", sug["strategy"].s.c_str(),
+        std::string budgets;
+        for (const JVal& b : sug["vram_budgets"].items) budgets += (budgets.empty() ? "" : " / ") + mib(b.u64());
+        std::printf("\nsuggestion for %s within %s (%s): %s\n", gpus.c_str(), budgets.c_str(), sug["strategy"].s.c_str(),
                     sug["fits"].b ? "fits" : "does NOT fit");
         std::string rules = sug["tensor_placement"].s;
         std::printf("  -ngl %" PRIu64 "%s%s%s%s%s   (%" PRIu64 " MoE layers' experts on GPUs)\n", sug["n_gpu_layers"].u64(),

@@ -54,6 +54,8 @@ namespace Ikllm.Native
         public const int IKLLM_OPTION_STRING = 2;
         // meta_flags (bit flags)
         public const uint IKLLM_META_FULL = 1;
+        // plan_flags (bit flags)
+        public const uint IKLLM_PLAN_AUTO_BUDGET = 1;
         // tokenize_flags (bit flags)
         public const uint IKLLM_TOKENIZE_ADD_SPECIAL = 1;
         public const uint IKLLM_TOKENIZE_PARSE_SPECIAL = 2;

@@ -50,6 +50,9 @@ exports.IKLLM_OPTION_STRING = 2;
 // meta_flags (bit flags)
 exports.IKLLM_META_FULL = 1;
 
+// plan_flags (bit flags)
+exports.IKLLM_PLAN_AUTO_BUDGET = 1;
+
 // tokenize_flags (bit flags)
 exports.IKLLM_TOKENIZE_ADD_SPECIAL = 1;
 exports.IKLLM_TOKENIZE_PARSE_SPECIAL = 2;

@@ -1660,7 +1660,7 @@ struct Call_ikllm_plan {
         (void)keep;
         a_lib = (ikllm_lib*)to_handle(c, 0, "lib", &kTag_ikllm_lib, false);
         a_path = to_str(c, 1, "path", false);
-        a_model_options = (ikllm_options*)to_handle(c, 2, "model_options", &kTag_ikllm_options, true);
+        a_model_options = (ikllm_options*)to_handle(c, 2, "model_options", &kTag_ikllm_options, false);
         a_session_options = (ikllm_options*)to_handle(c, 3, "session_options", &kTag_ikllm_options, false);
         a_vram_budget = (uint64_t)to_int(c, 4, "vram_budget");
         a_flags = (uint32_t)to_int(c, 5, "flags");

@@ -50,6 +50,9 @@ IKLLM_OPTION_STRING = 2
 # meta_flags (bit flags)
 IKLLM_META_FULL = 1
 
+# plan_flags (bit flags)
+IKLLM_PLAN_AUTO_BUDGET = 1
+
 # tokenize_flags (bit flags)
 IKLLM_TOKENIZE_ADD_SPECIAL = 1
 IKLLM_TOKENIZE_PARSE_SPECIAL = 2
