@@ -8,7 +8,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/log.h"
@@ -88,6 +90,16 @@ TEST(GpuRegistry, TestDoubleIsOneDevice) {
     ASSERT_EQ(ikllm_lib_gpu_info(l.lib, 0, &json), IKLLM_OK);
     EXPECT_NE(std::string(json).find("\"name\": \"CUDA0\""), std::string::npos) << json;
     ikllm_free(json);
+}
+
+// (name, path) of the reference models present among `names`.
+std::vector<std::pair<const char*, std::string>> reference_models(std::initializer_list<const char*> names) {
+    std::vector<std::pair<const char*, std::string>> out;
+    for (const char* name : names) {
+        const std::string path = ikllm::test::refdata_dir() + "/models/" + name + ".gguf";
+        if (ikllm::test::file_exists(path)) out.emplace_back(name, path);
+    }
+    return out;
 }
 
 // A model + session with the given placement on the test double.
@@ -171,9 +183,7 @@ TEST(GpuDouble, SessionPathsMatchTheCpu) {
     IKLLM_REQUIRE_REFDATA();
     Env e("IKLLM_TEST_GPU_DOUBLE", "1");
     Lib l;
-    for (const char* name : {"llama-tiny-f16", "deepseek2-tiny-f16", "qwen3moe-tiny-f16"}) {
-        const std::string path = ikllm::test::refdata_dir() + "/models/" + name + ".gguf";
-        if (!ikllm::test::file_exists(path)) continue;
+    for (auto& [name, path] : reference_models({"llama-tiny-f16", "deepseek2-tiny-f16", "qwen3moe-tiny-f16"})) {
         std::vector<std::vector<float>> cpu, full, hybrid, split;
         { PlacedRun r(l.lib, path, 0, ""); cpu = scenario(r); }
         {
@@ -197,9 +207,7 @@ TEST(GpuDouble, TwoGpusMatchTheCpu) {
     Env e("IKLLM_TEST_GPU_DOUBLE", "2");
     Lib l;
     ASSERT_EQ(ikllm_lib_gpu_count(l.lib), 2);
-    for (const char* name : {"llama-tiny-f16", "deepseek2-tiny-f16", "qwen3moe-tiny-f16"}) {
-        const std::string path = ikllm::test::refdata_dir() + "/models/" + name + ".gguf";
-        if (!ikllm::test::file_exists(path)) continue;
+    for (auto& [name, path] : reference_models({"llama-tiny-f16", "deepseek2-tiny-f16", "qwen3moe-tiny-f16"})) {
         std::vector<std::vector<float>> cpu;
         { PlacedRun r(l.lib, path, 0, ""); cpu = scenario(r); }
         {
@@ -380,9 +388,7 @@ TEST(GpuDouble, OutOfGpuMemoryIsACleanError) {
 // for each model's full offload and hybrid) loads the model and decodes a full batch.
 TEST(GpuDouble, PlannedTotalIsEnoughGpuMemory) {
     IKLLM_REQUIRE_REFDATA();
-    for (const char* name : {"llama-tiny-f16", "qwen3moe-tiny-f16", "deepseek2-tiny-f16"}) {
-        const std::string path = ikllm::test::refdata_dir() + "/models/" + name + ".gguf";
-        if (!ikllm::test::file_exists(path)) continue;
+    for (auto& [name, path] : reference_models({"llama-tiny-f16", "qwen3moe-tiny-f16", "deepseek2-tiny-f16"})) {
         for (const char* rules : {"", "exps=CPU"}) {
             uint64_t total = 0;
             {
@@ -475,9 +481,7 @@ TEST(GpuDouble, LargeBatchesStreamHostWeightsToTheGpu) {
     ikllm::backend::Registry reg;
     ASSERT_EQ(reg.gpu_count(), 1);
     ikllm::Logger log;
-    for (const char* name : {"qwen3moe-tiny-f16", "deepseek2-tiny-f16", "llama-tiny-f16"}) {
-        const std::string path = ikllm::test::refdata_dir() + "/models/" + name + ".gguf";
-        if (!ikllm::test::file_exists(path)) continue;
+    for (auto& [name, path] : reference_models({"qwen3moe-tiny-f16", "deepseek2-tiny-f16", "llama-tiny-f16"})) {
         const std::vector<int32_t> prompt{1, 20, 300, 45, 7, 99, 123, 8};
         auto run = [&](int ngl, const char* rules, int32_t min_batch, ikllm::Scheduler::StreamStats* stats) {
             ikllm::ModelOptions mo;
@@ -527,6 +531,41 @@ uint64_t plan_weights(const std::string& json, const std::string& dev) {
     return std::strtoull(json.c_str() + json.find(": ", json.find("weights", at)) + 2, nullptr, 10);
 }
 
+// Plans a placement, loads it, and compares the weight bytes per device: plan JSON vs loaded model
+// (a device the plan lists but the model does not use holds 0 bytes).
+void expect_plan_matches_load(ikllm_lib* lib, const std::string& path, int ngl, const char* rules, const char* split,
+                              const std::string& what) {
+    ikllm_options* mo = nullptr;
+    ASSERT_EQ(ikllm_options_create(IKLLM_OPTIONS_MODEL, &mo), IKLLM_OK);
+    ASSERT_EQ(ikllm_options_set_int(mo, "n_gpu_layers", ngl), IKLLM_OK);
+    ASSERT_EQ(ikllm_options_set_string(mo, "tensor_placement", rules), IKLLM_OK);
+    ASSERT_EQ(ikllm_options_set_string(mo, "tensor_split", split), IKLLM_OK);
+    char* json = nullptr;
+    ASSERT_EQ(ikllm_plan(lib, path.c_str(), mo, nullptr, 0, 0, &json), IKLLM_OK) << ikllm_last_error();
+    const std::string plan = json;
+    ikllm_free(json);
+    ikllm_model* m = nullptr;
+    ASSERT_EQ(ikllm_model_load(lib, path.c_str(), mo, nullptr, nullptr, nullptr, &m), IKLLM_OK);
+    ikllm_options_free(mo);
+    for (const char* dev : {"CPU", "CUDA0", "CUDA1"}) {
+        const uint64_t planned = plan_weights(plan, dev);
+        bool present = false;
+        uint64_t loaded = 0;
+        for (int d = 0; d < ikllm_model_device_count(m); ++d)
+            if (std::string(ikllm_model_device_name(m, d)) == dev) {
+                present = true;
+                loaded = ikllm_model_device_weight_bytes(m, d);
+            }
+        if (planned == UINT64_MAX) {
+            EXPECT_FALSE(present) << what << " " << dev << "\n" << plan;
+            continue;
+        }
+        EXPECT_EQ(planned, loaded) << what << " " << dev << "\n" << plan;
+    }
+    EXPECT_GT(ikllm_model_device_weight_bytes(m, ikllm_model_device_count(m) - 1), 0u) << what;
+    ikllm_model_free(m);
+}
+
 TEST(GpuDouble, PlanBeforeLoadingMatchesTheLoadedPlacement) {
     IKLLM_REQUIRE_REFDATA();
     Env e("IKLLM_TEST_GPU_DOUBLE", "1");
@@ -535,30 +574,12 @@ TEST(GpuDouble, PlanBeforeLoadingMatchesTheLoadedPlacement) {
         int ngl;
         const char* rules;
     };
-    for (const char* name : {"llama-tied-f16", "qwen3moe-tiny-f16", "deepseek2-split-tiny-f16", "deepseek2-tiny-f16"}) {
-        const std::string path = ikllm::test::refdata_dir() + "/models/" + name + ".gguf";
-        if (!ikllm::test::file_exists(path)) continue;
+    for (auto& [name, path] :
+         reference_models({"llama-tied-f16", "qwen3moe-tiny-f16", "deepseek2-split-tiny-f16", "deepseek2-tiny-f16"}))
         for (const Case& c : {Case{99, ""}, Case{99, "exps=CPU"}, Case{1, ""}, Case{0, "token_embd=CUDA0,output=CUDA0"},
-                              Case{2, "ffn_down=CPU"}}) {
-            ikllm_options* mo = nullptr;
-            ASSERT_EQ(ikllm_options_create(IKLLM_OPTIONS_MODEL, &mo), IKLLM_OK);
-            ASSERT_EQ(ikllm_options_set_int(mo, "n_gpu_layers", c.ngl), IKLLM_OK);
-            ASSERT_EQ(ikllm_options_set_string(mo, "tensor_placement", c.rules), IKLLM_OK);
-            char* json = nullptr;
-            ASSERT_EQ(ikllm_plan(l.lib, path.c_str(), mo, nullptr, 0, 0, &json), IKLLM_OK) << ikllm_last_error();
-            const std::string plan = json;
-            ikllm_free(json);
-            ikllm_model* m = nullptr;
-            ASSERT_EQ(ikllm_model_load(l.lib, path.c_str(), mo, nullptr, nullptr, nullptr, &m), IKLLM_OK);
-            ikllm_options_free(mo);
-            const std::string what = std::string(name) + " ngl " + std::to_string(c.ngl) + " '" + c.rules + "'";
-            const uint64_t cpu = ikllm_model_device_weight_bytes(m, 0);
-            const uint64_t gpu = ikllm_model_device_count(m) > 1 ? ikllm_model_device_weight_bytes(m, 1) : 0;
-            EXPECT_EQ(plan_weights(plan, "CPU"), cpu) << what << "\n" << plan;
-            EXPECT_EQ(plan_weights(plan, "CUDA0"), gpu) << what << "\n" << plan;
-            ikllm_model_free(m);
-        }
-    }
+                              Case{2, "ffn_down=CPU"}})
+            expect_plan_matches_load(l.lib, path, c.ngl, c.rules, "",
+                                     std::string(name) + " ngl " + std::to_string(c.ngl) + " '" + c.rules + "'");
 }
 
 // Without tensor_split the layers go by free memory: a 1 GiB and a 9 GiB GPU give a two-layer
@@ -630,39 +651,15 @@ TEST(GpuDouble, AutoBudgetSuggestionRuns) {
     EXPECT_EQ(d1, 0);
 }
 
-// The plan of two GPUs (layers split 1:2, experts kept on the CPU or not) is the loaded placement.
+// The plan of two GPUs (layers split 1:2, experts kept on the CPU or not) is the loaded placement
+// (a one-layer model gives CUDA0 no layer: it is then not one of the model's devices).
 TEST(GpuDouble, TwoGpuPlanMatchesTheLoadedPlacement) {
     IKLLM_REQUIRE_REFDATA();
     Env e("IKLLM_TEST_GPU_DOUBLE", "2");
     Lib l;
-    for (const char* name : {"llama-tied-f16", "qwen3moe-tiny-f16", "deepseek2-tiny-f16"}) {
-        const std::string path = ikllm::test::refdata_dir() + "/models/" + name + ".gguf";
-        if (!ikllm::test::file_exists(path)) continue;
-        for (const char* rules : {"", "exps=CPU", "token_embd=CUDA1"}) {
-            ikllm_options* mo = nullptr;
-            ASSERT_EQ(ikllm_options_create(IKLLM_OPTIONS_MODEL, &mo), IKLLM_OK);
-            ASSERT_EQ(ikllm_options_set_int(mo, "n_gpu_layers", 99), IKLLM_OK);
-            ASSERT_EQ(ikllm_options_set_string(mo, "tensor_placement", rules), IKLLM_OK);
-            ASSERT_EQ(ikllm_options_set_string(mo, "tensor_split", "1,2"), IKLLM_OK);
-            char* json = nullptr;
-            ASSERT_EQ(ikllm_plan(l.lib, path.c_str(), mo, nullptr, 0, 0, &json), IKLLM_OK) << ikllm_last_error();
-            const std::string plan = json;
-            ikllm_free(json);
-            ikllm_model* m = nullptr;
-            ASSERT_EQ(ikllm_model_load(l.lib, path.c_str(), mo, nullptr, nullptr, nullptr, &m), IKLLM_OK);
-            ikllm_options_free(mo);
-            const std::string what = std::string(name) + " '" + rules + "'";
-            // (a one-layer model gives CUDA0 no layer: it is then not one of the model's devices)
-            for (const char* dev : {"CPU", "CUDA0", "CUDA1"}) {
-                uint64_t loaded = 0;
-                for (int d = 0; d < ikllm_model_device_count(m); ++d)
-                    if (std::string(ikllm_model_device_name(m, d)) == dev) loaded = ikllm_model_device_weight_bytes(m, d);
-                EXPECT_EQ(plan_weights(plan, dev), loaded) << what << " " << dev << "\n" << plan;
-            }
-            EXPECT_GT(ikllm_model_device_weight_bytes(m, ikllm_model_device_count(m) - 1), 0u) << what;
-            ikllm_model_free(m);
-        }
-    }
+    for (auto& [name, path] : reference_models({"llama-tied-f16", "qwen3moe-tiny-f16", "deepseek2-tiny-f16"}))
+        for (const char* rules : {"", "exps=CPU", "token_embd=CUDA1"})
+            expect_plan_matches_load(l.lib, path, 99, rules, "1,2", std::string(name) + " '" + rules + "'");
 }
 
 // The same scenario on a real GPU when this machine has one (skipped elsewhere): f16 weights,
@@ -671,9 +668,7 @@ TEST(GpuReal, SessionPathsMatchTheCpu) {
     IKLLM_REQUIRE_REFDATA();
     Lib l;
     if (ikllm_lib_gpu_count(l.lib) == 0) GTEST_SKIP() << "no GPU: " << ikllm_lib_gpu_status(l.lib);
-    for (const char* name : {"llama-tiny-f16", "deepseek2-tiny-f16", "qwen3moe-tiny-f16"}) {
-        const std::string path = ikllm::test::refdata_dir() + "/models/" + name + ".gguf";
-        if (!ikllm::test::file_exists(path)) continue;
+    for (auto& [name, path] : reference_models({"llama-tiny-f16", "deepseek2-tiny-f16", "qwen3moe-tiny-f16"})) {
         std::vector<std::vector<float>> cpu, full, hybrid;
         { PlacedRun r(l.lib, path, 0, ""); cpu = scenario(r); }
         { PlacedRun r(l.lib, path, 99, ""); full = scenario(r); }
