@@ -41,7 +41,7 @@ std::string shape_str(const int64_t* ne, int n) {
 // Binds file tensors to weight views, checking shapes and tracking which tensors are used.
 class Binder {
 public:
-    Binder(Model& m, const ModelOptions& opts) : m_(m), opts_(opts) {}
+    Binder(Model& m, const ModelOptions&) : m_(m) {}
 
     Tensor* require(const std::string& name, std::initializer_list<int64_t> shape) { return bind(name, shape, true); }
     Tensor* optional(const std::string& name, std::initializer_list<int64_t> shape) { return bind(name, shape, false); }
@@ -96,7 +96,6 @@ private:
     }
 
     Model& m_;
-    const ModelOptions& opts_;
     std::set<std::string> used_;
 };
 

@@ -481,7 +481,9 @@ TEST(GpuDouble, LargeBatchesStreamHostWeightsToTheGpu) {
     ikllm::backend::Registry reg;
     ASSERT_EQ(reg.gpu_count(), 1);
     ikllm::Logger log;
-    for (auto& [name, path] : reference_models({"qwen3moe-tiny-f16", "deepseek2-tiny-f16", "llama-tiny-f16"})) {
+    for (const auto& model : reference_models({"qwen3moe-tiny-f16", "deepseek2-tiny-f16", "llama-tiny-f16"})) {
+        const char* name = model.first;  // (not a structured binding: the lambda below captures them)
+        const std::string& path = model.second;
         const std::vector<int32_t> prompt{1, 20, 300, 45, 7, 99, 123, 8};
         auto run = [&](int ngl, const char* rules, int32_t min_batch, ikllm::Scheduler::StreamStats* stats) {
             ikllm::ModelOptions mo;
