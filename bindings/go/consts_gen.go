@@ -110,7 +110,8 @@ const (
 	// model_options may be NULL (defaults: all on the CPU); else IKLLM_OPTIONS_MODEL, whose
 	// n_gpu_layers, tensor_split and tensor_placement give the placement to plan. session_options may
 	// be NULL (defaults); else IKLLM_OPTIONS_SESSION, whose n_ctx, n_batch and kv_type size the KV
-	// cache and the activation scratch. The GPUs planned for are this machine's when it has any, else
+	// cache and the activation scratch, and offload_min_batch the first GPU's buffer for streamed host
+	// weights ("stream"). The GPUs planned for are this machine's when it has any, else
 	// hypothetical ones ("CUDA0", or one per tensor_split share) assumed to run every weight type
 	// except row-interleaved (_R4/_R8...) layouts: planning works on machines without a GPU.
 	// vram_budget > 0 also asks for a suggestion: the placement that puts the most on the GPUs, each
@@ -121,10 +122,10 @@ const (
 	// context); vram_budget is then ignored, and a machine without a GPU gives
 	// IKLLM_ERR_INVALID_ARGUMENT.
 	// out_json receives a JSON object (release it with ikllm_free; NULL on failure):
-	// {"architecture", "n_layer", "n_ctx", "n_batch", "kv_type", "kv_bytes_per_token", "gpu" (the first),
+	// {"architecture", "n_layer", "n_ctx", "n_batch", "offload_min_batch", "kv_type", "kv_bytes_per_token", "gpu" (the first),
 	// "gpus": [names], "gpu_available",
 	// "requested": {"n_gpu_layers", "tensor_placement", "tensor_split": [shares], "devices": [{"name",
-	// "weights", "kv", "scratch", "total"}...], "report": [lines]},
+	// "weights", "kv", "scratch", "stream", "total"}...], "report": [lines]},
 	// "suggestion" (only when vram_budget > 0 or IKLLM_PLAN_AUTO_BUDGET): {"vram_budget" (the first
 	// GPU's), "vram_budgets": [per GPU], "n_gpu_layers", "tensor_placement",
 	// "strategy", "expert_layers_on_gpu", "fits", "devices": [...], "report": [...]}}

@@ -126,6 +126,7 @@ ikllm_status ikllm_plan(ikllm_lib* lib, const char* path, const ikllm_options* m
         req.n_ctx = so.n_ctx;
         req.n_batch = so.n_batch;
         req.kv_type = so.kv_type;
+        req.offload_min_batch = so.offload_min_batch;
         req.n_gpu_layers = mo.n_gpu_layers;
         req.tensor_placement = mo.tensor_placement;
         // This machine's GPUs when it has any, else hypothetical ones (default type support):

@@ -283,6 +283,7 @@ bool Scheduler::stream_weights(const Op& op, int device) {
         stream_stats_.bytes += (int64_t)(hi - lo);
     }
     stream_stats_.ops++;
+    stream_stats_.most = std::max(stream_stats_.most, (int64_t)need);
     return true;
 }
 

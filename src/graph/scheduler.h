@@ -60,6 +60,7 @@ public:
     struct StreamStats {
         int64_t ops = 0;    // ops run on a GPU with streamed weights
         int64_t bytes = 0;  // weight bytes uploaded for them
+        int64_t most = 0;   // the largest one op needed (the stream buffer; ikllm_plan's "stream")
     };
     const StreamStats& stream_stats() const { return stream_stats_; }
 

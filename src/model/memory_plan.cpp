@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
+#include <map>
 
 #include "core/error.h"
 #include "core/json_escape.h"
@@ -131,6 +133,64 @@ uint64_t scratch_estimate(const HParams& hp, int32_t n_ctx, int32_t n_batch, boo
     return floats * 4;
 }
 
+namespace {
+
+// The streamed group a host tensor belongs to ("" = never streamed): see stream_buffer_bytes.
+std::string stream_group(const PlanModel& pm, const PlacementTensor& t) {
+    const std::string& n = t.name;
+    if (n == "token_embd.weight") return pm.tied_output ? n : "";  // a lookup, unless it is the head
+    if (n.find("norm") != std::string::npos || n.find("attn_k_b") != std::string::npos ||
+        n.find("attn_v_b") != std::string::npos)
+        return "";  // elementwise weights; per-head products (mul_mat_heads) run where they live
+    const std::string prefix = t.layer >= 0 ? "blk." + std::to_string(t.layer) + "." : "";
+    if (is_expert_tensor(n)) return prefix + "exps";
+    std::string key = n;
+    for (const char* suffix : {".weight", ".bias"}) {
+        const size_t len = std::strlen(suffix);
+        if (key.size() > len && key.compare(key.size() - len, len, suffix) == 0) key.resize(key.size() - len);
+    }
+    // Gate and up are one fused product (mul_mat_swiglu), dense or shared expert.
+    for (const char* part : {"ffn_gate", "ffn_up"}) {
+        const std::string p = prefix + part;
+        if (key.compare(0, p.size(), p) == 0) return prefix + "ffn_gateup" + key.substr(p.size());
+    }
+    return key;
+}
+
+}  // namespace
+
+uint64_t stream_buffer_bytes(const PlanModel& pm, const PlanRequest& req, const std::vector<std::string>& device_of,
+                             bool* experts, bool* layers) {
+    *experts = *layers = false;
+    const int32_t nb = std::min(req.n_batch, req.n_ctx);
+    if (req.offload_min_batch <= 0 || nb < req.offload_min_batch || req.gpus.names.empty()) return 0;
+    struct Group {
+        uint64_t bytes = 0;
+        bool runs = true;
+        bool experts = false, layer = false;
+    };
+    std::map<std::string, Group> groups;
+    for (size_t i = 0; i < pm.tensors.size(); ++i) {
+        const PlacementTensor& t = pm.tensors[i];
+        if (device_of[i] != "CPU" || (int64_t)i == pm.tied_head_index) continue;
+        const std::string key = stream_group(pm, t);
+        if (key.empty()) continue;
+        Group& g = groups[key];
+        g.bytes += (t.bytes + 255) / 256 * 256;
+        g.runs = g.runs && req.gpu_supports_type(t.type);
+        g.experts = g.experts || is_expert_tensor(t.name);
+        g.layer = g.layer || t.layer >= 0;
+    }
+    uint64_t most = 0;
+    for (const auto& [key, g] : groups) {
+        if (!g.runs) continue;
+        most = std::max(most, g.bytes);
+        *experts = *experts || g.experts;
+        *layers = *layers || g.layer;
+    }
+    return most;
+}
+
 MemoryPlan plan_memory(const PlanModel& pm, const PlanRequest& req) {
     if (req.n_ctx < 1) fail(Status::invalid_argument, "n_ctx must be at least 1");
     if (req.n_batch < 1) fail(Status::invalid_argument, "n_batch must be at least 1");
@@ -181,6 +241,13 @@ MemoryPlan plan_memory(const PlanModel& pm, const PlanRequest& req) {
     const uint64_t kv_tok = kv_layer_bytes_per_token(hp, req.kv_type);
     for (int32_t l = 0; l < hp.n_layer; ++l) {
         plan.devices[attn_dev[l]].kv += kv_tok * (uint64_t)req.n_ctx;
+    }
+    // Streamed host weights: their products, and so those products' activations, go to the first GPU.
+    bool stream_experts = false, stream_layers = false;
+    if (nd > 1) {
+        plan.devices[1].stream = stream_buffer_bytes(pm, req, pr.device_of, &stream_experts, &stream_layers);
+        has_experts[1] = has_experts[1] || stream_experts;
+        has_layers[1] = has_layers[1] || stream_layers;
     }
     for (size_t d = 0; d < nd; ++d) {
         uint64_t& sc = plan.devices[d].scratch;
@@ -295,11 +362,11 @@ void json_devices(const MemoryPlan& p, std::string& out) {
     out += "[";
     for (size_t i = 0; i < p.devices.size(); ++i) {
         const DeviceBytes& d = p.devices[i];
-        char buf[256];
+        char buf[320];
         std::snprintf(buf, sizeof buf,
                       "%s{\"name\": \"%s\", \"weights\": %" PRIu64 ", \"kv\": %" PRIu64 ", \"scratch\": %" PRIu64
-                      ", \"total\": %" PRIu64 "}",
-                      i ? ", " : "", d.name.c_str(), d.weights, d.kv, d.scratch, d.total());
+                      ", \"stream\": %" PRIu64 ", \"total\": %" PRIu64 "}",
+                      i ? ", " : "", d.name.c_str(), d.weights, d.kv, d.scratch, d.stream, d.total());
         out += buf;
     }
     out += "]";
@@ -324,6 +391,7 @@ std::string plan_json(const PlanModel& pm, const PlanRequest& req, const MemoryP
     out += ", \"n_layer\": " + std::to_string(pm.hp.n_layer);
     out += ", \"n_ctx\": " + std::to_string(req.n_ctx);
     out += ", \"n_batch\": " + std::to_string(req.n_batch);
+    out += ", \"offload_min_batch\": " + std::to_string(req.offload_min_batch);
     out += ", \"kv_type\": ";
     json_str(quant::kv_type_name(req.kv_type), out);
     out += ", \"kv_bytes_per_token\": " + std::to_string(kv_layer_bytes_per_token(pm.hp, req.kv_type) * pm.hp.n_layer);

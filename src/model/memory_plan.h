@@ -37,12 +37,16 @@ struct PlanRequest {
     GpuSet gpus{{"CUDA0"}, {}};
     std::function<bool(uint32_t)> gpu_supports_type = default_gpu_supports_type;
     bool gpu_present = false;  // informational (JSON "gpu_available"): gpus are real devices
+    // Session option offload_min_batch: matrix products on at least this many tokens whose weights
+    // stay in host memory stream them to the first GPU (0 = never; see stream_buffer_bytes).
+    int32_t offload_min_batch = 0;
 };
 
 struct DeviceBytes {
     std::string name;
     uint64_t weights = 0, kv = 0, scratch = 0;
-    uint64_t total() const { return weights + kv + scratch; }
+    uint64_t stream = 0;  // the first GPU's buffer for streamed host weights (offload_min_batch)
+    uint64_t total() const { return weights + kv + scratch + stream; }
 };
 
 struct MemoryPlan {
@@ -65,6 +69,15 @@ uint64_t kv_layer_bytes_per_token(const HParams& hp, uint32_t kv_type);
 // queries, kv_lora_rank + n_rot latent), n_ff_max the widest dense or shared-expert FFN.
 uint64_t scratch_estimate(const HParams& hp, int32_t n_ctx, int32_t n_batch, bool layers, bool experts, bool head,
                           bool cpu);
+
+// Bytes of the buffer the scheduler streams host weights through (scheduler.cpp stream_weights):
+// the largest group of host-resident weights one product reads, each tensor rounded up to 256 B.
+// Groups: a layer's routed experts (moe_ffn), its gate + up pair (fused, dense or shared expert),
+// any other matrix alone; only groups whose every type the GPU runs. 0 unless offload_min_batch > 0,
+// min(n_batch, n_ctx) reaches it and there is a GPU. *experts / *layers: a streamed group is a
+// layer's routed experts / belongs to a layer (their activations then also need GPU scratch).
+uint64_t stream_buffer_bytes(const PlanModel& pm, const PlanRequest& req, const std::vector<std::string>& device_of,
+                             bool* experts, bool* layers);
 
 // Throws Error(invalid_argument) for bad rules / sizes.
 MemoryPlan plan_memory(const PlanModel& pm, const PlanRequest& req);

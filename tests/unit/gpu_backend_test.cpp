@@ -270,7 +270,7 @@ TEST(GpuDouble, InterleavedFileRunsOnTheGpuAsItsPlainType) {
     }
 }
 
-// "weights"/"kv"/"total" of device `dev` in the "requested" (or "suggestion") part of a plan.
+// "weights"/"kv"/"stream"/"total" of device `dev` in the "requested" (or "suggestion") part of a plan.
 uint64_t plan_field(const std::string& json, const std::string& dev, const std::string& field, size_t from = 0) {
     const size_t at = json.find("\"name\": \"" + dev + "\"", from);
     if (at == std::string::npos) return UINT64_MAX;
@@ -278,9 +278,10 @@ uint64_t plan_field(const std::string& json, const std::string& dev, const std::
     return std::strtoull(json.c_str() + f + field.size() + 4, nullptr, 10);
 }
 
-// ikllm_plan's JSON for a placement and a session size (n_ctx / n_batch 0: the defaults).
+// ikllm_plan's JSON for a placement and a session size (n_ctx / n_batch 0: the defaults) and
+// streaming threshold.
 std::string plan_of(ikllm_lib* lib, const std::string& path, int ngl, const char* rules, int n_ctx = 0,
-                    int n_batch = 0) {
+                    int n_batch = 0, int offload_min_batch = 0) {
     ikllm_options* mo = nullptr;
     ikllm_options* so = nullptr;
     EXPECT_EQ(ikllm_options_create(IKLLM_OPTIONS_MODEL, &mo), IKLLM_OK);
@@ -293,6 +294,7 @@ std::string plan_of(ikllm_lib* lib, const std::string& path, int ngl, const char
     if (n_batch) {
         EXPECT_EQ(ikllm_options_set_int(so, "n_batch", n_batch), IKLLM_OK);
     }
+    EXPECT_EQ(ikllm_options_set_int(so, "offload_min_batch", offload_min_batch), IKLLM_OK);
     char* json = nullptr;
     EXPECT_EQ(ikllm_plan(lib, path.c_str(), mo, so, 0, 0, &json), IKLLM_OK) << ikllm_last_error();
     const std::string out = json ? json : "";
@@ -471,6 +473,12 @@ TEST(GpuDouble, CpuWeightsOfAHybridAreCopiedToMemory) {
     }
 }
 
+// The first GPU's stream buffer that ikllm_plan counts for this placement and session.
+uint64_t planned_stream(const std::string& path, int ngl, const char* rules, int32_t min_batch, int32_t n_ctx) {
+    Lib l;
+    return plan_field(plan_of(l.lib, path, ngl, rules, n_ctx, 0, min_batch), "CUDA0", "stream");
+}
+
 // offload_min_batch: prompt batches of that many tokens run the CPU-resident experts (and the
 // layers below -ngl) on the GPU with weights uploaded per op; single tokens stay on the CPU.
 // Logits equal the CPU's (the double runs the same kernels), and the scheduler counts what it
@@ -523,15 +531,21 @@ TEST(GpuDouble, LargeBatchesStreamHostWeightsToTheGpu) {
         EXPECT_GT(split.ops, 0) << name;  // every layer but the last, and the head when it stays
         EXPECT_EQ(off.ops, 0) << name;
         EXPECT_EQ(above.ops, 0) << name;  // 8-token batch below a threshold of 9
+        // ikllm_plan's stream buffer holds what the scheduler allocated: exactly the largest
+        // layer's experts for the hybrid; at least the largest streamed op for -ngl 1 (the plan
+        // also counts the head, which streams only for batches of wanted logits).
+        if (moe) {
+            EXPECT_EQ(planned_stream(path, 99, "exps=CPU", 4, 64), (uint64_t)hybrid.most) << name;
+        }
+        EXPECT_GE(planned_stream(path, 1, "", 8, 64), (uint64_t)split.most) << name;
+        EXPECT_GT(split.most, 0) << name;
+        EXPECT_EQ(planned_stream(path, 99, "exps=CPU", 0, 64), 0u) << name;
+        EXPECT_EQ(planned_stream(path, 99, "exps=CPU", 65, 64), 0u) << name;  // batch = n_ctx below it
     }
 }
 
 // "weights" of device `dev` in the "requested" part of ikllm_plan's JSON.
-uint64_t plan_weights(const std::string& json, const std::string& dev) {
-    const size_t at = json.find("\"name\": \"" + dev + "\", \"weights\": ");
-    if (at == std::string::npos) return UINT64_MAX;
-    return std::strtoull(json.c_str() + json.find(": ", json.find("weights", at)) + 2, nullptr, 10);
-}
+uint64_t plan_weights(const std::string& json, const std::string& dev) { return plan_field(json, dev, "weights"); }
 
 // Plans a placement, loads it, and compares the weight bytes per device: plan JSON vs loaded model
 // (a device the plan lists but the model does not use holds 0 bytes).

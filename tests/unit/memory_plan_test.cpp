@@ -163,6 +163,64 @@ TEST(MemoryPlan, TiedHeadCopiedOnlyWhenOffloaded) {
     EXPECT_EQ(p.find("CUDA0")->weights, file_bytes - emb + emb);  // layers + norm + the head copy
 }
 
+// offload_min_batch: the first GPU gets the buffer host weights stream through -- the largest
+// group one product reads, from the file's tensor table: with -ot exps=CPU one layer's routed
+// experts (each tensor rounded to 256 B), with -ngl 0 on a dense model the widest single matrix
+// or gate + up pair. None below the threshold, without GPUs, or for types the GPU does not run.
+TEST(MemoryPlan, StreamBufferIsTheLargestHostGroup) {
+    IKLLM_REQUIRE_REFDATA();
+    auto round = [](uint64_t b) { return (b + 255) / 256 * 256; };
+    auto f = gguf::File::open(model_path("qwen3moe-tiny-f16"), &type_geometry, true);
+    const PlanModel pm = plan_model_from_file(*f);
+    std::vector<uint64_t> per_layer(pm.hp.n_layer, 0);
+    for (const auto& t : f->tensors())
+        if (t.name.find("_exps") != std::string::npos) per_layer[layer_of_tensor_name(t.name)] += round(t.nbytes);
+    PlanRequest req;
+    req.n_ctx = 256;
+    req.n_batch = 64;
+    req.n_gpu_layers = 99;
+    req.tensor_placement = "exps=CPU";
+    const MemoryPlan plain = plan_memory(pm, req);
+    EXPECT_EQ(plain.find("CUDA0")->stream, 0u);
+    req.offload_min_batch = 32;
+    const MemoryPlan p = plan_memory(pm, req);
+    EXPECT_EQ(p.find("CUDA0")->stream, *std::max_element(per_layer.begin(), per_layer.end()));
+    EXPECT_EQ(p.find("CPU")->stream, 0u);
+    // The streamed experts' activations run on the GPU: its scratch gains the experts term.
+    EXPECT_GT(p.find("CUDA0")->scratch, plain.find("CUDA0")->scratch);
+    EXPECT_EQ(p.find("CUDA0")->total(), p.find("CUDA0")->weights + p.find("CUDA0")->kv + p.find("CUDA0")->scratch +
+                                             p.find("CUDA0")->stream);
+    PlanRequest r = req;
+    r.offload_min_batch = 65;  // above min(n_batch, n_ctx)
+    EXPECT_EQ(plan_memory(pm, r).find("CUDA0")->stream, 0u);
+    r = req;
+    r.gpus.names.clear();
+    EXPECT_EQ(plan_memory(pm, r).devices.size(), 1u);
+    r = req;
+    r.gpu_supports_type = [](uint32_t t) { return t != quant::T_F16; };
+    EXPECT_EQ(plan_memory(pm, r).find("CUDA0")->stream, 0u);
+    r = req;
+    r.tensor_placement = "";  // everything on the GPU: nothing streams
+    EXPECT_EQ(plan_memory(pm, r).find("CUDA0")->stream, 0u);
+
+    // Dense, all on the CPU: the widest matrix group (gate + up together).
+    auto fl = gguf::File::open(model_path("llama-tiny-f16"), &type_geometry, true);
+    const PlanModel pl = plan_model_from_file(*fl);
+    uint64_t widest = 0;
+    for (int l = 0; l < pl.hp.n_layer; ++l) {
+        const std::string b = "blk." + std::to_string(l) + ".";
+        widest = std::max(widest, round(fl->find_tensor(b + "ffn_gate.weight")->nbytes) +
+                                      round(fl->find_tensor(b + "ffn_up.weight")->nbytes));
+        for (const char* m : {"attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight", "ffn_down.weight"})
+            widest = std::max(widest, round(fl->find_tensor(b + m)->nbytes));
+    }
+    if (const auto* out = fl->find_tensor("output.weight")) widest = std::max(widest, round(out->nbytes));
+    PlanRequest d;
+    d.n_ctx = 256;
+    d.offload_min_batch = 32;
+    EXPECT_EQ(plan_memory(pl, d).find("CUDA0")->stream, widest);
+}
+
 TEST(MemoryPlan, SuggestionFitsAndIsMaximal) {
     IKLLM_REQUIRE_REFDATA();
     auto f = gguf::File::open(model_path("qwen3moe-tiny-f16"), &type_geometry, true);

@@ -110,11 +110,19 @@ private:
     size_t i_ = 0;
 };
 
+// The streaming column only when a device has a buffer for streamed host weights (--offload-min-batch).
 void print_devices(const JVal& devs) {
-    std::printf("  %-8s %14s %14s %14s %14s\n", "device", "weights", "KV cache", "scratch", "total");
-    for (const JVal& d : devs.items)
-        std::printf("  %-8s %14s %14s %14s %14s\n", d["name"].s.c_str(), mib(d["weights"].u64()).c_str(),
-                    mib(d["kv"].u64()).c_str(), mib(d["scratch"].u64()).c_str(), mib(d["total"].u64()).c_str());
+    bool stream = false;
+    for (const JVal& d : devs.items) stream = stream || d["stream"].u64() > 0;
+    std::printf("  %-8s %14s %14s %14s", "device", "weights", "KV cache", "scratch");
+    if (stream) std::printf(" %14s", "streaming");
+    std::printf(" %14s\n", "total");
+    for (const JVal& d : devs.items) {
+        std::printf("  %-8s %14s %14s %14s", d["name"].s.c_str(), mib(d["weights"].u64()).c_str(),
+                    mib(d["kv"].u64()).c_str(), mib(d["scratch"].u64()).c_str());
+        if (stream) std::printf(" %14s", mib(d["stream"].u64()).c_str());
+        std::printf(" %14s\n", mib(d["total"].u64()).c_str());
+    }
 }
 
 void print_report(const JVal& rep) {
@@ -154,6 +162,9 @@ int cmd_plan(int argc, char** argv) {
                 plan["n_layer"].u64());
     std::printf("context      : %" PRIu64 " tokens, batch %" PRIu64 ", KV %s (%" PRIu64 " bytes/token)\n",
                 plan["n_ctx"].u64(), plan["n_batch"].u64(), plan["kv_type"].s.c_str(), plan["kv_bytes_per_token"].u64());
+    if (plan["offload_min_batch"].u64() > 0)
+        std::printf("streaming    : host weights of products on >= %" PRIu64 " tokens to the first GPU\n",
+                    plan["offload_min_batch"].u64());
     const JVal& req = plan["requested"];
     // The shares as given (-ts); without it the library splits by free memory, load and plan alike.
     std::string split;
