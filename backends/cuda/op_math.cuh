@@ -175,13 +175,20 @@ inline RopeConsts rope_consts(const RopeParams& p) {
 }
 
 // theta_j for j = 0..half-1 by the CPU's float recurrence theta_{j+1} = theta_j * theta_scale.
-// (Callers on the device run this sequentially in one thread.)
 __host__ __device__ inline void rope_thetas(float pos, const RopeConsts& c, float* theta) {
     float th = pos;
     for (int32_t j = 0; j < c.half; ++j) {
         theta[j] = th;
         th = mul_rn(th, c.theta_scale);
     }
+}
+
+// theta_j alone: the same j multiplications as rope_thetas, so bit-identical to its entry j
+// (lets every thread of a kernel compute its own pair's angle; j <= half is small).
+__host__ __device__ inline float rope_theta(float pos, const RopeConsts& c, int32_t j) {
+    float th = pos;
+    for (int32_t i = 0; i < j; ++i) th = mul_rn(th, c.theta_scale);
+    return th;
 }
 
 // cos/sin (magnitude folded in) of pair j given its recurrence angle theta_j.

@@ -139,25 +139,27 @@ __global__ void gather_rows_kernel(View s, View d, const int32_t* ids, int64_t n
     }
 }
 
-// ---- rope: one block per token; in place on x [d, heads, tokens] -----------------------------
-__global__ void rope_kernel(View x, const int32_t* pos, RopeConsts c, const float* freq_factors) {
+// ---- rope: in place on x [d, heads, tokens] ---------------------------------------------------
+// Block (token, group of heads): its threads first compute the pairs' cos/sin in parallel (each
+// its own theta_j, bit-identical to the CPU's sequential recurrence), then rotate the group's
+// heads. Few tokens split the heads over several blocks so that more than one SM works.
+__global__ void rope_kernel(View x, const int32_t* pos, RopeConsts c, const float* freq_factors, int32_t heads_per_block) {
     extern __shared__ float sh[];
-    float* theta = sh;            // [half]
-    float* co = sh + c.half;      // [half]
-    float* si = co + c.half;      // [half]
+    float* co = sh;           // [half]
+    float* si = sh + c.half;  // [half]
     const int64_t t = blockIdx.x;
-    if (threadIdx.x == 0) rope_thetas((float)pos[t], c, theta);  // the CPU's sequential recurrence
-    __syncthreads();
+    const float p = (float)pos[t];
     for (int32_t j = threadIdx.x; j < c.half; j += blockDim.x) {
         const float ff = freq_factors ? freq_factors[j] : 1.0f;
-        rope_cos_sin(theta[j], j, ff, c, &co[j], &si[j]);
+        rope_cos_sin(rope_theta(p, c, j), j, ff, c, &co[j], &si[j]);
     }
     __syncthreads();
-    const int64_t total = x.ne1 * c.half;
-    for (int64_t idx = threadIdx.x; idx < total; idx += blockDim.x) {
-        const int64_t h = idx / c.half;
-        const int32_t j = (int32_t)(idx % c.half);
-        float* row = reinterpret_cast<float*>(x.data + h * x.nb1 + t * x.nb2);
+    const int64_t h0 = (int64_t)blockIdx.y * heads_per_block;
+    const int32_t heads = (int32_t)min((int64_t)heads_per_block, x.ne1 - h0);
+    const int32_t total = heads * c.half;
+    for (int32_t idx = threadIdx.x; idx < total; idx += blockDim.x) {
+        const int32_t j = idx % c.half;
+        float* row = reinterpret_cast<float*>(x.data + (h0 + idx / c.half) * x.nb1 + t * x.nb2);
         int32_t i0, i1;
         rope_pair(c, j, &i0, &i1);
         float a = row[i0], b = row[i1];
@@ -277,9 +279,15 @@ void run_rope(const Op& op, const OpEnv& env) {
     if (!op.i32) bad("rope: no positions");
     if (x.ne[2] > 0x7fffffffLL) bad("rope: too many tokens");
     const RopeConsts c = rope_consts(p);
-    const size_t shmem = sizeof(float) * 3 * (size_t)c.half;
+    const size_t shmem = sizeof(float) * 2 * (size_t)c.half;
     if (shmem > 48 * 1024) bad("rope: n_dims too large");
-    rope_kernel<<<(unsigned)x.ne[2], kThreads, shmem, env.stream>>>(view_of(x), op.i32, c, p.freq_factors);
+    // Token steps: groups of 4 heads (a 32-head layer on 8 SMs); batches: all heads of a token.
+    const int64_t heads = x.ne[1];
+    const int64_t per_block = x.ne[2] < 32 ? std::min<int64_t>(heads, 4) : heads;
+    const int64_t groups = (heads + per_block - 1) / per_block;
+    if (groups > 65535 || per_block * c.half > 0x7fffffffLL) bad("rope: too many heads");
+    const dim3 grid((unsigned)x.ne[2], (unsigned)groups);
+    rope_kernel<<<grid, kThreads, shmem, env.stream>>>(view_of(x), op.i32, c, p.freq_factors, (int32_t)per_block);
     IKLLM_CUDA_LAUNCHED("rope_kernel");
 }
 

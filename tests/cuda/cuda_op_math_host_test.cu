@@ -178,6 +178,10 @@ void test_rope_case(const RopeParams& p, const char* name) {
     for (int pos : positions) {
         m::rope_thetas((float)pos, c, th.data());
         for (int j = 0; j < half; ++j) {
+            // each thread's own angle (rope_kernel) is the recurrence's, bit for bit
+            const float own = m::rope_theta((float)pos, c, j);
+            EXPECT(std::memcmp(&own, &th[j], 4) == 0, "%s pos %d j %d: rope_theta %.9g vs recurrence %.9g", name, pos, j,
+                   own, th[j]);
             const float ff = p.freq_factors ? p.freq_factors[j] : 1.0f;
             m::rope_cos_sin(th[j], j, ff, c, &ca[j], &sa[j]);
         }
