@@ -14,9 +14,11 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend.h"
+#include "act_round_cache.h"
 #include "cuda_ops.cuh"
 
 namespace ikllm::cuda {
@@ -27,6 +29,15 @@ using backend::Buffer;
 using backend::Capabilities;
 using backend::Executor;
 using backend::OpObserver;
+
+// [lo, hi) of the bytes an op's output may cover (8 bytes per element unless F32: an over-estimate
+// only drops a rounded copy early).
+std::pair<uintptr_t, uintptr_t> dst_extent(const Tensor& t) {
+    const uintptr_t lo = reinterpret_cast<uintptr_t>(t.data);
+    uint64_t last = 0;
+    for (int i = 1; i < 4; ++i) last += (uint64_t)(t.ne[i] - 1) * t.nb[i];
+    return {lo, lo + last + (uint64_t)t.ne[0] * (t.type == 0 /* F32 */ ? 4 : 8)};
+}
 
 class DeviceBuffer final : public Buffer {
 public:
@@ -58,10 +69,16 @@ private:
 class ChunkScratch final : public Scratch {
 public:
     explicit ChunkScratch(int device) : device_(device) {}
+    // Back to the start, or to the end of what keep() reserved (until release()).
     void reset() {
-        chunk_ = 0;
-        used_ = 0;
+        chunk_ = kept_chunk_;
+        used_ = kept_used_;
     }
+    void keep() override {
+        kept_chunk_ = chunk_;
+        kept_used_ = used_;
+    }
+    void release() { kept_chunk_ = kept_used_ = 0; }
     void* alloc(size_t bytes) override {
         bytes = (bytes + 255) / 256 * 256;
         while (chunk_ < chunks_.size()) {
@@ -85,6 +102,7 @@ private:
     int device_;
     std::vector<std::unique_ptr<DeviceBuffer>> chunks_;
     size_t chunk_ = 0, used_ = 0;
+    size_t kept_chunk_ = 0, kept_used_ = 0;
 };
 
 class CudaExecutor final : public Executor {
@@ -103,6 +121,8 @@ public:
         int8_ = !(i8 && std::string(i8) == "0");
         const char* mma = std::getenv("IKLLM_CUDA_INT8_MMA");
         int8_mma_ = !(mma && std::string(mma) == "0");
+        const char* share = std::getenv("IKLLM_CUDA_ACT_SHARE");
+        act_share_ = !(share && std::string(share) == "0");
         const char* g = std::getenv("IKLLM_CUDA_GRAPHS");
         graphs_ = !(g && std::string(g) == "0") && !profile_;
     }
@@ -148,11 +168,18 @@ public:
         if (profile_) host_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
     void issue(const Graph& graph, size_t begin, size_t end, const volatile int32_t* cancel, const OpEnv& slice_env) {
+        // A rounded copy of activations lives from one product to the next at most: any other op
+        // (and the host, between slices) may write rows it was made from.
+        act_cache_.clear();
         for (size_t i = begin; i < end; ++i) {
             if (cancel && *cancel) throw std::runtime_error("cancelled");
             const Op& op = graph.ops[i];
             OpEnv env = slice_env;
             env.batch_invariant = op.batch_invariant;
+            const bool product = op.kind == OpKind::mul_mat || op.kind == OpKind::mul_mat_swiglu;
+            if (!product) act_cache_.clear();
+            if (!act_cache_.valid()) scratch_.release();
+            env.act_cache = product && act_share_ ? &act_cache_ : nullptr;
             scratch_.reset();
             if (profile_) record_event((int)op.kind);
             switch (op.kind) {
@@ -170,6 +197,10 @@ public:
                 case OpKind::moe_route: run_moe_route(op, env); break;
                 case OpKind::moe_ffn: run_moe_ffn(op, env); break;
                 case OpKind::copy: run_copy(op, env); break;
+            }
+            if (op.dst) {
+                const auto [lo, hi] = dst_extent(*op.dst);
+                act_cache_.written(lo, hi);
             }
             if (profile_) record_event(-1);
         }
@@ -324,6 +355,8 @@ private:
     bool int8_ = false;
     bool int8_mma_ = false;
     ChunkScratch scratch_;
+    ActRoundCache act_cache_;  // the last product's rounded activations (act_round_cache.h)
+    bool act_share_ = true;    // IKLLM_CUDA_ACT_SHARE=0: every product rounds its own copy
     OpObserver* observer_ = nullptr;
     void* pinned_ = nullptr;
     size_t pinned_size_ = 0, pinned_used_ = 0;

@@ -22,7 +22,12 @@ public:
     virtual ~Scratch() = default;
     // 256-byte aligned device memory valid until the op returns (stream-ordered).
     virtual void* alloc(size_t bytes) = 0;
+    // What was allocated so far stays valid after the op, until the executor drops it
+    // (OpEnv::act_cache). Scratch that cannot keep never gets a cache.
+    virtual void keep() {}
 };
+
+class ActRoundCache;
 
 struct OpEnv {
     cudaStream_t stream = nullptr;
@@ -49,6 +54,10 @@ struct OpEnv {
     // The op's session option batch_invariant (set per op by the executor): products never
     // take the reference's batch form (the CPU backend then multiplies in blocks of <= 15 tokens).
     bool batch_invariant = false;
+    // Products (set per op by the executor): rounded activations shared with the previous or next
+    // product of the same rows (act_round_cache.h), kept in scratch via Scratch::keep. Null: each
+    // product rounds its own copy. IKLLM_CUDA_ACT_SHARE=0 turns the sharing off.
+    ActRoundCache* act_cache = nullptr;
 };
 
 // Throws std::runtime_error naming the call when a CUDA call failed.

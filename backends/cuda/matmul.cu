@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "act_round.cuh"
+#include "act_round_cache.h"
 #include "block_decode.cuh"
 #include "cuda_ops.cuh"
 #include "mat_vec_common.cuh"
@@ -391,34 +392,46 @@ MatArgs with_rounded_activations(const MatArgs& a_in, const OpEnv& env) {
     // itself: misaligned rows and f16 rounding go through the copy below.
     const bool aligned = (reinterpret_cast<uintptr_t>(a.x) | a.x_t | a.x_z) % 16 == 0;
     if (mode == act_round_none && !a.round_x_f16 && (aligned || a.T > kVecMaxTokens)) return a;
+    // The int8 kernels' codes too, where one will run (a type with an integer view; up to 8
+    // tokens with OpEnv::int8, more with OpEnv::int8_mma).
+    const bool int8_kernel = a.T <= kVecMaxTokens ? env.int8 : env.int8_mma && !a.w_ids && a.x_div == 1;
+    const bool codes = int8_kernel && mode != act_round_none && a.K % 32 == 0 && int8_view_supported(a.type);
+    auto rounded = [&](const ActRoundCopy& c) {
+        MatArgs b = a;
+        b.x = c.x;
+        b.x_t = sizeof(float) * (size_t)a.K;
+        b.x_z = sizeof(float) * (size_t)(a.T * a.K);
+        b.x_rows = nullptr;
+        b.round_x_f16 = false;
+        b.xq = c.q;
+        b.xq_d = c.d;
+        return b;
+    };
+    // Plain rows of one activation block may share the previous product's copy (q, k, v).
+    const bool shareable = env.act_cache && a.Z == 1 && a.x_div == 1 && !a.x_rows;
+    const ActRoundKey key{a.x, a.x_t, a.T, a.K, mode, a.round_x_f16, codes};
+    if (shareable)
+        if (const ActRoundCopy* c = env.act_cache->find(key)) return rounded(*c);
     // One rounded copy per activation block (z / x_div), not per z.
     const int64_t blocks = (a.Z + a.x_div - 1) / a.x_div;
-    float* xr = static_cast<float*>(env.scratch->alloc(sizeof(float) * (size_t)(blocks * a.T * a.K)));
+    ActRoundCopy copy;
+    copy.x = static_cast<float*>(env.scratch->alloc(sizeof(float) * (size_t)(blocks * a.T * a.K)));
+    if (codes) {
+        copy.q = static_cast<int8_t*>(env.scratch->alloc((size_t)(blocks * a.T * a.K)));
+        copy.d = static_cast<float*>(env.scratch->alloc(sizeof(float) * (size_t)(blocks * a.T * (a.K / 32))));
+    }
     MatArgs src = a;
     src.Z = blocks;
     src.x_div = 1;
-    // The int8 kernels' codes too, where one will run (a type with an integer view; up to 8
-    // tokens with OpEnv::int8, more with OpEnv::int8_mma).
-    int8_t* xq = nullptr;
-    float* xq_d = nullptr;
-    const bool int8_kernel = a.T <= kVecMaxTokens ? env.int8 : env.int8_mma && !a.w_ids && a.x_div == 1;
-    if (int8_kernel && mode != act_round_none && a.K % 32 == 0 && int8_view_supported(a.type)) {
-        xq = static_cast<int8_t*>(env.scratch->alloc((size_t)(blocks * a.T * a.K)));
-        xq_d = static_cast<float*>(env.scratch->alloc(sizeof(float) * (size_t)(blocks * a.T * (a.K / 32))));
-    }
     const int64_t warps = a.T * ((a.K + 255) / 256);
     const dim3 grid((unsigned)((warps * 32 + 127) / 128), (unsigned)blocks);
-    act_round_kernel<<<grid, 128, 0, env.stream>>>(src, mode, xr, xq, xq_d);
+    act_round_kernel<<<grid, 128, 0, env.stream>>>(src, mode, copy.x, copy.q, copy.d);
     IKLLM_CUDA_LAUNCHED("act_round_kernel");
-    MatArgs b = a;
-    b.x = xr;
-    b.x_t = sizeof(float) * (size_t)a.K;
-    b.x_z = sizeof(float) * (size_t)(a.T * a.K);
-    b.x_rows = nullptr;
-    b.round_x_f16 = false;
-    b.xq = xq;
-    b.xq_d = xq_d;
-    return b;
+    if (shareable) {
+        env.act_cache->store(key, copy);
+        env.scratch->keep();
+    }
+    return rounded(copy);
 }
 
 void launch_rounded(const MatArgs& a, const OpEnv& env) {

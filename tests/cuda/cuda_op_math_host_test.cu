@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/fp16.h"
+#include "cuda/act_round_cache.h"
 #include "cuda/op_math.cuh"
 #include "quant/kv_codec.h"
 #include "quant/type_traits.h"
@@ -287,7 +288,48 @@ void test_activations() {
 
 }  // namespace
 
+// The executor's shared rounded activations (act_round_cache.h): a copy is found only for the
+// same rows and rounding, and any write overlapping the rows it was made from drops it.
+void test_act_round_cache() {
+    std::vector<float> rows(4 * 64);
+    float fake_copy[1];
+    ikllm::cuda::ActRoundKey k;
+    k.x = rows.data();
+    k.x_t = 64 * sizeof(float);
+    k.T = 4;
+    k.K = 48;  // rows 0..3, the last one's 48 floats
+    k.mode = 1;
+    ikllm::cuda::ActRoundCache c;
+    EXPECT(!c.find(k), "empty cache found a copy");
+    c.store(k, {fake_copy, nullptr, nullptr});
+    EXPECT(c.find(k) && c.find(k)->x == fake_copy, "stored copy not found");
+    for (int field = 0; field < 6; ++field) {
+        ikllm::cuda::ActRoundKey o = k;
+        if (field == 0) o.x = rows.data() + 1;
+        if (field == 1) o.x_t += 4;
+        if (field == 2) o.T = 3;
+        if (field == 3) o.mode = 2;
+        if (field == 4) o.f16 = true;
+        if (field == 5) o.codes = true;
+        EXPECT(!c.find(o), "key field %d ignored", field);
+    }
+    const uintptr_t lo = reinterpret_cast<uintptr_t>(rows.data());
+    const uintptr_t end = lo + 3 * 64 * 4 + 48 * 4;  // one past the last float read
+    c.written(end, end + 64);  // just after
+    c.written(lo - 64, lo);    // just before
+    EXPECT(c.valid(), "writes beside the rows dropped the copy");
+    c.written(end - 4, end);  // the last float read
+    EXPECT(!c.valid() && !c.find(k), "a write into the rows kept the copy");
+    c.store(k, {fake_copy, nullptr, nullptr});
+    c.written(lo - 8, lo + 4);
+    EXPECT(!c.valid(), "a write over the first row kept the copy");
+    c.store(k, {fake_copy, nullptr, nullptr});
+    c.clear();
+    EXPECT(!c.find(k), "clear kept the copy");
+}
+
 int main() {
+    test_act_round_cache();
     test_half_bf16();
     test_q8_0();
     test_rope();

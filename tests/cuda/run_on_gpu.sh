@@ -150,6 +150,9 @@ if [ "$do_bench" = 1 ] && [ -x "$build/ikllm-make-bench" ]; then
       -ngl 99 -p 512 -n 128
     bench "$m full PP2048" "$bench_dir/$m.gguf" -ngl 99 -p 2048 -n 0
   done
+  # Token steps without shared rounded activations (each product rounds its own copy).
+  IKLLM_CUDA_ACT_SHARE=0 bench "llama-8b-q4_0 full TG128, IKLLM_CUDA_ACT_SHARE=0" "$bench_dir/llama-8b-q4_0.gguf" \
+    -ngl 99 -p 0 -n 128
   for m in qwen3moe-a3b-8l-q4_K_M deepseek2-v3-4l-iq4_k; do
     bench "$m full" "$bench_dir/$m.gguf" -ngl 99 -p 512 -n 128
     IKLLM_CUDA_INT8=0 IKLLM_CUDA_INT8_MMA=0 bench "$m full, IKLLM_CUDA_INT8(_MMA)=0" "$bench_dir/$m.gguf" -ngl 99 \
