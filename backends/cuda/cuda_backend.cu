@@ -19,6 +19,8 @@
 
 #include "backend.h"
 #include "act_round_cache.h"
+#include "act_round_kernel.cuh"
+#include "matmul_kernels.cuh"
 #include "cuda_ops.cuh"
 
 namespace ikllm::cuda {
@@ -123,6 +125,8 @@ public:
         int8_mma_ = !(mma && std::string(mma) == "0");
         const char* share = std::getenv("IKLLM_CUDA_ACT_SHARE");
         act_share_ = !(share && std::string(share) == "0");
+        const char* fuse = std::getenv("IKLLM_CUDA_FUSE");
+        fuse_ = !(fuse && std::string(fuse) == "0");
         const char* g = std::getenv("IKLLM_CUDA_GRAPHS");
         graphs_ = !(g && std::string(g) == "0") && !profile_;
     }
@@ -150,6 +154,7 @@ public:
         env.staged = staged_;
         env.int8 = int8_;
         env.int8_mma = int8_mma_;
+        env.fuse = fuse_;
         const auto t0 = std::chrono::steady_clock::now();
         const bool capture = graphs_ && capturable(graph, begin, end);
         if (capture) IKLLM_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
@@ -171,9 +176,11 @@ public:
         // A rounded copy of activations lives from one product to the next at most: any other op
         // (and the host, between slices) may write rows it was made from.
         act_cache_.clear();
-        for (size_t i = begin; i < end; ++i) {
+        norm_copy_ = {};  // (an earlier slice may have thrown before storing one)
+        for (size_t i = begin; i < end;) {
             if (cancel && *cancel) throw std::runtime_error("cancelled");
             const Op& op = graph.ops[i];
+            const Op* next = i + 1 < end ? &graph.ops[i + 1] : nullptr;
             OpEnv env = slice_env;
             env.batch_invariant = op.batch_invariant;
             const bool product = op.kind == OpKind::mul_mat || op.kind == OpKind::mul_mat_swiglu;
@@ -182,28 +189,73 @@ public:
             env.act_cache = product && act_share_ ? &act_cache_ : nullptr;
             scratch_.reset();
             if (profile_) record_event((int)op.kind);
-            switch (op.kind) {
-                case OpKind::get_rows: run_get_rows(op, env); break;
-                case OpKind::rms_norm: run_rms_norm(op, env); break;
-                case OpKind::mul_mat: run_mul_mat(op, env); break;
-                case OpKind::add: run_add(op, env); break;
-                case OpKind::swiglu: run_swiglu(op, env); break;
-                case OpKind::rope: run_rope(op, env); break;
-                case OpKind::kv_store: run_kv_store(op, env); break;
-                case OpKind::attention: run_attention(op, env); break;
-                case OpKind::gather_rows: run_gather_rows(op, env); break;
-                case OpKind::mul_mat_swiglu: run_mul_mat_swiglu(op, env); break;
-                case OpKind::mul_mat_heads: run_mul_mat_heads(op, env); break;
-                case OpKind::moe_route: run_moe_route(op, env); break;
-                case OpKind::moe_ffn: run_moe_ffn(op, env); break;
-                case OpKind::copy: run_copy(op, env); break;
-            }
-            if (op.dst) {
-                const auto [lo, hi] = dst_extent(*op.dst);
-                act_cache_.written(lo, hi);
+            const size_t ran = run_ops(op, next, env);
+            for (size_t k = 0; k < ran; ++k)
+                if (const Tensor* d = graph.ops[i + k].dst) {
+                    const auto [lo, hi] = dst_extent(*d);
+                    act_cache_.written(lo, hi);
+                }
+            if (norm_copy_.x) {  // rms_norm wrote the next product's rounded copy (after its own write above)
+                act_cache_.store(norm_key_, norm_copy_);
+                scratch_.keep();
+                norm_copy_ = {};
             }
             if (profile_) record_event(-1);
+            i += ran;
         }
+    }
+    // Runs op, or op and next as one launch (OpEnv::fuse; cuda_ops.cuh): the number of ops run.
+    size_t run_ops(const Op& op, const Op* next, const OpEnv& env) {
+        if (env.fuse && next) {
+            if (mul_mat_add_fusable(op, *next)) {
+                run_mul_mat_add(op, *next, env);
+                return 2;
+            }
+            if (rope_pair_fusable(op, *next)) {
+                run_rope_pair(op, *next, env);
+                return 2;
+            }
+            if (kv_store_pair_fusable(op, *next)) {
+                run_kv_store_pair(op, *next, env);
+                return 2;
+            }
+            // rms_norm whose output the next product rounds: the norm writes the rounded copy too.
+            const Tensor* x = next->src[1];
+            if (op.kind == OpKind::rms_norm && act_share_ && x && op.dst && x->data == op.dst->data &&
+                x->ne[0] == op.dst->ne[0] && x->ne[1] == op.dst->ne[1] && x->nb[1] == op.dst->nb[1] &&
+                op.dst->ne[2] == 1 && op.dst->ne[3] == 1) {
+                OpEnv penv = env;
+                penv.batch_invariant = next->batch_invariant;
+                if (product_shared_rounding(*next, penv, &norm_key_)) {
+                    norm_copy_ = alloc_rounded_copy(norm_key_, 1, scratch_);
+                    ActRoundOut ro;
+                    ro.mode = norm_key_.mode;
+                    ro.f16 = norm_key_.f16;
+                    ro.x = norm_copy_.x;
+                    ro.q = norm_copy_.q;
+                    ro.d = norm_copy_.d;
+                    run_rms_norm(op, env, &ro);
+                    return 1;
+                }
+            }
+        }
+        switch (op.kind) {
+            case OpKind::get_rows: run_get_rows(op, env); break;
+            case OpKind::rms_norm: run_rms_norm(op, env); break;
+            case OpKind::mul_mat: run_mul_mat(op, env); break;
+            case OpKind::add: run_add(op, env); break;
+            case OpKind::swiglu: run_swiglu(op, env); break;
+            case OpKind::rope: run_rope(op, env); break;
+            case OpKind::kv_store: run_kv_store(op, env); break;
+            case OpKind::attention: run_attention(op, env); break;
+            case OpKind::gather_rows: run_gather_rows(op, env); break;
+            case OpKind::mul_mat_swiglu: run_mul_mat_swiglu(op, env); break;
+            case OpKind::mul_mat_heads: run_mul_mat_heads(op, env); break;
+            case OpKind::moe_route: run_moe_route(op, env); break;
+            case OpKind::moe_ffn: run_moe_ffn(op, env); break;
+            case OpKind::copy: run_copy(op, env); break;
+        }
+        return 1;
     }
     // Through pinned memory, so the copy is truly asynchronous (a copy from pageable memory
     // would wait for the stream's queued work); the staging space is reused after synchronize().
@@ -356,7 +408,10 @@ private:
     bool int8_mma_ = false;
     ChunkScratch scratch_;
     ActRoundCache act_cache_;  // the last product's rounded activations (act_round_cache.h)
+    ActRoundKey norm_key_;     // a rounded copy rms_norm wrote for the next product, stored after it ran
+    ActRoundCopy norm_copy_;
     bool act_share_ = true;    // IKLLM_CUDA_ACT_SHARE=0: every product rounds its own copy
+    bool fuse_ = true;         // IKLLM_CUDA_FUSE=0: no fused launches (OpEnv::fuse)
     OpObserver* observer_ = nullptr;
     void* pinned_ = nullptr;
     size_t pinned_size_ = 0, pinned_used_ = 0;

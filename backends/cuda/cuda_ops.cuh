@@ -58,6 +58,9 @@ struct OpEnv {
     // product of the same rows (act_round_cache.h), kept in scratch via Scratch::keep. Null: each
     // product rounds its own copy. IKLLM_CUDA_ACT_SHARE=0 turns the sharing off.
     ActRoundCache* act_cache = nullptr;
+    // Fused launches: gate and up of a generation step in one matrix-vector launch (and the
+    // executor's op pairs above). IKLLM_CUDA_FUSE=0 turns them off.
+    bool fuse = true;
 };
 
 // Throws std::runtime_error naming the call when a CUDA call failed.
@@ -66,8 +69,12 @@ void check(cudaError_t e, const char* what);
 // After a launch: reports launch-configuration errors right away.
 #define IKLLM_CUDA_LAUNCHED(name) ::ikllm::cuda::check(cudaGetLastError(), name)
 
-// Element-wise and normalisation ops (ops_basic.cu).
-void run_rms_norm(const Op& op, const OpEnv& env);
+struct ActRoundOut;  // act_round_kernel.cuh
+struct ActRoundKey;  // act_round_cache.h
+
+// Element-wise and normalisation ops (ops_basic.cu). With `round`, rms_norm also writes the
+// rounded copy of its output rows [K, T] that the product after it takes (the executor's fusion).
+void run_rms_norm(const Op& op, const OpEnv& env, const ActRoundOut* round = nullptr);
 void run_add(const Op& op, const OpEnv& env);
 void run_swiglu(const Op& op, const OpEnv& env);
 void run_copy(const Op& op, const OpEnv& env);
@@ -85,6 +92,19 @@ void run_mul_mat(const Op& op, const OpEnv& env);
 void run_mul_mat_swiglu(const Op& op, const OpEnv& env);
 void run_mul_mat_heads(const Op& op, const OpEnv& env);
 void run_moe_ffn(const Op& op, const OpEnv& env);
+
+// Pairs of consecutive ops the executor runs as one launch (OpEnv::fuse), each bit-identical to
+// running the two ops: a projection on <= 8 tokens and the residual add of its output (in the
+// product's epilogue); the rope of q and of k (same positions and parameters); the K and V
+// stores of a layer (same cells and cache type). And the rounded copy a product's activations
+// need, when the op writing them may write it (rms_norm above).
+bool mul_mat_add_fusable(const Op& mm, const Op& add);
+void run_mul_mat_add(const Op& mm, const Op& add, const OpEnv& env);
+bool rope_pair_fusable(const Op& a, const Op& b);
+void run_rope_pair(const Op& a, const Op& b, const OpEnv& env);
+bool kv_store_pair_fusable(const Op& a, const Op& b);
+void run_kv_store_pair(const Op& a, const Op& b, const OpEnv& env);
+bool product_shared_rounding(const Op& product, const OpEnv& env, ActRoundKey* key);
 
 // Which weight types the matrix kernels and get_rows decode (block_decode.cuh).
 bool weight_type_supported(uint32_t type);

@@ -11,7 +11,7 @@
 namespace ikllm::cuda::mv {
 
 constexpr int kVecWarps = 4;      // warps per block; they split the row length
-constexpr int kVecMaxTokens = 8;  // up to this many tokens: a matrix-vector kernel
+constexpr int kVecMaxTokens = kMatVecMaxTokens;
 
 __device__ inline float warp_sum(float v) {
 #pragma unroll
@@ -34,7 +34,7 @@ __device__ inline void block_rows(const MatArgs& a, const uint8_t* wz, int64_t n
 }
 
 // Epilogue: every warp's partial sums meet in shared memory; y[n0 + r, t0 + i] for the nt
-// valid tokens and the rows below N (+ bias). Called by the whole block.
+// valid tokens and the rows below N (+ bias; and y_res = y + res when set). Called by the whole block.
 template <int R, int NT>
 __device__ inline void reduce_store(const MatArgs& a, float (&acc)[R][NT], int64_t n0, int64_t t0, int64_t z, int nt) {
     __shared__ float part[kVecWarps][R * NT];
@@ -54,7 +54,13 @@ __device__ inline void reduce_store(const MatArgs& a, float (&acc)[R][NT], int64
         for (int w = 0; w < kVecWarps; ++w) v += part[w][threadIdx.x];
         if (i < nt && n0 + r < a.N) {
             float* y = reinterpret_cast<float*>(reinterpret_cast<char*>(a.y) + z * a.y_z + (t0 + i) * a.y_t);
-            y[n0 + r] = v * a.y_scale + (a.bias ? a.bias[n0 + r] : 0.f);
+            const float out = v * a.y_scale + (a.bias ? a.bias[n0 + r] : 0.f);
+            y[n0 + r] = out;
+            if (a.y_res) {
+                const float* res = reinterpret_cast<const float*>(reinterpret_cast<const char*>(a.res) + (t0 + i) * a.res_t);
+                reinterpret_cast<float*>(reinterpret_cast<char*>(a.y_res) + (t0 + i) * a.y_res_t)[n0 + r] =
+                    __fadd_rn(out, res[n0 + r]);
+            }
         }
     }
 }

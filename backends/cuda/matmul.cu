@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "act_round.cuh"
+#include "act_round_kernel.cuh"
 #include "act_round_cache.h"
 #include "block_decode.cuh"
 #include "cuda_ops.cuh"
@@ -21,7 +22,6 @@ using mv::kVecMaxTokens;
 using mv::kVecWarps;
 using mv::weights_of;
 
-__device__ inline float maybe_round(float v, bool r) { return r ? __half2float(__float2half_rn(v)) : v; }
 
 __device__ inline const float* x_row(const MatArgs& a, int64_t z, int64_t t) {
     const int64_t r = a.x_rows ? a.x_rows[t] : t;
@@ -291,54 +291,17 @@ __global__ void __launch_bounds__(kTcThreads) mat_tc_kernel(MatArgs a) {
 }
 
 // Rounds activations like the CPU kernels' 8-bit formats (act_round.cuh): one warp per 256
-// values of a row, 8 per lane; scales reduced over 4 lanes (blocks of 32) or the warp (256).
-// With q_out/d_out it also writes the codes and one scale per 32 values (MatArgs::xq).
+// values of a row (act_round_segment). With q_out/d_out it also writes the codes and one scale
+// per 32 values (MatArgs::xq).
 __global__ void act_round_kernel(MatArgs a, int mode, float* out, int8_t* q_out, float* d_out) {
     const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
-    const int lane = threadIdx.x % 32;
     const int64_t per_row = (a.K + 255) / 256;
     const int64_t z = blockIdx.y;
     const int64_t t = warp / per_row, seg = warp % per_row;
     if (t >= a.T) return;
-    const float* x = x_row(a, z, t);
-    float* y = out + (z * a.T + t) * a.K;
-    const int64_t k0 = seg * 256 + lane * 8;
-    float v[8];
-    float amax = 0.f;
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-        v[e] = k0 + e < a.K ? maybe_round(x[k0 + e], a.round_x_f16) : 0.f;
-        amax = fmaxf(amax, fabsf(v[e]));
-    }
-    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-    if (mode == act_round_q8_256) {
-        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 4));
-        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 8));
-        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 16));
-    }
-    float d, id;
-    if (mode == act_round_none) {
-#pragma unroll
-        for (int e = 0; e < 8; ++e)
-            if (k0 + e < a.K) y[k0 + e] = v[e];
-        return;
-    }
-    act_scale(mode, amax, &d, &id);
-    float q[8];
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-        q[e] = act_code(v[e], id);
-        if (k0 + e < a.K) y[k0 + e] = q[e] * d;
-    }
-    if (q_out && k0 < a.K) {  // K is a multiple of 32: all 8 values of this lane are in the row
-        uint32_t w[2] = {0, 0};
-#pragma unroll
-        for (int e = 0; e < 8; ++e) w[e / 4] |= (uint32_t)(uint8_t)(int8_t)(int)q[e] << 8 * (e % 4);
-        const int64_t r = z * a.T + t;
-        *reinterpret_cast<uint2*>(q_out + r * a.K + k0) = make_uint2(w[0], w[1]);
-        if (lane % 4 == 0) d_out[r * (a.K / 32) + k0 / 32] = d;
-    }
+    const int64_t r = z * a.T + t;
+    act_round_segment(x_row(a, z, t), a.K, seg, mode, a.round_x_f16, out + r * a.K, q_out ? q_out + r * a.K : nullptr,
+                      d_out ? d_out + r * (a.K / 32) : nullptr);
 }
 
 // The reference's matmul of the trellis types IQ2_KT / IQ3_KT scales the product beyond the
@@ -383,19 +346,50 @@ void launch_typed(const MatArgs& a_in, cudaStream_t s) {
 
 bool mat_is_vector(const MatArgs& a) { return a.T <= kVecMaxTokens; }
 
-MatArgs with_rounded_activations(const MatArgs& a_in, const OpEnv& env) {
-    MatArgs a = a_in;
-    a.staged = env.staged;
+namespace {
+
+// What with_rounded_activations does for a: false when a's activations are used as they are;
+// else *key describes the rounded copy (x = a's rows) and *blocks its activation blocks.
+bool rounding_plan(const MatArgs& a, const OpEnv& env, ActRoundKey* key, int64_t* blocks) {
     const int mode = env.act_round ? act_round_for(a.type) : act_round_none;
-    if (a.N <= 0 || a.T <= 0 || a.Z <= 0) return a;
+    if (a.N <= 0 || a.T <= 0 || a.Z <= 0) return false;
     // The matrix-vector kernel reads activations 16 bytes at a time and never rounds to f16
-    // itself: misaligned rows and f16 rounding go through the copy below.
+    // itself: misaligned rows and f16 rounding go through the copy.
     const bool aligned = (reinterpret_cast<uintptr_t>(a.x) | a.x_t | a.x_z) % 16 == 0;
-    if (mode == act_round_none && !a.round_x_f16 && (aligned || a.T > kVecMaxTokens)) return a;
+    if (mode == act_round_none && !a.round_x_f16 && (aligned || a.T > kVecMaxTokens)) return false;
     // The int8 kernels' codes too, where one will run (a type with an integer view; up to 8
     // tokens with OpEnv::int8, more with OpEnv::int8_mma).
     const bool int8_kernel = a.T <= kVecMaxTokens ? env.int8 : env.int8_mma && !a.w_ids && a.x_div == 1;
     const bool codes = int8_kernel && mode != act_round_none && a.K % 32 == 0 && int8_view_supported(a.type);
+    *key = ActRoundKey{a.x, a.x_t, a.T, a.K, mode, a.round_x_f16, codes};
+    *blocks = (a.Z + a.x_div - 1) / a.x_div;  // one rounded copy per activation block (z / x_div), not per z
+    return true;
+}
+
+}  // namespace
+
+bool shared_rounding(const MatArgs& a, const OpEnv& env, ActRoundKey* key) {
+    int64_t blocks = 0;
+    return rounding_plan(a, env, key, &blocks) && blocks == 1 && !a.x_rows;
+}
+
+ActRoundCopy alloc_rounded_copy(const ActRoundKey& key, int64_t blocks, Scratch& scratch) {
+    ActRoundCopy c;
+    const size_t values = (size_t)(blocks * key.T * key.K);
+    c.x = static_cast<float*>(scratch.alloc(sizeof(float) * values));
+    if (key.codes) {
+        c.q = static_cast<int8_t*>(scratch.alloc(values));
+        c.d = static_cast<float*>(scratch.alloc(sizeof(float) * (values / 32)));
+    }
+    return c;
+}
+
+MatArgs with_rounded_activations(const MatArgs& a_in, const OpEnv& env) {
+    MatArgs a = a_in;
+    a.staged = env.staged;
+    ActRoundKey key;
+    int64_t blocks = 0;
+    if (!rounding_plan(a, env, &key, &blocks)) return a;
     auto rounded = [&](const ActRoundCopy& c) {
         MatArgs b = a;
         b.x = c.x;
@@ -407,25 +401,18 @@ MatArgs with_rounded_activations(const MatArgs& a_in, const OpEnv& env) {
         b.xq_d = c.d;
         return b;
     };
-    // Plain rows of one activation block may share the previous product's copy (q, k, v).
-    const bool shareable = env.act_cache && a.Z == 1 && a.x_div == 1 && !a.x_rows;
-    const ActRoundKey key{a.x, a.x_t, a.T, a.K, mode, a.round_x_f16, codes};
+    // Plain rows of one activation block may share a copy with the products around it (q, k,
+    // v; or rms_norm's rounded output: the executor's fusion).
+    const bool shareable = env.act_cache && blocks == 1 && !a.x_rows;
     if (shareable)
         if (const ActRoundCopy* c = env.act_cache->find(key)) return rounded(*c);
-    // One rounded copy per activation block (z / x_div), not per z.
-    const int64_t blocks = (a.Z + a.x_div - 1) / a.x_div;
-    ActRoundCopy copy;
-    copy.x = static_cast<float*>(env.scratch->alloc(sizeof(float) * (size_t)(blocks * a.T * a.K)));
-    if (codes) {
-        copy.q = static_cast<int8_t*>(env.scratch->alloc((size_t)(blocks * a.T * a.K)));
-        copy.d = static_cast<float*>(env.scratch->alloc(sizeof(float) * (size_t)(blocks * a.T * (a.K / 32))));
-    }
+    const ActRoundCopy copy = alloc_rounded_copy(key, blocks, *env.scratch);
     MatArgs src = a;
     src.Z = blocks;
     src.x_div = 1;
     const int64_t warps = a.T * ((a.K + 255) / 256);
     const dim3 grid((unsigned)((warps * 32 + 127) / 128), (unsigned)blocks);
-    act_round_kernel<<<grid, 128, 0, env.stream>>>(src, mode, copy.x, copy.q, copy.d);
+    act_round_kernel<<<grid, 128, 0, env.stream>>>(src, key.mode, copy.x, copy.q, copy.d);
     IKLLM_CUDA_LAUNCHED("act_round_kernel");
     if (shareable) {
         env.act_cache->store(key, copy);

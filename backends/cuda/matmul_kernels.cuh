@@ -8,7 +8,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "act_round_cache.h"
+
 namespace ikllm::cuda {
+
+constexpr int kMatVecMaxTokens = 8;  // products on up to this many tokens: a matrix-vector kernel
 
 // One batched product: for each z in [0, Z): y_z[n, t] = w_z[n, :] . x_z[:, t] (+ bias[n]).
 // Strides are in bytes. x_rows (optional, per z) maps token t to the x row it reads.
@@ -41,6 +45,12 @@ struct MatArgs {
     // y = y_scale x (w . x) + bias: the float kernels' factor for types whose reference matmul
     // scales the product beyond the dequantized values (IQ2_KT, IQ3_KT: float_matmul_factor).
     float y_scale = 1.f;
+    // Matrix-vector kernels only (T <= 8, Z = 1): also y_res[t][n] = y[t][n] + res[t][n], the
+    // residual add that follows a projection, done in the product's epilogue (the executor's
+    // product + add fusion; bit-identical to the add op: one rounded float add).
+    const float* res = nullptr;
+    float* y_res = nullptr;
+    size_t res_t = 0, y_res_t = 0;
 };
 
 // Picks the kernel by T; throws std::runtime_error for an unsupported type. Activations are
@@ -55,6 +65,12 @@ void launch_mat(const MatArgs& a, const OpEnv& env);
 // env.scratch (rows [Z][T][K], x_rows and x_div undone), or `a` itself when nothing needs
 // doing. Lets several products share one rounded copy.
 MatArgs with_rounded_activations(const MatArgs& a, const OpEnv& env);
+// Whether with_rounded_activations makes a copy for a that other products may share (plain
+// rows of one activation block), described by *key: the executor then lets the op writing
+// those rows write the copy too (rms_norm) and stores it in OpEnv::act_cache.
+bool shared_rounding(const MatArgs& a, const OpEnv& env, ActRoundKey* key);
+// Scratch for a rounded copy of `blocks` activation blocks as key describes.
+ActRoundCopy alloc_rounded_copy(const ActRoundKey& key, int64_t blocks, Scratch& scratch);
 // Whether the matrix-vector kernel handles a's token count (routed-expert ids need it).
 bool mat_is_vector(const MatArgs& a);
 // The products of already rounded activations (with_rounded_activations), by the kernel that

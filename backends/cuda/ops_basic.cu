@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "act_round_kernel.cuh"
 #include "cuda_ops.cuh"
 #include "op_math.cuh"
 #include "quant/type_traits.h"
@@ -57,8 +58,9 @@ unsigned grid_for(int64_t n, int threads) {
 constexpr int kThreads = 256;
 
 // ---- rms_norm -------------------------------------------------------------------------------
-// One block per row (i1, i2, i3); the sum of squares in double like the CPU.
-__global__ void rms_norm_kernel(View x, View y, const float* gain, float eps) {
+// One block per row (i1, i2, i3); the sum of squares in double like the CPU. With ro.x the
+// block then rounds its output row for the product after it (rows [K, T]: row r is token r).
+__global__ void rms_norm_kernel(View x, View y, const float* gain, float eps, ActRoundOut ro) {
     const int64_t r = blockIdx.x;
     const int64_t i1 = r % x.ne1, i2 = (r / x.ne1) % x.ne2, i3 = r / (x.ne1 * x.ne2);
     const float* in = reinterpret_cast<const float*>(x.data + i1 * x.nb1 + i2 * x.nb2 + i3 * x.nb3);
@@ -88,6 +90,12 @@ __global__ void rms_norm_kernel(View x, View y, const float* gain, float eps) {
         const float v = mul_rn(in[i], s);
         out[i] = gain ? mul_rn(v, gain[i]) : v;
     }
+    if (!ro.x) return;
+    __syncthreads();  // the row's outputs, written by the whole block, are visible to it now
+    const int nw = blockDim.x / 32;
+    for (int64_t seg = warp; seg < (n + 255) / 256; seg += nw)
+        act_round_segment(out, n, seg, ro.mode, ro.f16, ro.x + r * n, ro.q ? ro.q + r * n : nullptr,
+                          ro.d ? ro.d + r * (n / 32) : nullptr);
 }
 
 // ---- add / swiglu: rows r at r * nb[1] (as the CPU indexes them) ----------------------------
@@ -143,7 +151,16 @@ __global__ void gather_rows_kernel(View s, View d, const int32_t* ids, int64_t n
 // Block (token, group of heads): its threads first compute the pairs' cos/sin in parallel (each
 // its own theta_j, bit-identical to the CPU's sequential recurrence), then rotate the group's
 // heads. Few tokens split the heads over several blocks so that more than one SM works.
-__global__ void rope_kernel(View x, const int32_t* pos, RopeConsts c, const float* freq_factors, int32_t heads_per_block) {
+// Heads of one rope tensor in groups: block row y of the grid takes group y - first.
+struct RopeJob {
+    View x;
+    int32_t heads_per_block = 1;
+    int32_t first = 0;  // first grid row of this tensor
+};
+
+// Two tensors rotated with the same positions and parameters (q and k): grid rows [0, b.first)
+// rotate a, the rest b.
+__global__ void rope_kernel(RopeJob ja, RopeJob jb, const int32_t* pos, RopeConsts c, const float* freq_factors) {
     extern __shared__ float sh[];
     float* co = sh;           // [half]
     float* si = sh + c.half;  // [half]
@@ -154,7 +171,10 @@ __global__ void rope_kernel(View x, const int32_t* pos, RopeConsts c, const floa
         rope_cos_sin(rope_theta(p, c, j), j, ff, c, &co[j], &si[j]);
     }
     __syncthreads();
-    const int64_t h0 = (int64_t)blockIdx.y * heads_per_block;
+    const bool second = (int32_t)blockIdx.y >= jb.first;
+    const View& x = second ? jb.x : ja.x;
+    const int32_t heads_per_block = second ? jb.heads_per_block : ja.heads_per_block;
+    const int64_t h0 = (int64_t)(blockIdx.y - (second ? jb.first : 0)) * heads_per_block;
     const int32_t heads = (int32_t)min((int64_t)heads_per_block, x.ne1 - h0);
     const int32_t total = heads * c.half;
     for (int32_t idx = threadIdx.x; idx < total; idx += blockDim.x) {
@@ -170,16 +190,25 @@ __global__ void rope_kernel(View x, const int32_t* pos, RopeConsts c, const floa
 }
 
 // ---- kv_store ---------------------------------------------------------------------------------
+// One or two stores (K and V of a layer) with the same cells: items [0, n0) are a's, the rest b's.
+struct KvJob {
+    View s, d;
+    int64_t width = 0;  // values per cell row
+};
+
 // f32 / f16 / bf16: one thread per element.
-__global__ void kv_store_elem_kernel(View s, View d, uint32_t type, const int32_t* cells, int64_t n, int64_t width) {
-    const int64_t total = n * width;
+__global__ void kv_store_elem_kernel(KvJob ja, KvJob jb, uint32_t type, const int32_t* cells, int64_t n) {
+    const int64_t n0 = n * ja.width, total = n0 + n * jb.width;
     for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
          idx += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t t = idx / width, i = idx % width;
+        const bool second = idx >= n0;
+        const KvJob& j = second ? jb : ja;
+        const int64_t local = second ? idx - n0 : idx;
+        const int64_t t = local / j.width, i = local % j.width;
         const int32_t cell = cells[t];
         if (cell < 0) continue;  // negative: not stored (CPU: undefined)
-        const float v = reinterpret_cast<const float*>(s.data + t * s.nb1)[i];
-        uint8_t* out = d.data + (int64_t)cell * d.nb1;
+        const float v = reinterpret_cast<const float*>(j.s.data + t * j.s.nb1)[i];
+        uint8_t* out = j.d.data + (int64_t)cell * j.d.nb1;
         if (type == quant::T_F32) reinterpret_cast<float*>(out)[i] = v;
         else if (type == quant::T_F16) reinterpret_cast<uint16_t*>(out)[i] = f32_to_f16(v);
         else reinterpret_cast<uint16_t*>(out)[i] = f32_to_bf16(v);
@@ -187,23 +216,26 @@ __global__ void kv_store_elem_kernel(View s, View d, uint32_t type, const int32_
 }
 
 // q8_0: one thread per block of 32 values.
-__global__ void kv_store_q8_0_kernel(View s, View d, const int32_t* cells, int64_t n, int64_t width) {
-    const int64_t nblk = width / 32, total = n * nblk;
+__global__ void kv_store_q8_0_kernel(KvJob ja, KvJob jb, const int32_t* cells, int64_t n) {
+    const int64_t n0 = n * (ja.width / 32), total = n0 + n * (jb.width / 32);
     for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
          idx += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t t = idx / nblk, b = idx % nblk;
+        const bool second = idx >= n0;
+        const KvJob& j = second ? jb : ja;
+        const int64_t local = second ? idx - n0 : idx, nblk = j.width / 32;
+        const int64_t t = local / nblk, b = local % nblk;
         const int32_t cell = cells[t];
         if (cell < 0) continue;
-        const float* in = reinterpret_cast<const float*>(s.data + t * s.nb1) + 32 * b;
+        const float* in = reinterpret_cast<const float*>(j.s.data + t * j.s.nb1) + 32 * b;
         float x[32];
         for (int i = 0; i < 32; ++i) x[i] = in[i];
-        q8_0_encode_block(x, d.data + (int64_t)cell * d.nb1 + 34 * b);
+        q8_0_encode_block(x, j.d.data + (int64_t)cell * j.d.nb1 + 34 * b);
     }
 }
 
 }  // namespace
 
-void run_rms_norm(const Op& op, const OpEnv& env) {
+void run_rms_norm(const Op& op, const OpEnv& env, const ActRoundOut* round) {
     need_f32(op.src[0], "rms_norm", "src0");
     need_f32(op.dst, "rms_norm", "dst");
     if (op.src[1]) {
@@ -218,7 +250,13 @@ void run_rms_norm(const Op& op, const OpEnv& env) {
     // Few rows (generation): a whole 1024-thread block per row; one 256-thread block took 15 us
     // for a 4096-value row on an H200 (the double-precision sums run in series per thread).
     const int threads = n < 2 * (int64_t)env.sm_count ? 1024 : kThreads;
-    rms_norm_kernel<<<(unsigned)n, threads, 0, env.stream>>>(view_of(x), view_of(*op.dst), gain, op.f[0]);
+    ActRoundOut ro;
+    if (round) {
+        const Tensor& y = *op.dst;
+        if (y.ne[2] != 1 || y.ne[3] != 1) bad("rms_norm: rounding needs rows [K, T]");
+        ro = *round;
+    }
+    rms_norm_kernel<<<(unsigned)n, threads, 0, env.stream>>>(view_of(x), view_of(*op.dst), gain, op.f[0], ro);
     IKLLM_CUDA_LAUNCHED("rms_norm_kernel");
 }
 
@@ -269,53 +307,129 @@ void run_gather_rows(const Op& op, const OpEnv& env) {
     IKLLM_CUDA_LAUNCHED("gather_rows_kernel");
 }
 
-void run_rope(const Op& op, const OpEnv& env) {
+namespace {
+
+// Checks a rope op; the grid rows its heads take (groups of 4 heads for token steps, a token's
+// heads together for batches), from grid row `first`.
+RopeJob rope_job(const Op& op, int32_t first) {
     need_f32(op.dst, "rope", "dst");
     const Tensor& x = *op.dst;
     const RopeParams& p = op.rope;
-    if (p.n_dims <= 0 || x.ne[2] <= 0 || x.ne[1] <= 0) return;
     if (p.n_dims % 2 != 0) bad("rope: n_dims must be even");
     if (p.n_dims > x.ne[0]) bad("rope: n_dims larger than the head size");
     if (!op.i32) bad("rope: no positions");
     if (x.ne[2] > 0x7fffffffLL) bad("rope: too many tokens");
-    const RopeConsts c = rope_consts(p);
-    const size_t shmem = sizeof(float) * 2 * (size_t)c.half;
-    if (shmem > 48 * 1024) bad("rope: n_dims too large");
-    // Token steps: groups of 4 heads (a 32-head layer on 8 SMs); batches: all heads of a token.
+    if (sizeof(float) * (size_t)p.n_dims > 48 * 1024) bad("rope: n_dims too large");
     const int64_t heads = x.ne[1];
     const int64_t per_block = x.ne[2] < 32 ? std::min<int64_t>(heads, 4) : heads;
     const int64_t groups = (heads + per_block - 1) / per_block;
-    if (groups > 65535 || per_block * c.half > 0x7fffffffLL) bad("rope: too many heads");
-    const dim3 grid((unsigned)x.ne[2], (unsigned)groups);
-    rope_kernel<<<grid, kThreads, shmem, env.stream>>>(view_of(x), op.i32, c, p.freq_factors, (int32_t)per_block);
+    if (first + groups > 65535 || per_block * (p.n_dims / 2) > 0x7fffffffLL) bad("rope: too many heads");
+    RopeJob j;
+    j.x = view_of(x);
+    j.heads_per_block = (int32_t)per_block;
+    j.first = first;
+    return j;
+}
+
+int32_t rope_groups(const RopeJob& j) { return (int32_t)((j.x.ne1 + j.heads_per_block - 1) / j.heads_per_block); }
+
+bool rope_empty(const Op& op) { return op.rope.n_dims <= 0 || op.dst->ne[2] <= 0 || op.dst->ne[1] <= 0; }
+
+void launch_rope(const RopeJob& ja, const RopeJob& jb, int32_t rows, const Op& op, const OpEnv& env) {
+    const RopeConsts c = rope_consts(op.rope);
+    const dim3 grid((unsigned)ja.x.ne2, (unsigned)rows);
+    rope_kernel<<<grid, kThreads, sizeof(float) * 2 * (size_t)c.half, env.stream>>>(ja, jb, op.i32, c,
+                                                                                      op.rope.freq_factors);
     IKLLM_CUDA_LAUNCHED("rope_kernel");
 }
 
-void run_kv_store(const Op& op, const OpEnv& env) {
+bool same_rope(const RopeParams& a, const RopeParams& b) {
+    return a.mode == b.mode && a.n_dims == b.n_dims && a.freq_base == b.freq_base && a.freq_scale == b.freq_scale &&
+           a.ext_factor == b.ext_factor && a.attn_factor == b.attn_factor && a.beta_fast == b.beta_fast &&
+           a.beta_slow == b.beta_slow && a.n_ctx_orig == b.n_ctx_orig && a.freq_factors == b.freq_factors;
+}
+
+}  // namespace
+
+void run_rope(const Op& op, const OpEnv& env) {
+    need_f32(op.dst, "rope", "dst");
+    if (rope_empty(op)) return;
+    const RopeJob j = rope_job(op, 0);
+    RopeJob none = j;
+    none.first = rope_groups(j);  // every grid row is j's
+    launch_rope(j, none, rope_groups(j), op, env);
+}
+
+bool rope_pair_fusable(const Op& a, const Op& b) {
+    return a.kind == OpKind::rope && b.kind == OpKind::rope && a.dst && b.dst && a.i32 == b.i32 && a.n_i32 == b.n_i32 &&
+           same_rope(a.rope, b.rope) && a.dst->ne[2] == b.dst->ne[2] && a.dst->data != b.dst->data && !rope_empty(a) &&
+           !rope_empty(b);
+}
+
+void run_rope_pair(const Op& a, const Op& b, const OpEnv& env) {
+    const RopeJob ja = rope_job(a, 0);
+    const RopeJob jb = rope_job(b, rope_groups(ja));
+    launch_rope(ja, jb, jb.first + rope_groups(jb), a, env);
+}
+
+namespace {
+
+// Checks a kv_store op: its job (width 0: nothing to store).
+KvJob kv_job(const Op& op) {
     need_f32(op.src[0], "kv_store", "src0");
     need(op.dst, "kv_store", "cache");
-    if (op.n_i32 <= 0) return;
+    KvJob j;
+    if (op.n_i32 <= 0) return j;
     if (!op.i32) bad("kv_store: no cell indices");
     const Tensor& src = *op.src[0];
     const Tensor& cache = *op.dst;
-    const int64_t width = cache.ne[0];
-    if (width <= 0) return;
-    if (src.ne[0] < width) bad("kv_store: source rows shorter than the cache rows");
+    if (cache.ne[0] <= 0) return j;
+    if (src.ne[0] < cache.ne[0]) bad("kv_store: source rows shorter than the cache rows");
     const uint32_t type = cache.type;
     if (type == quant::T_Q8_0) {
-        if (width % 32 != 0) bad("kv_store: q8_0 rows need a multiple of 32 values");
-        const int64_t total = op.n_i32 * (width / 32);
-        kv_store_q8_0_kernel<<<grid_for(total, 128), 128, 0, env.stream>>>(view_of(src), view_of(cache), op.i32,
-                                                                           op.n_i32, width);
-        IKLLM_CUDA_LAUNCHED("kv_store_q8_0_kernel");
-    } else if (type == quant::T_F32 || type == quant::T_F16 || type == quant::T_BF16) {
-        const int64_t total = op.n_i32 * width;
-        kv_store_elem_kernel<<<grid_for(total, kThreads), kThreads, 0, env.stream>>>(view_of(src), view_of(cache), type,
-                                                                                     op.i32, op.n_i32, width);
-        IKLLM_CUDA_LAUNCHED("kv_store_elem_kernel");
-    } else {
+        if (cache.ne[0] % 32 != 0) bad("kv_store: q8_0 rows need a multiple of 32 values");
+    } else if (type != quant::T_F32 && type != quant::T_F16 && type != quant::T_BF16) {
         bad("kv_store: unsupported cache type " + std::to_string(type));
     }
+    j.s = view_of(src);
+    j.d = view_of(cache);
+    j.width = cache.ne[0];
+    return j;
+}
+
+void launch_kv_store(const KvJob& ja, const KvJob& jb, uint32_t type, const Op& op, const OpEnv& env) {
+    if (type == quant::T_Q8_0) {
+        const int64_t total = op.n_i32 * ((ja.width + jb.width) / 32);
+        kv_store_q8_0_kernel<<<grid_for(total, 128), 128, 0, env.stream>>>(ja, jb, op.i32, op.n_i32);
+        IKLLM_CUDA_LAUNCHED("kv_store_q8_0_kernel");
+    } else {
+        const int64_t total = op.n_i32 * (ja.width + jb.width);
+        kv_store_elem_kernel<<<grid_for(total, kThreads), kThreads, 0, env.stream>>>(ja, jb, type, op.i32, op.n_i32);
+        IKLLM_CUDA_LAUNCHED("kv_store_elem_kernel");
+    }
+}
+
+}  // namespace
+
+void run_kv_store(const Op& op, const OpEnv& env) {
+    const KvJob j = kv_job(op);
+    if (j.width == 0) return;
+    launch_kv_store(j, KvJob{}, op.dst->type, op, env);
+}
+
+bool kv_store_pair_fusable(const Op& a, const Op& b) {
+    return a.kind == OpKind::kv_store && b.kind == OpKind::kv_store && a.dst && b.dst && a.src[0] && b.src[0] &&
+           a.i32 == b.i32 && a.n_i32 == b.n_i32 && a.n_i32 > 0 && a.dst->type == b.dst->type && a.dst->data != b.dst->data;
+}
+
+void run_kv_store_pair(const Op& a, const Op& b, const OpEnv& env) {
+    const KvJob ja = kv_job(a), jb = kv_job(b);
+    if (ja.width == 0 || jb.width == 0) {  // one of them stores nothing: the other alone
+        if (ja.width) launch_kv_store(ja, KvJob{}, a.dst->type, a, env);
+        if (jb.width) launch_kv_store(jb, KvJob{}, b.dst->type, b, env);
+        return;
+    }
+    launch_kv_store(ja, jb, a.dst->type, a, env);
 }
 
 }  // namespace ikllm::cuda

@@ -2,6 +2,7 @@
 // experts of a MoE layer. The products themselves are in matmul.cu.
 #include <cuda_fp16.h>
 
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -121,17 +122,63 @@ void run_get_rows(const Op& op, const OpEnv& env) {
     IKLLM_CUDA_LAUNCHED("get_rows_kernel");
 }
 
-void run_mul_mat(const Op& op, const OpEnv& env) {
-    const Tensor& w = *op.src[0];
+namespace {
+
+// The product's operands: weights src[0] (gate for mul_mat_swiglu), activations src[1].
+MatArgs product_args(const Op& op) {
     const Tensor& x = *op.src[1];
-    const Tensor& y = *op.dst;
-    MatArgs a = weight_args(w);
+    MatArgs a = weight_args(*op.src[0]);
     a.x = static_cast<const float*>(x.data);
     a.x_t = x.nb[1];
     a.T = x.ne[1];
+    return a;
+}
+
+MatArgs mul_mat_args(const Op& op) {
+    const Tensor& y = *op.dst;
+    MatArgs a = product_args(op);
     a.y = static_cast<float*>(y.data);
     a.y_t = y.nb[1];
     a.bias = op.src[2] ? static_cast<const float*>(op.src[2]->data) : nullptr;
+    return a;
+}
+
+bool same_data(const Tensor* a, const Tensor* b) {
+    return a && b && a->data == b->data && a->ne[0] == b->ne[0] && a->ne[1] == b->ne[1] && a->ne[2] == b->ne[2] &&
+           a->ne[3] == b->ne[3] && a->nb[1] == b->nb[1];
+}
+
+bool plain_f32_rows(const Tensor* t, int64_t cols, int64_t rows) {
+    return t && t->type == quant::T_F32 && t->ne[0] == cols && t->ne[1] == rows && t->ne[2] == 1 && t->ne[3] == 1 &&
+           t->nb[0] == sizeof(float) && t->nb[1] % sizeof(float) == 0;
+}
+
+}  // namespace
+
+bool product_shared_rounding(const Op& product, const OpEnv& env, ActRoundKey* key) {
+    if (product.kind != OpKind::mul_mat && product.kind != OpKind::mul_mat_swiglu) return false;
+    const Tensor* x = product.src[1];
+    if (!x || x->ne[2] != 1 || x->ne[3] != 1 || !weight_type_supported(product.src[0]->type)) return false;
+    return shared_rounding(product_args(product), env, key);
+}
+
+void run_mul_mat(const Op& op, const OpEnv& env) { launch_mat(mul_mat_args(op), env); }
+
+bool mul_mat_add_fusable(const Op& mm, const Op& add) {
+    if (mm.kind != OpKind::mul_mat || add.kind != OpKind::add || !mm.dst) return false;
+    const int64_t N = mm.src[0]->ne[1], T = mm.src[1]->ne[1];
+    if (T > kMatVecMaxTokens || mm.src[1]->ne[2] != 1 || !plain_f32_rows(mm.dst, N, T)) return false;
+    const int other = same_data(add.src[0], mm.dst) ? 1 : same_data(add.src[1], mm.dst) ? 0 : -1;
+    return other >= 0 && plain_f32_rows(add.src[other], N, T) && plain_f32_rows(add.dst, N, T);
+}
+
+void run_mul_mat_add(const Op& mm, const Op& add, const OpEnv& env) {
+    MatArgs a = mul_mat_args(mm);
+    const Tensor& r = same_data(add.src[0], mm.dst) ? *add.src[1] : *add.src[0];
+    a.res = static_cast<const float*>(r.data);
+    a.res_t = r.nb[1];
+    a.y_res = static_cast<float*>(add.dst->data);
+    a.y_res_t = add.dst->nb[1];
     launch_mat(a, env);
 }
 
@@ -143,22 +190,34 @@ void run_mul_mat_swiglu(const Op& op, const OpEnv& env) {
     const int64_t N = wg.ne[1], T = x.ne[1];
     float* g = static_cast<float*>(env.scratch->alloc(sizeof(float) * N * T * 2));
     float* u = g + N * T;
-    MatArgs a = weight_args(wg);
-    a.x = static_cast<const float*>(x.data);
-    a.x_t = x.nb[1];
-    a.T = T;
+    MatArgs a = product_args(op);
     a.y = g;
     a.y_t = sizeof(float) * N;
-    const MatArgs ar = with_rounded_activations(a, env);
-    launch_rounded(ar, env);
-    MatArgs b = a;
-    b.type = wu.type;
-    b.w = static_cast<const uint8_t*>(wu.data);
-    b.w_row = wu.nb[1];
-    b.y = u;
-    // The same rounding (or none): reuse the rounded copy.
-    if (same_rounding(env, wu.type, wg.type)) launch_rounded(with_activations_of(b, ar), env);
-    else launch_mat(b, env);
+    // Generation with gate and up of one layout: both in one matrix-vector launch, z = 0 the
+    // matrix at the lower address, z = 1 the other (both read activation block 0: x_div 2).
+    if (env.fuse && T <= kMatVecMaxTokens && wu.type == wg.type && wu.nb[1] == wg.nb[1] && wu.ne[0] == wg.ne[0] &&
+        wu.ne[1] == wg.ne[1] && wu.data != wg.data) {
+        const bool gate_first = wg.data < wu.data;
+        MatArgs b = a;
+        b.w = static_cast<const uint8_t*>(gate_first ? wg.data : wu.data);
+        b.w_z = (size_t)std::abs(static_cast<const uint8_t*>(wu.data) - static_cast<const uint8_t*>(wg.data));
+        b.Z = 2;
+        b.x_div = 2;
+        b.y = gate_first ? g : u;  // z = 1 writes N * T floats further: the other one
+        b.y_z = sizeof(float) * N * T;
+        launch_mat(b, env);
+    } else {
+        const MatArgs ar = with_rounded_activations(a, env);
+        launch_rounded(ar, env);
+        MatArgs b = a;
+        b.type = wu.type;
+        b.w = static_cast<const uint8_t*>(wu.data);
+        b.w_row = wu.nb[1];
+        b.y = u;
+        // The same rounding (or none): reuse the rounded copy.
+        if (same_rounding(env, wu.type, wg.type)) launch_rounded(with_activations_of(b, ar), env);
+        else launch_mat(b, env);
+    }
     swiglu_rows_kernel<<<blocks_for(N * T, 256), 256, 0, env.stream>>>(g, u, N, T, static_cast<float*>(y.data), y.nb[1],
                                                                        false);
     IKLLM_CUDA_LAUNCHED("swiglu_rows_kernel");

@@ -183,6 +183,7 @@ void launch(dim3 grid, int threads, F kernel) {
 #define blockIdx (::emu::tl_block->idx)
 #define __syncthreads() ::emu::sync_block()
 #define __shfl_xor_sync(mask, v, o) ::emu::shfl_xor((v), (o))
+#define __fadd_rn(a, b) ((a) + (b))  // one IEEE float add, as on the device
 #define IKLLM_MMA_EMULATION(c, a0, a1, b0) ::emu::mma_s8_16816((c), (a0), (a1), (b0))
 namespace ikllm::cuda {
 using std::min;
@@ -342,6 +343,14 @@ bool run_case(const quant::TypeTraits& tt, const Case& cs, std::mt19937& rng) {
     a.y_t = sizeof(float) * ys;
     a.xq = xq.data();
     a.xq_d = xd.data();
+    // The matrix-vector kernels' residual epilogue (y_res = y + res): the executor's fused
+    // product + add. Set for every case; the mma kernel never reads it.
+    std::vector<float> res((size_t)(T * N)), y_res((size_t)(ys * T), kNaN);
+    for (auto& v : res) v = nd(rng);
+    a.res = res.data();
+    a.res_t = sizeof(float) * N;
+    a.y_res = y_res.data();
+    a.y_res_t = sizeof(float) * ys;
     // The kernel launch_rounded picks (matmul.cu).
     const bool batch_form = T >= kRefBatchTokens && !cs.invariant;
     std::string kernel;
@@ -373,7 +382,7 @@ bool run_case(const quant::TypeTraits& tt, const Case& cs, std::mt19937& rng) {
             k->run(w.data(), rb, K, 0, N, act.data() + t0 * arb, arb, std::min(tb, T - t0), yc.data() + t0 * N, N);
     }
     double err = 0, norm = 0, cerr = 0, cnorm = 0;
-    long bad_pad = 0, nan = 0;
+    long bad_pad = 0, nan = 0, bad_res = 0;
     for (int64_t t = 0; t < T; ++t) {
         for (int64_t n = 0; n < N; ++n) {
             double ex = 0;
@@ -386,17 +395,24 @@ bool run_case(const quant::TypeTraits& tt, const Case& cs, std::mt19937& rng) {
             cerr += (got - c) * (got - c);
             cnorm += c * c;
         }
-        for (int64_t n = N; n < ys; ++n) bad_pad += !std::isnan(y[t * ys + n]);
+        for (int64_t n = N; n < ys; ++n) bad_pad += !std::isnan(y[t * ys + n]) + !std::isnan(y_res[t * ys + n]);
+        // vec: y_res is exactly y + res; mma: never written
+        for (int64_t n = 0; n < N; ++n) {
+            const float want = kernel.find("vec") != 0 ? kNaN : y[t * ys + n] + res[t * N + n];
+            const float got = y_res[t * ys + n];
+            bad_res += std::isnan(want) ? !std::isnan(got) : std::memcmp(&want, &got, 4) != 0;
+        }
     }
     const double rel = std::sqrt(err / (norm > 0 ? norm : 1)), crel = std::sqrt(cerr / (cnorm > 0 ? cnorm : 1));
     // Against the CPU always (its numerics are the reference's); against the exact product
     // where the view is multiplied exactly in this form.
     // (Not the KT types whose reference matmul scales by a factor: matmul_scale.)
     const bool exact_form = C::matmul_scale(1.0f) == 1.0f && (kernel.find("vec") == 0 ? !C::kSat : kernel == "mma");
-    const bool ok = k && crel < 1e-6 && (!exact_form || rel < 1e-6) && nan == 0 && bad_pad == 0;
-    std::printf("%-8s %-9s K=%lld N=%lld T=%lld%s: cpu %.2e, exact %.2e%s, unwritten %ld, padding written %ld -> %s\n",
+    const bool ok = k && crel < 1e-6 && (!exact_form || rel < 1e-6) && nan == 0 && bad_pad == 0 && bad_res == 0;
+    std::printf("%-8s %-9s K=%lld N=%lld T=%lld%s: cpu %.2e, exact %.2e%s, unwritten %ld, padding written %ld, "
+                "residual wrong %ld -> %s\n",
                 tt.name, kernel.c_str(), (long long)K, (long long)N, (long long)T, cs.invariant ? " invariant" : "", crel,
-                rel, exact_form ? "" : " (not judged)", nan, bad_pad, ok ? "ok" : "FAIL");
+                rel, exact_form ? "" : " (not judged)", nan, bad_pad, bad_res, ok ? "ok" : "FAIL");
     return ok;
 }
 

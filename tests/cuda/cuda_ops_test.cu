@@ -43,6 +43,8 @@
 #include "cpu/kernels/matmul.h"
 #include "cuda/cuda_ops.cuh"
 #include "cuda/act_round.cuh"
+#include "cuda/act_round_kernel.cuh"
+#include "cuda/matmul_kernels.cuh"
 #include "quant/kv_codec.h"
 #include "quant/type_traits.h"
 
@@ -868,6 +870,182 @@ int64_t block_multiple(int64_t K, uint32_t type) {
     return (K + b - 1) / b * b;
 }
 
+// ---- fused launches (the executor's op pairs, OpEnv::fuse): each bitwise equal to its two ops ----
+
+std::vector<uint8_t> dev_bytes(const void* p, size_t n) {
+    std::vector<uint8_t> h(n);
+    if (n) IKLLM_CUDA_CHECK(cudaMemcpy(h.data(), p, n, cudaMemcpyDeviceToHost));
+    return h;
+}
+void same_bits(const std::string& op, const std::string& label, const std::vector<std::pair<std::vector<uint8_t>, std::vector<uint8_t>>>& parts) {
+    size_t diff = 0, total = 0;
+    for (const auto& [a, b] : parts) {
+        total += a.size();
+        if (a.size() != b.size()) diff += std::max(a.size(), b.size());
+        else
+            for (size_t i = 0; i < a.size(); ++i) diff += a[i] != b[i];
+    }
+    std::printf("%-52s %s (%zu of %zu bytes differ from the separate ops)\n", label.c_str(), diff ? "FAIL" : "ok", diff,
+                total);
+    record(op, "-", diff == 0);
+}
+
+void test_fused(cpu::ThreadPool& pool, Env& env) {
+    // rms_norm that also writes the next product's rounded copy == that product's own rounding.
+    for (uint32_t wt : {quant::T_Q4_0, quant::T_IQ4_XS, quant::T_Q6_K})
+        for (int64_t T : {1, 5, 40}) {
+            const std::string label = std::string("fused rms_norm + rounding for ") + quant::find_type(wt)->name +
+                                      " T=" + std::to_string(T);
+            guarded("fused", "-", label, [&] {
+                const int64_t K = 512;
+                Pair<float> x(K * T), g(K);
+                for (auto& v : x.h) v = rnd() * 3;
+                for (auto& v : g.h) v = rnd();
+                x.up(); g.up();
+                Dev y1(4 * K * T), y2(4 * K * T);
+                Tensor X = mk(x.d.p, 0, K, T, 1, 4 * K, 4 * K * T), G = mk(g.d.p, 0, K, 1, 1, 4 * K, 4 * K);
+                Tensor Y1 = mk(y1.p, 0, K, T, 1, 4 * K, 4 * K * T), Y2 = mk(y2.p, 0, K, T, 1, 4 * K, 4 * K * T);
+                Op op; op.kind = OpKind::rms_norm; op.src[0] = &X; op.src[1] = &G; op.dst = &Y1; op.f[0] = 1e-5f;
+                cuda::run_rms_norm(op, env.e);
+                cuda::MatArgs a;
+                a.type = wt; a.x = (const float*)y1.p; a.x_t = 4 * K; a.T = T; a.K = K; a.N = 8;
+                cuda::ActRoundKey key;
+                if (!cuda::shared_rounding(a, env.e, &key)) throw std::runtime_error("no shared rounding planned");
+                const cuda::MatArgs r = cuda::with_rounded_activations(a, env.e);  // the product's own copy
+                const cuda::ActRoundCopy c = cuda::alloc_rounded_copy(key, 1, env.s);
+                cuda::ActRoundOut ro;
+                ro.mode = key.mode; ro.f16 = key.f16; ro.x = c.x; ro.q = c.q; ro.d = c.d;
+                Op o2 = op; o2.dst = &Y2;
+                cuda::run_rms_norm(o2, env.e, &ro);
+                IKLLM_CUDA_CHECK(cudaDeviceSynchronize());
+                const size_t n = (size_t)(K * T);
+                same_bits("fused", label,
+                          {{dev_bytes(y2.p, 4 * n), dev_bytes(y1.p, 4 * n)},
+                           {dev_bytes(c.x, 4 * n), dev_bytes(r.x, 4 * n)},
+                           {dev_bytes(c.q, key.codes ? n : 0), dev_bytes(r.xq, r.xq ? n : 0)},
+                           {dev_bytes(c.d, key.codes ? 4 * n / 32 : 0), dev_bytes(r.xq_d, r.xq_d ? 4 * n / 32 : 0)}});
+                dsync(env);
+            });
+        }
+    // A projection and the residual add of its output in one launch.
+    for (uint32_t wt : {quant::T_Q4_0, quant::T_IQ4_K, quant::T_Q6_K, quant::T_F16})
+        for (int64_t T : {1, 3, 8}) {
+            const std::string label = std::string("fused mul_mat + add ") + quant::find_type(wt)->name + " T=" + std::to_string(T);
+            guarded("fused", "-", label, [&] {
+                const int64_t K = 256, N = 40, xs = K + 8, rs = N + 2;
+                const QMat W = make_weights(pool, wt, K, N);
+                const std::vector<float> xh = activations(K, T, xs);
+                Pair<float> res(rs * T);
+                for (auto& v : res.h) v = rnd();
+                res.up();
+                auto dx = upload(xh.data(), 4 * xh.size());
+                Dev y1(4 * N * T), y2(4 * N * T), z1(4 * N * T), z2(4 * N * T);
+                Tensor Wt = weight_tensor(W, N, 1, (void*)W.dev(), "w"), X = mk(dp(dx), 0, K, T, 1, 4 * xs, 4 * xs * T);
+                Tensor R = mk(res.d.p, 0, N, T, 1, 4 * rs, 4 * rs * T);
+                Tensor Y1 = mk(y1.p, 0, N, T, 1, 4 * N, 4 * N * T), Y2 = mk(y2.p, 0, N, T, 1, 4 * N, 4 * N * T);
+                Tensor Z1 = mk(z1.p, 0, N, T, 1, 4 * N, 4 * N * T), Z2 = mk(z2.p, 0, N, T, 1, 4 * N, 4 * N * T);
+                Op mm; mm.kind = OpKind::mul_mat; mm.src[0] = &Wt; mm.src[1] = &X; mm.dst = &Y1;
+                Op ad; ad.kind = OpKind::add; ad.src[0] = &R; ad.src[1] = &Y1; ad.dst = &Z1;
+                cuda::run_mul_mat(mm, env.e); dsync(env);
+                cuda::run_add(ad, env.e);
+                Op mm2 = mm; mm2.dst = &Y2;
+                Op ad2 = ad; ad2.src[1] = &Y2; ad2.dst = &Z2;
+                if (!cuda::mul_mat_add_fusable(mm2, ad2)) throw std::runtime_error("not fusable");
+                cuda::run_mul_mat_add(mm2, ad2, env.e);
+                IKLLM_CUDA_CHECK(cudaDeviceSynchronize());
+                const size_t n = (size_t)(4 * N * T);
+                same_bits("fused", label, {{dev_bytes(y2.p, n), dev_bytes(y1.p, n)}, {dev_bytes(z2.p, n), dev_bytes(z1.p, n)}});
+                dsync(env);
+            });
+        }
+    // rope of q and k in one launch.
+    for (int64_t T : {1, 6, 40}) {
+        const std::string label = "fused rope q + k (neox yarn, freq factors) T=" + std::to_string(T);
+        guarded("fused", "-", label, [&] {
+            const int64_t d = 64;
+            Pair<float> q(d * 8 * T), k(d * 2 * T), ff(32);
+            Pair<int32_t> pos(T);
+            for (auto& v : q.h) v = rnd();
+            for (auto& v : k.h) v = rnd();
+            for (int j = 0; j < 32; ++j) ff.h[j] = 1.0f + j * 0.1f;
+            for (int64_t t = 0; t < T; ++t) pos.h[t] = (int32_t)(t * 37 + 3);
+            q.up(); k.up(); ff.up(); pos.up();
+            Dev q2(4 * q.h.size()), k2(4 * k.h.size());
+            q2.up(q.h.data()); k2.up(k.h.data());
+            RopeParams p; p.mode = RopeMode::neox; p.n_dims = d; p.freq_base = 1e6f; p.freq_scale = 0.25f;
+            p.ext_factor = 1; p.n_ctx_orig = 32768; p.freq_factors = (const float*)ff.d.p;
+            Tensor Q = mk(q.d.p, 0, d, 8, T, 4 * d, 4 * d * 8), K = mk(k.d.p, 0, d, 2, T, 4 * d, 4 * d * 2);
+            Tensor Q2 = on(Q, q2.p), K2 = on(K, k2.p);
+            Op a; a.kind = OpKind::rope; a.dst = &Q; a.i32 = (const int32_t*)pos.d.p; a.n_i32 = T; a.rope = p;
+            Op b = a; b.dst = &K;
+            cuda::run_rope(a, env.e);
+            cuda::run_rope(b, env.e);
+            Op a2 = a, b2 = b; a2.dst = &Q2; b2.dst = &K2;
+            if (!cuda::rope_pair_fusable(a2, b2)) throw std::runtime_error("not fusable");
+            cuda::run_rope_pair(a2, b2, env.e);
+            IKLLM_CUDA_CHECK(cudaDeviceSynchronize());
+            same_bits("fused", label, {{dev_bytes(q2.p, q2.n), dev_bytes(q.d.p, q.d.n)}, {dev_bytes(k2.p, k2.n), dev_bytes(k.d.p, k.d.n)}});
+            dsync(env);
+        });
+    }
+    // K and V stores of a layer in one launch.
+    for (uint32_t type : {quant::T_F16, quant::T_Q8_0}) {
+        const std::string label = std::string("fused kv_store K + V ") + quant::kv_type_name(type);
+        guarded("fused", "-", label, [&] {
+            const int64_t wk = 256, wv = 128, T = 5, cells = 12;
+            const size_t rk = quant::kv_row_bytes(type, wk), rv = quant::kv_row_bytes(type, wv);
+            Pair<float> sk(wk * T), sv(wv * T);
+            Pair<int32_t> cl(T);
+            for (auto& v : sk.h) v = rnd() * 4;
+            for (auto& v : sv.h) v = rnd() * 4;
+            cl.h = {3, 0, -1, 7, 5};
+            sk.up(); sv.up(); cl.up();
+            Dev ck1(rk * cells), cv1(rv * cells), ck2(rk * cells), cv2(rv * cells);
+            Tensor SK = mk(sk.d.p, 0, wk, T, 1, 4 * wk, 4 * wk * T), SV = mk(sv.d.p, 0, wv, T, 1, 4 * wv, 4 * wv * T);
+            Tensor CK1 = mk(ck1.p, type, wk, cells, 1, rk, rk * cells, 0), CV1 = mk(cv1.p, type, wv, cells, 1, rv, rv * cells, 0);
+            Tensor CK2 = on(CK1, ck2.p), CV2 = on(CV1, cv2.p);
+            Op a; a.kind = OpKind::kv_store; a.src[0] = &SK; a.dst = &CK1; a.i32 = (const int32_t*)cl.d.p; a.n_i32 = T;
+            Op b = a; b.src[0] = &SV; b.dst = &CV1;
+            cuda::run_kv_store(a, env.e);
+            cuda::run_kv_store(b, env.e);
+            Op a2 = a, b2 = b; a2.dst = &CK2; b2.dst = &CV2;
+            if (!cuda::kv_store_pair_fusable(a2, b2)) throw std::runtime_error("not fusable");
+            cuda::run_kv_store_pair(a2, b2, env.e);
+            IKLLM_CUDA_CHECK(cudaDeviceSynchronize());
+            same_bits("fused", label, {{dev_bytes(ck2.p, ck2.n), dev_bytes(ck1.p, ck1.n)}, {dev_bytes(cv2.p, cv2.n), dev_bytes(cv1.p, cv1.n)}});
+            dsync(env);
+        });
+    }
+    // Gate and up of a generation step in one launch (both address orders) == two launches.
+    for (uint32_t wt : {quant::T_Q4_K, quant::T_IQ4_XS, quant::T_BF16})
+        for (int64_t T : {1, 4})
+            for (int swap = 0; swap < 2; ++swap) {
+                const std::string label = std::string("fused gate + up ") + quant::find_type(wt)->name + " T=" +
+                                          std::to_string(T) + (swap ? " (up first)" : "");
+                guarded("fused", "-", label, [&] {
+                    const int64_t K = 256, N = 24;
+                    const QMat W1 = make_weights(pool, wt, K, N), W2 = make_weights(pool, wt, K, N);
+                    const QMat& Wg = swap ? W2 : W1;
+                    const QMat& Wu = swap ? W1 : W2;
+                    const std::vector<float> xh = activations(K, T, K);
+                    auto dx = upload(xh.data(), 4 * xh.size());
+                    Dev y1(4 * N * T), y2(4 * N * T);
+                    Tensor G = weight_tensor(Wg, N, 1, (void*)Wg.dev(), "gate"), U = weight_tensor(Wu, N, 1, (void*)Wu.dev(), "up");
+                    Tensor X = mk(dp(dx), 0, K, T, 1, 4 * K, 4 * K * T);
+                    Tensor Y1 = mk(y1.p, 0, N, T, 1, 4 * N, 4 * N * T), Y2 = on(Y1, y2.p);
+                    Op op; op.kind = OpKind::mul_mat_swiglu; op.src[0] = &G; op.src[1] = &X; op.src[2] = &U; op.dst = &Y1;
+                    cuda::OpEnv separate = env.e;
+                    separate.fuse = false;
+                    cuda::run_mul_mat_swiglu(op, separate); dsync(env);
+                    Op o2 = op; o2.dst = &Y2;
+                    cuda::run_mul_mat_swiglu(o2, env.e);
+                    IKLLM_CUDA_CHECK(cudaDeviceSynchronize());
+                    same_bits("fused", label, {{dev_bytes(y2.p, y2.n), dev_bytes(y1.p, y1.n)}});
+                    dsync(env);
+                });
+            }
+}
+
 void test_weights(cpu::ThreadPool& pool, cpu::Scratch& cs, Env& env) {
     const std::vector<uint32_t> types = weight_types();
     for (uint32_t type : types) {
@@ -985,6 +1163,7 @@ int main(int argc, char** argv) {
         test_kv_store(pool, env);
         test_attention(pool, cs, env);
         test_moe_route(pool, env);
+        test_fused(pool, env);
     }
     test_weights(pool, cs, env);
     print_summary();

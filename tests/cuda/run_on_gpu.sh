@@ -109,6 +109,9 @@ if [ -f "$shared/tools/compare_logits.py" ]; then
   IKLLM_CUDA_INT8=0 IKLLM_CUDA_INT8_MMA=0 run_test "refdata logits, full, IKLLM_CUDA_INT8(_MMA)=0" \
     "$logs/refdata_full_float.txt" "${py:-python3}" \
     tests/refdata/check_logits.py "$cli" "$shared" --args "-ngl 99" $stems
+  IKLLM_CUDA_FUSE=0 IKLLM_CUDA_ACT_SHARE=0 run_test "refdata logits, full, IKLLM_CUDA_FUSE=0 IKLLM_CUDA_ACT_SHARE=0" \
+    "$logs/refdata_full_unfused.txt" "${py:-python3}" \
+    tests/refdata/check_logits.py "$cli" "$shared" --args "-ngl 99" $stems
 else
   row "refdata logits" skip "no $shared/tools/compare_logits.py"
 fi
@@ -150,9 +153,9 @@ if [ "$do_bench" = 1 ] && [ -x "$build/ikllm-make-bench" ]; then
       -ngl 99 -p 512 -n 128
     bench "$m full PP2048" "$bench_dir/$m.gguf" -ngl 99 -p 2048 -n 0
   done
-  # Token steps without shared rounded activations (each product rounds its own copy).
-  IKLLM_CUDA_ACT_SHARE=0 bench "llama-8b-q4_0 full TG128, IKLLM_CUDA_ACT_SHARE=0" "$bench_dir/llama-8b-q4_0.gguf" \
-    -ngl 99 -p 0 -n 128
+  # Token steps without fused launches and shared rounded activations (docs/cuda.md, item 8).
+  IKLLM_CUDA_FUSE=0 IKLLM_CUDA_ACT_SHARE=0 bench "llama-8b-q4_0 full TG128, IKLLM_CUDA_FUSE=0 IKLLM_CUDA_ACT_SHARE=0" \
+    "$bench_dir/llama-8b-q4_0.gguf" -ngl 99 -p 0 -n 128
   for m in qwen3moe-a3b-8l-q4_K_M deepseek2-v3-4l-iq4_k; do
     bench "$m full" "$bench_dir/$m.gguf" -ngl 99 -p 512 -n 128
     IKLLM_CUDA_INT8=0 IKLLM_CUDA_INT8_MMA=0 bench "$m full, IKLLM_CUDA_INT8(_MMA)=0" "$bench_dir/$m.gguf" -ngl 99 \
