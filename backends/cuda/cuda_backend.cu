@@ -176,7 +176,7 @@ public:
         // A rounded copy of activations lives from one product to the next at most: any other op
         // (and the host, between slices) may write rows it was made from.
         act_cache_.clear();
-        norm_copy_ = {};  // (an earlier slice may have thrown before storing one)
+        pending_copy_ = {};  // (an earlier slice may have thrown before storing one)
         for (size_t i = begin; i < end;) {
             if (cancel && *cancel) throw std::runtime_error("cancelled");
             const Op& op = graph.ops[i];
@@ -195,10 +195,10 @@ public:
                     const auto [lo, hi] = dst_extent(*d);
                     act_cache_.written(lo, hi);
                 }
-            if (norm_copy_.x) {  // rms_norm wrote the next product's rounded copy (after its own write above)
-                act_cache_.store(norm_key_, norm_copy_);
+            if (pending_copy_.x) {  // the op wrote the next product's rounded copy (stored after its own writes)
+                act_cache_.store(pending_key_, pending_copy_);
                 scratch_.keep();
-                norm_copy_ = {};
+                pending_copy_ = {};
             }
             if (profile_) record_event(-1);
             i += ran;
@@ -219,22 +219,25 @@ public:
                 run_kv_store_pair(op, *next, env);
                 return 2;
             }
-            // rms_norm whose output the next product rounds: the norm writes the rounded copy too.
+            // rms_norm or the swiglu of gate/up whose output the next product rounds: the op
+            // writes the rounded copy too.
             const Tensor* x = next->src[1];
-            if (op.kind == OpKind::rms_norm && act_share_ && x && op.dst && x->data == op.dst->data &&
+            const bool writes_rows = op.kind == OpKind::rms_norm || op.kind == OpKind::mul_mat_swiglu;
+            if (writes_rows && act_share_ && x && op.dst && x->data == op.dst->data &&
                 x->ne[0] == op.dst->ne[0] && x->ne[1] == op.dst->ne[1] && x->nb[1] == op.dst->nb[1] &&
                 op.dst->ne[2] == 1 && op.dst->ne[3] == 1) {
                 OpEnv penv = env;
                 penv.batch_invariant = next->batch_invariant;
-                if (product_shared_rounding(*next, penv, &norm_key_)) {
-                    norm_copy_ = alloc_rounded_copy(norm_key_, 1, scratch_);
+                if (product_shared_rounding(*next, penv, &pending_key_)) {
+                    pending_copy_ = alloc_rounded_copy(pending_key_, 1, scratch_);
                     ActRoundOut ro;
-                    ro.mode = norm_key_.mode;
-                    ro.f16 = norm_key_.f16;
-                    ro.x = norm_copy_.x;
-                    ro.q = norm_copy_.q;
-                    ro.d = norm_copy_.d;
-                    run_rms_norm(op, env, &ro);
+                    ro.mode = pending_key_.mode;
+                    ro.f16 = pending_key_.f16;
+                    ro.x = pending_copy_.x;
+                    ro.q = pending_copy_.q;
+                    ro.d = pending_copy_.d;
+                    if (op.kind == OpKind::rms_norm) run_rms_norm(op, env, &ro);
+                    else run_mul_mat_swiglu(op, env, &ro);
                     return 1;
                 }
             }
@@ -408,8 +411,8 @@ private:
     bool int8_mma_ = false;
     ChunkScratch scratch_;
     ActRoundCache act_cache_;  // the last product's rounded activations (act_round_cache.h)
-    ActRoundKey norm_key_;     // a rounded copy rms_norm wrote for the next product, stored after it ran
-    ActRoundCopy norm_copy_;
+    ActRoundKey pending_key_;  // a rounded copy an op wrote for the next product, stored after it ran
+    ActRoundCopy pending_copy_;
     bool act_share_ = true;    // IKLLM_CUDA_ACT_SHARE=0: every product rounds its own copy
     bool fuse_ = true;         // IKLLM_CUDA_FUSE=0: no fused launches (OpEnv::fuse)
     OpObserver* observer_ = nullptr;

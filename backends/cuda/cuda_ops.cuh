@@ -89,7 +89,8 @@ void run_moe_route(const Op& op, const OpEnv& env);
 // Weight ops (matmul.cu, moe.cu, get_rows.cu).
 void run_get_rows(const Op& op, const OpEnv& env);
 void run_mul_mat(const Op& op, const OpEnv& env);
-void run_mul_mat_swiglu(const Op& op, const OpEnv& env);
+// With `round`, the swiglu output rows [N, T] come with the rounded copy the next product takes.
+void run_mul_mat_swiglu(const Op& op, const OpEnv& env, const ActRoundOut* round = nullptr);
 void run_mul_mat_heads(const Op& op, const OpEnv& env);
 void run_moe_ffn(const Op& op, const OpEnv& env);
 
@@ -97,7 +98,7 @@ void run_moe_ffn(const Op& op, const OpEnv& env);
 // running the two ops: a projection on <= 8 tokens and the residual add of its output (in the
 // product's epilogue); the rope of q and of k (same positions and parameters); the K and V
 // stores of a layer (same cells and cache type). And the rounded copy a product's activations
-// need, when the op writing them may write it (rms_norm above).
+// need, when the op writing them may write it (rms_norm above, mul_mat_swiglu below).
 bool mul_mat_add_fusable(const Op& mm, const Op& add);
 void run_mul_mat_add(const Op& mm, const Op& add, const OpEnv& env);
 bool rope_pair_fusable(const Op& a, const Op& b);

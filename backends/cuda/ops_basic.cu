@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "act_round_kernel.cuh"
 #include "cuda_ops.cuh"
@@ -361,9 +362,18 @@ void run_rope(const Op& op, const OpEnv& env) {
 }
 
 bool rope_pair_fusable(const Op& a, const Op& b) {
-    return a.kind == OpKind::rope && b.kind == OpKind::rope && a.dst && b.dst && a.i32 == b.i32 && a.n_i32 == b.n_i32 &&
-           same_rope(a.rope, b.rope) && a.dst->ne[2] == b.dst->ne[2] && a.dst->data != b.dst->data && !rope_empty(a) &&
-           !rope_empty(b);
+    if (a.kind != OpKind::rope || b.kind != OpKind::rope || !a.dst || !b.dst || a.i32 != b.i32 || a.n_i32 != b.n_i32 ||
+        !same_rope(a.rope, b.rope) || a.dst->ne[2] != b.dst->ne[2] || rope_empty(a) || rope_empty(b))
+        return false;
+    // In place on each: the two tensors' bytes must be apart (heads of q and k).
+    auto extent = [](const Tensor& t) {
+        const uintptr_t lo = reinterpret_cast<uintptr_t>(t.data);
+        return std::make_pair(lo, lo + (uint64_t)(t.ne[2] - 1) * t.nb[2] + (uint64_t)(t.ne[1] - 1) * t.nb[1] +
+                                      4 * (uint64_t)t.ne[0]);
+    };
+    const auto [alo, ahi] = extent(*a.dst);
+    const auto [blo, bhi] = extent(*b.dst);
+    return ahi <= blo || bhi <= alo;
 }
 
 void run_rope_pair(const Op& a, const Op& b, const OpEnv& env) {

@@ -4,10 +4,12 @@
 
 #include <cstdlib>
 #include <stdexcept>
+#include <utility>
 #include <string>
 #include <vector>
 
 #include "act_round.cuh"
+#include "act_round_kernel.cuh"
 #include "block_decode.cuh"
 #include "cuda_ops.cuh"
 #include "matmul_kernels.cuh"
@@ -42,6 +44,30 @@ __global__ void swiglu_rows_kernel(const float* g, const float* u, int64_t N, in
     float v = silu(g[i]) * u[i];
     if (round_f16) v = __half2float(__float2half_rn(v));
     reinterpret_cast<float*>(reinterpret_cast<char*>(y) + t * y_t)[n] = v;
+}
+
+// The same values (round_f16 off) by one warp per 256 of a row, written to y and rounded for
+// the product that reads them next (act_round_values: the executor's fusion).
+__global__ void swiglu_round_kernel(const float* g, const float* u, int64_t N, int64_t T, float* y, size_t y_t,
+                                    ActRoundOut ro) {
+    const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int64_t per_row = (N + 255) / 256;
+    const int64_t t = warp / per_row, seg = warp % per_row;
+    if (t >= T) return;  // (whole warps)
+    const int64_t k0 = seg * 256 + (threadIdx.x % 32) * 8;
+    float* yr = reinterpret_cast<float*>(reinterpret_cast<char*>(y) + t * y_t);
+    float v[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+        v[e] = 0.f;
+        if (k0 + e < N) {
+            const int64_t i = t * N + k0 + e;
+            const float w = silu(g[i]) * u[i];
+            yr[k0 + e] = w;
+            v[e] = act_f16_round(w, ro.f16);
+        }
+    }
+    act_round_values(v, N, seg, ro.mode, ro.x + t * N, ro.q ? ro.q + t * N : nullptr, ro.d ? ro.d + t * (N / 32) : nullptr);
 }
 
 // out[t][i] = sum_j wt[t][j] * eout[slot[t*k + j]][i], in selection order.
@@ -153,6 +179,17 @@ bool plain_f32_rows(const Tensor* t, int64_t cols, int64_t rows) {
            t->nb[0] == sizeof(float) && t->nb[1] % sizeof(float) == 0;
 }
 
+// [lo, hi) of plain f32 rows [cols, rows].
+std::pair<uintptr_t, uintptr_t> rows_extent(const Tensor& t) {
+    const uintptr_t lo = reinterpret_cast<uintptr_t>(t.data);
+    return {lo, lo + (uint64_t)(t.ne[1] - 1) * t.nb[1] + 4 * (uint64_t)t.ne[0]};
+}
+bool disjoint(const Tensor& a, const Tensor& b) {
+    const auto [alo, ahi] = rows_extent(a);
+    const auto [blo, bhi] = rows_extent(b);
+    return ahi <= blo || bhi <= alo;
+}
+
 }  // namespace
 
 bool product_shared_rounding(const Op& product, const OpEnv& env, ActRoundKey* key) {
@@ -169,7 +206,16 @@ bool mul_mat_add_fusable(const Op& mm, const Op& add) {
     const int64_t N = mm.src[0]->ne[1], T = mm.src[1]->ne[1];
     if (T > kMatVecMaxTokens || mm.src[1]->ne[2] != 1 || !plain_f32_rows(mm.dst, N, T)) return false;
     const int other = same_data(add.src[0], mm.dst) ? 1 : same_data(add.src[1], mm.dst) ? 0 : -1;
-    return other >= 0 && plain_f32_rows(add.src[other], N, T) && plain_f32_rows(add.dst, N, T);
+    if (other < 0 || !plain_f32_rows(add.src[other], N, T) || !plain_f32_rows(add.dst, N, T)) return false;
+    // Apart, the add runs after the whole product; fused, a block writes the sum while others
+    // still read the product's input and write its output. So the sum may not land in the input
+    // (the arena may give a dead input's bytes to the add's output), and every element must be
+    // read and written by one thread only: the sum, the residual and the product's output each
+    // the same rows as one another, or apart.
+    const Tensor &x = *mm.src[1], &y = *mm.dst, &r = *add.src[other], &s = *add.dst;
+    if (!plain_f32_rows(&x, x.ne[0], T) || !disjoint(s, x)) return false;
+    return (same_data(&s, &y) || disjoint(s, y)) && (same_data(&r, &s) || disjoint(r, s)) &&
+           (same_data(&r, &y) || disjoint(r, y));
 }
 
 void run_mul_mat_add(const Op& mm, const Op& add, const OpEnv& env) {
@@ -182,7 +228,7 @@ void run_mul_mat_add(const Op& mm, const Op& add, const OpEnv& env) {
     launch_mat(a, env);
 }
 
-void run_mul_mat_swiglu(const Op& op, const OpEnv& env) {
+void run_mul_mat_swiglu(const Op& op, const OpEnv& env, const ActRoundOut* round) {
     const Tensor& wg = *op.src[0];
     const Tensor& x = *op.src[1];
     const Tensor& wu = *op.src[2];
@@ -217,6 +263,14 @@ void run_mul_mat_swiglu(const Op& op, const OpEnv& env) {
         // The same rounding (or none): reuse the rounded copy.
         if (same_rounding(env, wu.type, wg.type)) launch_rounded(with_activations_of(b, ar), env);
         else launch_mat(b, env);
+    }
+    if (round) {
+        if (y.ne[2] != 1 || y.ne[3] != 1) throw std::runtime_error("CUDA mul_mat_swiglu: rounding needs rows [N, T]");
+        const int64_t warps = T * ((N + 255) / 256);
+        swiglu_round_kernel<<<blocks_for(warps * 32, 128), 128, 0, env.stream>>>(g, u, N, T, static_cast<float*>(y.data),
+                                                                                y.nb[1], *round);
+        IKLLM_CUDA_LAUNCHED("swiglu_round_kernel");
+        return;
     }
     swiglu_rows_kernel<<<blocks_for(N * T, 256), 256, 0, env.stream>>>(g, u, N, T, static_cast<float*>(y.data), y.nb[1],
                                                                        false);

@@ -488,6 +488,72 @@ bool run_experts(const quant::TypeTraits& tt, std::mt19937& rng) {
     return ok;
 }
 
+// Gate and up of a generation step in one launch (ops_weights.cu run_mul_mat_swiglu): Z = 2
+// matrices w_z apart, both reading activation block 0 (x_div 2, no ids); z = 1 writes y_z on.
+// Each output must equal the CPU's scalar kernel on its own matrix.
+template <class C>
+bool run_gate_up(const quant::TypeTraits& tt, std::mt19937& rng) {
+    using D = typename C::D;
+    constexpr int64_t K = 256, N = 6;
+    bool ok = true;
+    for (int64_t T : {1, 3}) {
+        const size_t rb = quant::row_bytes(tt, K);
+        std::normal_distribution<float> nd(0.f, 1.f);
+        std::vector<uint8_t> w;
+        std::vector<float> deq;
+        random_weights<D>(tt, 2 * N, K, rng, w, deq);  // gate rows, then up rows
+        std::vector<float> x((size_t)(T * K));
+        for (auto& v : x) v = nd(rng);
+        std::vector<int8_t> xq;
+        std::vector<float> xd;
+        round_activations(act_round_for(tt.id), x, T, K, xq, xd);
+        std::vector<float> y((size_t)(2 * N * T), kNaN);
+        MatArgs a;
+        a.type = tt.id;
+        a.w = w.data();
+        a.w_row = rb;
+        a.w_z = rb * N;
+        a.K = K;
+        a.N = N;
+        a.T = T;
+        a.Z = 2;
+        a.x_div = 2;
+        a.y = y.data();
+        a.y_t = sizeof(float) * N;
+        a.y_z = sizeof(float) * N * T;
+        a.xq = xq.data();
+        a.xq_d = xd.data();
+        if (T == 1)
+            emu::launch(dim3((unsigned)((N + 3) / 4), 1, 2), 32 * mv::kVecWarps, [&] { mv::mat_vec_int8_kernel<C, 1, 4>(a); });
+        else
+            emu::launch(dim3((unsigned)((N + 1) / 2), 1, 2), 32 * mv::kVecWarps,
+                        [&] { mv::mat_vec_int8_kernel<C, mv::kVecMaxTokens, 2>(a); });
+        const cpu::MatmulKernel* ck = cpu::find_matmul_exact(tt.id, cpu::Isa::scalar);
+        if (!ck) return false;
+        const size_t arb = ck->act->row_bytes(K);
+        std::vector<uint8_t> act(arb * (size_t)T);
+        for (int64_t t = 0; t < T; ++t) ck->act->encode_row(x.data() + t * K, act.data() + t * arb, K);
+        double cerr = 0, cnorm = 0;
+        long nan = 0;
+        std::vector<float> yc((size_t)(N * T));
+        for (int z = 0; z < 2; ++z) {
+            ck->run(w.data() + (size_t)z * N * rb, rb, K, 0, N, act.data(), arb, T, yc.data(), N);
+            for (int64_t i = 0; i < N * T; ++i) {
+                const float got = y[(size_t)(z * N * T + i)];
+                nan += std::isnan(got);
+                cerr += (got - yc[i]) * (got - yc[i]);
+                cnorm += (double)yc[i] * yc[i];
+            }
+        }
+        const double crel = std::sqrt(cerr / (cnorm > 0 ? cnorm : 1));
+        const bool good = crel < 1e-6 && nan == 0;
+        std::printf("%-8s vec gate+up (Z 2, x_div 2) T=%lld: cpu %.2e, unwritten %ld -> %s\n", tt.name, (long long)T, crel,
+                    nan, good ? "ok" : "FAIL");
+        ok &= good;
+    }
+    return ok;
+}
+
 }  // namespace
 
 int main() {
@@ -501,6 +567,7 @@ int main() {
         tested += dispatch_int8_type(all[i].id, [&](auto c) {
             for (const Case& cs : cases) ok &= run_case<decltype(c)>(all[i], cs, rng);
             ok &= run_experts<decltype(c)>(all[i], rng);
+            ok &= run_gate_up<decltype(c)>(all[i], rng);
         });
     std::printf("%d types -> %s\n", tested, ok && tested == (int)std::size(kInt8ViewTypes) ? "ok" : "FAIL");
     return ok && tested == (int)std::size(kInt8ViewTypes) ? 0 : 1;

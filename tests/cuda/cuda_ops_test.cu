@@ -927,6 +927,42 @@ void test_fused(cpu::ThreadPool& pool, Env& env) {
                 dsync(env);
             });
         }
+    // The swiglu of gate/up that also writes the down product's rounded copy.
+    for (uint32_t wt : {quant::T_Q4_0, quant::T_IQ4_XS})
+        for (int64_t T : {1, 5, 40}) {
+            const std::string label = std::string("fused gate/up swiglu + rounding for ") + quant::find_type(wt)->name +
+                                      " T=" + std::to_string(T);
+            guarded("fused", "-", label, [&] {
+                const int64_t K = 256, N = 512;
+                const QMat Wg = make_weights(pool, quant::T_Q4_K, K, N), Wu = make_weights(pool, quant::T_Q4_K, K, N);
+                const std::vector<float> xh = activations(K, T, K);
+                auto dx = upload(xh.data(), 4 * xh.size());
+                Dev y1(4 * N * T), y2(4 * N * T);
+                Tensor G = weight_tensor(Wg, N, 1, (void*)Wg.dev(), "gate"), U = weight_tensor(Wu, N, 1, (void*)Wu.dev(), "up");
+                Tensor X = mk(dp(dx), 0, K, T, 1, 4 * K, 4 * K * T);
+                Tensor Y1 = mk(y1.p, 0, N, T, 1, 4 * N, 4 * N * T), Y2 = on(Y1, y2.p);
+                Op op; op.kind = OpKind::mul_mat_swiglu; op.src[0] = &G; op.src[1] = &X; op.src[2] = &U; op.dst = &Y1;
+                cuda::run_mul_mat_swiglu(op, env.e);
+                cuda::MatArgs a;
+                a.type = wt; a.x = (const float*)y1.p; a.x_t = 4 * N; a.T = T; a.K = N; a.N = 8;
+                cuda::ActRoundKey key;
+                if (!cuda::shared_rounding(a, env.e, &key)) throw std::runtime_error("no shared rounding planned");
+                const cuda::MatArgs r = cuda::with_rounded_activations(a, env.e);
+                const cuda::ActRoundCopy c = cuda::alloc_rounded_copy(key, 1, env.s);
+                cuda::ActRoundOut ro;
+                ro.mode = key.mode; ro.f16 = key.f16; ro.x = c.x; ro.q = c.q; ro.d = c.d;
+                Op o2 = op; o2.dst = &Y2;
+                cuda::run_mul_mat_swiglu(o2, env.e, &ro);
+                IKLLM_CUDA_CHECK(cudaDeviceSynchronize());
+                const size_t n = (size_t)(N * T);
+                same_bits("fused", label,
+                          {{dev_bytes(y2.p, 4 * n), dev_bytes(y1.p, 4 * n)},
+                           {dev_bytes(c.x, 4 * n), dev_bytes(r.x, 4 * n)},
+                           {dev_bytes(c.q, key.codes ? n : 0), dev_bytes(r.xq, r.xq ? n : 0)},
+                           {dev_bytes(c.d, key.codes ? 4 * n / 32 : 0), dev_bytes(r.xq_d, r.xq_d ? 4 * n / 32 : 0)}});
+                dsync(env);
+            });
+        }
     // A projection and the residual add of its output in one launch.
     for (uint32_t wt : {quant::T_Q4_0, quant::T_IQ4_K, quant::T_Q6_K, quant::T_F16})
         for (int64_t T : {1, 3, 8}) {
