@@ -33,19 +33,47 @@
 
 namespace emu {
 
-// Every CUDA thread of a block is a fiber (ucontext) on the calling thread: a barrier yields to a
+// Every CUDA thread of a block is a fiber on the calling thread: a barrier yields to a
 // round-robin scheduler until all its threads have arrived. (One OS thread per lane spent most of
-// the test's time in futex calls.)
+// the test's time in futex calls.) On x86-64 a fiber switch is a plain stack switch that saves
+// the callee-saved registers; swapcontext (the portable fallback) also saves and restores the
+// signal mask, two system calls per switch that took ~45 % of this test's time.
+#if defined(__x86_64__) && !defined(IKLLM_EMU_UCONTEXT)
+#define IKLLM_EMU_STACK_SWITCH 1
+extern "C" void ikllm_emu_switch(void** save_sp, void* load_sp);
+asm(".pushsection .text\n"
+    ".globl ikllm_emu_switch\n"
+    ".type ikllm_emu_switch, @function\n"
+    "ikllm_emu_switch:\n"
+    "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+    "  movq %rsp, (%rdi)\n"
+    "  movq %rsi, %rsp\n"
+    "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
+    "  ret\n"
+    ".size ikllm_emu_switch, .-ikllm_emu_switch\n"
+    ".popsection\n");
+struct Fiber {
+    void* sp = nullptr;
+    dim3 tid;
+    bool done = false;
+};
+void* g_sched_sp = nullptr;
+#else
 struct Fiber {
     ucontext_t ctx;
     dim3 tid;
     bool done = false;
 };
 ucontext_t g_sched;
+#endif
 Fiber* g_current = nullptr;
 dim3 tl_tid;
 
+#ifdef IKLLM_EMU_STACK_SWITCH
+inline void yield() { ikllm_emu_switch(&g_current->sp, g_sched_sp); }
+#else
 inline void yield() { swapcontext(&g_current->ctx, &g_sched); }
+#endif
 
 // A reusable barrier for n fibers.
 class Barrier {
@@ -114,10 +142,31 @@ inline void mma_s8_16816(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t b0) {
 }
 
 const std::function<void()>* g_kernel = nullptr;
+#ifdef IKLLM_EMU_STACK_SWITCH
+// A fiber's first switch "returns" into this (entered with rsp = 8 mod 16, as after a call); it
+// never returns: the last switch goes back to the scheduler for good.
+[[noreturn]] void fiber_entry() {
+    (*g_kernel)();
+    g_current->done = true;
+    void* unused = nullptr;
+    ikllm_emu_switch(&unused, g_sched_sp);
+    __builtin_trap();
+}
+// A fresh stack for ikllm_emu_switch to load: six zero registers, then fiber_entry as the return
+// address, above it a never-used return slot for fiber_entry's own frame.
+void* fiber_stack(char* stack, size_t bytes) {
+    void** sp = reinterpret_cast<void**>((reinterpret_cast<uintptr_t>(stack) + bytes) & ~(uintptr_t)15);
+    *--sp = nullptr;
+    *--sp = reinterpret_cast<void*>(&fiber_entry);
+    for (int i = 0; i < 6; ++i) *--sp = nullptr;
+    return sp;
+}
+#else
 void fiber_main() {
     (*g_kernel)();
     g_current->done = true;
 }
+#endif
 // One block: every fiber from the start of the kernel to its end. (Kept out of launch(): locals
 // that live across it would draw -Wclobbered: getcontext counts as returns-twice.)
 [[gnu::noinline]] void run_block(Block& b, std::vector<Fiber>& fibers, char* stacks, size_t stack_bytes) {
@@ -126,18 +175,26 @@ void fiber_main() {
         Fiber& f = fibers[t];
         f.tid = dim3((unsigned)t, 0, 0);
         f.done = false;
+#ifdef IKLLM_EMU_STACK_SWITCH
+        f.sp = fiber_stack(stacks + stack_bytes * t, stack_bytes);
+#else
         getcontext(&f.ctx);
         f.ctx.uc_stack.ss_sp = stacks + stack_bytes * t;
         f.ctx.uc_stack.ss_size = stack_bytes;
         f.ctx.uc_link = &g_sched;
         makecontext(&f.ctx, fiber_main, 0);
+#endif
     }
     for (size_t left = fibers.size(); left > 0;)
         for (Fiber& f : fibers) {
             if (f.done) continue;
             g_current = &f;
             tl_tid = f.tid;
+#ifdef IKLLM_EMU_STACK_SWITCH
+            ikllm_emu_switch(&g_sched_sp, f.sp);
+#else
             swapcontext(&g_sched, &f.ctx);
+#endif
             left -= f.done;
         }
 }
