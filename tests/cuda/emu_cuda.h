@@ -1,0 +1,245 @@
+// Host emulation of CUDA kernels for tests (cuda_*_emu_test.cpp): every CUDA thread of a block
+// is a fiber on the calling thread, one block at a time; a barrier yields to a round-robin
+// scheduler until all its threads have arrived. __syncthreads is a block barrier;
+// __shfl_xor_sync and mma.sync exchange registers through per-warp slots between two warp
+// barriers, the mma following the PTX ISA's fragment layout of mma.m16n8k16 with .s8 operands
+// (A: lane g*4+t holds row g (reg 0) and g+8 (reg 1), columns 4t..4t+3; B: rows 4t..4t+3 of
+// column g; C: rows g and g+8, columns 2t, 2t+1). Include after the CUDA headers (cuda_runtime.h
+// for dim3 and the vector types) and before the kernel headers it maps the CUDA vocabulary for.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <ucontext.h>
+#include <vector>
+
+namespace emu {
+
+// Every CUDA thread of a block is a fiber on the calling thread: a barrier yields to a
+// round-robin scheduler until all its threads have arrived. (One OS thread per lane spent most of
+// the test's time in futex calls.) On x86-64 a fiber switch is a plain stack switch that saves
+// the callee-saved registers; swapcontext (the portable fallback) also saves and restores the
+// signal mask, two system calls per switch that took ~45 % of this test's time.
+#if defined(__x86_64__) && !defined(IKLLM_EMU_UCONTEXT)
+#define IKLLM_EMU_STACK_SWITCH 1
+extern "C" void ikllm_emu_switch(void** save_sp, void* load_sp);
+asm(".pushsection .text\n"
+    ".globl ikllm_emu_switch\n"
+    ".type ikllm_emu_switch, @function\n"
+    "ikllm_emu_switch:\n"
+    "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+    "  movq %rsp, (%rdi)\n"
+    "  movq %rsi, %rsp\n"
+    "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
+    "  ret\n"
+    ".size ikllm_emu_switch, .-ikllm_emu_switch\n"
+    ".popsection\n");
+struct Fiber {
+    void* sp = nullptr;
+    dim3 tid;
+    bool done = false;
+};
+void* g_sched_sp = nullptr;
+#else
+struct Fiber {
+    ucontext_t ctx;
+    dim3 tid;
+    bool done = false;
+};
+ucontext_t g_sched;
+#endif
+Fiber* g_current = nullptr;
+dim3 tl_tid;
+
+#ifdef IKLLM_EMU_STACK_SWITCH
+inline void yield() { ikllm_emu_switch(&g_current->sp, g_sched_sp); }
+#else
+inline void yield() { swapcontext(&g_current->ctx, &g_sched); }
+#endif
+
+// A reusable barrier for n fibers.
+class Barrier {
+public:
+    explicit Barrier(int n) : n_(n) {}
+    void wait() {
+        const uint64_t gen = gen_;
+        if (++count_ == n_) {
+            count_ = 0;
+            ++gen_;
+            return;
+        }
+        while (gen_ == gen) yield();
+    }
+
+private:
+    int n_, count_ = 0;
+    uint64_t gen_ = 0;
+};
+
+struct Block {
+    dim3 idx, dim;
+    Barrier block;
+    std::vector<std::unique_ptr<Barrier>> warps;
+    std::vector<uint32_t> slot;  // per lane exchange words: 4 per thread
+    explicit Block(int threads) : block(threads), slot(4 * (size_t)threads) {
+        for (int w = 0; w < threads / 32; ++w) warps.push_back(std::make_unique<Barrier>(32));
+    }
+};
+
+Block* tl_block = nullptr;
+inline void sync_block() { tl_block->block.wait(); }
+inline int lane() { return (int)tl_tid.x % 32; }
+inline uint32_t* warp_slots() { return tl_block->slot.data() + 4 * (size_t)(tl_tid.x / 32 * 32); }
+inline void sync_warp() { tl_block->warps[tl_tid.x / 32]->wait(); }
+
+template <class T>
+inline T shfl_xor(T v, int o) {
+    static_assert(sizeof(T) <= 16, "a lane's exchange slot holds 16 bytes");
+    uint32_t* s = warp_slots();
+    std::memcpy(&s[4 * lane()], &v, sizeof(T));
+    sync_warp();
+    T r;
+    std::memcpy(&r, &s[4 * (lane() ^ o)], sizeof(T));
+    sync_warp();
+    return r;
+}
+
+inline int8_t byte_of(uint32_t w, int i) { return (int8_t)(uint8_t)(w >> 8 * i); }
+
+inline void mma_s8_16816(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t b0) {
+    uint32_t* s = warp_slots();
+    const int l = lane();
+    s[4 * l] = a0;
+    s[4 * l + 1] = a1;
+    s[4 * l + 2] = b0;
+    sync_warp();
+    auto A = [&](int row, int k) { return (int)byte_of(s[4 * ((row % 8) * 4 + k / 4) + (row >= 8)], k % 4); };
+    auto B = [&](int k, int n) { return (int)byte_of(s[4 * (n * 4 + k / 4) + 2], k % 4); };
+    const int g = l / 4, t = l % 4;
+    for (int e = 0; e < 4; ++e) {
+        const int row = g + 8 * (e / 2), col = 2 * t + e % 2;
+        int acc = 0;
+        for (int k = 0; k < 16; ++k) acc += A(row, k) * B(k, col);
+        c[e] += acc;
+    }
+    sync_warp();
+}
+
+const std::function<void()>* g_kernel = nullptr;
+#ifdef IKLLM_EMU_STACK_SWITCH
+// A fiber's first switch "returns" into this (entered with rsp = 8 mod 16, as after a call); it
+// never returns: the last switch goes back to the scheduler for good.
+[[noreturn]] void fiber_entry() {
+    (*g_kernel)();
+    g_current->done = true;
+    void* unused = nullptr;
+    ikllm_emu_switch(&unused, g_sched_sp);
+    __builtin_trap();
+}
+// A fresh stack for ikllm_emu_switch to load: six zero registers, then fiber_entry as the return
+// address, above it a never-used return slot for fiber_entry's own frame.
+void* fiber_stack(char* stack, size_t bytes) {
+    void** sp = reinterpret_cast<void**>((reinterpret_cast<uintptr_t>(stack) + bytes) & ~(uintptr_t)15);
+    *--sp = nullptr;
+    *--sp = reinterpret_cast<void*>(&fiber_entry);
+    for (int i = 0; i < 6; ++i) *--sp = nullptr;
+    return sp;
+}
+#else
+void fiber_main() {
+    (*g_kernel)();
+    g_current->done = true;
+}
+#endif
+// One block: every fiber from the start of the kernel to its end. (Kept out of launch(): locals
+// that live across it would draw -Wclobbered: getcontext counts as returns-twice.)
+[[gnu::noinline]] void run_block(Block& b, std::vector<Fiber>& fibers, char* stacks, size_t stack_bytes) {
+    tl_block = &b;
+    for (size_t t = 0; t < fibers.size(); ++t) {
+        Fiber& f = fibers[t];
+        f.tid = dim3((unsigned)t, 0, 0);
+        f.done = false;
+#ifdef IKLLM_EMU_STACK_SWITCH
+        f.sp = fiber_stack(stacks + stack_bytes * t, stack_bytes);
+#else
+        getcontext(&f.ctx);
+        f.ctx.uc_stack.ss_sp = stacks + stack_bytes * t;
+        f.ctx.uc_stack.ss_size = stack_bytes;
+        f.ctx.uc_link = &g_sched;
+        makecontext(&f.ctx, fiber_main, 0);
+#endif
+    }
+    for (size_t left = fibers.size(); left > 0;)
+        for (Fiber& f : fibers) {
+            if (f.done) continue;
+            g_current = &f;
+            tl_tid = f.tid;
+#ifdef IKLLM_EMU_STACK_SWITCH
+            ikllm_emu_switch(&g_sched_sp, f.sp);
+#else
+            swapcontext(&g_sched, &f.ctx);
+#endif
+            left -= f.done;
+        }
+}
+
+dim3 g_grid;                   // gridDim of the running launch
+std::vector<char> g_dyn_shared;  // the launch's dynamic shared memory (extern __shared__)
+template <class T>
+T* dyn_shared() {
+    return reinterpret_cast<T*>(g_dyn_shared.data());
+}
+
+// Runs kernel() for every thread of every block of the grid, one block at a time, with
+// shared_bytes of dynamic shared memory (zeroed per launch; blocks run one after another).
+template <class F>
+void launch(dim3 grid, int threads, F kernel, size_t shared_bytes = 0) {
+    g_grid = grid;
+    g_dyn_shared.assign(shared_bytes + 16, 0);
+    constexpr size_t kStack = 256 * 1024;
+    const std::function<void()> fn = kernel;
+    g_kernel = &fn;
+    // Fiber stacks kept across launches (fresh ones cost a page fault per page every launch).
+    static std::unique_ptr<char[]> stacks;
+    static int stack_threads = 0;
+    if (threads > stack_threads) {
+        stacks.reset(new char[kStack * (size_t)threads]);
+        stack_threads = threads;
+    }
+    std::vector<Fiber> fibers((size_t)threads);
+    for (unsigned bz = 0; bz < grid.z; ++bz)
+        for (unsigned by = 0; by < grid.y; ++by)
+            for (unsigned bx = 0; bx < grid.x; ++bx) {
+                Block b(threads);
+                b.idx = dim3(bx, by, bz);
+                b.dim = dim3(threads, 1, 1);
+                run_block(b, fibers, stacks.get(), kStack);
+            }
+}
+
+}  // namespace emu
+
+// The kernels' CUDA vocabulary, mapped onto the emulation.
+#undef __global__
+#undef __device__
+#undef __shared__
+#undef __launch_bounds__
+#undef __align__
+#define __global__
+#define __device__
+#define __shared__ static
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+#define threadIdx (::emu::tl_tid)
+#define blockIdx (::emu::tl_block->idx)
+#define blockDim (::emu::tl_block->dim)
+#define gridDim (::emu::g_grid)
+#define IKLLM_DYN_SHARED(type, name) type* name = ::emu::dyn_shared<type>()
+#define __syncthreads() ::emu::sync_block()
+#define __shfl_xor_sync(mask, v, o) ::emu::shfl_xor((v), (o))
+#define __fadd_rn(a, b) ((a) + (b))  // one IEEE float add, as on the device
+#define IKLLM_MMA_EMULATION(c, a0, a1, b0) ::emu::mma_s8_16816((c), (a0), (a1), (b0))
+namespace ikllm::cuda {
+using std::min;
+}
