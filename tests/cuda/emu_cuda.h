@@ -184,6 +184,12 @@ void fiber_main() {
         }
 }
 
+inline float uint_as_float(uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
+
 dim3 g_grid;                   // gridDim of the running launch
 std::vector<char> g_dyn_shared;  // the launch's dynamic shared memory (extern __shared__)
 template <class T>
@@ -239,6 +245,7 @@ void launch(dim3 grid, int threads, F kernel, size_t shared_bytes = 0) {
 #define __syncthreads() ::emu::sync_block()
 #define __shfl_xor_sync(mask, v, o) ::emu::shfl_xor((v), (o))
 #define __fadd_rn(a, b) ((a) + (b))  // one IEEE float add, as on the device
+#define __uint_as_float(u) ::emu::uint_as_float(u)
 #define IKLLM_MMA_EMULATION(c, a0, a1, b0) ::emu::mma_s8_16816((c), (a0), (a1), (b0))
 namespace ikllm::cuda {
 using std::min;
