@@ -252,6 +252,33 @@ bool run_case(const quant::TypeTraits& tt, const Case& cs, std::mt19937& rng) {
     return ok;
 }
 
+// Operands of the batched matrix-vector cases below: `mats` weight matrices [N, K] back to back
+// (w_z apart) and T activation rows rounded for tt, with a's weight and code fields set.
+template <class D>
+struct Batched {
+    std::vector<uint8_t> w;
+    std::vector<float> deq, x;
+    std::vector<int8_t> xq;
+    std::vector<float> xd;
+    MatArgs a;
+    Batched(const quant::TypeTraits& tt, int64_t mats, int64_t N, int64_t K, int64_t T, std::mt19937& rng) {
+        std::normal_distribution<float> nd(0.f, 1.f);
+        random_weights<D>(tt, mats * N, K, rng, w, deq);
+        x.resize((size_t)(T * K));
+        for (auto& v : x) v = nd(rng);
+        round_activations(act_round_for(tt.id), x, T, K, xq, xd);
+        const size_t rb = quant::row_bytes(tt, K);
+        a.type = tt.id;
+        a.w = w.data();
+        a.w_row = rb;
+        a.w_z = rb * N;
+        a.K = K;
+        a.N = N;
+        a.xq = xq.data();
+        a.xq_d = xd.data();
+    }
+};
+
 // Routed experts through the matrix-vector kernel: pair z = (token z / k, choice z % k) reads
 // activation row z / k (x_div) and expert ids[z] (w_ids); id -1 leaves its output alone.
 template <class C>
@@ -260,23 +287,14 @@ bool run_experts(const quant::TypeTraits& tt, std::mt19937& rng) {
     constexpr int64_t K = 256, N = 6, E = 3, k = 2, T = 3;
     const int32_t ids[T * k] = {2, 0, -1, 1, 1, 2};
     const size_t rb = quant::row_bytes(tt, K);
-    std::normal_distribution<float> nd(0.f, 1.f);
-    std::vector<uint8_t> w;
-    std::vector<float> deq;
-    random_weights<D>(tt, E * N, K, rng, w, deq);
-    std::vector<float> x((size_t)(T * K));
-    for (auto& v : x) v = nd(rng);
-    std::vector<int8_t> xq;
-    std::vector<float> xd;
-    round_activations(act_round_for(tt.id), x, T, K, xq, xd);  // rows [T][K]: block z / k, one token each
+    Batched<D> b(tt, E, N, K, T, rng);  // rows [T][K]: block z / k, one token each
+    const std::vector<uint8_t>& w = b.w;
+    const std::vector<float>& deq = b.deq;
+    const std::vector<float>& x = b.x;
+    const std::vector<int8_t>& xq = b.xq;
+    const std::vector<float>& xd = b.xd;
     std::vector<float> y((size_t)(T * k * N), kNaN);
-    MatArgs a;
-    a.type = tt.id;
-    a.w = w.data();
-    a.w_row = rb;
-    a.w_z = rb * N;
-    a.K = K;
-    a.N = N;
+    MatArgs& a = b.a;
     a.T = 1;
     a.Z = T * k;
     a.x_div = k;
@@ -286,8 +304,6 @@ bool run_experts(const quant::TypeTraits& tt, std::mt19937& rng) {
     a.w_count = E;
     a.y = y.data();
     a.y_z = sizeof(float) * N;
-    a.xq = xq.data();
-    a.xq_d = xd.data();
     emu::launch(dim3((unsigned)((N + 3) / 4), 1, (unsigned)a.Z), 32 * mv::kVecWarps, [&] { mv::mat_vec_int8_kernel<C, 1, 4>(a); });
     // References: the CPU's scalar kernel per pair (one token: the small-batch form) and, for
     // the views multiplied exactly, the exact product.
@@ -334,31 +350,15 @@ bool run_gate_up(const quant::TypeTraits& tt, std::mt19937& rng) {
     bool ok = true;
     for (int64_t T : {1, 3}) {
         const size_t rb = quant::row_bytes(tt, K);
-        std::normal_distribution<float> nd(0.f, 1.f);
-        std::vector<uint8_t> w;
-        std::vector<float> deq;
-        random_weights<D>(tt, 2 * N, K, rng, w, deq);  // gate rows, then up rows
-        std::vector<float> x((size_t)(T * K));
-        for (auto& v : x) v = nd(rng);
-        std::vector<int8_t> xq;
-        std::vector<float> xd;
-        round_activations(act_round_for(tt.id), x, T, K, xq, xd);
+        Batched<D> b(tt, 2, N, K, T, rng);  // gate rows, then up rows
         std::vector<float> y((size_t)(2 * N * T), kNaN);
-        MatArgs a;
-        a.type = tt.id;
-        a.w = w.data();
-        a.w_row = rb;
-        a.w_z = rb * N;
-        a.K = K;
-        a.N = N;
+        MatArgs& a = b.a;
         a.T = T;
         a.Z = 2;
         a.x_div = 2;
         a.y = y.data();
         a.y_t = sizeof(float) * N;
         a.y_z = sizeof(float) * N * T;
-        a.xq = xq.data();
-        a.xq_d = xd.data();
         if (T == 1)
             emu::launch(dim3((unsigned)((N + 3) / 4), 1, 2), 32 * mv::kVecWarps, [&] { mv::mat_vec_int8_kernel<C, 1, 4>(a); });
         else
@@ -368,12 +368,12 @@ bool run_gate_up(const quant::TypeTraits& tt, std::mt19937& rng) {
         if (!ck) return false;
         const size_t arb = ck->act->row_bytes(K);
         std::vector<uint8_t> act(arb * (size_t)T);
-        for (int64_t t = 0; t < T; ++t) ck->act->encode_row(x.data() + t * K, act.data() + t * arb, K);
+        for (int64_t t = 0; t < T; ++t) ck->act->encode_row(b.x.data() + t * K, act.data() + t * arb, K);
         double cerr = 0, cnorm = 0;
         long nan = 0;
         std::vector<float> yc((size_t)(N * T));
         for (int z = 0; z < 2; ++z) {
-            ck->run(w.data() + (size_t)z * N * rb, rb, K, 0, N, act.data(), arb, T, yc.data(), N);
+            ck->run(b.w.data() + (size_t)z * N * rb, rb, K, 0, N, act.data(), arb, T, yc.data(), N);
             for (int64_t i = 0; i < N * T; ++i) {
                 const float got = y[(size_t)(z * N * T + i)];
                 nan += std::isnan(got);

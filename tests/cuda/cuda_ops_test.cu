@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -890,6 +891,32 @@ void same_bits(const std::string& op, const std::string& label, const std::vecto
     record(op, "-", diff == 0);
 }
 
+// An op writing rows [K, T] that can also write the next product's rounded copy (rms_norm, the
+// gate/up swiglu): run(y, nullptr) is the plain op, run(y, &out) the fused one. Its rows must
+// equal the plain op's and the copy the product's own rounding (weights of type wt), bit for bit.
+void check_rounding_writer(Env& env, const std::string& label, uint32_t wt, int64_t K, int64_t T,
+                           const std::function<void(void*, const cuda::ActRoundOut*)>& run) {
+    Dev y1(4 * K * T), y2(4 * K * T);
+    run(y1.p, nullptr);
+    cuda::MatArgs a;
+    a.type = wt; a.x = (const float*)y1.p; a.x_t = 4 * K; a.T = T; a.K = K; a.N = 8;
+    cuda::ActRoundKey key;
+    if (!cuda::shared_rounding(a, env.e, &key)) throw std::runtime_error("no shared rounding planned");
+    const cuda::MatArgs r = cuda::with_rounded_activations(a, env.e);  // the product's own copy
+    const cuda::ActRoundCopy c = cuda::alloc_rounded_copy(key, 1, env.s);
+    cuda::ActRoundOut ro;
+    ro.mode = key.mode; ro.f16 = key.f16; ro.x = c.x; ro.q = c.q; ro.d = c.d;
+    run(y2.p, &ro);
+    IKLLM_CUDA_CHECK(cudaDeviceSynchronize());
+    const size_t n = (size_t)(K * T);
+    same_bits("fused", label,
+              {{dev_bytes(y2.p, 4 * n), dev_bytes(y1.p, 4 * n)},
+               {dev_bytes(c.x, 4 * n), dev_bytes(r.x, 4 * n)},
+               {dev_bytes(c.q, key.codes ? n : 0), dev_bytes(r.xq, r.xq ? n : 0)},
+               {dev_bytes(c.d, key.codes ? 4 * n / 32 : 0), dev_bytes(r.xq_d, r.xq_d ? 4 * n / 32 : 0)}});
+    dsync(env);
+}
+
 void test_fused(cpu::ThreadPool& pool, Env& env) {
     // rms_norm that also writes the next product's rounded copy == that product's own rounding.
     for (uint32_t wt : {quant::T_Q4_0, quant::T_IQ4_XS, quant::T_Q6_K})
@@ -902,29 +929,12 @@ void test_fused(cpu::ThreadPool& pool, Env& env) {
                 for (auto& v : x.h) v = rnd() * 3;
                 for (auto& v : g.h) v = rnd();
                 x.up(); g.up();
-                Dev y1(4 * K * T), y2(4 * K * T);
                 Tensor X = mk(x.d.p, 0, K, T, 1, 4 * K, 4 * K * T), G = mk(g.d.p, 0, K, 1, 1, 4 * K, 4 * K);
-                Tensor Y1 = mk(y1.p, 0, K, T, 1, 4 * K, 4 * K * T), Y2 = mk(y2.p, 0, K, T, 1, 4 * K, 4 * K * T);
-                Op op; op.kind = OpKind::rms_norm; op.src[0] = &X; op.src[1] = &G; op.dst = &Y1; op.f[0] = 1e-5f;
-                cuda::run_rms_norm(op, env.e);
-                cuda::MatArgs a;
-                a.type = wt; a.x = (const float*)y1.p; a.x_t = 4 * K; a.T = T; a.K = K; a.N = 8;
-                cuda::ActRoundKey key;
-                if (!cuda::shared_rounding(a, env.e, &key)) throw std::runtime_error("no shared rounding planned");
-                const cuda::MatArgs r = cuda::with_rounded_activations(a, env.e);  // the product's own copy
-                const cuda::ActRoundCopy c = cuda::alloc_rounded_copy(key, 1, env.s);
-                cuda::ActRoundOut ro;
-                ro.mode = key.mode; ro.f16 = key.f16; ro.x = c.x; ro.q = c.q; ro.d = c.d;
-                Op o2 = op; o2.dst = &Y2;
-                cuda::run_rms_norm(o2, env.e, &ro);
-                IKLLM_CUDA_CHECK(cudaDeviceSynchronize());
-                const size_t n = (size_t)(K * T);
-                same_bits("fused", label,
-                          {{dev_bytes(y2.p, 4 * n), dev_bytes(y1.p, 4 * n)},
-                           {dev_bytes(c.x, 4 * n), dev_bytes(r.x, 4 * n)},
-                           {dev_bytes(c.q, key.codes ? n : 0), dev_bytes(r.xq, r.xq ? n : 0)},
-                           {dev_bytes(c.d, key.codes ? 4 * n / 32 : 0), dev_bytes(r.xq_d, r.xq_d ? 4 * n / 32 : 0)}});
-                dsync(env);
+                check_rounding_writer(env, label, wt, K, T, [&](void* y, const cuda::ActRoundOut* ro) {
+                    Tensor Y = mk(y, 0, K, T, 1, 4 * K, 4 * K * T);
+                    Op op; op.kind = OpKind::rms_norm; op.src[0] = &X; op.src[1] = &G; op.dst = &Y; op.f[0] = 1e-5f;
+                    cuda::run_rms_norm(op, env.e, ro);
+                });
             });
         }
     // The swiglu of gate/up that also writes the down product's rounded copy.
@@ -937,30 +947,13 @@ void test_fused(cpu::ThreadPool& pool, Env& env) {
                 const QMat Wg = make_weights(pool, quant::T_Q4_K, K, N), Wu = make_weights(pool, quant::T_Q4_K, K, N);
                 const std::vector<float> xh = activations(K, T, K);
                 auto dx = upload(xh.data(), 4 * xh.size());
-                Dev y1(4 * N * T), y2(4 * N * T);
                 Tensor G = weight_tensor(Wg, N, 1, (void*)Wg.dev(), "gate"), U = weight_tensor(Wu, N, 1, (void*)Wu.dev(), "up");
                 Tensor X = mk(dp(dx), 0, K, T, 1, 4 * K, 4 * K * T);
-                Tensor Y1 = mk(y1.p, 0, N, T, 1, 4 * N, 4 * N * T), Y2 = on(Y1, y2.p);
-                Op op; op.kind = OpKind::mul_mat_swiglu; op.src[0] = &G; op.src[1] = &X; op.src[2] = &U; op.dst = &Y1;
-                cuda::run_mul_mat_swiglu(op, env.e);
-                cuda::MatArgs a;
-                a.type = wt; a.x = (const float*)y1.p; a.x_t = 4 * N; a.T = T; a.K = N; a.N = 8;
-                cuda::ActRoundKey key;
-                if (!cuda::shared_rounding(a, env.e, &key)) throw std::runtime_error("no shared rounding planned");
-                const cuda::MatArgs r = cuda::with_rounded_activations(a, env.e);
-                const cuda::ActRoundCopy c = cuda::alloc_rounded_copy(key, 1, env.s);
-                cuda::ActRoundOut ro;
-                ro.mode = key.mode; ro.f16 = key.f16; ro.x = c.x; ro.q = c.q; ro.d = c.d;
-                Op o2 = op; o2.dst = &Y2;
-                cuda::run_mul_mat_swiglu(o2, env.e, &ro);
-                IKLLM_CUDA_CHECK(cudaDeviceSynchronize());
-                const size_t n = (size_t)(N * T);
-                same_bits("fused", label,
-                          {{dev_bytes(y2.p, 4 * n), dev_bytes(y1.p, 4 * n)},
-                           {dev_bytes(c.x, 4 * n), dev_bytes(r.x, 4 * n)},
-                           {dev_bytes(c.q, key.codes ? n : 0), dev_bytes(r.xq, r.xq ? n : 0)},
-                           {dev_bytes(c.d, key.codes ? 4 * n / 32 : 0), dev_bytes(r.xq_d, r.xq_d ? 4 * n / 32 : 0)}});
-                dsync(env);
+                check_rounding_writer(env, label, wt, N, T, [&](void* y, const cuda::ActRoundOut* ro) {
+                    Tensor Y = mk(y, 0, N, T, 1, 4 * N, 4 * N * T);
+                    Op op; op.kind = OpKind::mul_mat_swiglu; op.src[0] = &G; op.src[1] = &X; op.src[2] = &U; op.dst = &Y;
+                    cuda::run_mul_mat_swiglu(op, env.e, ro);
+                });
             });
         }
     // A projection and the residual add of its output in one launch.
