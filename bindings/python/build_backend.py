@@ -15,7 +15,8 @@ DIST_INFO = "%s-%s.dist-info" % (NAME, VERSION)
 
 
 def _metadata():
-    readme = open(os.path.join(HERE, "README.md"), encoding="utf-8").read()
+    with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
     return ("Metadata-Version: 2.1\nName: %s\nVersion: %s\nSummary: %s\nRequires-Python: >=3.8\n"
             "Description-Content-Type: text/markdown\n\n%s" % (NAME, VERSION, SUMMARY, readme))
 
