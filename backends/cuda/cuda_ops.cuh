@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "launch.cuh"
 #include "ops.h"
 
 namespace ikllm::cuda {

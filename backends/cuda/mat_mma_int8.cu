@@ -40,7 +40,7 @@ struct Launcher {
     void mma(const MatArgs& a) {
         using namespace mma8;
         const dim3 grid((unsigned)((a.N + kBM - 1) / kBM), (unsigned)((a.T + kBN - 1) / kBN), (unsigned)a.Z);
-        mat_mma_int8_kernel<V><<<grid, kThreads, 0, stream>>>(a);
+        IKLLM_LAUNCH(grid, kThreads, 0, stream, mat_mma_int8_kernel<V>)(a);
         IKLLM_CUDA_LAUNCHED("mat_mma_int8_kernel");
     }
     template <class C, bool Conv32>
@@ -57,8 +57,8 @@ struct Launcher {
         // conv: a warp per 256 weights; conv32: a thread per 8
         const int64_t threads = Conv32 ? a.N * (a.K / 8) : a.N * (a.K / 256) * 32;
         const dim3 grid((unsigned)((threads + mma8::kThreads - 1) / mma8::kThreads), 1, (unsigned)a.Z);
-        if constexpr (Conv32) mma8::conv32_encode_kernel<C><<<grid, mma8::kThreads, 0, stream>>>(a, out, out_row);
-        else mma8::conv_encode_kernel<C><<<grid, mma8::kThreads, 0, stream>>>(a, out, out_row);
+        if constexpr (Conv32) IKLLM_LAUNCH(grid, mma8::kThreads, 0, stream, mma8::conv32_encode_kernel<C>)(a, out, out_row);
+        else IKLLM_LAUNCH(grid, mma8::kThreads, 0, stream, mma8::conv_encode_kernel<C>)(a, out, out_row);
         IKLLM_CUDA_LAUNCHED("conv_encode_kernel");
         b = a;
         b.w = out;

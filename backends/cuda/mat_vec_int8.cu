@@ -22,12 +22,12 @@ void launch_typed_int8(const MatArgs& a, cudaStream_t s) {
     if (a.T == 1) {
         constexpr int R = 4;
         const dim3 grid((unsigned)((a.N + R - 1) / R), 1, (unsigned)a.Z);
-        mv::mat_vec_int8_kernel<C, 1, R><<<grid, block, 0, s>>>(a);
+        IKLLM_LAUNCH(grid, block, 0, s, mv::mat_vec_int8_kernel<C, 1, R>)(a);
     } else {
         constexpr int R = 2;
         const dim3 grid((unsigned)((a.N + R - 1) / R), (unsigned)((a.T + kVecMaxTokens - 1) / kVecMaxTokens),
                         (unsigned)a.Z);
-        mv::mat_vec_int8_kernel<C, kVecMaxTokens, R><<<grid, block, 0, s>>>(a);
+        IKLLM_LAUNCH(grid, block, 0, s, mv::mat_vec_int8_kernel<C, kVecMaxTokens, R>)(a);
     }
     IKLLM_CUDA_LAUNCHED("mat_vec_int8_kernel");
 }

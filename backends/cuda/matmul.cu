@@ -95,6 +95,12 @@ constexpr int kStages = 4;
 constexpr int kStageValues = 1024;  // a multiple of every block size (<= 256)
 constexpr int kStagedRows = 4;
 
+#ifdef IKLLM_CUDA_EMULATION  // (host emulation: a plain copy, complete at once)
+inline void cp_async16(void* smem, const void* gmem) { memcpy(smem, gmem, 16); }
+inline void cp_async_commit() {}
+template <int N>
+inline void cp_async_wait() {}
+#else
 __device__ inline void cp_async16(void* smem, const void* gmem) {
     const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
@@ -104,6 +110,7 @@ template <int N>
 __device__ inline void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
+#endif
 
 template <class D>
 constexpr int64_t staged_row_bytes() {  // shared memory per row and stage, with 16-byte slack at both ends
@@ -112,7 +119,7 @@ constexpr int64_t staged_row_bytes() {  // shared memory per row and stage, with
 
 template <class D, int R>
 __global__ void __launch_bounds__(32 * kVecWarps) mat_vec_staged_kernel(MatArgs a) {
-    extern __shared__ __align__(16) uint8_t stage_mem[];  // [kStages][R][staged_row_bytes]
+    IKLLM_DYN_SHARED(uint8_t, stage_mem);  // [kStages][R][staged_row_bytes]
     constexpr int64_t kRowBytes = staged_row_bytes<D>();
     constexpr int E = D::kBlockElems, B = D::kBlockBytes, cpb = E / 8;
     const int64_t n0 = (int64_t)blockIdx.x * R;
@@ -322,23 +329,23 @@ void launch_typed(const MatArgs& a_in, cudaStream_t s) {
         const dim3 block(32 * kVecWarps);
         if (a.T == 1 && mat_vec_staged_fits<D>(a)) {
             const dim3 grid((unsigned)((a.N + kStagedRows - 1) / kStagedRows), 1, (unsigned)a.Z);
-            mat_vec_staged_kernel<D, kStagedRows><<<grid, block, staged_smem_bytes<D>(), s>>>(a);
+            IKLLM_LAUNCH(grid, block, staged_smem_bytes<D>(), s, mat_vec_staged_kernel<D, kStagedRows>)(a);
         } else if (a.T == 1) {
             constexpr int R = 4;
             const dim3 grid((unsigned)((a.N + R - 1) / R), 1, (unsigned)a.Z);
-            mat_vec_kernel<D, 1, R><<<grid, block, 0, s>>>(a);
+            IKLLM_LAUNCH(grid, block, 0, s, mat_vec_kernel<D, 1, R>)(a);
         } else {
             constexpr int R = 2;
             const dim3 grid((unsigned)((a.N + R - 1) / R), (unsigned)((a.T + kVecMaxTokens - 1) / kVecMaxTokens),
                             (unsigned)a.Z);
-            mat_vec_kernel<D, kVecMaxTokens, R><<<grid, block, 0, s>>>(a);
+            IKLLM_LAUNCH(grid, block, 0, s, mat_vec_kernel<D, kVecMaxTokens, R>)(a);
         }
         IKLLM_CUDA_LAUNCHED("mat_vec_kernel");
         return;
     }
     if (a_in.xq && launch_mat_mma_int8(a_in, false, nullptr, s)) return;
     const dim3 grid((unsigned)((a.N + kTileM - 1) / kTileM), (unsigned)((a.T + kTileN - 1) / kTileN), (unsigned)a.Z);
-    mat_tc_kernel<D><<<grid, kTcThreads, 0, s>>>(a);
+    IKLLM_LAUNCH(grid, kTcThreads, 0, s, mat_tc_kernel<D>)(a);
     IKLLM_CUDA_LAUNCHED("mat_tc_kernel");
 }
 
@@ -412,7 +419,7 @@ MatArgs with_rounded_activations(const MatArgs& a_in, const OpEnv& env) {
     src.x_div = 1;
     const int64_t warps = a.T * ((a.K + 255) / 256);
     const dim3 grid((unsigned)((warps * 32 + 127) / 128), (unsigned)blocks);
-    act_round_kernel<<<grid, 128, 0, env.stream>>>(src, key.mode, copy.x, copy.q, copy.d);
+    IKLLM_LAUNCH(grid, 128, 0, env.stream, act_round_kernel)(src, key.mode, copy.x, copy.q, copy.d);
     IKLLM_CUDA_LAUNCHED("act_round_kernel");
     if (shareable) {
         env.act_cache->store(key, copy);

@@ -233,11 +233,11 @@ void launch_split(const AttnArgs& a, int64_t T, int64_t n_head, const OpEnv& env
     if (n_splits > 1)
         partial = static_cast<float*>(env.scratch->alloc(sizeof(float) * (size_t)(blocks * n_splits * (a.d_v + 2))));
     const dim3 grid((unsigned)T, (unsigned)n_head, (unsigned)n_splits);
-    attention_split_kernel<DVT><<<grid, kAttnThreads, 0, env.stream>>>(a, (int)n_splits, (int)std::max<int64_t>(split_cells, 1),
+    IKLLM_LAUNCH(grid, kAttnThreads, 0, env.stream, attention_split_kernel<DVT>)(a, (int)n_splits, (int)std::max<int64_t>(split_cells, 1),
                                                                        partial);
     IKLLM_CUDA_LAUNCHED("attention_split_kernel");
     if (n_splits > 1) {
-        attention_combine_kernel<<<dim3((unsigned)T, (unsigned)n_head), 128, 0, env.stream>>>(a, (int)n_splits, partial);
+        IKLLM_LAUNCH(dim3((unsigned)T, (unsigned)n_head), 128, 0, env.stream, attention_combine_kernel)(a, (int)n_splits, partial);
         IKLLM_CUDA_LAUNCHED("attention_combine_kernel");
     }
 }

@@ -5,12 +5,9 @@
 #include <cstdint>
 
 #include "act_round_kernel.cuh"
+#include "launch.cuh"
 #include "op_math.cuh"
 #include "quant/type_traits.h"
-
-#ifndef IKLLM_DYN_SHARED  // the launch's dynamic shared memory (the host emulation maps it)
-#define IKLLM_DYN_SHARED(type, name) extern __shared__ type name[]
-#endif
 
 namespace ikllm::cuda {
 

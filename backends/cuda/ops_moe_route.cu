@@ -39,7 +39,7 @@ struct RouteArgs {
 };
 
 __global__ void moe_route_kernel(RouteArgs a) {
-    extern __shared__ float sh[];
+    IKLLM_DYN_SHARED(float, sh);
     float* prob = sh;              // [n_exp]
     float* sel = sh + a.n_exp;     // [n_exp]
     __shared__ float s_mx, s_inv;
@@ -168,7 +168,7 @@ void run_moe_route(const Op& op, const OpEnv& env) {
     a.ser_max = p.ser_max;
     a.ser_frac = p.ser_frac;
     const size_t shmem = sizeof(float) * 2 * (size_t)n_exp;
-    moe_route_kernel<<<(unsigned)T, kThreads, shmem, env.stream>>>(a);
+    IKLLM_LAUNCH((unsigned)T, kThreads, shmem, env.stream, moe_route_kernel)(a);
     IKLLM_CUDA_LAUNCHED("moe_route_kernel");
 }
 

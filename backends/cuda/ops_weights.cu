@@ -103,7 +103,7 @@ void run_get_rows(const Op& op, const OpEnv& env) {
     if (op.n_i32 <= 0) return;
     const bool ok = dispatch_weight_type(table.type, [&](auto d) {
         using D = decltype(d);
-        get_rows_kernel<D><<<(unsigned)op.n_i32, 128, 0, env.stream>>>(static_cast<const uint8_t*>(table.data), table.nb[1],
+        IKLLM_LAUNCH((unsigned)op.n_i32, 128, 0, env.stream, get_rows_kernel<D>)(static_cast<const uint8_t*>(table.data), table.nb[1],
                                                                        op.i32, table.ne[0], static_cast<float*>(dst.data),
                                                                        dst.nb[1]);
     });
@@ -230,12 +230,12 @@ void run_mul_mat_swiglu(const Op& op, const OpEnv& env, const ActRoundOut* round
     if (round) {
         if (y.ne[2] != 1 || y.ne[3] != 1) throw std::runtime_error("CUDA mul_mat_swiglu: rounding needs rows [N, T]");
         const int64_t warps = T * ((N + 255) / 256);
-        swiglu_round_kernel<<<blocks_for(warps * 32, 128), 128, 0, env.stream>>>(g, u, N, T, static_cast<float*>(y.data),
+        IKLLM_LAUNCH(blocks_for(warps * 32, 128), 128, 0, env.stream, swiglu_round_kernel)(g, u, N, T, static_cast<float*>(y.data),
                                                                                 y.nb[1], *round);
         IKLLM_CUDA_LAUNCHED("swiglu_round_kernel");
         return;
     }
-    swiglu_rows_kernel<<<blocks_for(N * T, 256), 256, 0, env.stream>>>(g, u, N, T, static_cast<float*>(y.data), y.nb[1],
+    IKLLM_LAUNCH(blocks_for(N * T, 256), 256, 0, env.stream, swiglu_rows_kernel)(g, u, N, T, static_cast<float*>(y.data), y.nb[1],
                                                                        false);
     IKLLM_CUDA_LAUNCHED("swiglu_rows_kernel");
 }
@@ -309,7 +309,7 @@ void moe_ffn_on_device(const Op& op, const OpEnv& env) {
     b.y_z = sizeof(float) * n_ff;
     if (!wu || same_rounding(env, wu->type, wg.type)) launch_rounded(with_activations_of(b, ar), env);
     else launch_mat(with_activations_of(b, a), env);
-    swiglu_rows_kernel<<<blocks_for(pairs * n_ff, 256), 256, 0, env.stream>>>(g, u, n_ff, pairs, g, sizeof(float) * n_ff,
+    IKLLM_LAUNCH(blocks_for(pairs * n_ff, 256), 256, 0, env.stream, swiglu_rows_kernel)(g, u, n_ff, pairs, g, sizeof(float) * n_ff,
                                                                               op.moe.round_f16);
     IKLLM_CUDA_LAUNCHED("swiglu_rows_kernel");
     // Down: pair z reads its own hidden row.
@@ -320,7 +320,7 @@ void moe_ffn_on_device(const Op& op, const OpEnv& env) {
     d.y_z = sizeof(float) * E;
     launch_mat(d, env);
     const dim3 grid(blocks_for(E, 256), (unsigned)T);
-    moe_combine_ids_kernel<<<grid, 256, 0, env.stream>>>(eout, static_cast<const int32_t*>(ids.data), ids.nb[1],
+    IKLLM_LAUNCH(grid, 256, 0, env.stream, moe_combine_ids_kernel)(eout, static_cast<const int32_t*>(ids.data), ids.nb[1],
                                                          static_cast<const float*>(wts.data), wts.nb[1], k, n_exp, E,
                                                          static_cast<float*>(y.data), y.nb[1]);
     IKLLM_CUDA_LAUNCHED("moe_combine_ids_kernel");
@@ -405,7 +405,7 @@ void run_moe_ffn(const Op& op, const OpEnv& env) {
         launch_mat(b, env);
     }
     if (total > 0) {
-        swiglu_rows_kernel<<<blocks_for(total * n_ff, 256), 256, 0, env.stream>>>(g, u, n_ff, total, g,
+        IKLLM_LAUNCH(blocks_for(total * n_ff, 256), 256, 0, env.stream, swiglu_rows_kernel)(g, u, n_ff, total, g,
                                                                                   sizeof(float) * n_ff, op.moe.round_f16);
         IKLLM_CUDA_LAUNCHED("swiglu_rows_kernel");
     }
@@ -422,7 +422,7 @@ void run_moe_ffn(const Op& op, const OpEnv& env) {
         launch_mat(a, env);
     }
     const dim3 grid(blocks_for(E, 256), (unsigned)T);
-    moe_combine_kernel<<<grid, 256, 0, env.stream>>>(eout, d_idx + total, static_cast<const float*>(wts.data), wts.nb[1], k,
+    IKLLM_LAUNCH(grid, 256, 0, env.stream, moe_combine_kernel)(eout, d_idx + total, static_cast<const float*>(wts.data), wts.nb[1], k,
                                                      E, static_cast<float*>(y.data), y.nb[1]);
     IKLLM_CUDA_LAUNCHED("moe_combine_kernel");
 }

@@ -6,12 +6,20 @@
 // (A: lane g*4+t holds row g (reg 0) and g+8 (reg 1), columns 4t..4t+3; B: rows 4t..4t+3 of
 // column g; C: rows g and g+8, columns 2t, 2t+1). Include after the CUDA headers (cuda_runtime.h
 // for dim3 and the vector types) and before the kernel headers it maps the CUDA vocabulary for.
+//
+// Also the base of the emulated CUDA backend (emu_prelude.h, emu_runtime.cpp): everything here is
+// safe to include in several translation units (inline, a weak switch routine), the state is per
+// OS thread, and launcher() is what IKLLM_LAUNCH (backends/cuda/launch.cuh) expands to there.
 #pragma once
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <tuple>
+#include <type_traits>
 #include <ucontext.h>
+#include <utility>
 #include <vector>
 
 namespace emu {
@@ -25,7 +33,7 @@ namespace emu {
 #define IKLLM_EMU_STACK_SWITCH 1
 extern "C" void ikllm_emu_switch(void** save_sp, void* load_sp);
 asm(".pushsection .text\n"
-    ".globl ikllm_emu_switch\n"
+    ".weak ikllm_emu_switch\n"  // (defined by every translation unit that includes this)
     ".type ikllm_emu_switch, @function\n"
     "ikllm_emu_switch:\n"
     "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
@@ -40,17 +48,17 @@ struct Fiber {
     dim3 tid;
     bool done = false;
 };
-void* g_sched_sp = nullptr;
+inline thread_local void* g_sched_sp = nullptr;
 #else
 struct Fiber {
     ucontext_t ctx;
     dim3 tid;
     bool done = false;
 };
-ucontext_t g_sched;
+inline thread_local ucontext_t g_sched;
 #endif
-Fiber* g_current = nullptr;
-dim3 tl_tid;
+inline thread_local Fiber* g_current = nullptr;
+inline thread_local dim3 tl_tid;
 
 #ifdef IKLLM_EMU_STACK_SWITCH
 inline void yield() { ikllm_emu_switch(&g_current->sp, g_sched_sp); }
@@ -87,7 +95,7 @@ struct Block {
     }
 };
 
-Block* tl_block = nullptr;
+inline thread_local Block* tl_block = nullptr;
 inline void sync_block() { tl_block->block.wait(); }
 inline int lane() { return (int)tl_tid.x % 32; }
 inline uint32_t* warp_slots() { return tl_block->slot.data() + 4 * (size_t)(tl_tid.x / 32 * 32); }
@@ -126,11 +134,11 @@ inline void mma_s8_16816(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t b0) {
     sync_warp();
 }
 
-const std::function<void()>* g_kernel = nullptr;
+inline thread_local const std::function<void()>* g_kernel = nullptr;
 #ifdef IKLLM_EMU_STACK_SWITCH
 // A fiber's first switch "returns" into this (entered with rsp = 8 mod 16, as after a call); it
 // never returns: the last switch goes back to the scheduler for good.
-[[noreturn]] void fiber_entry() {
+[[noreturn]] inline void fiber_entry() {
     (*g_kernel)();
     g_current->done = true;
     void* unused = nullptr;
@@ -139,7 +147,7 @@ const std::function<void()>* g_kernel = nullptr;
 }
 // A fresh stack for ikllm_emu_switch to load: six zero registers, then fiber_entry as the return
 // address, above it a never-used return slot for fiber_entry's own frame.
-void* fiber_stack(char* stack, size_t bytes) {
+inline void* fiber_stack(char* stack, size_t bytes) {
     void** sp = reinterpret_cast<void**>((reinterpret_cast<uintptr_t>(stack) + bytes) & ~(uintptr_t)15);
     *--sp = nullptr;
     *--sp = reinterpret_cast<void*>(&fiber_entry);
@@ -147,14 +155,14 @@ void* fiber_stack(char* stack, size_t bytes) {
     return sp;
 }
 #else
-void fiber_main() {
+inline void fiber_main() {
     (*g_kernel)();
     g_current->done = true;
 }
 #endif
 // One block: every fiber from the start of the kernel to its end. (Kept out of launch(): locals
 // that live across it would draw -Wclobbered: getcontext counts as returns-twice.)
-[[gnu::noinline]] void run_block(Block& b, std::vector<Fiber>& fibers, char* stacks, size_t stack_bytes) {
+[[gnu::noinline]] inline void run_block(Block& b, std::vector<Fiber>& fibers, char* stacks, size_t stack_bytes) {
     tl_block = &b;
     for (size_t t = 0; t < fibers.size(); ++t) {
         Fiber& f = fibers[t];
@@ -184,14 +192,22 @@ void fiber_main() {
         }
 }
 
+template <class To, class From>
+inline To bits_of(From v) {
+    static_assert(sizeof(To) == sizeof(From), "same size");
+    To r;
+    std::memcpy(&r, &v, sizeof r);
+    return r;
+}
+
 inline float uint_as_float(uint32_t u) {
     float f;
     std::memcpy(&f, &u, 4);
     return f;
 }
 
-dim3 g_grid;                   // gridDim of the running launch
-std::vector<char> g_dyn_shared;  // the launch's dynamic shared memory (extern __shared__)
+inline thread_local dim3 g_grid;                   // gridDim of the running launch
+inline thread_local std::vector<char> g_dyn_shared;  // the launch's dynamic shared memory (extern __shared__)
 template <class T>
 T* dyn_shared() {
     return reinterpret_cast<T*>(g_dyn_shared.data());
@@ -207,8 +223,8 @@ void launch(dim3 grid, int threads, F kernel, size_t shared_bytes = 0) {
     const std::function<void()> fn = kernel;
     g_kernel = &fn;
     // Fiber stacks kept across launches (fresh ones cost a page fault per page every launch).
-    static std::unique_ptr<char[]> stacks;
-    static int stack_threads = 0;
+    static thread_local std::unique_ptr<char[]> stacks;
+    static thread_local int stack_threads = 0;
     if (threads > stack_threads) {
         stacks.reset(new char[kStack * (size_t)threads]);
         stack_threads = threads;
@@ -222,6 +238,55 @@ void launch(dim3 grid, int threads, F kernel, size_t shared_bytes = 0) {
                 b.dim = dim3(threads, 1, 1);
                 run_block(b, fibers, stacks.get(), kStack);
             }
+}
+
+// ---- launches through IKLLM_LAUNCH (the emulated backend) ------------------------------------
+
+// A launch the device would refuse (block of more than 1024 threads, a grid dimension out of
+// range, more than 48 KiB of dynamic shared memory) sets this instead of running, as a launch
+// error; the emulated runtime's cudaGetLastError returns and clears it.
+inline thread_local cudaError_t g_launch_error = cudaSuccess;
+// Set by the emulated runtime (emu_runtime.cpp): takes the work of a launch on a stream that is
+// being captured into a graph (true) or leaves it to run now (false). Null: always run now.
+inline bool (*g_capture)(cudaStream_t stream, const void* kernel, const std::function<void()>& work) = nullptr;
+// Kernels' __shared__ variables are statics: one launch at a time in the process.
+inline std::recursive_mutex& launch_mutex() {
+    static std::recursive_mutex m;
+    return m;
+}
+
+template <class... P>
+struct Launcher {
+    dim3 grid, block;
+    size_t shared;
+    cudaStream_t stream;
+    void (*kernel)(P...);
+    template <class... A>
+    void operator()(A&&... a) const {
+        const uint64_t threads = (uint64_t)block.x * block.y * block.z;
+        if (threads == 0 || threads > 1024 || grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 ||
+            grid.z > 65535 || shared > 48 * 1024) {
+            g_launch_error = cudaErrorInvalidConfiguration;
+            return;
+        }
+        if (block.y != 1 || block.z != 1) {  // (no kernel of the backend uses them)
+            g_launch_error = cudaErrorNotSupported;
+            return;
+        }
+        // The arguments are copied at the launch, as the device does.
+        auto args = std::make_shared<std::tuple<std::decay_t<P>...>>(std::forward<A>(a)...);
+        const std::function<void()> work = [g = grid, n = (int)block.x, sh = shared, k = kernel, args] {
+            std::lock_guard<std::recursive_mutex> lock(launch_mutex());
+            launch(g, n, [&] { std::apply(k, *args); }, sh);
+        };
+        if (g_capture && g_capture(stream, reinterpret_cast<const void*>(kernel), work)) return;
+        work();
+    }
+};
+
+template <class... P>
+Launcher<P...> launcher(dim3 grid, dim3 block, size_t shared, cudaStream_t stream, void (*kernel)(P...)) {
+    return {grid, block, shared, stream, kernel};
 }
 
 }  // namespace emu
@@ -246,6 +311,12 @@ void launch(dim3 grid, int threads, F kernel, size_t shared_bytes = 0) {
 #define __shfl_xor_sync(mask, v, o) ::emu::shfl_xor((v), (o))
 #define __fadd_rn(a, b) ((a) + (b))  // one IEEE float add, as on the device
 #define __uint_as_float(u) ::emu::uint_as_float(u)
+#define __fsub_rn(a, b) ((a) - (b))
+#define __fmul_rn(a, b) ((a) * (b))
+#define __fdiv_rn(a, b) ((a) / (b))
+#define __float_as_uint(f) ::emu::bits_of<uint32_t>(f)
+#define __int_as_float(i) ::emu::bits_of<float>((int32_t)(i))
+#define __trap() __builtin_trap()
 #define IKLLM_MMA_EMULATION(c, a0, a1, b0) ::emu::mma_s8_16816((c), (a0), (a1), (b0))
 namespace ikllm::cuda {
 using std::min;

@@ -1,0 +1,363 @@
+// The CUDA runtime calls of the CUDA backend, answered on the host for the emulated backend
+// (libikllm-cuda-emu.so, emu_prelude.h): no GPU, no driver, no libcudart.
+//
+// Device memory is host memory from malloc, tracked per device so that a device has a size
+// (IKLLM_CUDA_EMU_MEMORY bytes each, default 16 GiB; cudaMalloc beyond it fails with
+// cudaErrorMemoryAllocation as on a full GPU) and filled with 0xFF bytes when allocated (NaN as
+// floats: a kernel that reads memory nothing wrote shows up in the results). Copies check their
+// direction against the allocations (a host pointer given as device memory, or the reverse, is
+// cudaErrorInvalidValue). IKLLM_CUDA_EMU_DEVICES sets the number of devices (default 1).
+//
+// Streams run their work at once, in issue order, on the calling thread -- except while a
+// stream is being captured: then launches, copies and memsets are recorded into the graph, and
+// run when an executable graph made from it is launched. cudaGraphExecUpdate accepts a graph
+// with the same sequence of nodes (same kernels, same kinds of copies), as the device does for
+// a topology-preserving update, and refuses any other.
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "emu_cuda.h"
+
+namespace {
+
+struct Node {
+    const void* key;  // the kernel, or a tag for copies and memsets
+    std::function<void()> work;
+};
+
+char g_copy_tag, g_memset_tag;
+
+struct Allocation {
+    size_t bytes;
+    int device;  // -1: pinned host memory
+};
+
+struct Runtime {
+    std::mutex mu;
+    std::map<uintptr_t, Allocation> allocations;
+    std::vector<size_t> used;
+    size_t capacity = 0;
+    Runtime() {
+        int n = 1;
+        if (const char* e = std::getenv("IKLLM_CUDA_EMU_DEVICES")) n = std::atoi(e);
+        used.assign((size_t)(n < 0 ? 0 : n > 8 ? 8 : n), 0);
+        capacity = (size_t)16 << 30;
+        if (const char* e = std::getenv("IKLLM_CUDA_EMU_MEMORY")) capacity = std::strtoull(e, nullptr, 10);
+    }
+    // The allocation that holds [p, p + n), or null.
+    const Allocation* find(const void* p, size_t n) {
+        std::lock_guard<std::mutex> lock(mu);
+        const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+        auto it = allocations.upper_bound(a);
+        if (it == allocations.begin()) return nullptr;
+        --it;
+        return a + n <= it->first + it->second.bytes ? &it->second : nullptr;
+    }
+};
+
+Runtime& rt() {
+    static Runtime r;
+    return r;
+}
+
+thread_local int t_device = 0;
+thread_local cudaError_t t_last = cudaSuccess;
+
+cudaError_t fail(cudaError_t e) {
+    t_last = e;
+    return e;
+}
+
+bool on_device(const void* p, size_t n) {
+    const Allocation* a = rt().find(p, n);
+    return a && a->device >= 0;
+}
+
+// The direction a copy's pointers take, checked against the allocations.
+bool copy_ok(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
+    if (n == 0) return true;
+    switch (kind) {
+        case cudaMemcpyHostToDevice: return on_device(dst, n) && !on_device(src, n);
+        case cudaMemcpyDeviceToHost: return !on_device(dst, n) && on_device(src, n);
+        case cudaMemcpyDeviceToDevice: return on_device(dst, n) && on_device(src, n);
+        case cudaMemcpyHostToHost: return !on_device(dst, n) && !on_device(src, n);
+        default: return true;
+    }
+}
+
+}  // namespace
+
+struct CUstream_st {
+    bool capturing = false;
+    std::vector<Node> nodes;
+};
+struct CUgraph_st {
+    std::vector<Node> nodes;
+};
+struct CUgraphExec_st {
+    std::vector<Node> nodes;
+};
+struct CUevent_st {
+    std::chrono::steady_clock::time_point t;
+};
+
+namespace {
+
+// Work on a capturing stream is recorded; anything else runs now.
+bool capture(cudaStream_t s, const void* key, const std::function<void()>& work) {
+    if (!s || !s->capturing) return false;
+    s->nodes.push_back({key, work});
+    return true;
+}
+
+const bool g_hooked = (emu::g_capture = &capture, true);
+
+cudaError_t run_or_record(cudaStream_t s, const void* key, std::function<void()> work) {
+    if (!capture(s, key, work)) work();
+    return cudaSuccess;
+}
+
+}  // namespace
+
+// ---- devices --------------------------------------------------------------------------------
+
+cudaError_t cudaGetDeviceCount(int* count) {
+    *count = (int)rt().used.size();
+    return rt().used.empty() ? fail(cudaErrorNoDevice) : cudaSuccess;
+}
+cudaError_t cudaSetDevice(int device) {
+    if (device < 0 || device >= (int)rt().used.size()) return fail(cudaErrorInvalidDevice);
+    t_device = device;
+    return cudaSuccess;
+}
+cudaError_t cudaGetDevice(int* device) {
+    *device = t_device;
+    return cudaSuccess;
+}
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+    if (device < 0 || device >= (int)rt().used.size()) return fail(cudaErrorInvalidDevice);
+    *prop = cudaDeviceProp{};
+    std::snprintf(prop->name, sizeof prop->name, "ikllm CUDA host emulation %d", device);
+    prop->major = 9;
+    prop->minor = 0;
+    prop->multiProcessorCount = 132;
+    prop->totalGlobalMem = rt().capacity;
+    prop->warpSize = 32;
+    prop->maxThreadsPerBlock = 1024;
+    prop->sharedMemPerBlock = 48 * 1024;
+    return cudaSuccess;
+}
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
+    if (device < 0 || device >= (int)rt().used.size()) return fail(cudaErrorInvalidDevice);
+    switch (attr) {
+        case cudaDevAttrMultiProcessorCount: *value = 132; return cudaSuccess;
+        case cudaDevAttrComputeCapabilityMajor: *value = 9; return cudaSuccess;
+        case cudaDevAttrComputeCapabilityMinor: *value = 0; return cudaSuccess;
+        default: return fail(cudaErrorInvalidValue);
+    }
+}
+cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
+    std::lock_guard<std::mutex> lock(rt().mu);
+    *total = rt().capacity;
+    *free_bytes = rt().capacity - rt().used[(size_t)t_device];
+    return cudaSuccess;
+}
+
+// ---- errors ---------------------------------------------------------------------------------
+
+cudaError_t cudaGetLastError() {
+    cudaError_t e = t_last;
+    if (e == cudaSuccess) e = emu::g_launch_error;
+    t_last = cudaSuccess;
+    emu::g_launch_error = cudaSuccess;
+    return e;
+}
+const char* cudaGetErrorName(cudaError_t e) {
+    switch (e) {
+        case cudaSuccess: return "cudaSuccess";
+        case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+        case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+        case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+        case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+        case cudaErrorNoDevice: return "cudaErrorNoDevice";
+        case cudaErrorNotSupported: return "cudaErrorNotSupported";
+        case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+        case cudaErrorGraphExecUpdateFailure: return "cudaErrorGraphExecUpdateFailure";
+        default: return "cudaError (emulation)";
+    }
+}
+const char* cudaGetErrorString(cudaError_t e) {
+    switch (e) {
+        case cudaSuccess: return "no error";
+        case cudaErrorInvalidValue: return "invalid argument";
+        case cudaErrorMemoryAllocation: return "out of memory";
+        case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+        case cudaErrorInvalidDevice: return "invalid device ordinal";
+        case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+        case cudaErrorNotSupported: return "operation not supported (by the host emulation)";
+        case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+        case cudaErrorGraphExecUpdateFailure: return "the graph update was not performed";
+        default: return "unknown error (emulation)";
+    }
+}
+
+// ---- memory ---------------------------------------------------------------------------------
+
+cudaError_t cudaMalloc(void** p, size_t bytes) {
+    Runtime& r = rt();
+    {
+        std::lock_guard<std::mutex> lock(r.mu);
+        size_t& used = r.used[(size_t)t_device];
+        if (bytes > r.capacity - used) return fail(cudaErrorMemoryAllocation);
+        used += bytes;
+    }
+    void* m = std::malloc(bytes ? bytes : 1);
+    if (!m) {
+        std::lock_guard<std::mutex> lock(r.mu);
+        r.used[(size_t)t_device] -= bytes;
+        return fail(cudaErrorMemoryAllocation);
+    }
+    std::memset(m, 0xFF, bytes);
+    std::lock_guard<std::mutex> lock(r.mu);
+    r.allocations[reinterpret_cast<uintptr_t>(m)] = {bytes, t_device};
+    *p = m;
+    return cudaSuccess;
+}
+cudaError_t cudaMallocHost(void** p, size_t bytes) {
+    void* m = std::malloc(bytes ? bytes : 1);
+    if (!m) return fail(cudaErrorMemoryAllocation);
+    std::lock_guard<std::mutex> lock(rt().mu);
+    rt().allocations[reinterpret_cast<uintptr_t>(m)] = {bytes, -1};
+    *p = m;
+    return cudaSuccess;
+}
+namespace {
+cudaError_t release(void* p, bool device) {
+    if (!p) return cudaSuccess;
+    Runtime& r = rt();
+    std::lock_guard<std::mutex> lock(r.mu);
+    auto it = r.allocations.find(reinterpret_cast<uintptr_t>(p));
+    if (it == r.allocations.end() || (it->second.device >= 0) != device) return fail(cudaErrorInvalidValue);
+    if (device) r.used[(size_t)it->second.device] -= it->second.bytes;
+    r.allocations.erase(it);
+    std::free(p);
+    return cudaSuccess;
+}
+}  // namespace
+cudaError_t cudaFree(void* p) { return release(p, true); }
+cudaError_t cudaFreeHost(void* p) { return release(p, false); }
+
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
+    if (!copy_ok(dst, src, n, kind)) return fail(cudaErrorInvalidValue);
+    if (n) std::memmove(dst, src, n);
+    return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t s) {
+    if (!copy_ok(dst, src, n, kind)) return fail(cudaErrorInvalidValue);
+    return run_or_record(s, &g_copy_tag, [=] {
+        if (n) std::memmove(dst, src, n);
+    });
+}
+cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                              cudaMemcpyKind kind, cudaStream_t s) {
+    if (height && (!copy_ok(dst, src, width, kind) ||
+                   !copy_ok(static_cast<char*>(dst) + dpitch * (height - 1),
+                            static_cast<const char*>(src) + spitch * (height - 1), width, kind)))
+        return fail(cudaErrorInvalidValue);
+    return run_or_record(s, &g_copy_tag, [=] {
+        for (size_t r = 0; r < height; ++r)
+            std::memmove(static_cast<char*>(dst) + dpitch * r, static_cast<const char*>(src) + spitch * r, width);
+    });
+}
+cudaError_t cudaMemset(void* p, int value, size_t n) {
+    if (n && !on_device(p, n)) return fail(cudaErrorInvalidValue);
+    std::memset(p, value, n);
+    return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void* p, int value, size_t n, cudaStream_t s) {
+    if (n && !on_device(p, n)) return fail(cudaErrorInvalidValue);
+    return run_or_record(s, &g_memset_tag, [=] { std::memset(p, value, n); });
+}
+
+// ---- streams, events, graphs ----------------------------------------------------------------
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) {
+    *s = new CUstream_st;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamDestroy(cudaStream_t s) {
+    delete s;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+    return s && s->capturing ? fail(cudaErrorStreamCaptureUnsupported) : cudaSuccess;
+}
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode) {
+    if (!s || s->capturing) return fail(cudaErrorInvalidValue);
+    s->capturing = true;
+    s->nodes.clear();
+    return cudaSuccess;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* g) {
+    if (!s || !s->capturing) return fail(cudaErrorInvalidValue);
+    s->capturing = false;
+    *g = new CUgraph_st{std::move(s->nodes)};
+    s->nodes.clear();
+    return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t g) {
+    delete g;
+    return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* e, cudaGraph_t g, unsigned long long) {
+    *e = new CUgraphExec_st{g->nodes};
+    return cudaSuccess;
+}
+cudaError_t cudaGraphExecUpdate(cudaGraphExec_t e, cudaGraph_t g, cudaGraphExecUpdateResultInfo* info) {
+    bool same = e->nodes.size() == g->nodes.size();
+    for (size_t i = 0; same && i < g->nodes.size(); ++i) same = e->nodes[i].key == g->nodes[i].key;
+    if (info) *info = cudaGraphExecUpdateResultInfo{};
+    if (!same) {
+        if (info) info->result = cudaGraphExecUpdateErrorTopologyChanged;
+        return fail(cudaErrorGraphExecUpdateFailure);
+    }
+    e->nodes = g->nodes;
+    if (info) info->result = cudaGraphExecUpdateSuccess;
+    return cudaSuccess;
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) {
+    delete e;
+    return cudaSuccess;
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s) {
+    if (s && s->capturing) return fail(cudaErrorStreamCaptureUnsupported);
+    for (const Node& n : e->nodes) n.work();
+    return cudaSuccess;
+}
+cudaError_t cudaEventCreate(cudaEvent_t* e) {
+    *e = new CUevent_st;
+    return cudaSuccess;
+}
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+    delete e;
+    return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+    if (s && s->capturing) return fail(cudaErrorStreamCaptureUnsupported);
+    e->t = std::chrono::steady_clock::now();
+    return cudaSuccess;
+}
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) {
+    *ms = std::chrono::duration<float, std::milli>(b->t - a->t).count();
+    return cudaSuccess;
+}
