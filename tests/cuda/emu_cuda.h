@@ -8,8 +8,10 @@
 // for dim3 and the vector types) and before the kernel headers it maps the CUDA vocabulary for.
 //
 // Also the base of the emulated CUDA backend (emu_prelude.h, emu_runtime.cpp): everything here is
-// safe to include in several translation units (inline, a weak switch routine), the state is per
-// OS thread, and launcher() is what IKLLM_LAUNCH (backends/cuda/launch.cuh) expands to there.
+// safe to include in several translation units (inline, a weak switch routine), and launcher() is
+// what IKLLM_LAUNCH (backends/cuda/launch.cuh) expands to there. One launch runs at a time in the
+// process (launcher() holds launch_mutex(): the kernels' __shared__ variables are statics), so the
+// fiber state is plain globals.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -46,19 +48,21 @@ asm(".pushsection .text\n"
 struct Fiber {
     void* sp = nullptr;
     dim3 tid;
+    unsigned exchanges = 0;  // warp exchanges (shuffles, mma) so far: which slot buffer is next
     bool done = false;
 };
-inline thread_local void* g_sched_sp = nullptr;
+inline void* g_sched_sp = nullptr;
 #else
 struct Fiber {
     ucontext_t ctx;
     dim3 tid;
+    unsigned exchanges = 0;
     bool done = false;
 };
-inline thread_local ucontext_t g_sched;
+inline ucontext_t g_sched;
 #endif
-inline thread_local Fiber* g_current = nullptr;
-inline thread_local dim3 tl_tid;
+inline Fiber* g_current = nullptr;
+inline dim3 tl_tid;
 
 #ifdef IKLLM_EMU_STACK_SWITCH
 inline void yield() { ikllm_emu_switch(&g_current->sp, g_sched_sp); }
@@ -89,16 +93,23 @@ struct Block {
     dim3 idx, dim;
     Barrier block;
     std::vector<std::unique_ptr<Barrier>> warps;
-    std::vector<uint32_t> slot;  // per lane exchange words: 4 per thread
-    explicit Block(int threads) : block(threads), slot(4 * (size_t)threads) {
+    // Per lane exchange words, 4 per thread, in two buffers used in turn by a warp's exchanges:
+    // one warp barrier per exchange then suffices (a lane writes a buffer again only after the
+    // next exchange's barrier, which every lane reaches after reading this one).
+    std::vector<uint32_t> slot;
+    explicit Block(int threads) : block(threads), slot(8 * (size_t)threads) {
         for (int w = 0; w < threads / 32; ++w) warps.push_back(std::make_unique<Barrier>(32));
     }
 };
 
-inline thread_local Block* tl_block = nullptr;
+inline Block* tl_block = nullptr;
 inline void sync_block() { tl_block->block.wait(); }
 inline int lane() { return (int)tl_tid.x % 32; }
-inline uint32_t* warp_slots() { return tl_block->slot.data() + 4 * (size_t)(tl_tid.x / 32 * 32); }
+// The slots of the calling lane's warp in the buffer of its next exchange.
+inline uint32_t* warp_slots() {
+    const size_t buffer = g_current->exchanges++ & 1u;
+    return tl_block->slot.data() + 4 * (buffer * tl_block->slot.size() / 8 + tl_tid.x / 32 * 32);
+}
 inline void sync_warp() { tl_block->warps[tl_tid.x / 32]->wait(); }
 
 template <class T>
@@ -109,7 +120,6 @@ inline T shfl_xor(T v, int o) {
     sync_warp();
     T r;
     std::memcpy(&r, &s[4 * (lane() ^ o)], sizeof(T));
-    sync_warp();
     return r;
 }
 
@@ -131,10 +141,9 @@ inline void mma_s8_16816(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t b0) {
         for (int k = 0; k < 16; ++k) acc += A(row, k) * B(k, col);
         c[e] += acc;
     }
-    sync_warp();
 }
 
-inline thread_local const std::function<void()>* g_kernel = nullptr;
+inline const std::function<void()>* g_kernel = nullptr;
 #ifdef IKLLM_EMU_STACK_SWITCH
 // A fiber's first switch "returns" into this (entered with rsp = 8 mod 16, as after a call); it
 // never returns: the last switch goes back to the scheduler for good.
@@ -168,6 +177,7 @@ inline void fiber_main() {
         Fiber& f = fibers[t];
         f.tid = dim3((unsigned)t, 0, 0);
         f.done = false;
+        f.exchanges = 0;
 #ifdef IKLLM_EMU_STACK_SWITCH
         f.sp = fiber_stack(stacks + stack_bytes * t, stack_bytes);
 #else
@@ -206,8 +216,8 @@ inline float uint_as_float(uint32_t u) {
     return f;
 }
 
-inline thread_local dim3 g_grid;                   // gridDim of the running launch
-inline thread_local std::vector<char> g_dyn_shared;  // the launch's dynamic shared memory (extern __shared__)
+inline dim3 g_grid;                   // gridDim of the running launch
+inline std::vector<char> g_dyn_shared;  // the launch's dynamic shared memory (extern __shared__)
 template <class T>
 T* dyn_shared() {
     return reinterpret_cast<T*>(g_dyn_shared.data());
@@ -223,8 +233,8 @@ void launch(dim3 grid, int threads, F kernel, size_t shared_bytes = 0) {
     const std::function<void()> fn = kernel;
     g_kernel = &fn;
     // Fiber stacks kept across launches (fresh ones cost a page fault per page every launch).
-    static thread_local std::unique_ptr<char[]> stacks;
-    static thread_local int stack_threads = 0;
+    static std::unique_ptr<char[]> stacks;
+    static int stack_threads = 0;
     if (threads > stack_threads) {
         stacks.reset(new char[kStack * (size_t)threads]);
         stack_threads = threads;

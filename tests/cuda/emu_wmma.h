@@ -1,9 +1,11 @@
 // Host emulation of the warp matrix functions (nvcuda::wmma) that the fp16 tensor-core kernel
-// uses, for the emulated CUDA backend (emu_prelude.h). A fragment holds its whole 16 x 16 tile in
-// every lane (the device spreads it over the warp's registers in an unspecified layout): every
-// lane of the warp loads, multiplies and stores the same tile, so the result does not depend on
-// the order the emulation runs the lanes in. Products accumulate in float in k order (the
-// device's order inside an mma is unspecified; the results agree to float rounding).
+// uses, for the emulated CUDA backend (emu_prelude.h). The warp's lane 0 does the whole warp's
+// work: its fragment holds the whole 16 x 16 tile (the device spreads it over the warp's registers
+// in an unspecified layout), the other lanes' fragments stay unused. That is exact as long as the
+// kernel reads what store_matrix_sync wrote only after a barrier, which the device requires too
+// (lane 0 stores before it arrives at that barrier, so before anyone passes it). Products accumulate
+// in float in k order (the device's order inside an mma is unspecified; the results agree to
+// float rounding).
 #pragma once
 #include <cuda_fp16.h>
 
@@ -29,12 +31,14 @@ struct fragment {
 
 template <class Use, int M, int N, int K, class T, class L>
 inline void fill_fragment(fragment<Use, M, N, K, T, L>& f, float value) {
+    if (emu::lane() != 0) return;
     for (float& x : f.v) x = value;
 }
 
 // Element (r, c) of a row-major tile at p[r * ldm + c], of a column-major one at p[c * ldm + r].
 template <class Use, int M, int N, int K, class L>
 inline void load_matrix_sync(fragment<Use, M, N, K, __half, L>& f, const __half* p, unsigned ldm) {
+    if (emu::lane() != 0) return;
     using F = fragment<Use, M, N, K, __half, L>;
     constexpr bool row = std::is_same_v<L, row_major>;
     for (int r = 0; r < F::kRows; ++r)
@@ -44,6 +48,7 @@ inline void load_matrix_sync(fragment<Use, M, N, K, __half, L>& f, const __half*
 template <int M, int N, int K, class LA, class LB>
 inline void mma_sync(fragment<accumulator, M, N, K, float>& d, const fragment<matrix_a, M, N, K, __half, LA>& a,
                      const fragment<matrix_b, M, N, K, __half, LB>& b, const fragment<accumulator, M, N, K, float>& c) {
+    if (emu::lane() != 0) return;
     float out[M * N];
     for (int m = 0; m < M; ++m)
         for (int n = 0; n < N; ++n) {
@@ -56,6 +61,7 @@ inline void mma_sync(fragment<accumulator, M, N, K, float>& d, const fragment<ma
 
 template <int M, int N, int K>
 inline void store_matrix_sync(float* p, const fragment<accumulator, M, N, K, float>& f, unsigned ldm, layout_t layout) {
+    if (emu::lane() != 0) return;
     for (int m = 0; m < M; ++m)
         for (int n = 0; n < N; ++n) (layout == mem_row_major ? p[m * ldm + n] : p[n * ldm + m]) = f.v[m * N + n];
 }
