@@ -197,22 +197,26 @@ void run_mul_mat_swiglu(const Op& op, const OpEnv& env, const ActRoundOut* round
     const Tensor& wu = *op.src[2];
     const Tensor& y = *op.dst;
     const int64_t N = wg.ne[1], T = x.ne[1];
-    float* g = static_cast<float*>(env.scratch->alloc(sizeof(float) * N * T * 2));
-    float* u = g + N * T;
+    // Generation with gate and up of one layout: both in one matrix-vector launch, z = 0 the
+    // matrix at the lower address, z = 1 the other (both read activation block 0: x_div 2).
+    const bool one_launch = env.fuse && T <= kMatVecMaxTokens && wu.type == wg.type && wu.nb[1] == wg.nb[1] &&
+                            wu.ne[0] == wg.ne[0] && wu.ne[1] == wg.ne[1] && wu.data != wg.data;
+    // The two outputs in the order of the matrices' addresses when one launch writes both (z = 1
+    // writes N * T floats after z = 0), gate first otherwise.
+    const bool gate_first = !one_launch || wg.data < wu.data;
+    float* lo = static_cast<float*>(env.scratch->alloc(sizeof(float) * N * T * 2));
+    float* g = gate_first ? lo : lo + N * T;
+    float* u = gate_first ? lo + N * T : lo;
     MatArgs a = product_args(op);
     a.y = g;
     a.y_t = sizeof(float) * N;
-    // Generation with gate and up of one layout: both in one matrix-vector launch, z = 0 the
-    // matrix at the lower address, z = 1 the other (both read activation block 0: x_div 2).
-    if (env.fuse && T <= kMatVecMaxTokens && wu.type == wg.type && wu.nb[1] == wg.nb[1] && wu.ne[0] == wg.ne[0] &&
-        wu.ne[1] == wg.ne[1] && wu.data != wg.data) {
-        const bool gate_first = wg.data < wu.data;
+    if (one_launch) {
         MatArgs b = a;
         b.w = static_cast<const uint8_t*>(gate_first ? wg.data : wu.data);
         b.w_z = (size_t)std::abs(static_cast<const uint8_t*>(wu.data) - static_cast<const uint8_t*>(wg.data));
         b.Z = 2;
         b.x_div = 2;
-        b.y = gate_first ? g : u;  // z = 1 writes N * T floats further: the other one
+        b.y = lo;
         b.y_z = sizeof(float) * N * T;
         launch_mat(b, env);
     } else {
