@@ -4,6 +4,7 @@
 #pragma once
 #include "int8_codes.cuh"
 #include "matmul_kernels.cuh"
+#include "warp_reduce.cuh"
 
 namespace ikllm::cuda::mma8 {
 
@@ -218,8 +219,7 @@ __global__ void conv_encode_kernel(MatArgs a, uint8_t* out, int64_t out_row) {
         P[e] = isc * (int)(int8_t)(uint8_t)((e < 4 ? lo : hi) >> 8 * (e & 3));
         mx = fmaxf(mx, bd::i2f(P[e] < 0 ? -P[e] : P[e]));
     }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    mx = warp_max(mx);
     float dnew = mx * C::kConvD0;
     uint32_t q[2] = {0, 0};
     if (dnew < 1.0f) {

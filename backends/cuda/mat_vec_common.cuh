@@ -7,17 +7,14 @@
 #include <cstdint>
 
 #include "matmul_kernels.cuh"
+#include "warp_reduce.cuh"
 
 namespace ikllm::cuda::mv {
 
 constexpr int kVecWarps = 4;      // warps per block; they split the row length
 constexpr int kVecMaxTokens = kMatVecMaxTokens;
 
-__device__ inline float warp_sum(float v) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
+using cuda::warp_sum;
 
 // Weights of batch entry z (a routed expert's matrix when w_ids is set), or null: skip z.
 __device__ inline const uint8_t* weights_of(const MatArgs& a, int64_t z) {

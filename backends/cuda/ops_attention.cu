@@ -21,6 +21,7 @@
 
 #include "cuda_ops.cuh"
 #include "op_math.cuh"
+#include "warp_reduce.cuh"
 #include "quant/type_traits.h"
 
 namespace ikllm::cuda {
@@ -48,7 +49,6 @@ struct AttnArgs {
     int32_t n_cells;
 };
 
-constexpr unsigned kFull = 0xffffffffu;
 
 __device__ __forceinline__ float load_kv(uint32_t type, const uint8_t* row, int e) {
     switch (type) {
@@ -59,14 +59,6 @@ __device__ __forceinline__ float load_kv(uint32_t type, const uint8_t* row, int 
     }
 }
 
-__device__ __forceinline__ float warp_sum(float v) {
-    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(kFull, v, off);
-    return v;
-}
-__device__ __forceinline__ float warp_max(float v) {
-    for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(kFull, v, off));
-    return v;
-}
 
 // Split attention ("flash decoding"): block (token t, query head h, split s) of 128 threads
 // walks the cells of its split in chunks of 128 -- one cell per thread for the score (the

@@ -7,6 +7,7 @@
 #include "act_round_kernel.cuh"
 #include "launch.cuh"
 #include "op_math.cuh"
+#include "warp_reduce.cuh"
 #include "quant/type_traits.h"
 
 namespace ikllm::cuda {
@@ -38,7 +39,7 @@ __global__ void rms_norm_kernel(View x, View y, const float* gain, float eps, Ac
     }
     __shared__ double part[32];
     __shared__ float s_scale;
-    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    sum = warp_sum(sum);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (lane == 0) part[warp] = sum;
     __syncthreads();

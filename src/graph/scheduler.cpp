@@ -115,6 +115,9 @@ Scheduler::~Scheduler() {
                      "issuing device slices %.3f + waiting for devices %.3f\n",
                      prof_.runs, prof_.total * ms, (prof_.total - prof_.cpu - prof_.device_issue - prof_.wait) * ms,
                      prof_.cpu * ms, prof_.device_issue * ms, prof_.wait * ms);
+        if (stream_stats_.ops > 0)
+            std::fprintf(stderr, "scheduler profile: %ld products streamed host weights to a GPU (%.1f MiB, at most %.1f MiB at once)\n",
+                         (long)stream_stats_.ops, (double)stream_stats_.bytes / 1048576.0, (double)stream_stats_.most / 1048576.0);
     }
     for (size_t d = 1; d < execs_.size(); ++d) {
         try {

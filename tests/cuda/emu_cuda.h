@@ -13,6 +13,9 @@
 // process (launcher() holds launch_mutex(): the kernels' __shared__ variables are statics), so the
 // fiber state is plain globals.
 #pragma once
+#ifndef IKLLM_CUDA_EMULATION
+#define IKLLM_CUDA_EMULATION 1  // (the kernel headers' emulation hooks: warp_reduce.cuh, launch.cuh)
+#endif
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -121,6 +124,27 @@ inline T shfl_xor(T v, int o) {
     T r;
     std::memcpy(&r, &s[4 * (lane() ^ o)], sizeof(T));
     return r;
+}
+
+// A butterfly all-reduce over the warp (backends/cuda/warp_reduce.cuh) in one exchange: every
+// lane gets all 32 values and replays the butterfly, so its result has the device's bits.
+template <class T, class Op>
+inline T warp_butterfly(T v, Op op) {
+    static_assert(sizeof(T) <= 16, "a lane's exchange slot holds 16 bytes");
+    uint32_t* s = warp_slots();
+    std::memcpy(&s[4 * lane()], &v, sizeof(T));
+    sync_warp();
+    T vals[32];
+    for (int i = 0; i < 32; ++i) std::memcpy(&vals[i], &s[4 * i], sizeof(T));
+    // Only this lane's dependencies: after the step with offset o it needs the o lanes that agree
+    // with it above bit log2(o), each combined with its partner l ^ o (not among them: in place).
+    const int l = lane();
+    for (int o = 16; o > 0; o >>= 1)
+        for (int m = 0; m < o; ++m) {
+            const int i = (l & ~(o - 1)) | m;
+            vals[i] = op(vals[i], vals[i ^ o]);
+        }
+    return vals[l];
 }
 
 inline int8_t byte_of(uint32_t w, int i) { return (int8_t)(uint8_t)(w >> 8 * i); }
