@@ -666,11 +666,13 @@ void test_mul_mat(cpu::ThreadPool& pool, cpu::Scratch& cs, Env& env, const QMat&
     });
 }
 
+// up_below_gate: both matrices in one device buffer, up at the lower address (generation runs
+// gate and up as one launch addressed by their distance: both orders must work).
 void test_mul_mat_swiglu(cpu::ThreadPool& pool, cpu::Scratch& cs, Env& env, const QMat& Wg, const QMat& Wu, int64_t T,
-                         const std::string& tname) {
+                         const std::string& tname, bool up_below_gate = false) {
     const int64_t K = Wg.K, N = Wg.rows;
     const std::string label = "mul_mat_swiglu " + tname + " K=" + std::to_string(K) + " N=" + std::to_string(N) +
-                              " T=" + std::to_string(T);
+                              " T=" + std::to_string(T) + (up_below_gate ? " up below gate" : "");
     guarded("mul_mat_swiglu", tname, label, [&] {
         const size_t xs = (size_t)K + 4, ys = (size_t)N + 3;
         const std::vector<float> x = activations(K, T, xs);
@@ -692,7 +694,16 @@ void test_mul_mat_swiglu(cpu::ThreadPool& pool, cpu::Scratch& cs, Env& env, cons
         if (g_gpu) {
             auto dx = upload(x.data(), 4 * x.size());
             auto dy = poisoned(4 * l.size);
-            Tensor Gd = on(G, (void*)Wg.dev()), Ud = on(U, (void*)Wu.dev()), Xd = on(X, dp(dx)), Yd = on(Y, dp(dy));
+            const void* gp = Wg.dev();
+            const void* up = Wu.dev();
+            Dev both(up_below_gate ? Wg.q.size() + Wu.q.size() : 0);
+            if (up_below_gate) {
+                up = both.p;
+                gp = static_cast<char*>(both.p) + Wu.q.size();
+                IKLLM_CUDA_CHECK(cudaMemcpy((void*)up, Wu.q.data(), Wu.q.size(), cudaMemcpyHostToDevice));
+                IKLLM_CUDA_CHECK(cudaMemcpy((void*)gp, Wg.q.data(), Wg.q.size(), cudaMemcpyHostToDevice));
+            }
+            Tensor Gd = on(G, (void*)gp), Ud = on(U, (void*)up), Xd = on(X, dp(dx)), Yd = on(Y, dp(dy));
             Op od = op; od.src[0] = &Gd; od.src[1] = &Xd; od.src[2] = &Ud; od.dst = &Yd;
             cuda::run_mul_mat_swiglu(od, env.e); dsync(env);
             yg = download(dy.get(), l.size);
@@ -1098,7 +1109,10 @@ void test_weights(cpu::ThreadPool& pool, cpu::Scratch& cs, Env& env) {
                 Wu = make_weights(pool, type, K, N);
             });
             if (!Wg.q.empty())
-                for (int64_t T : {1, 5, 9, 70}) test_mul_mat_swiglu(pool, cs, env, Wg, Wu, T, tname);
+                for (int64_t T : {1, 5, 9, 70}) {
+                    test_mul_mat_swiglu(pool, cs, env, Wg, Wu, T, tname);
+                    if (T <= 8) test_mul_mat_swiglu(pool, cs, env, Wg, Wu, T, tname, true);
+                }
         }
         {
             const int64_t K = block_multiple(256, type), N = 96, H = 4;

@@ -6,7 +6,10 @@
 // cudaErrorMemoryAllocation as on a full GPU) and filled with 0xFF bytes when allocated (NaN as
 // floats: a kernel that reads memory nothing wrote shows up in the results). Copies check their
 // direction against the allocations (a host pointer given as device memory, or the reverse, is
-// cudaErrorInvalidValue). IKLLM_CUDA_EMU_DEVICES sets the number of devices (default 1).
+// cudaErrorInvalidValue). Every device allocation is followed by a 256-byte guard zone; a kernel
+// that writes past the end of an allocation is reported (stderr) and fails the next synchronizing
+// call or cudaFree with cudaErrorIllegalAddress, as a device's memory fault would (sticky).
+// IKLLM_CUDA_EMU_DEVICES sets the number of devices (default 1).
 //
 // Streams run their work at once, in issue order, on the calling thread -- except while a
 // stream is being captured: then launches, copies and memsets are recorded into the graph, and
@@ -42,6 +45,9 @@ struct Allocation {
     int device;  // -1: pinned host memory
 };
 
+constexpr size_t kGuard = 256;
+constexpr unsigned char kGuardByte = 0xA5;
+
 struct Runtime {
     std::mutex mu;
     std::map<uintptr_t, Allocation> allocations;
@@ -72,10 +78,34 @@ Runtime& rt() {
 
 thread_local int t_device = 0;
 thread_local cudaError_t t_last = cudaSuccess;
+bool g_fault = false;  // a guard zone was overwritten: every later synchronizing call fails
 
 cudaError_t fail(cudaError_t e) {
     t_last = e;
     return e;
+}
+
+bool guard_intact(uintptr_t base, const Allocation& a) {
+    const unsigned char* g = reinterpret_cast<const unsigned char*>(base) + a.bytes;
+    for (size_t i = 0; i < kGuard; ++i)
+        if (g[i] != kGuardByte) return false;
+    return true;
+}
+
+// Checks every device allocation's guard zone (the caller holds rt().mu).
+cudaError_t check_guards_locked() {
+    for (const auto& [base, a] : rt().allocations)
+        if (a.device >= 0 && !guard_intact(base, a)) {
+            if (!g_fault)
+                std::fprintf(stderr, "emulated CUDA device: a kernel wrote past the end of a %zu-byte allocation\n",
+                             a.bytes);
+            g_fault = true;
+        }
+    return g_fault ? fail(cudaErrorIllegalAddress) : cudaSuccess;
+}
+cudaError_t check_guards() {
+    std::lock_guard<std::mutex> lock(rt().mu);
+    return check_guards_locked();
 }
 
 bool on_device(const void* p, size_t n) {
@@ -193,6 +223,7 @@ const char* cudaGetErrorName(cudaError_t e) {
         case cudaErrorNotSupported: return "cudaErrorNotSupported";
         case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
         case cudaErrorGraphExecUpdateFailure: return "cudaErrorGraphExecUpdateFailure";
+        case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
         default: return "cudaError (emulation)";
     }
 }
@@ -207,6 +238,7 @@ const char* cudaGetErrorString(cudaError_t e) {
         case cudaErrorNotSupported: return "operation not supported (by the host emulation)";
         case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
         case cudaErrorGraphExecUpdateFailure: return "the graph update was not performed";
+        case cudaErrorIllegalAddress: return "an illegal memory access was encountered (emulation: a write past an allocation)";
         default: return "unknown error (emulation)";
     }
 }
@@ -221,13 +253,14 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
         if (bytes > r.capacity - used) return fail(cudaErrorMemoryAllocation);
         used += bytes;
     }
-    void* m = std::malloc(bytes ? bytes : 1);
+    void* m = std::malloc(bytes + kGuard);
     if (!m) {
         std::lock_guard<std::mutex> lock(r.mu);
         r.used[(size_t)t_device] -= bytes;
         return fail(cudaErrorMemoryAllocation);
     }
     std::memset(m, 0xFF, bytes);
+    std::memset(static_cast<char*>(m) + bytes, kGuardByte, kGuard);
     std::lock_guard<std::mutex> lock(r.mu);
     r.allocations[reinterpret_cast<uintptr_t>(m)] = {bytes, t_device};
     *p = m;
@@ -248,6 +281,7 @@ cudaError_t release(void* p, bool device) {
     std::lock_guard<std::mutex> lock(r.mu);
     auto it = r.allocations.find(reinterpret_cast<uintptr_t>(p));
     if (it == r.allocations.end() || (it->second.device >= 0) != device) return fail(cudaErrorInvalidValue);
+    if (device && check_guards_locked() != cudaSuccess) return cudaErrorIllegalAddress;
     if (device) r.used[(size_t)it->second.device] -= it->second.bytes;
     r.allocations.erase(it);
     std::free(p);
@@ -258,6 +292,7 @@ cudaError_t cudaFree(void* p) { return release(p, true); }
 cudaError_t cudaFreeHost(void* p) { return release(p, false); }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
+    if (check_guards() != cudaSuccess) return cudaErrorIllegalAddress;
     if (!copy_ok(dst, src, n, kind)) return fail(cudaErrorInvalidValue);
     if (n) std::memmove(dst, src, n);
     return cudaSuccess;
@@ -291,7 +326,7 @@ cudaError_t cudaMemsetAsync(void* p, int value, size_t n, cudaStream_t s) {
 
 // ---- streams, events, graphs ----------------------------------------------------------------
 
-cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize() { return check_guards(); }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) {
     *s = new CUstream_st;
     return cudaSuccess;
@@ -301,7 +336,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
     return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
-    return s && s->capturing ? fail(cudaErrorStreamCaptureUnsupported) : cudaSuccess;
+    return s && s->capturing ? fail(cudaErrorStreamCaptureUnsupported) : check_guards();
 }
 cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode) {
     if (!s || s->capturing) return fail(cudaErrorInvalidValue);
