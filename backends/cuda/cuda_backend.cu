@@ -66,11 +66,28 @@ private:
     size_t size_;
 };
 
+// Device memory that did not fit, with what and how much (a std::bad_alloc, so the host library
+// reports IKLLM_ERR_OUT_OF_MEMORY with this text).
+class DeviceOutOfMemory final : public std::bad_alloc {
+public:
+    explicit DeviceOutOfMemory(std::string msg) : msg_(std::move(msg)) {}
+    const char* what() const noexcept override { return msg_.c_str(); }
+
+private:
+    std::string msg_;
+};
+
 // Temporaries of one op: chunks grow on demand and are reused by the next op (the stream
 // orders the next op's kernels after this one's).
 class ChunkScratch final : public Scratch {
 public:
     explicit ChunkScratch(int device) : device_(device) {}
+    // Frees every chunk (after a failed slice: a batch that did not fit keeps nothing; the
+    // caller synchronized the stream).
+    void drop() {
+        chunks_.clear();
+        chunk_ = used_ = kept_chunk_ = kept_used_ = 0;
+    }
     // Back to the start, or to the end of what keep() reserved (until release()).
     void reset() {
         chunk_ = kept_chunk_;
@@ -92,8 +109,22 @@ public:
             ++chunk_;
             used_ = 0;
         }
+        // A chunk of kChunk at least, or just what is asked for when the device has less left
+        // (small GPUs, or one nearly filled by weights and cache).
         const size_t size = bytes > kChunk ? bytes : kChunk;
-        chunks_.push_back(std::make_unique<DeviceBuffer>(device_, size));
+        try {
+            chunks_.push_back(std::make_unique<DeviceBuffer>(device_, size));
+        } catch (const std::bad_alloc&) {
+            try {
+                chunks_.push_back(std::make_unique<DeviceBuffer>(device_, bytes));
+            } catch (const std::bad_alloc&) {
+                size_t free_b = 0, total_b = 0;
+                if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) (void)cudaGetLastError();
+                throw DeviceOutOfMemory("CUDA" + std::to_string(device_) + ": " + std::to_string((bytes + (1u << 20) - 1) >> 20) +
+                                        " MiB of temporaries for this batch do not fit (" + std::to_string(free_b >> 20) +
+                                        " MiB free): decode fewer tokens at once (n_batch) or keep fewer layers on this GPU");
+            }
+        }
         chunk_ = chunks_.size() - 1;
         used_ = bytes;
         return chunks_.back()->data();
@@ -167,6 +198,12 @@ public:
                 if (g) cudaGraphDestroy(g);
                 (void)cudaGetLastError();
             }
+            // What the slice grew its temporaries to stays nowhere: the next, smaller batch may
+            // need that memory (its mirrors and cache), and kept rounded copies die with it.
+            act_cache_.clear();
+            pending_copy_ = {};
+            if (cudaStreamSynchronize(stream_) != cudaSuccess) (void)cudaGetLastError();
+            scratch_.drop();
             throw;
         }
         if (capture) launch_captured(signature(graph, begin, end));

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
 #include "core/error.h"
@@ -29,8 +30,9 @@ ikllm_status guard(F&& f) noexcept {
     } catch (const Error& e) {
         set_error(e.status, e.what());
         return (ikllm_status)e.status;
-    } catch (const std::bad_alloc&) {
-        set_error(Status::out_of_memory, "out of memory");
+    } catch (const std::bad_alloc& e) {
+        // A subclass says what did not fit (the CUDA plug-in's device temporaries).
+        set_error(Status::out_of_memory, typeid(e) == typeid(std::bad_alloc) ? "out of memory" : e.what());
         return IKLLM_ERR_OUT_OF_MEMORY;
     } catch (const std::exception& e) {
         set_error(Status::internal, std::string("internal error: ") + e.what());

@@ -33,6 +33,14 @@ public:
         for (Pool& p : pools_) p.rewind();
         cur_ = kBatch;
     }
+    // Every block freed (after a failed batch: what it grew to is not kept).
+    void release() {
+        for (Pool& p : pools_) {
+            p.blocks.clear();
+            p.rewind();
+        }
+        cur_ = kBatch;
+    }
     // Later alloc() calls take memory from `pool`; rewind empties it first (its earlier
     // contents are dead).
     void use_pool(int pool, bool rewind) {

@@ -155,16 +155,7 @@ Scheduler::Region* Scheduler::mirror_of(uintptr_t lo, uintptr_t hi, int dev) {
                 spare_.erase(it);
                 break;
             }
-        if (!buf) {
-            try {
-                buf = devices_[(size_t)dev]->alloc(n);
-            } catch (const std::bad_alloc&) {
-                activations_oom(n, dev);
-            } catch (const Error& e) {
-                if (e.status != Status::out_of_memory) throw;
-                activations_oom(n, dev);
-            }
-        }
+        if (!buf) buf = alloc_for_batch(dev, n, n, "activations");
         void* d = buf->data();
         spare_owner_[buf.get()] = dev;
         regions_.push_back({p, n, dev, d, false, std::move(buf)});
@@ -173,11 +164,38 @@ Scheduler::Region* Scheduler::mirror_of(uintptr_t lo, uintptr_t hi, int dev) {
     return nullptr;
 }
 
-void Scheduler::activations_oom(size_t bytes, int dev) {
-    const backend::Capabilities c = devices_[(size_t)dev]->capabilities();
-    fail(Status::out_of_memory, c.name + ": " + std::to_string((bytes + (1u << 20) - 1) >> 20) +
-         " MiB more for this batch's activations do not fit (" + std::to_string(c.memory_free >> 20) +
-         " MiB free): decode fewer tokens at once (n_batch) or keep fewer layers on this GPU");
+// Device memory for this run: `want` bytes, or at least `need` when the device has less left.
+// Unused spares of the device (mirrors of an earlier, larger batch) go first when it is full, so a
+// failed or large batch does not keep smaller ones from running; then a clear out-of-memory error.
+std::unique_ptr<backend::Buffer> Scheduler::alloc_for_batch(int dev, size_t want, size_t need, const char* what) {
+    for (int attempt = 0;; ++attempt) {
+        const size_t n = attempt == 0 ? want : need;
+        try {
+            return devices_[(size_t)dev]->alloc(n);
+        } catch (const std::bad_alloc&) {
+        } catch (const Error& e) {
+            if (e.status != Status::out_of_memory) throw;
+        }
+        if (attempt > 0 && !drop_spares(dev)) {
+            const backend::Capabilities c = devices_[(size_t)dev]->capabilities();
+            fail(Status::out_of_memory, c.name + ": " + std::to_string((need + (1u << 20) - 1) >> 20) +
+                 " MiB more for this batch's " + what + " do not fit (" + std::to_string(c.memory_free >> 20) +
+                 " MiB free): decode fewer tokens at once (n_batch) or keep fewer layers on this GPU");
+        }
+    }
+}
+
+bool Scheduler::drop_spares(int dev) {
+    bool dropped = false;
+    for (auto it = spare_.begin(); it != spare_.end();)
+        if (owner_of_spare(it->get()) == dev) {
+            spare_owner_.erase(it->get());
+            it = spare_.erase(it);
+            dropped = true;
+        } else {
+            ++it;
+        }
+    return dropped;
 }
 
 // Where a tensor's bytes are on `device`: weights placed there are used as they are; host
@@ -337,7 +355,7 @@ const void* Scheduler::stage(const void* host, size_t bytes, int device) {
             // Keep the old buffer alive (already staged pointers still refer to it).
             owned_.push_back(std::move(buf));
         }
-        buf = devices_[(size_t)device]->alloc(size);
+        buf = alloc_for_batch(device, size, need, "small operands");
         used = 0;
     }
     void* dst = static_cast<uint8_t*>(buf->data()) + used;

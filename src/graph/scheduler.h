@@ -78,7 +78,8 @@ private:
     bool stream_weights(const Op& op, int device);
     Region* region_of(uintptr_t lo, uintptr_t hi, int device);
     Region* mirror_of(uintptr_t lo, uintptr_t hi, int device);
-    [[noreturn]] void activations_oom(size_t bytes, int device);
+    std::unique_ptr<backend::Buffer> alloc_for_batch(int device, size_t want, size_t need, const char* what);
+    bool drop_spares(int device);  // frees the device's unused spare mirrors; false if it had none
     void* device_ptr(const Tensor& t, int device);
     void ensure_on(const Tensor& t, int device);
     void to_host_from(uintptr_t lo, uintptr_t hi, int from);

@@ -175,6 +175,9 @@ void Session::decode(const int32_t* tokens, const int32_t* positions, const int3
                                     opts_.embd_normalize);
     } catch (...) {
         kv_->restore(std::move(snap));
+        // The blocks a failed batch grew the arena to go (with a GPU, their device mirrors too, at
+        // the next run): a batch that did not fit must not keep smaller ones from running.
+        arena_.release();
         throw;
     }
     logits_ = std::move(logits);

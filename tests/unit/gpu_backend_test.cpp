@@ -701,4 +701,30 @@ TEST(GpuReal, SessionPathsMatchTheCpu) {
     }
 }
 
+// On the emulated CUDA device (libikllm-cuda-emu.so, IKLLM_CUDA_EMU_MEMORY bytes; skipped
+// elsewhere): a batch whose temporaries do not fit in what the weights and the cache left is a clean
+// IKLLM_ERR_OUT_OF_MEMORY, and the session stays usable: smaller batches afterwards give the CPU's
+// logits (the failed batch left nothing in the cache).
+TEST(GpuEmu, DeviceOutOfMemoryIsACleanError) {
+    IKLLM_REQUIRE_REFDATA();
+    if (!std::getenv("IKLLM_CUDA_EMU_MEMORY")) GTEST_SKIP() << "needs the emulated CUDA device with IKLLM_CUDA_EMU_MEMORY";
+    Lib l;
+    if (ikllm_lib_gpu_count(l.lib) == 0) GTEST_SKIP() << "no GPU: " << ikllm_lib_gpu_status(l.lib);
+    const std::string path = ikllm::test::refdata_dir() + "/models/llama-tiny-f16.gguf";
+    std::vector<int32_t> big(100);
+    for (size_t i = 0; i < big.size(); ++i) big[i] = (int32_t)(1 + 13 * i % 1900);
+    std::vector<float> cpu;
+    {
+        PlacedRun r(l.lib, path, 0, "");
+        cpu = r.decode({5, 6, 7}, 0);
+    }
+    PlacedRun r(l.lib, path, 99, "");
+    ASSERT_NE(r.s, nullptr) << ikllm_last_error();
+    std::vector<int32_t> seqs(big.size(), 0);
+    EXPECT_EQ(ikllm_session_decode(r.s, big.data(), nullptr, seqs.data(), nullptr, (int32_t)big.size(), 0),
+              IKLLM_ERR_OUT_OF_MEMORY);
+    EXPECT_NE(std::string(ikllm_last_error()).find("do not fit"), std::string::npos) << ikllm_last_error();
+    expect_same({cpu}, {r.decode({5, 6, 7}, 0)}, "llama-tiny-f16 after a failed batch", 5e-3);
+}
+
 }  // namespace
