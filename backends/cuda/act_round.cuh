@@ -8,6 +8,7 @@
 //           the IQ*_K / IQ*_KS family)
 // Codes are round-half-to-even, saturated to [-127, 127]; the value used is code * d.
 #pragma once
+#include "device_branch.cuh"
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -60,7 +61,7 @@ __host__ __device__ inline void act_scale(int mode, float amax, float* d, float*
 
 // The code (an integer in [-127, 127], as a float) of x in a block with multiplier id.
 __host__ __device__ inline float act_code(float x, float id) {
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
     float q = rintf(__fmul_rn(x, id));
 #else
     float q = std::nearbyint(x * id);

@@ -15,6 +15,7 @@
 // `static __device__` arrays (internal linkage: no relocatable device code needed, no
 // duplicate symbols). Host code reads the engine's own constexpr tables (quant_tables.h).
 #pragma once
+#include "device_branch.cuh"
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -45,7 +46,7 @@ namespace bd {
 // then that constant subtracted (two full-rate operations instead of the quarter-rate I2F,
 // which made decoding, not memory, the limit of the matrix-vector kernels). _rn: never fused.
 IKLLM_HD float i2f(int v) {
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
     return __fsub_rn(__int_as_float(0x4B400000 + v), 12582912.0f);
 #else
     return (float)v;
@@ -55,7 +56,7 @@ IKLLM_HD float i2f(int v) {
 // ---- loads (little-endian; p is 2-byte aligned unless said otherwise) -----------------------
 IKLLM_HD uint32_t ld8(const uint8_t* p) { return p[0]; }
 IKLLM_HD uint32_t ld16(const uint8_t* p) {
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
     return *reinterpret_cast<const uint16_t*>(p);
 #else
     uint16_t v;
@@ -66,7 +67,7 @@ IKLLM_HD uint32_t ld16(const uint8_t* p) {
 // 32 bits at p; A = guaranteed alignment of p (2 or 4).
 template <int A>
 IKLLM_HD uint32_t ld32(const uint8_t* p) {
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
     if constexpr (A >= 4) return *reinterpret_cast<const uint32_t*>(p);
     else return ld16(p) | ld16(p + 2) << 16;
 #else
@@ -84,21 +85,21 @@ struct B8 {
 };
 
 IKLLM_HD float u2f(uint32_t u) {
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
     return __uint_as_float(u);
 #else
     return bits_to_f32(u);
 #endif
 }
 IKLLM_HD uint32_t f2u(float f) {
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
     return __float_as_uint(f);
 #else
     return f32_to_bits(f);
 #endif
 }
 IKLLM_HD float h2f(uint32_t h) {
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
     return __half2float(__ushort_as_half((unsigned short)h));
 #else
     return f16_to_f32((uint16_t)h);
@@ -110,21 +111,21 @@ IKLLM_HD float ldf(const uint8_t* p) { return u2f(ld32<A>(p)); }
 
 // Uncontracted float arithmetic (device: explicit round-to-nearest ops, never fused).
 IKLLM_HD float fmul(float a, float b) {
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
     return __fmul_rn(a, b);
 #else
     return a * b;
 #endif
 }
 IKLLM_HD float fadd(float a, float b) {
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
     return __fadd_rn(a, b);
 #else
     return a + b;
 #endif
 }
 IKLLM_HD float fsub(float a, float b) {
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
     return __fsub_rn(a, b);
 #else
     return a - b;
@@ -133,7 +134,7 @@ IKLLM_HD float fsub(float a, float b) {
 
 // Byte `sel` (0..7) of the 8 bytes hi:lo, sign-extended from int8.
 IKLLM_HD int perm_s8(uint32_t lo, uint32_t hi, uint32_t sel) {
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
     return (int)(int8_t)(uint8_t)__byte_perm(lo, hi, sel & 7u);
 #else
     return (int)(int8_t)(uint8_t)(((sel & 4u) ? hi : lo) >> (8 * (sel & 3u)));
@@ -182,7 +183,7 @@ constexpr U32x64 make_iq6() {
 }
 inline constexpr I8x64 kIq5Host = make_iq5();
 inline constexpr U32x64 kIq6Host = make_iq6();
-#if defined(__CUDACC__)
+#if defined(__CUDACC__) || defined(IKLLM_EMU_DEVICE_BRANCHES)  // (device tables)
 static __device__ const I8x64 kIq5Dev = make_iq5();
 static __device__ const U32x64 kIq6Dev = make_iq6();
 #endif
@@ -193,26 +194,26 @@ constexpr U16x32 make_iq2kl() {
     return r;
 }
 inline constexpr U16x32 kIq2klHost = make_iq2kl();
-#if defined(__CUDACC__)
+#if defined(__CUDACC__) || defined(IKLLM_EMU_DEVICE_BRANCHES)  // (device tables)
 static __device__ const U16x32 kIq2klDev = make_iq2kl();
 #endif
 // IQ2_KL pair codebook entry: low byte = first weight, high byte = second (int8 each).
 IKLLM_HD uint32_t iq2kl(uint32_t i) {
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
     return kIq2klDev.v[i];
 #else
     return kIq2klHost.v[i];
 #endif
 }
 IKLLM_HD int iq5nl(uint32_t i) {
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
     return kIq5Dev.v[i];
 #else
     return kIq5Host.v[i];
 #endif
 }
 IKLLM_HD float iq6k_level(uint32_t i) {
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
     return __uint_as_float(kIq6Dev.v[i]);
 #else
     return bits_to_f32(kIq6Host.v[i]);
@@ -222,7 +223,7 @@ IKLLM_HD float iq6k_level(uint32_t i) {
 // ---- trellis generator (quant-formats.md §10.1; src/quant/trellis_gen.h) --------------------
 constexpr uint32_t kKtMult = 0xCBAC1FEDu, kKtOffset = 4096u, kKtOffsetOdd = 36864u, kKtMask = 0x3F3F3F3Fu;
 IKLLM_HD int kt_value(uint32_t x) {
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
     return __dp4a((int)(x & kKtMask), 0x01010101, -126);  // bytes <= 63: signed == unsigned
 #else
     return (int)(((x & kKtMask) * 0x01010101u) >> 24) - 126;
@@ -263,7 +264,7 @@ template <>
 struct BlockDecoder<quant::T_F32> : DecoderBase<32, 128, 0, 16> {
     IKLLM_HD static void decode8(const uint8_t* row, int64_t ib, int chunk, float out[8]) {
         const uint8_t* p = block(row, ib) + 32 * chunk;
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
         const float4 a = reinterpret_cast<const float4*>(p)[0], b = reinterpret_cast<const float4*>(p)[1];
         out[0] = a.x; out[1] = a.y; out[2] = a.z; out[3] = a.w;
         out[4] = b.x; out[5] = b.y; out[6] = b.z; out[7] = b.w;
@@ -277,7 +278,7 @@ template <>
 struct BlockDecoder<quant::T_F16> : DecoderBase<32, 64, 0, 16> {
     IKLLM_HD static void decode8(const uint8_t* row, int64_t ib, int chunk, float out[8]) {
         const uint8_t* p = block(row, ib) + 16 * chunk;
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
         const uint4 v = *reinterpret_cast<const uint4*>(p);
         const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 IKLLM_UNROLL
@@ -296,7 +297,7 @@ template <>
 struct BlockDecoder<quant::T_BF16> : DecoderBase<32, 64, 0, 16> {
     IKLLM_HD static void decode8(const uint8_t* row, int64_t ib, int chunk, float out[8]) {
         const uint8_t* p = block(row, ib) + 16 * chunk;
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
         const uint4 v = *reinterpret_cast<const uint4*>(p);
         const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 IKLLM_UNROLL

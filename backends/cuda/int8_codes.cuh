@@ -33,6 +33,7 @@
 //    re-encoded to int8 with one fp16 scale (conv32_encode_kernel; CPU: kquant_q6k_conv.h),
 //    then accumulated like kSymBatch.
 #pragma once
+#include "device_branch.cuh"
 #include "block_decode.cuh"
 
 namespace ikllm::cuda {
@@ -41,7 +42,7 @@ namespace bd {
 
 // Signed 4-byte dot product plus c (device: one dp4a instruction).
 IKLLM_HD int dp4a(uint32_t a, uint32_t b, int c) {
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
     return __dp4a((int)a, (int)b, c);
 #else
     for (int i = 0; i < 4; ++i) c += (int)(int8_t)(uint8_t)(a >> 8 * i) * (int)(int8_t)(uint8_t)(b >> 8 * i);
@@ -58,7 +59,7 @@ IKLLM_HD uint32_t sub_bytes(uint32_t v, uint32_t k) { return ((v | 0x80808080u) 
 
 // Four 16-entry table lookups at once: bytes of n (each 0..15) -> bytes of the int8 table.
 IKLLM_HD uint32_t lut4(const Lut16& t, uint32_t n) {
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
     const uint32_t s = n & 0x07070707u;
     const uint32_t u = s | (s >> 4);
     const uint32_t sel = (u & 0xFFu) | ((u >> 8) & 0xFF00u);  // nibble i selects byte i
@@ -74,7 +75,7 @@ IKLLM_HD uint32_t lut4(const Lut16& t, uint32_t n) {
 
 // PTX prmt (default mode): byte i of the result is byte (s >> 4i) & 7 of {b:a} (selectors < 8).
 IKLLM_HD uint32_t byte_perm(uint32_t a, uint32_t b, uint32_t s) {
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
     return __byte_perm(a, b, s);
 #else
     const uint64_t ba = (uint64_t)b << 32 | a;
@@ -88,7 +89,7 @@ IKLLM_HD uint32_t byte_perm(uint32_t a, uint32_t b, uint32_t s) {
 // 0, 1 (lo) or 2, 3 (hi) of b, plus c.
 template <bool Hi>
 IKLLM_HD int dp2a(uint32_t a, uint32_t b, int c) {
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
     if constexpr (Hi) return __dp2a_hi((int)a, (int)b, c);
     else return __dp2a_lo((int)a, (int)b, c);
 #else
@@ -109,7 +110,7 @@ IKLLM_HD int sat_dot8(uint32_t lo, uint32_t hi, uint32_t xlo, uint32_t xhi) {
 
 // f -> the nearest fp16 value (round half to even), as a float.
 IKLLM_HD float round_f16(float f) {
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
     return __half2float(__float2half_rn(f));
 #else
     return f16_to_f32(f32_to_f16(f));

@@ -5,6 +5,7 @@
 // signed levels below 32 tokens (exact here: codes8) and IQ5_K and IQ6_K with saturating pair
 // sums (kSat); all four are re-encoded per 256 weights from 32 tokens on (kConv).
 #pragma once
+#include "device_branch.cuh"
 #include "int8_codes.cuh"
 
 namespace ikllm::cuda {
@@ -32,7 +33,7 @@ constexpr I8x64 make_iq6nl() {
     return r;
 }
 inline constexpr I8x64 kIq6nlHost = make_iq6nl();
-#if defined(__CUDACC__)
+#if defined(__CUDACC__) || defined(IKLLM_EMU_DEVICE_BRANCHES)  // (device tables)
 static __device__ const I8x64 kIq6nlDev = make_iq6nl();
 #endif
 // Bytes of n (each 0..63) -> bytes of level + add (as uint8: add 128 gives the unsigned form).
@@ -41,7 +42,7 @@ IKLLM_HD uint32_t iq6nl4(uint32_t n, int add) {
 IKLLM_UNROLL
     for (int i = 0; i < 4; ++i) {
         const uint32_t k = (n >> 8 * i) & 63u;
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
         const int v = kIq6nlDev.v[k];
 #else
         const int v = kIq6nlHost.v[k];

@@ -7,6 +7,7 @@
 //  - exp/cos/sin are evaluated in double and rounded to float, which gives the correctly
 //    rounded float result (what glibc's expf/cosf/sinf return in practically every case).
 #pragma once
+#include "device_branch.cuh"
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -19,28 +20,28 @@ namespace ikllm::cuda::math {
 
 // ---- non-contracted float arithmetic -------------------------------------------------------
 __host__ __device__ inline float mul_rn(float a, float b) {
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
     return __fmul_rn(a, b);
 #else
     return a * b;
 #endif
 }
 __host__ __device__ inline float add_rn(float a, float b) {
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
     return __fadd_rn(a, b);
 #else
     return a + b;
 #endif
 }
 __host__ __device__ inline float sub_rn(float a, float b) {
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
     return __fsub_rn(a, b);
 #else
     return a - b;
 #endif
 }
 __host__ __device__ inline float div_rn(float a, float b) {
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
     return __fdiv_rn(a, b);
 #else
     return a / b;
@@ -54,7 +55,7 @@ __host__ __device__ inline float sin_f(float x) { return (float)sin((double)x); 
 
 // ---- bit casts ------------------------------------------------------------------------------
 __host__ __device__ inline uint32_t f2u(float f) {
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
     return __float_as_uint(f);
 #else
     uint32_t u;
@@ -63,7 +64,7 @@ __host__ __device__ inline uint32_t f2u(float f) {
 #endif
 }
 __host__ __device__ inline float u2f(uint32_t u) {
-#ifdef __CUDA_ARCH__
+#if IKLLM_DEVICE_BRANCH
     return __uint_as_float(u);
 #else
     float f;
