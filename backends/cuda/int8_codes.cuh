@@ -23,7 +23,7 @@
 //    rest), multiplied exactly.
 //  * kConvF16Scales types (Q4_K, Q5_K), calls of 32 tokens or more: the per-32 scale and bias
 //    rounded to fp16 (F16ScaleCodes).
-//  * kSymBatch types (Q8_0, Q4_0, IQ4_NL), calls of 32 tokens or more: the exact per-32 sums
+//  * kSymBatch types (Q8_0, Q4_0, IQ4_NL, Q5_0, Q6_0, MXFP4), calls of 32 tokens or more: the exact per-32 sums
 //    accumulated in the reference's float order with its offset of 127 (SymBatchCodes; CPU:
 //    legacy_sym_accum.h, SymBatchAccum): per block a = fma(dw * da, sum((v + 127) q), a),
 //    b = fma(dw, da * sum(q), b); the product is fma(-127, b, a).
@@ -56,6 +56,14 @@ IKLLM_HD uint32_t nib4(uint32_t w, int sh) { return (w >> sh) & 0x0F0F0F0Fu; }
 // Bytes v (each < 0x80) minus k (<= 0x80) per byte, as int8: no borrow crosses a byte because
 // every byte is lifted by 0x80 first.
 IKLLM_HD uint32_t sub_bytes(uint32_t v, uint32_t k) { return ((v | 0x80808080u) - k * 0x01010101u) ^ 0x80808080u; }
+
+// Bits 0..3 of b as bit 0 of bytes 0..3.
+IKLLM_HD uint32_t bits_to_bytes4(uint32_t b) { return (b & 1u) | (b & 2u) << 7 | (b & 4u) << 14 | (b & 8u) << 21; }
+
+// 4 bytes at p, any alignment.
+IKLLM_HD uint32_t ld32_bytes(const uint8_t* p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
 
 // Four 16-entry table lookups at once: bytes of n (each 0..15) -> bytes of the int8 table.
 IKLLM_HD uint32_t lut4(const Lut16& t, uint32_t n) {
@@ -134,6 +142,7 @@ struct Int8Codes;  // types without an integer view use the decode-to-float kern
 struct Int8Plain {
     static constexpr bool kSat = false, kConv = false, kConvF16Scales = false, kSymBatch = false, kConv32 = false;
     static constexpr bool kSymAccum = false;  // the kernel accumulates in the SymBatchAccum order
+    static constexpr bool kE8M0 = false;      // power-of-two block scale (MXFP4): fp16-rounded in the batch form
     // The scale a product uses for codes8's scale (the KT types' reference matmul multiplies
     // theirs by a factor their dequantization does not have).
     IKLLM_HD static float matmul_scale(float s) { return s; }
@@ -264,6 +273,66 @@ struct Int8Codes<quant::T_IQ4_NL> : Int8Plain {
         lo = bd::lut4(lut, bd::nib4(bd::ld32<2>(q), sh));
         hi = bd::lut4(lut, bd::nib4(bd::ld32<2>(q + 4), sh));
         scale = bd::ldh(b);
+        bias = 0.f;
+    }
+};
+
+// Q5_0 / Q6_0: 4 low bits as Q4_0, the high bits beside them; codes v - 16 / v - 32.
+template <>
+struct Int8Codes<quant::T_Q5_0> : Int8Plain {
+    using D = BlockDecoder<quant::T_Q5_0>;
+    static constexpr bool kSymBatch = true;
+    static constexpr bool kHasBias = false;
+    static constexpr bool kScale16 = false;
+    IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
+                                float& bias) {
+        const uint8_t* b = D::block(row, ib);
+        const uint32_t qh = bd::ld32<2>(b + 2) >> (8 * chunk);  // bit i: the 5th bit of value i
+        const uint8_t* q = b + 6 + 8 * (chunk & 1);
+        const int sh = 4 * (chunk >> 1);
+        lo = bd::sub_bytes(bd::nib4(bd::ld32<2>(q), sh) | bd::bits_to_bytes4(qh) << 4, 16);
+        hi = bd::sub_bytes(bd::nib4(bd::ld32<2>(q + 4), sh) | bd::bits_to_bytes4(qh >> 4) << 4, 16);
+        scale = bd::ldh(b);
+        bias = 0.f;
+    }
+};
+
+template <>
+struct Int8Codes<quant::T_Q6_0> : Int8Plain {
+    using D = BlockDecoder<quant::T_Q6_0>;
+    static constexpr bool kSymBatch = true;
+    static constexpr bool kHasBias = false;
+    static constexpr bool kScale16 = false;
+    IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
+                                float& bias) {
+        const uint8_t* b = D::block(row, ib);
+        const uint8_t* q = b + 10 + 8 * (chunk & 1);
+        const int sh = 4 * (chunk >> 1), shh = 4 * (chunk & 1) + 2 * (chunk >> 1);  // value i: byte i of qh
+        lo = bd::sub_bytes(bd::nib4(bd::ld32<2>(q), sh) | ((bd::ld32<2>(b + 2) >> shh) & 0x03030303u) << 4, 32);
+        hi = bd::sub_bytes(bd::nib4(bd::ld32<2>(q + 4), sh) | ((bd::ld32<2>(b + 6) >> shh) & 0x03030303u) << 4, 32);
+        scale = bd::ldh(b);
+        bias = 0.f;
+    }
+};
+
+// MXFP4: 17-byte blocks (byte loads), the e2m1 values doubled as int8 codes, scale 2^(e - 128).
+template <>
+struct Int8Codes<quant::T_MXFP4> : Int8Plain {
+    using D = BlockDecoder<quant::T_MXFP4>;
+    static constexpr bool kSymBatch = true;
+    static constexpr bool kE8M0 = true;
+    static constexpr bool kHasBias = false;
+    static constexpr bool kScale16 = false;
+    IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
+                                float& bias) {
+        const uint8_t* b = D::block(row, ib);
+        const uint32_t e = b[0];
+        const uint8_t* q = b + 1 + 8 * (chunk & 1);
+        const int sh = 4 * (chunk >> 1);
+        constexpr bd::Lut16 lut = bd::kMxfp4Lut;
+        lo = bd::lut4(lut, bd::nib4(bd::ld32_bytes(q), sh));
+        hi = bd::lut4(lut, bd::nib4(bd::ld32_bytes(q + 4), sh));
+        scale = e >= 2 ? bd::u2f((e - 1) << 23) : bd::u2f(0x00200000u << e);
         bias = 0.f;
     }
 };
@@ -410,6 +479,11 @@ struct Int8Codes<quant::T_Q3_K> : i8::Scaled<Int8Codes<quant::T_Q3_K>> {
 template <class C>
 struct SymBatchCodes : C {
     static constexpr bool kSymAccum = true;
+    // (the reference's batch form rounds a power-of-two block scale to fp16: sym_batch_scale)
+    IKLLM_HD static float matmul_scale(float s) {
+        if constexpr (C::kE8M0) return bd::round_f16(C::matmul_scale(s));
+        else return C::matmul_scale(s);
+    }
 };
 
 // Re-encoded rows: per E weights a float scale (an fp16 value, or d itself) and E int8 codes,
@@ -445,7 +519,7 @@ using ConvQ8x32Codes = ReencodedCodes<32, true>;
 
 namespace ikllm::cuda {
 
-#define IKLLM_I8_BASE_TYPES(X) X(T_Q8_0) X(T_Q4_0) X(T_IQ4_NL) X(T_Q4_K) X(T_Q5_K) X(T_Q6_K) X(T_Q3_K) X(T_IQ4_XS) X(T_IQ4_K)
+#define IKLLM_I8_BASE_TYPES(X) X(T_Q8_0) X(T_Q4_0) X(T_IQ4_NL) X(T_Q5_0) X(T_Q6_0) X(T_MXFP4) X(T_Q4_K) X(T_Q5_K) X(T_Q6_K) X(T_Q3_K) X(T_IQ4_XS) X(T_IQ4_K)
 #define IKLLM_I8_ALL_TYPES(X) IKLLM_I8_BASE_TYPES(X) IKLLM_I8_IQK_TYPES(X) IKLLM_I8_KS_TYPES(X) IKLLM_I8_KT_TYPES(X)
 
 // The types with an integer view (tests check that each of them is exercised).
