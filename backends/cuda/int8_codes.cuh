@@ -315,6 +315,42 @@ struct Int8Codes<quant::T_Q6_0> : Int8Plain {
     }
 };
 
+// Q4_1 / Q5_1: unsigned codes (0..15 / 0..31), scale d and bias m per 32 weights (weight = d q + m).
+template <>
+struct Int8Codes<quant::T_Q4_1> : Int8Plain {
+    using D = BlockDecoder<quant::T_Q4_1>;
+    static constexpr bool kHasBias = true;
+    static constexpr bool kScale16 = false;
+    IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
+                                float& bias) {
+        const uint8_t* b = D::block(row, ib);
+        const uint8_t* q = b + 4 + 8 * (chunk & 1);
+        const int sh = 4 * (chunk >> 1);
+        lo = bd::nib4(bd::ld32<2>(q), sh);
+        hi = bd::nib4(bd::ld32<2>(q + 4), sh);
+        scale = bd::ldh(b);
+        bias = bd::ldh(b + 2);
+    }
+};
+
+template <>
+struct Int8Codes<quant::T_Q5_1> : Int8Plain {
+    using D = BlockDecoder<quant::T_Q5_1>;
+    static constexpr bool kHasBias = true;
+    static constexpr bool kScale16 = false;
+    IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
+                                float& bias) {
+        const uint8_t* b = D::block(row, ib);
+        const uint32_t qh = bd::ld32<2>(b + 4) >> (8 * chunk);  // bit i: the 5th bit of value i
+        const uint8_t* q = b + 8 + 8 * (chunk & 1);
+        const int sh = 4 * (chunk >> 1);
+        lo = bd::nib4(bd::ld32<2>(q), sh) | bd::bits_to_bytes4(qh) << 4;
+        hi = bd::nib4(bd::ld32<2>(q + 4), sh) | bd::bits_to_bytes4(qh >> 4) << 4;
+        scale = bd::ldh(b);
+        bias = bd::ldh(b + 2);
+    }
+};
+
 // MXFP4: 17-byte blocks (byte loads), the e2m1 values doubled as int8 codes, scale 2^(e - 128).
 template <>
 struct Int8Codes<quant::T_MXFP4> : Int8Plain {
@@ -519,7 +555,7 @@ using ConvQ8x32Codes = ReencodedCodes<32, true>;
 
 namespace ikllm::cuda {
 
-#define IKLLM_I8_BASE_TYPES(X) X(T_Q8_0) X(T_Q4_0) X(T_IQ4_NL) X(T_Q5_0) X(T_Q6_0) X(T_MXFP4) X(T_Q4_K) X(T_Q5_K) X(T_Q6_K) X(T_Q3_K) X(T_IQ4_XS) X(T_IQ4_K)
+#define IKLLM_I8_BASE_TYPES(X) X(T_Q8_0) X(T_Q4_0) X(T_IQ4_NL) X(T_Q5_0) X(T_Q6_0) X(T_MXFP4) X(T_Q4_1) X(T_Q5_1) X(T_Q4_K) X(T_Q5_K) X(T_Q6_K) X(T_Q3_K) X(T_IQ4_XS) X(T_IQ4_K)
 #define IKLLM_I8_ALL_TYPES(X) IKLLM_I8_BASE_TYPES(X) IKLLM_I8_IQK_TYPES(X) IKLLM_I8_KS_TYPES(X) IKLLM_I8_KT_TYPES(X)
 
 // The types with an integer view (tests check that each of them is exercised).
