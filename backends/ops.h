@@ -19,6 +19,9 @@ struct Tensor {
     // Weights held by another device: their bytes in host memory (the file mapping) when
     // still available, for host-side readers (dequantize API, checks); else null.
     const void* host = nullptr;
+    // Weights converted for a device (a row-interleaved type uploaded as its plain `type`): the
+    // type the file stores, whose products the reference's numerics follow; else 0.
+    uint32_t stored_type = 0;
 
     int64_t n_rows() const { return ne[1] * ne[2] * ne[3]; }
     int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }

@@ -19,6 +19,21 @@ namespace ikllm::cuda {
 
 enum ActRound : int { act_round_none = 0, act_round_q8_32 = 1, act_round_q8_256 = 2 };
 
+// Row-interleaved K-quant and IQ*_K / IQ*_KS weights converted to their plain type for the GPU
+// (Tensor::stored_type): the reference multiplies these interleaved forms as decoded weights
+// times Q8_K (or Q8_K32: the same codes) activations in calls of every size -- none of its plain
+// kernels' saturating pair sums or batch re-encodings -- so the GPU takes its exact integer
+// products on 256-value activation blocks for them (MatArgs::exact).
+inline bool exact_interleaved_form(uint32_t stored_type) {
+    using namespace quant;
+    switch (stored_type) {
+        case T_Q2_K_R4: case T_Q3_K_R4: case T_Q4_K_R4: case T_Q5_K_R4: case T_Q6_K_R4: case T_IQ4_XS_R8:
+        case T_IQ2_K_R4: case T_IQ3_K_R4: case T_IQ4_K_R4: case T_IQ5_K_R4: case T_IQ4_KS_R4: case T_IQ5_KS_R4:
+            return true;
+        default: return false;
+    }
+}
+
 inline int act_round_for(uint32_t type) {
     using namespace quant;
     switch (type) {
@@ -31,6 +46,12 @@ inline int act_round_for(uint32_t type) {
             return act_round_q8_256;
         default: return act_round_none;
     }
+}
+
+// The rounding of a product whose weights have type `type`, multiplied exactly (MatArgs::exact).
+inline int act_round_for(uint32_t type, bool exact) {
+    const int mode = act_round_for(type);
+    return exact && mode != act_round_none ? act_round_q8_256 : mode;
 }
 
 inline int act_round_block(int mode) { return mode == act_round_q8_256 ? 256 : 32; }

@@ -16,20 +16,27 @@ namespace {
 using mv::kVecMaxTokens;
 using mv::kVecWarps;
 
-template <class C>
-void launch_typed_int8(const MatArgs& a, cudaStream_t s) {
+template <class C, bool Sat>
+void launch_int8_form(const MatArgs& a, cudaStream_t s) {
     const dim3 block(32 * kVecWarps);
     if (a.T == 1) {
         constexpr int R = 4;
         const dim3 grid((unsigned)((a.N + R - 1) / R), 1, (unsigned)a.Z);
-        IKLLM_LAUNCH(grid, block, 0, s, mv::mat_vec_int8_kernel<C, 1, R>)(a);
+        IKLLM_LAUNCH(grid, block, 0, s, mv::mat_vec_int8_kernel<C, 1, R, Sat>)(a);
     } else {
         constexpr int R = 2;
         const dim3 grid((unsigned)((a.N + R - 1) / R), (unsigned)((a.T + kVecMaxTokens - 1) / kVecMaxTokens),
                         (unsigned)a.Z);
-        IKLLM_LAUNCH(grid, block, 0, s, mv::mat_vec_int8_kernel<C, kVecMaxTokens, R>)(a);
+        IKLLM_LAUNCH(grid, block, 0, s, mv::mat_vec_int8_kernel<C, kVecMaxTokens, R, Sat>)(a);
     }
     IKLLM_CUDA_LAUNCHED("mat_vec_int8_kernel");
+}
+
+template <class C>
+void launch_typed_int8(const MatArgs& a, cudaStream_t s) {
+    if constexpr (C::kSat)
+        if (a.exact) return launch_int8_form<C, false>(a, s);
+    launch_int8_form<C, C::kSat>(a, s);
 }
 
 }  // namespace

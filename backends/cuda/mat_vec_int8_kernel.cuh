@@ -8,7 +8,8 @@
 
 namespace ikllm::cuda::mv {
 
-template <class C, int NT, int R>
+// Sat: the reference's saturating pair sums of a kSat type (false: exact products, MatArgs::exact).
+template <class C, int NT, int R, bool Sat = C::kSat>
 __global__ void __launch_bounds__(32 * kVecWarps) mat_vec_int8_kernel(MatArgs a) {
     using D = typename C::D;
     const int64_t n0 = (int64_t)blockIdx.x * R;
@@ -42,7 +43,7 @@ __global__ void __launch_bounds__(32 * kVecWarps) mat_vec_int8_kernel(MatArgs a)
         int icorr[R];
 #pragma unroll
         for (int r = 0; r < R; ++r) {
-            if constexpr (C::kSat) C::sat8(rows[r], c / cpb, (int)(c % cpb), lo[r], hi[r], sc[r], icorr[r]);
+            if constexpr (Sat) C::sat8(rows[r], c / cpb, (int)(c % cpb), lo[r], hi[r], sc[r], icorr[r]);
             else {
                 C::codes8(rows[r], c / cpb, (int)(c % cpb), lo[r], hi[r], sc[r], bi[r]);
                 sc[r] = C::matmul_scale(sc[r]);
@@ -53,7 +54,7 @@ __global__ void __launch_bounds__(32 * kVecWarps) mat_vec_int8_kernel(MatArgs a)
             if (i < nt) {
                 const uint2 xv = *reinterpret_cast<const uint2*>(xq[i] + c * 8);
                 const float d = xd[i][c >> 2];
-                if constexpr (C::kSat) {
+                if constexpr (Sat) {
                     // The reference's saturating pair sums (int8_codes.cuh); the integer is exact
                     // (|value| < 2^19) and so is its conversion.
                     const int qs = bd::dp4a(0x01010101u, xv.x, bd::dp4a(0x01010101u, xv.y, 0));

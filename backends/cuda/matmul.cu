@@ -358,7 +358,7 @@ namespace {
 // What with_rounded_activations does for a: false when a's activations are used as they are;
 // else *key describes the rounded copy (x = a's rows) and *blocks its activation blocks.
 bool rounding_plan(const MatArgs& a, const OpEnv& env, ActRoundKey* key, int64_t* blocks) {
-    const int mode = env.act_round ? act_round_for(a.type) : act_round_none;
+    const int mode = env.act_round ? act_round_for(a.type, a.exact) : act_round_none;
     if (a.N <= 0 || a.T <= 0 || a.Z <= 0) return false;
     // The matrix-vector kernel reads activations 16 bytes at a time and never rounds to f16
     // itself: misaligned rows and f16 rounding go through the copy.
@@ -433,8 +433,8 @@ void launch_rounded(const MatArgs& a, const OpEnv& env) {
         // The reference's CPU kernels multiply calls of fewer than kRefBatchTokens tokens (and
         // every call of a batch-invariant session) in their small-batch form, larger ones in
         // their batch form (int8_codes.cuh).
-        const bool batch_form = a.T >= kRefBatchTokens && !env.batch_invariant;
-        if (!batch_form && int8_view_saturates(a.type) && launch_mat_vec_int8(a, env.stream)) return;
+        const bool batch_form = a.T >= kRefBatchTokens && !env.batch_invariant && !a.exact;
+        if (!batch_form && !a.exact && int8_view_saturates(a.type) && launch_mat_vec_int8(a, env.stream)) return;
         if (launch_mat_mma_int8(a, batch_form, env.scratch, env.stream)) return;
     }
     launch_mat(a, env.stream);

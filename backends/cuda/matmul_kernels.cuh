@@ -18,6 +18,9 @@ constexpr int kMatVecMaxTokens = 8;  // products on up to this many tokens: a ma
 // Strides are in bytes. x_rows (optional, per z) maps token t to the x row it reads.
 struct MatArgs {
     uint32_t type = 0;
+    // Exact products only (exact_interleaved_form: converted interleaved weights): no
+    // saturating pair sums, no batch re-encoding, activations rounded per 256 values.
+    bool exact = false;
     const uint8_t* w = nullptr;
     size_t w_row = 0, w_z = 0;
     const float* x = nullptr;

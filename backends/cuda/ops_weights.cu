@@ -78,13 +78,15 @@ MatArgs with_activations_of(MatArgs b, const MatArgs& src) {
 }
 
 // Whether products with weights of types t1 and t2 take the same rounded activations.
-bool same_rounding(const OpEnv& env, uint32_t t1, uint32_t t2) {
-    return !env.act_round || act_round_for(t1) == act_round_for(t2);
+bool same_rounding(const OpEnv& env, const Tensor& w1, const Tensor& w2) {
+    return !env.act_round || act_round_for(w1.type, exact_interleaved_form(w1.stored_type)) ==
+                                 act_round_for(w2.type, exact_interleaved_form(w2.stored_type));
 }
 
 MatArgs weight_args(const Tensor& w) {
     MatArgs a;
     a.type = w.type;
+    a.exact = exact_interleaved_form(w.stored_type);
     a.w = static_cast<const uint8_t*>(w.data);
     a.w_row = w.nb[1];
     a.w_z = w.nb[2];
@@ -199,7 +201,8 @@ void run_mul_mat_swiglu(const Op& op, const OpEnv& env, const ActRoundOut* round
     const int64_t N = wg.ne[1], T = x.ne[1];
     // Generation with gate and up of one layout: both in one matrix-vector launch, z = 0 the
     // matrix at the lower address, z = 1 the other (both read activation block 0: x_div 2).
-    const bool one_launch = env.fuse && T <= kMatVecMaxTokens && wu.type == wg.type && wu.nb[1] == wg.nb[1] &&
+    const bool one_launch = env.fuse && T <= kMatVecMaxTokens && wu.type == wg.type && wu.stored_type == wg.stored_type &&
+                            wu.nb[1] == wg.nb[1] &&
                             wu.ne[0] == wg.ne[0] && wu.ne[1] == wg.ne[1] && wu.data != wg.data;
     // The two outputs in the order of the matrices' addresses when one launch writes both (z = 1
     // writes N * T floats after z = 0), gate first otherwise.
@@ -224,11 +227,12 @@ void run_mul_mat_swiglu(const Op& op, const OpEnv& env, const ActRoundOut* round
         launch_rounded(ar, env);
         MatArgs b = a;
         b.type = wu.type;
+        b.exact = exact_interleaved_form(wu.stored_type);
         b.w = static_cast<const uint8_t*>(wu.data);
         b.w_row = wu.nb[1];
         b.y = u;
         // The same rounding (or none): reuse the rounded copy.
-        if (same_rounding(env, wu.type, wg.type)) launch_rounded(with_activations_of(b, ar), env);
+        if (same_rounding(env, wu, wg)) launch_rounded(with_activations_of(b, ar), env);
         else launch_mat(b, env);
     }
     if (round) {
@@ -311,7 +315,7 @@ void moe_ffn_on_device(const Op& op, const OpEnv& env) {
     b.N = n_ff;
     b.y = u;
     b.y_z = sizeof(float) * n_ff;
-    if (!wu || same_rounding(env, wu->type, wg.type)) launch_rounded(with_activations_of(b, ar), env);
+    if (!wu || same_rounding(env, *wu, wg)) launch_rounded(with_activations_of(b, ar), env);
     else launch_mat(with_activations_of(b, a), env);
     IKLLM_LAUNCH(blocks_for(pairs * n_ff, 256), 256, 0, env.stream, swiglu_rows_kernel)(g, u, n_ff, pairs, g, sizeof(float) * n_ff,
                                                                               op.moe.round_f16);
@@ -402,6 +406,7 @@ void run_moe_ffn(const Op& op, const OpEnv& env) {
             b.w += n_ff * wg.nb[1];
         } else {
             b.type = wu->type;
+            b.exact = exact_interleaved_form(wu->stored_type);
             b.w = static_cast<const uint8_t*>(wu->data) + e * wu->nb[2];
             b.w_row = wu->nb[1];
         }

@@ -102,6 +102,7 @@ void upload_to(backend::Backend* gpu, const std::string& gpu_name, std::vector<T
         const Span& sp = spans[(size_t)i];
         if (sp.convert) {
             const quant::TypeTraits& to = *quant::find_type(form_of(*t));
+            t->stored_type = t->type;
             t->type = to.id;
             t->nb[0] = (size_t)to.block_bytes;  // rows keep their bytes (gpu_weight_form)
             t->host = nullptr;                  // the host bytes are the interleaved form

@@ -9,6 +9,8 @@ or f16 (tensor cores), so the two differ by about the CPU's own activation round
 Tolerance: rms_rel <= 3e-2, top1 >= 0.9 (where the CPU's best logit leads by >= 0.05), mean KL <= 2e-3 (the
 reference-data 'quant' class). With activations rounded like the CPU's (act_round.cuh) the two agree far closer.
 Prints one line per placement; exit 1 if any fails.
+--cpu-args "ARGS": extra arguments of the CPU run only (e.g. "--no-repack": a row-interleaved file multiplied in
+its stored form, whose numerics the GPU follows for such tensors, instead of this CPU's faster layout).
 --steps-info: the single-token steps are printed but not judged. For the IQ*_K / IQ*_KS / IQ4_XS / *_KT types
 the CPU follows the reference engine's numerics below 32 tokens per call, which are 3-15% (relative L2) away
 from the exact product (tests/cuda/cuda_ops_test.cu measures it); the 48-token batch is judged for them.
@@ -48,6 +50,11 @@ def main():
     args = sys.argv[1:]
     steps_info = '--steps-info' in args
     args = [a for a in args if a != '--steps-info']
+    cpu_args = []
+    if '--cpu-args' in args:
+        i = args.index('--cpu-args')
+        cpu_args = args[i + 1].split()
+        del args[i:i + 2]
     cli, model, tokens, placements = args[0], args[1], args[2], args[3:]
     n_tok = len(open(tokens).read().split())
     bad = 0
@@ -55,7 +62,7 @@ def main():
         steps = os.path.join(d, 'steps.txt')
         with open(steps, 'w') as f:
             f.write('1 2 3 4 5 6 7 8\n')
-        logits(cli, model, tokens, [], f'{d}/cpu.f32', f'{d}/cpu_s.f32', steps)
+        logits(cli, model, tokens, cpu_args, f'{d}/cpu.f32', f'{d}/cpu_s.f32', steps)
         n_vocab = os.path.getsize(f'{d}/cpu.f32') // 4 // n_tok
         for p in placements:
             try:

@@ -29,7 +29,9 @@
 #include "cuda/int8_codes.cuh"  // first: the CUDA headers (__host__, dim3, uint2 ...)
 #include "cuda/act_round.cuh"
 #include "kernels/matmul.h"
+#include "quant/repack.h"
 #include "quant/type_traits.h"
+#include "quant/unpack_interleaved.h"
 
 #include "emu_cuda.h"
 #include "act_round_ref.h"
@@ -46,6 +48,9 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 struct Case {
     int64_t K, N, T;
     bool invariant = false;  // a batch-invariant session: never the batch form
+    // Weights converted from this row-interleaved type (MatArgs::exact: exact products in
+    // every call), compared with the CPU's kernel of the interleaved form; else 0.
+    uint32_t stored = 0;
 };
 
 // Activations rounded like act_round_kernel: codes [T][K] and one scale per 32 values.
@@ -164,12 +169,14 @@ bool run_case(const quant::TypeTraits& tt, const Case& cs, std::mt19937& rng) {
     for (auto& v : x) v = nd(rng);
     std::vector<int8_t> xq;
     std::vector<float> xd;
-    round_activations(act_round_for(tt.id), x, T, K, xq, xd);
+    const bool exact = cs.stored != 0;
+    round_activations(act_round_for(tt.id, exact), x, T, K, xq, xd);
 
     const int64_t ys = N + 3;  // padding between token rows must stay NaN
     std::vector<float> y((size_t)(ys * T), kNaN);
     MatArgs a;
     a.type = tt.id;
+    a.exact = exact;
     a.w = w.data();
     a.w_row = rb;
     a.K = K;
@@ -188,34 +195,48 @@ bool run_case(const quant::TypeTraits& tt, const Case& cs, std::mt19937& rng) {
     a.y_res = y_res.data();
     a.y_res_t = sizeof(float) * ys;
     // The kernel launch_rounded picks (matmul.cu).
-    const bool batch_form = T >= kRefBatchTokens && !cs.invariant;
-    std::string kernel;
-    if (T > mv::kVecMaxTokens && !(C::kSat && !batch_form)) {
-        kernel = "mma";
+    const bool batch_form = T >= kRefBatchTokens && !cs.invariant && !exact;
+    const bool sat = C::kSat && !exact;
+    std::string kernel = exact ? "exact " : "";
+    if (T > mv::kVecMaxTokens && !(sat && !batch_form)) {
+        kernel += "mma";
         EmuLauncher x{kernel, {}};
         if (!mma8::run_batch_forms<C>(a, batch_form, x)) {
             std::printf("%s: no batch form ran\n", tt.name);
             return false;
         }
     } else if (T == 1) {
-        kernel = "vec T=1";
-        emu::launch(dim3((unsigned)((N + 3) / 4), 1, 1), 32 * mv::kVecWarps, [&] { mv::mat_vec_int8_kernel<C, 1, 4>(a); });
+        kernel += "vec T=1";
+        emu::launch(dim3((unsigned)((N + 3) / 4), 1, 1), 32 * mv::kVecWarps, [&] {
+            if (exact) mv::mat_vec_int8_kernel<C, 1, 4, false>(a);
+            else mv::mat_vec_int8_kernel<C, 1, 4>(a);
+        });
     } else {
-        kernel = "vec";
-        emu::launch(dim3((unsigned)((N + 1) / 2), (unsigned)((T + 7) / 8), 1), 32 * mv::kVecWarps,
-                    [&] { mv::mat_vec_int8_kernel<C, mv::kVecMaxTokens, 2>(a); });
+        kernel += "vec";
+        emu::launch(dim3((unsigned)((N + 1) / 2), (unsigned)((T + 7) / 8), 1), 32 * mv::kVecWarps, [&] {
+            if (exact) mv::mat_vec_int8_kernel<C, mv::kVecMaxTokens, 2, false>(a);
+            else mv::mat_vec_int8_kernel<C, mv::kVecMaxTokens, 2>(a);
+        });
     }
     // The CPU backend's scalar kernel on the same weights and activations, called as op_matmul
     // does: the whole call in the batch form, blocks of <= 15 tokens in a batch-invariant one.
-    const cpu::MatmulKernel* k = cpu::find_matmul_exact(tt.id, cpu::Isa::scalar);
+    // Converted weights: the interleaved form's kernel on the weights interleaved back.
+    const cpu::MatmulKernel* k = cpu::find_matmul_exact(exact ? cs.stored : tt.id, cpu::Isa::scalar);
     std::vector<float> yc((size_t)(N * T), kNaN);
+    std::vector<uint8_t> w_stored;
+    const uint8_t* wc = w.data();
+    if (exact) {
+        w_stored.resize(w.size());
+        if (!quant::convert_rows(tt.id, cs.stored, w.data(), w_stored.data(), K, N)) k = nullptr;
+        wc = w_stored.data();
+    }
     if (k) {
         const size_t arb = k->act->row_bytes(K);
         std::vector<uint8_t> act(arb * (size_t)T);
         for (int64_t t = 0; t < T; ++t) k->act->encode_row(x.data() + t * K, act.data() + t * arb, K);
         const int64_t tb = cs.invariant ? 15 : T;
         for (int64_t t0 = 0; t0 < T; t0 += tb)
-            k->run(w.data(), rb, K, 0, N, act.data() + t0 * arb, arb, std::min(tb, T - t0), yc.data() + t0 * N, N);
+            k->run(wc, rb, K, 0, N, act.data() + t0 * arb, arb, std::min(tb, T - t0), yc.data() + t0 * N, N);
     }
     double err = 0, norm = 0, cerr = 0, cnorm = 0;
     long bad_pad = 0, nan = 0, bad_res = 0;
@@ -234,7 +255,7 @@ bool run_case(const quant::TypeTraits& tt, const Case& cs, std::mt19937& rng) {
         for (int64_t n = N; n < ys; ++n) bad_pad += !std::isnan(y[t * ys + n]) + !std::isnan(y_res[t * ys + n]);
         // vec: y_res is exactly y + res; mma: never written
         for (int64_t n = 0; n < N; ++n) {
-            const float want = kernel.find("vec") != 0 ? kNaN : y[t * ys + n] + res[t * N + n];
+            const float want = kernel.find("vec") == std::string::npos ? kNaN : y[t * ys + n] + res[t * N + n];
             const float got = y_res[t * ys + n];
             bad_res += std::isnan(want) ? !std::isnan(got) : std::memcmp(&want, &got, 4) != 0;
         }
@@ -243,9 +264,11 @@ bool run_case(const quant::TypeTraits& tt, const Case& cs, std::mt19937& rng) {
     // Against the CPU always (its numerics are the reference's); against the exact product
     // where the view is multiplied exactly in this form.
     // (Not the KT types whose reference matmul scales by a factor: matmul_scale.)
-    const bool exact_form = C::matmul_scale(1.0f) == 1.0f && (kernel.find("vec") == 0 ? !C::kSat : kernel == "mma");
+    const bool vec = kernel.find("vec") != std::string::npos;
+    const bool exact_form = C::matmul_scale(1.0f) == 1.0f && (vec ? !sat : kernel.find("mma") == kernel.size() - 3 &&
+                                                                           kernel.find('+') == std::string::npos);
     const bool ok = k && crel < 1e-6 && (!exact_form || rel < 1e-6) && nan == 0 && bad_pad == 0 && bad_res == 0;
-    std::printf("%-8s %-9s K=%lld N=%lld T=%lld%s: cpu %.2e, exact %.2e%s, unwritten %ld, padding written %ld, "
+    std::printf("%-8s %-15s K=%lld N=%lld T=%lld%s: cpu %.2e, exact %.2e%s, unwritten %ld, padding written %ld, "
                 "residual wrong %ld -> %s\n",
                 tt.name, kernel.c_str(), (long long)K, (long long)N, (long long)T, cs.invariant ? " invariant" : "", crel,
                 rel, exact_form ? "" : " (not judged)", nan, bad_pad, bad_res, ok ? "ok" : "FAIL");
@@ -395,16 +418,32 @@ bool run_gate_up(const quant::TypeTraits& tt, std::mt19937& rng) {
 int main() {
     std::mt19937 rng(777);
     const Case cases[] = {{512, 13, 1}, {512, 9, 5}, {512, 16, 20}, {512, 140, 70}, {512, 8, 40, true}};
+    // Row counts of whole interleaved row groups (4 or 8 rows).
+    const Case exact_cases[] = {{512, 16, 1}, {512, 8, 5}, {512, 16, 20}, {512, 136, 70}};
     bool ok = true;
-    int tested = 0;
+    int tested = 0, exact_tested = 0;
     size_t count = 0;
     const quant::TypeTraits* all = quant::all_types(&count);
     for (size_t i = 0; i < count; ++i)
         tested += dispatch_int8_type(all[i].id, [&](auto c) {
             for (const Case& cs : cases) ok &= run_case<decltype(c)>(all[i], cs, rng);
+            // Row-interleaved forms of this type that the GPU multiplies exactly once converted.
+            for (size_t j = 0; j < count; ++j) {
+                const uint32_t stored = all[j].id;
+                if (quant::repack_base(stored) != all[i].id || !exact_interleaved_form(stored)) continue;
+                for (const Case& cs : exact_cases) {
+                    Case e = cs;
+                    e.stored = stored;
+                    ok &= run_case<decltype(c)>(all[i], e, rng);
+                }
+                ++exact_tested;
+            }
             ok &= run_experts<decltype(c)>(all[i], rng);
             ok &= run_gate_up<decltype(c)>(all[i], rng);
         });
-    std::printf("%d types -> %s\n", tested, ok && tested == (int)std::size(kInt8ViewTypes) ? "ok" : "FAIL");
+    // Every interleaved type of exact_interleaved_form has a view of its base (11 types; Q2_K has none).
+    ok &= exact_tested == 11;
+    std::printf("%d types, %d converted interleaved forms -> %s\n", tested, exact_tested,
+                ok && tested == (int)std::size(kInt8ViewTypes) ? "ok" : "FAIL");
     return ok && tested == (int)std::size(kInt8ViewTypes) ? 0 : 1;
 }

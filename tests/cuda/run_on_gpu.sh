@@ -95,7 +95,7 @@ if [ -f "$shared/tools/compare_logits.py" ]; then
   for s in llama-tiny-f16 llama-tied-f16 qwen3-tiny-f16 qwen2-tiny-f16 llama-q-f32 llama-q-F16 llama-q-BF16 llama-q-Q8_0 \
            llama-q-Q4_0 qwen3-tiny-Q4_0 qwen3moe-tiny-f16 deepseek2-tiny-f16 deepseek2-lite-tiny-f16 deepseek2-split-tiny-f16 \
            deepseek2-tiny-IQ4_K deepseek2-tiny-Q8_0 qwen3moe-tiny-Q4_K_M qwen3moe-tiny-IQ4_K \
-           llama-q-Q4_K_R4 llama-q-Q8_0_R8 llama-q-IQ2_K_R4; do  # (interleaved: converted to their plain type)
+           llama-q-Q4_K_R4 llama-q-Q8_0_R8 llama-q-IQ2_K_R4 llama-q-IQ4_K_R4 llama-q-IQ4_XS_R8 llama-q-IQ4_KS_R4; do  # (interleaved: converted)
     if [ -d "$refdata/refs/$s" ] && { [ -f "$refdata/models/$s.gguf" ] || [ -f "$refdata/quant/$s.gguf" ]; }; then stems="$stems $s"; fi
   done
   placements=("full:-ngl 99" "exps_cpu:-ngl 99 -ot exps=CPU")
@@ -126,6 +126,9 @@ if [ -n "$base" ] && [ -f "$refdata/refs/llama-tiny-f16/tokens.txt" ]; then
     f=$qdir/$t.gguf
     [ -f "$f" ] || "$cli" quantize "$base" "$f" "$t" --pure --ignore-imatrix-rules -t "$(nproc)" >"$logs/quantize_$t.txt" 2>&1 || { row "GPU vs CPU $t" FAIL "quantize failed"; fail=1; continue; }
     info=""; case $t in IQ4_XS|IQ*_K|IQ*_KS|IQ4_KSS|IQ*_KT|IQ2_KL) info=--steps-info ;; esac
+    # Interleaved files: the GPU multiplies them as the reference multiplies the stored form, so
+    # the CPU runs that form too (not its own faster layout).
+    case $t in *_R4|*_R8) info="$info --cpu-args --no-repack" ;; esac
     run_test "GPU vs CPU $t" "$logs/cmp_$t.txt" "${py:-python3}" tests/cuda/compare_cpu_gpu.py $info "$cli" "$f" \
       "$refdata/refs/llama-tiny-f16/tokens.txt" "-ngl 99"
   done
