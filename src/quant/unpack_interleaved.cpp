@@ -22,8 +22,10 @@ struct Inverse {
     bool ok = false;
     int rows = 0;         // N
     size_t block_bytes = 0;  // plain bytes of one block of one row
+    size_t meta_bytes = 0;   // per-row metadata before the blocks (the group's N copies lead it)
     int64_t block_elems = 0;
-    std::vector<BitRun> runs;
+    std::vector<BitRun> runs;       // within a block column (sources after the group's metadata)
+    std::vector<BitRun> meta_runs;  // the group's metadata to each row's
 };
 
 inline bool get_bit(const uint8_t* p, size_t i) { return (p[i >> 3] >> (i & 7)) & 1; }
@@ -67,38 +69,49 @@ std::vector<int64_t> probe(const InterleavedCodec& c, const TypeTraits& base, co
     return where;
 }
 
+// Appends bit `s` -> bit `d` of row k to runs, extending the last run where both continue it.
+void add_bit(std::vector<BitRun>& runs, uint32_t s, uint32_t d, int k) {
+    if (!runs.empty()) {
+        BitRun& r = runs.back();
+        if (r.row == k && r.dst + r.len == d && r.src + r.len == s) {
+            ++r.len;
+            return;
+        }
+    }
+    runs.push_back({s, d, 1, k});
+}
+
 Inverse derive(const InterleavedCodec& c) {
     Inverse inv;
     inv.id = c.id;
     const TypeTraits* base = find_type(c.base);
     const TypeTraits* it = find_type(c.id);
-    if (!c.repack || !base || !it || base->interleave != 1 || base->row_meta_bytes || it->row_meta_bytes) return inv;
+    if (!c.repack || !base || !it || base->interleave != 1 || base->row_meta_bytes != it->row_meta_bytes) return inv;
     const std::vector<int64_t> one = probe(c, *base, *it, 1), two = probe(c, *base, *it, 2);
     if (one.empty() || two.empty()) return inv;
     const int N = c.rows;
-    const size_t bb = row_bytes(*base, base->block_elems), group_bits = bb * 8 * (size_t)N;
-    // The same permutation in every block column: block 1 of row k lands one group block later.
+    const size_t m = base->row_meta_bytes, bb = (size_t)base->block_bytes, group_bits = bb * 8 * (size_t)N;
+    const size_t r1 = (m + bb) * 8, r2 = (m + 2 * bb) * 8, head = m * 8 * (size_t)N;
+    // Row metadata lands in the group's head, the same way for any row length; block bits the same
+    // way in every block column: block 1 of row k lands one group block later.
     for (int k = 0; k < N; ++k)
-        for (size_t j = 0; j < bb * 8; ++j) {
-            const int64_t a = one[(size_t)k * bb * 8 + j];
-            if (two[(size_t)k * bb * 16 + j] != a || two[(size_t)k * bb * 16 + bb * 8 + j] != a + (int64_t)group_bits)
+        for (size_t j = 0; j < r1; ++j) {
+            const int64_t a = one[(size_t)k * r1 + j];
+            if (two[(size_t)k * r2 + j] != a) return inv;
+            if (j < m * 8 ? (size_t)a >= head
+                          : (size_t)a < head || two[(size_t)k * r2 + j + bb * 8] != a + (int64_t)group_bits)
                 return inv;
         }
     for (int k = 0; k < N; ++k)
-        for (size_t j = 0; j < bb * 8; ++j) {
-            const uint32_t s = (uint32_t)one[(size_t)k * bb * 8 + j];
-            if (!inv.runs.empty()) {
-                BitRun& r = inv.runs.back();
-                if (r.row == k && r.dst + r.len == j && r.src + r.len == s) {
-                    ++r.len;
-                    continue;
-                }
-            }
-            inv.runs.push_back({s, (uint32_t)j, 1, k});
+        for (size_t j = 0; j < r1; ++j) {
+            const uint32_t a = (uint32_t)one[(size_t)k * r1 + j];
+            if (j < m * 8) add_bit(inv.meta_runs, a, (uint32_t)j, k);
+            else add_bit(inv.runs, a - (uint32_t)head, (uint32_t)(j - m * 8), k);
         }
     inv.ok = true;
     inv.rows = N;
     inv.block_bytes = bb;
+    inv.meta_bytes = m;
     inv.block_elems = base->block_elems;
     return inv;
 }
@@ -139,12 +152,15 @@ bool unpack_rows(uint32_t interleaved_type, const uint8_t* src, uint8_t* dst, in
     const Inverse* inv = find_inverse(interleaved_type);
     if (!inv || ne0 <= 0 || ne0 % inv->block_elems || nrows % inv->rows) return false;
     const int64_t nb = ne0 / inv->block_elems;
-    const size_t bb = inv->block_bytes, rb = bb * (size_t)nb, gb = bb * (size_t)inv->rows;
+    const size_t m = inv->meta_bytes, bb = inv->block_bytes, rb = m + bb * (size_t)nb, gb = bb * (size_t)inv->rows;
     for (int64_t g = 0; g < nrows / inv->rows; ++g) {
         const uint8_t* sg = src + rb * (size_t)(g * inv->rows);
         uint8_t* dg = dst + rb * (size_t)(g * inv->rows);
+        for (const BitRun& r : inv->meta_runs) copy_bits(sg, r.src, dg + rb * (size_t)r.row, r.dst, r.len);
+        const uint8_t* sb = sg + m * (size_t)inv->rows;
         for (int64_t b = 0; b < nb; ++b)
-            for (const BitRun& r : inv->runs) copy_bits(sg + gb * (size_t)b, r.src, dg + rb * (size_t)r.row + bb * (size_t)b, r.dst, r.len);
+            for (const BitRun& r : inv->runs)
+                copy_bits(sb + gb * (size_t)b, r.src, dg + rb * (size_t)r.row + m + bb * (size_t)b, r.dst, r.len);
     }
     return true;
 }

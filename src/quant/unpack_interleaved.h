@@ -5,8 +5,10 @@
 // The inverse is not written per type: it is derived from the type's own repack function by
 // probing it with single-bit inputs (a repack that moves every input bit to exactly one output
 // bit, the same way in every 256-column block, is a bit permutation; its inverse is compiled to
-// runs of consecutive bits). Types whose repack transforms values (scrambled signs, offsets) or
-// carries per-row metadata are not covered: unpack_supported says which are.
+// runs of consecutive bits). Per-row metadata (IQ4_KS_R4's row scales, gathered at the head of
+// the row group) is a permutation of its own, the same for every row length. Types whose
+// repack transforms values (scrambled signs, offsets) are not covered: unpack_supported says
+// which are.
 #pragma once
 #include <cstdint>
 

@@ -159,14 +159,15 @@ TEST(PlacementRules, UnmatchedRuleReported) {
 
 TEST(PlacementRules, UnsupportedTypeFallsBackToCpu) {
     auto ts = toy_model(2);
-    // iq4_ks_r4's repack transforms values (no exact way back to iq4_ks): it stays on the CPU.
+    // iq2_xxs_r4's repack transforms values (scrambled signs: no exact way back to iq2_xxs): it
+    // stays on the CPU.
     for (auto& t : ts)
-        if (t.name == "blk.1.ffn_down_exps.weight") t.type = quant::T_IQ4_KS_R4;
+        if (t.name == "blk.1.ffn_down_exps.weight") t.type = quant::T_IQ2_XXS_R4;
     auto r = place_tensors(ts, 2, 3, {}, "CUDA0", default_gpu_supports_type);
     EXPECT_EQ(dev(ts, r, "blk.1.ffn_down_exps.weight"), "CPU");
     EXPECT_EQ(dev(ts, r, "blk.1.ffn_gate_exps.weight"), "CPU");  // one op reads all three experts
     EXPECT_EQ(dev(ts, r, "blk.1.attn_q.weight"), "CUDA0");
-    EXPECT_TRUE(report_has(r, "blk.1.ffn_down_exps.weight: iq4_ks_r4 has no CUDA0 kernel, kept on CPU"));
+    EXPECT_TRUE(report_has(r, "blk.1.ffn_down_exps.weight: iq2_xxs_r4 has no CUDA0 kernel, kept on CPU"));
     EXPECT_EQ(r.report.size(), 2u);
     EXPECT_TRUE(default_gpu_supports_type(quant::T_Q4_K));
     EXPECT_FALSE(default_gpu_supports_type(quant::T_Q4_0_R8));
@@ -192,7 +193,8 @@ TEST(PlacementRules, InterleavedTypesGoToTheGpuAsTheirPlainType) {
     EXPECT_EQ(gpu_weight_form(quant::T_F32, default_gpu_supports_type), (uint32_t)quant::T_F32);  // (id 0)
     EXPECT_EQ(gpu_weight_form(quant::T_Q4_K, default_gpu_supports_type), (uint32_t)quant::T_Q4_K);
     EXPECT_EQ(gpu_weight_form(quant::T_Q4_K_R4, default_gpu_supports_type), (uint32_t)quant::T_Q4_K);
-    EXPECT_EQ(gpu_weight_form(quant::T_IQ4_KS_R4, default_gpu_supports_type), kNoGpuForm);
+    EXPECT_EQ(gpu_weight_form(quant::T_IQ4_KS_R4, default_gpu_supports_type), (uint32_t)quant::T_IQ4_KS);  // row scales too
+    EXPECT_EQ(gpu_weight_form(quant::T_IQ2_XXS_R4, default_gpu_supports_type), kNoGpuForm);
     EXPECT_EQ(gpu_weight_form(quant::T_Q4_K_R4, [](uint32_t t) { return t != quant::T_Q4_K && t != quant::T_Q4_K_R4; }),
               kNoGpuForm);  // the base type has no GPU kernel either
 }
