@@ -158,6 +158,8 @@ public:
         act_share_ = !(share && std::string(share) == "0");
         const char* fuse = std::getenv("IKLLM_CUDA_FUSE");
         fuse_ = !(fuse && std::string(fuse) == "0");
+        const char* am = std::getenv("IKLLM_CUDA_ATTN_MMA");
+        attn_mma_ = !(am && std::string(am) == "0");
         const char* g = std::getenv("IKLLM_CUDA_GRAPHS");
         graphs_ = !(g && std::string(g) == "0") && !profile_;
     }
@@ -186,6 +188,7 @@ public:
         env.int8 = int8_;
         env.int8_mma = int8_mma_;
         env.fuse = fuse_;
+        env.attn_mma = attn_mma_;
         const auto t0 = std::chrono::steady_clock::now();
         const bool capture = graphs_ && capturable(graph, begin, end);
         if (capture) IKLLM_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
@@ -446,6 +449,7 @@ private:
     bool staged_ = false;
     bool int8_ = false;
     bool int8_mma_ = false;
+    bool attn_mma_ = true;
     ChunkScratch scratch_;
     ActRoundCache act_cache_;  // the last product's rounded activations (act_round_cache.h)
     ActRoundKey pending_key_;  // a rounded copy an op wrote for the next product, stored after it ran

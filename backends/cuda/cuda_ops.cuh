@@ -62,6 +62,9 @@ struct OpEnv {
     // Fused launches: gate and up of a generation step in one matrix-vector launch (and the
     // executor's op pairs above). IKLLM_CUDA_FUSE=0 turns them off.
     bool fuse = true;
+    // Attention of prompt batches with an f16 cache on the tensor cores (attention_mma.cu)
+    // instead of the float kernel. IKLLM_CUDA_ATTN_MMA=0 turns it off.
+    bool attn_mma = true;
 };
 
 // Throws std::runtime_error naming the call when a CUDA call failed.

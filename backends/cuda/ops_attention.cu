@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "attention_args.cuh"
 #include "cuda_ops.cuh"
 #include "op_math.cuh"
 #include "warp_reduce.cuh"
@@ -27,28 +28,6 @@
 namespace ikllm::cuda {
 
 namespace {
-
-struct AttnArgs {
-    const uint8_t* q;
-    int64_t q_nb1, q_nb2;
-    const uint8_t* k;
-    int64_t k_nb1, k_nb2;
-    uint32_t k_type;
-    const uint8_t* v;
-    int64_t v_nb1, v_nb2;
-    uint32_t v_type;
-    uint8_t* out;
-    int64_t out_nb1;
-    int32_t d_k, d_v, group;
-    float scale;
-    const int32_t* positions;
-    const int32_t* seq_ids;
-    const int32_t* cell_pos;
-    const uint64_t* cell_seqs;
-    int32_t seq_words;
-    int32_t n_cells;
-};
-
 
 __device__ __forceinline__ float load_kv(uint32_t type, const uint8_t* row, int e) {
     switch (type) {
@@ -289,6 +268,7 @@ void run_attention(const Op& op, const OpEnv& env) {
 
     if (T > 2147483647LL || n_head > 65535) bad("too many tokens or heads");
     if (d_k > kMaxDk) bad("head size too large (d_k " + std::to_string(d_k) + ")");
+    if (launch_attention_mma(a, T, n_head, env)) return;
     if (d_v <= 128) launch_split<1>(a, T, n_head, env);
     else if (d_v <= 256) launch_split<2>(a, T, n_head, env);
     else if (d_v <= 512) launch_split<4>(a, T, n_head, env);

@@ -325,15 +325,19 @@ void test_attention(cpu::ThreadPool& pool, cpu::Scratch& cs, Env& env) {
     const AC acs[] = {{"attn d64 gqa 8/2", 64, 64, 8, 2, false}, {"attn d128 4/4", 128, 128, 4, 4, false},
                       {"attn d256 16/2", 256, 256, 16, 2, false}, {"attn d80 6/3", 80, 80, 6, 3, false},
                       {"attn mla 576/512 h16", 576, 512, 16, 1, true}};
+    // T = 7: the float kernel; T = 40: a prompt batch (with an f16 cache and heads of <= 128 the
+    // tensor-core kernel, attention_mma.cu), one query row scaled into f16's range.
+    for (const int64_t T : {7, 40})
     for (const AC& ac : acs)
         for (uint32_t type : {quant::T_F32, quant::T_F16, quant::T_BF16, quant::T_Q8_0}) {
             if (type == quant::T_Q8_0 && ac.dk % 32) continue;
-            const std::string label = std::string(ac.n) + " " + quant::kv_type_name(type);
+            const std::string label = std::string(ac.n) + " " + quant::kv_type_name(type) + " T=" + std::to_string(T);
             guarded("attention", "-", label, [&] {
-                const int64_t T = 7, N = 150;
+                const int64_t N = 150;
                 const int sw = 2;
                 Pair<float> q((size_t)ac.dk * ac.H * T), o1((size_t)ac.dv * ac.H * T), o2((size_t)ac.dv * ac.H * T);
                 for (auto& v : q.h) v = rnd();
+                if (T > 7) q.h[(size_t)ac.dk * ac.H * 9 + 3] = 30000.0f;  // token 9, head 0: beyond 2^14
                 // cache: K rows [dk, Hkv, N]; V separate [dv, Hkv, N] unless MLA
                 const size_t krb = quant::kv_row_bytes(type, ac.dk), vrb = quant::kv_row_bytes(type, ac.dv);
                 Pair<uint8_t> kc(krb * ac.Hkv * N), vc(ac.mla ? 1 : vrb * ac.Hkv * N);
@@ -358,6 +362,12 @@ void test_attention(cpu::ThreadPool& pool, cpu::Scratch& cs, Env& env) {
                 }
                 pos.h = {0, 10, 40, 74, 3, 74, 20};
                 sid.h = {0, 0, 0, 0, 70, 70, 5};  // seq 5 holds nothing: zeros
+                pos.h.resize((size_t)T);
+                sid.h.resize((size_t)T);
+                for (int64_t t = 7; t < T; ++t) {  // the batch: both sequences, a run of positions
+                    pos.h[t] = (int32_t)(t < 30 ? 30 + t : (t * 7) % 75);
+                    sid.h[t] = t == 33 ? 5 : (t < 30 ? 0 : 70);
+                }
                 q.up(); kc.up(); vc.up(); cp.up(); pos.up(); sid.up(); cs2.up();
                 Tensor Q = mk(q.h.data(), 0, ac.dk, ac.H, T, 4 * ac.dk, 4 * ac.dk * ac.H);
                 Tensor K = mk(kc.h.data(), type, ac.dk, ac.Hkv, N, krb, krb * ac.Hkv, 0);

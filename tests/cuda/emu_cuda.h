@@ -342,6 +342,7 @@ Launcher<P...> launcher(dim3 grid, dim3 block, size_t shared, cudaStream_t strea
 #define gridDim (::emu::g_grid)
 #define IKLLM_DYN_SHARED(type, name) type* name = ::emu::dyn_shared<type>()
 #define __syncthreads() ::emu::sync_block()
+#define __syncwarp(...) ::emu::sync_warp()
 #define __shfl_xor_sync(mask, v, o) ::emu::shfl_xor((v), (o))
 #define __fadd_rn(a, b) ((a) + (b))  // one IEEE float add, as on the device
 #define __uint_as_float(u) ::emu::uint_as_float(u)

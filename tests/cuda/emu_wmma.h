@@ -20,19 +20,21 @@ struct row_major {};
 struct col_major {};
 enum layout_t { mem_row_major, mem_col_major };
 
-// a: M x K, b: K x N, accumulator: M x N; element (r, c) at v[r * cols + c].
+// a: M x K, b: K x N, accumulator: M x N; element (r, c) at x[r * cols + c].
 template <class Use, int M, int N, int K, class T, class Layout = void>
 struct fragment {
     static constexpr int kRows = std::is_same_v<Use, matrix_b> ? K : M;
     static constexpr int kCols = std::is_same_v<Use, matrix_a> ? K : N;
     static constexpr int num_elements = kRows * kCols;
-    float v[kRows * kCols];
+    // Zeroed: the other lanes' unused fragments hold row 0 wherever a kernel reads elements
+    // (an accumulator loaded with row numbers, attention_mma.cu), never garbage.
+    float x[kRows * kCols] = {};
 };
 
 template <class Use, int M, int N, int K, class T, class L>
 inline void fill_fragment(fragment<Use, M, N, K, T, L>& f, float value) {
     if (emu::lane() != 0) return;
-    for (float& x : f.v) x = value;
+    for (float& e : f.x) e = value;
 }
 
 // Element (r, c) of a row-major tile at p[r * ldm + c], of a column-major one at p[c * ldm + r].
@@ -42,7 +44,15 @@ inline void load_matrix_sync(fragment<Use, M, N, K, __half, L>& f, const __half*
     using F = fragment<Use, M, N, K, __half, L>;
     constexpr bool row = std::is_same_v<L, row_major>;
     for (int r = 0; r < F::kRows; ++r)
-        for (int c = 0; c < F::kCols; ++c) f.v[r * F::kCols + c] = __half2float(row ? p[r * ldm + c] : p[c * ldm + r]);
+        for (int c = 0; c < F::kCols; ++c) f.x[r * F::kCols + c] = __half2float(row ? p[r * ldm + c] : p[c * ldm + r]);
+}
+
+// An accumulator tile from float memory (the attention kernel's row numbers).
+template <int M, int N, int K>
+inline void load_matrix_sync(fragment<accumulator, M, N, K, float>& f, const float* p, unsigned ldm, layout_t layout) {
+    if (emu::lane() != 0) return;
+    for (int m = 0; m < M; ++m)
+        for (int n = 0; n < N; ++n) f.x[m * N + n] = layout == mem_row_major ? p[m * ldm + n] : p[n * ldm + m];
 }
 
 template <int M, int N, int K, class LA, class LB>
@@ -52,18 +62,18 @@ inline void mma_sync(fragment<accumulator, M, N, K, float>& d, const fragment<ma
     float out[M * N];
     for (int m = 0; m < M; ++m)
         for (int n = 0; n < N; ++n) {
-            float acc = c.v[m * N + n];
-            for (int k = 0; k < K; ++k) acc += a.v[m * K + k] * b.v[k * N + n];
+            float acc = c.x[m * N + n];
+            for (int k = 0; k < K; ++k) acc += a.x[m * K + k] * b.x[k * N + n];
             out[m * N + n] = acc;
         }
-    for (int i = 0; i < M * N; ++i) d.v[i] = out[i];
+    for (int i = 0; i < M * N; ++i) d.x[i] = out[i];
 }
 
 template <int M, int N, int K>
 inline void store_matrix_sync(float* p, const fragment<accumulator, M, N, K, float>& f, unsigned ldm, layout_t layout) {
     if (emu::lane() != 0) return;
     for (int m = 0; m < M; ++m)
-        for (int n = 0; n < N; ++n) (layout == mem_row_major ? p[m * ldm + n] : p[n * ldm + m]) = f.v[m * N + n];
+        for (int n = 0; n < N; ++n) (layout == mem_row_major ? p[m * ldm + n] : p[n * ldm + m]) = f.x[m * N + n];
 }
 
 }  // namespace nvcuda::wmma

@@ -156,6 +156,14 @@ if [ "$do_bench" = 1 ] && [ -x "$build/ikllm-make-bench" ]; then
       -ngl 99 -p 512 -n 128
     bench "$m full PP2048" "$bench_dir/$m.gguf" -ngl 99 -p 2048 -n 0
   done
+  # Where the time goes: device time per op kind (events around every op, graphs off) for a
+  # short prompt and token steps; the log keeps the whole table, the row its first lines.
+  m=$bench_dir/llama-8b-q4_0.gguf
+  if [ -f "$m" ]; then
+    IKLLM_OP_PROFILE=1 "$cli" bench -m "$m" -t "$(nproc)" -r 1 -ngl 99 -p 512 -n 32 >"$logs/profile_llama-8b-q4_0.txt" 2>&1 &&
+      row "op profile llama-8b-q4_0 (pp512+tg32)" ok "$logs/profile_llama-8b-q4_0.txt" ||
+      row "op profile llama-8b-q4_0" FAIL "see $logs/profile_llama-8b-q4_0.txt"
+  fi
   # Token steps without fused launches and shared rounded activations (docs/cuda.md, item 8).
   IKLLM_CUDA_FUSE=0 IKLLM_CUDA_ACT_SHARE=0 bench "llama-8b-q4_0 full TG128, IKLLM_CUDA_FUSE=0 IKLLM_CUDA_ACT_SHARE=0" \
     "$bench_dir/llama-8b-q4_0.gguf" -ngl 99 -p 0 -n 128
