@@ -156,6 +156,9 @@ if [ "$do_bench" = 1 ] && [ -x "$build/ikllm-make-bench" ]; then
       -ngl 99 -p 512 -n 128
     bench "$m full PP2048" "$bench_dir/$m.gguf" -ngl 99 -p 2048 -n 0
   done
+  # Prompt attention on the float kernel instead of the tensor cores (attention_mma.cu).
+  IKLLM_CUDA_ATTN_MMA=0 bench "llama-8b-q4_0 full PP2048, IKLLM_CUDA_ATTN_MMA=0" "$bench_dir/llama-8b-q4_0.gguf" \
+    -ngl 99 -p 2048 -n 0
   # Where the time goes: device time per op kind (events around every op, graphs off) for a
   # short prompt and token steps; the log keeps the whole table, the row its first lines.
   m=$bench_dir/llama-8b-q4_0.gguf
