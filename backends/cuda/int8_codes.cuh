@@ -3,7 +3,8 @@
 // signed int8 codes packed in two words (byte i of the 8 is byte i & 3 of lo/hi) and a float
 // scale and bias with
 //     weight[i] = scale * code[i] + bias          (bias is 0 unless kHasBias)
-// Scale and bias are constant over 32 values (16 where kScale16), 32-aligned (16-aligned).
+// Scale and bias are constant over 32 values (16 where kScale16; the bias too where not
+// kDirectMma), 32-aligned (16-aligned).
 // equal to BlockDecoder<TYPE>::decode8 (same operands, same operations: host test
 // cuda_int8_codes_host_test checks it for every chunk). A chunk's product with 8 activation
 // codes q (scale xd) is then two dp4a plus, with a bias, two more for the sum of q:
@@ -20,7 +21,7 @@
 //  * kConv types (those, Q3_K, IQ2_K, IQ3_K, IQ2_KS, IQ3_KS, IQ2_KL), calls of 32 tokens or
 //    more: every 256-weight block is re-encoded to int8 with one fp16 scale (conv8 gives the
 //    exact integers P = isc * level; conv_encode_kernel in mat_mma_int8_kernel.cuh does the
-//    rest), multiplied exactly.
+//    rest), multiplied exactly. Q2_K the same from its float values (kConvFloat).
 //  * kConvF16Scales types (Q4_K, Q5_K), calls of 32 tokens or more: the per-32 scale and bias
 //    rounded to fp16 (F16ScaleCodes).
 //  * kSymBatch types (Q8_0, Q4_0, IQ4_NL, Q5_0, Q6_0, MXFP4), calls of 32 tokens or more: the exact per-32 sums
@@ -148,6 +149,13 @@ struct Int8Plain {
     IKLLM_HD static float matmul_scale(float s) { return s; }
     // scale * code + bias equals BlockDecoder::decode8 (IQ6_K: its matmul's integer levels do not).
     static constexpr bool kCodesDecode = true;
+    // The tensor-core kernel multiplies these codes directly (false: a bias per 16 weights,
+    // which its once-per-32 bias step does not have -- Q2_K, whose batches of 32 tokens or more
+    // take the re-encoded form and smaller ones the fp16 tensor cores).
+    static constexpr bool kDirectMma = true;
+    // kConv from the float values (decode8) rather than exact integers: w = d sc q - dmin m,
+    // dnew = max |w| kConvD0, codes RNE(w / dnew), block scale fp16(dnew) (Q2_K).
+    static constexpr bool kConvFloat = false;
 };
 
 // Building blocks of views.
@@ -511,6 +519,31 @@ struct Int8Codes<quant::T_Q3_K> : i8::Scaled<Int8Codes<quant::T_Q3_K>> {
     }
 };
 
+// Q2_K: 2-bit codes, per 16 weights the scale d * sc and the bias -dmin * m (the CPU's
+// small-batch form sums the same integers per 16 and combines them in float: the two agree to
+// float rounding). Its batch form (32 tokens or more) re-encodes the float values per 256
+// (kConvFloat); batches of 9-31 tokens keep the fp16 tensor cores (no direct mma form).
+template <>
+struct Int8Codes<quant::T_Q2_K> : Int8Plain {
+    using D = BlockDecoder<quant::T_Q2_K>;
+    static constexpr bool kHasBias = true;
+    static constexpr bool kScale16 = true;
+    static constexpr bool kDirectMma = false;
+    static constexpr bool kConv = true, kConvFloat = true;
+    static constexpr float kConvD0 = 1.0f / 127.0f;
+    IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
+                                float& bias) {
+        const uint8_t* b = D::block(row, ib);
+        const uint32_t sc = b[chunk >> 1];
+        scale = bd::ldh(b + 80) * bd::i2f(sc & 15);
+        bias = -(bd::ldh(b + 82) * bd::i2f(sc >> 4));
+        const uint8_t* q = b + 16 + bd::p2_off(chunk);
+        const int sh = bd::p2_shift(chunk);
+        lo = (bd::ld32<4>(q) >> sh) & 0x03030303u;
+        hi = (bd::ld32<4>(q + 4) >> sh) & 0x03030303u;
+    }
+};
+
 // A kSymBatch type as the reference multiplies it in calls of 32 tokens or more.
 template <class C>
 struct SymBatchCodes : C {
@@ -555,7 +588,7 @@ using ConvQ8x32Codes = ReencodedCodes<32, true>;
 
 namespace ikllm::cuda {
 
-#define IKLLM_I8_BASE_TYPES(X) X(T_Q8_0) X(T_Q4_0) X(T_IQ4_NL) X(T_Q5_0) X(T_Q6_0) X(T_MXFP4) X(T_Q4_1) X(T_Q5_1) X(T_Q4_K) X(T_Q5_K) X(T_Q6_K) X(T_Q3_K) X(T_IQ4_XS) X(T_IQ4_K)
+#define IKLLM_I8_BASE_TYPES(X) X(T_Q8_0) X(T_Q4_0) X(T_IQ4_NL) X(T_Q5_0) X(T_Q6_0) X(T_MXFP4) X(T_Q4_1) X(T_Q5_1) X(T_Q4_K) X(T_Q5_K) X(T_Q6_K) X(T_Q3_K) X(T_Q2_K) X(T_IQ4_XS) X(T_IQ4_K)
 #define IKLLM_I8_ALL_TYPES(X) IKLLM_I8_BASE_TYPES(X) IKLLM_I8_IQK_TYPES(X) IKLLM_I8_KS_TYPES(X) IKLLM_I8_KT_TYPES(X)
 
 // The types with an integer view (tests check that each of them is exercised).

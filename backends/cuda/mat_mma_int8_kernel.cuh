@@ -199,7 +199,7 @@ __global__ void __launch_bounds__(kThreads) mat_mma_int8_kernel(MatArgs a) {
 // The reference's batch form of a kConv type (int8_codes.cuh), per 256-weight block of a row:
 // the exact integers P = isc * level, their largest magnitude mx, dnew = mx * kConvD0; P kept
 // as it is when dnew < 1 (then dnew = 1), else q = RNE(P * (1 / dnew)); block scale
-// fp16(d * dnew). Writes ConvQ8Codes rows (out_row bytes apart, batch entry z after N rows).
+// fp16(d * dnew). kConvFloat types (Q2_K) from the float values instead (see there). Writes ConvQ8Codes rows (out_row bytes apart, batch entry z after N rows).
 // One warp per block, a chunk of 8 weights per lane.
 template <class C>
 __global__ void conv_encode_kernel(MatArgs a, uint8_t* out, int64_t out_row) {
@@ -208,6 +208,29 @@ __global__ void conv_encode_kernel(MatArgs a, uint8_t* out, int64_t out_row) {
     const int lane = threadIdx.x % 32;
     const int64_t n = wi / nb, ib = wi % nb, z = blockIdx.z;
     if (n >= a.N) return;  // the whole warp
+    uint8_t* b = out + (z * a.N + n) * out_row + ib * ConvQ8Codes::D::kBlockBytes;
+    if constexpr (C::kConvFloat) {
+        // From the float values (Q2_K; CPU: kquant_unpack.h conv_block): every product in them
+        // is exact, so decode8's values are the CPU's w bit for bit.
+        float w[8];
+        C::D::decode8(a.w + z * a.w_z + n * a.w_row, ib, lane, w);
+        float mx = 0.f;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) mx = fmaxf(mx, fabsf(w[e]));
+        mx = warp_max(mx);
+        const float dnew = mx * C::kConvD0;
+        const float inv = dnew > 0.0f ? 1.0f / dnew : 0.0f;
+        uint32_t q[2] = {0, 0};
+#pragma unroll
+        for (int e = 0; e < 8; ++e) q[e / 4] |= (uint32_t)(uint8_t)(int8_t)(int)rintf(w[e] * inv) << 8 * (e & 3);
+        reinterpret_cast<uint32_t*>(b + 4 + 8 * lane)[0] = q[0];
+        reinterpret_cast<uint32_t*>(b + 4 + 8 * lane)[1] = q[1];
+        if (lane == 0) {
+            const float scale = bd::round_f16(dnew);
+            memcpy(b, &scale, 4);
+        }
+        return;
+    } else {
     uint32_t lo, hi;
     int isc;
     float dw;
@@ -234,12 +257,12 @@ __global__ void conv_encode_kernel(MatArgs a, uint8_t* out, int64_t out_row) {
             q[e / 4] |= (uint32_t)(uint8_t)(int8_t)v << 8 * (e & 3);
         }
     }
-    uint8_t* b = out + (z * a.N + n) * out_row + ib * ConvQ8Codes::D::kBlockBytes;
     reinterpret_cast<uint32_t*>(b + 4 + 8 * lane)[0] = q[0];
     reinterpret_cast<uint32_t*>(b + 4 + 8 * lane)[1] = q[1];
     if (lane == 0) {
         const float scale = bd::round_f16(dw * dnew);
         memcpy(b, &scale, 4);
+    }
     }
 }
 
@@ -322,8 +345,12 @@ bool run_batch_forms(const MatArgs& a, bool batch_form, X& x) {
             return true;
         }
     }
-    x.template mma<C>(a);
-    return true;
+    if constexpr (!C::kDirectMma) {
+        return false;  // the fp16 tensor cores instead
+    } else {
+        x.template mma<C>(a);
+        return true;
+    }
 }
 
 }  // namespace ikllm::cuda::mma8

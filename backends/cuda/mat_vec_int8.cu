@@ -45,6 +45,15 @@ bool int8_view_supported(uint32_t type) {
     return dispatch_int8_type(type, [](auto) {});
 }
 
+bool int8_view_supported(uint32_t type, int64_t tokens) {
+    bool ok = false;
+    dispatch_int8_type(type, [&](auto c) {
+        using C = decltype(c);
+        ok = tokens <= kVecMaxTokens || C::kDirectMma || (C::kConv && tokens >= kRefBatchTokens);
+    });
+    return ok;
+}
+
 bool int8_view_saturates(uint32_t type) {
     bool sat = false;
     dispatch_int8_type(type, [&](auto c) { sat = decltype(c)::kSat; });

@@ -89,6 +89,8 @@ bool launch_mat_vec_int8(const MatArgs& a, cudaStream_t stream);
 // fp16-rounded scales, as the reference's CPU kernels do (int8_codes.cuh).
 bool launch_mat_mma_int8(const MatArgs& a, bool batch_form, Scratch* scratch, cudaStream_t stream);
 bool int8_view_supported(uint32_t type);
+// ... for a product on `tokens` tokens (some views serve the matrix-vector kernel only).
+bool int8_view_supported(uint32_t type, int64_t tokens);
 // Whether the type's products in calls below kRefBatchTokens saturate like the reference's
 // (int8_codes.cuh, kSat): those calls then take the int8 matrix-vector kernel for any count.
 bool int8_view_saturates(uint32_t type);
