@@ -95,7 +95,7 @@ if [ -f "$shared/tools/compare_logits.py" ]; then
   for s in llama-tiny-f16 llama-tied-f16 qwen3-tiny-f16 qwen2-tiny-f16 llama-q-f32 llama-q-F16 llama-q-BF16 llama-q-Q8_0 \
            llama-q-Q4_0 qwen3-tiny-Q4_0 qwen3moe-tiny-f16 deepseek2-tiny-f16 deepseek2-lite-tiny-f16 deepseek2-split-tiny-f16 \
            deepseek2-tiny-IQ4_K deepseek2-tiny-Q8_0 qwen3moe-tiny-Q4_K_M qwen3moe-tiny-IQ4_K \
-           llama-q-Q4_K_R4 llama-q-Q8_0_R8 llama-q-IQ2_K_R4 llama-q-IQ4_K_R4 llama-q-IQ4_XS_R8 llama-q-IQ4_KS_R4; do  # (interleaved: converted)
+           llama-q-Q4_K_R4 llama-q-Q8_0_R8 llama-q-IQ2_K_R4 llama-q-IQ4_K_R4 llama-q-IQ4_XS_R8 llama-q-IQ4_KS_R4 llama-q-Q2_K; do  # (interleaved: converted)
     if [ -d "$refdata/refs/$s" ] && { [ -f "$refdata/models/$s.gguf" ] || [ -f "$refdata/quant/$s.gguf" ]; }; then stems="$stems $s"; fi
   done
   placements=("full:-ngl 99" "exps_cpu:-ngl 99 -ot exps=CPU")
