@@ -32,4 +32,13 @@ struct AttnArgs {
 // types or alignment do not fit it (the caller runs the float kernel).
 bool launch_attention_mma(const AttnArgs& a, int64_t T, int64_t n_head, const OpEnv& env);
 
+// MLA (576 / 512 latent rows, f16 cache) on the tensor cores (attention_mla_mma.cu), for any
+// batch; false when it does not apply.
+bool launch_attention_mla_mma(const AttnArgs& a, int64_t T, int64_t n_head, const OpEnv& env);
+
+// Merges the parts of a cell-split attention: partial[((t * n_head + h) * n_splits + s) * (d_v + 2)]
+// holds split s's unnormalised output, then its running max and sum (ops_attention.cu).
+void launch_attention_combine(const AttnArgs& a, int64_t T, int64_t n_head, int n_splits, const float* partial,
+                              cudaStream_t stream);
+
 }  // namespace ikllm::cuda

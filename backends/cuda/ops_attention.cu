@@ -207,13 +207,16 @@ void launch_split(const AttnArgs& a, int64_t T, int64_t n_head, const OpEnv& env
     IKLLM_LAUNCH(grid, kAttnThreads, 0, env.stream, attention_split_kernel<DVT>)(a, (int)n_splits, (int)std::max<int64_t>(split_cells, 1),
                                                                        partial);
     IKLLM_CUDA_LAUNCHED("attention_split_kernel");
-    if (n_splits > 1) {
-        IKLLM_LAUNCH(dim3((unsigned)T, (unsigned)n_head), 128, 0, env.stream, attention_combine_kernel)(a, (int)n_splits, partial);
-        IKLLM_CUDA_LAUNCHED("attention_combine_kernel");
-    }
+    if (n_splits > 1) launch_attention_combine(a, T, n_head, (int)n_splits, partial, env.stream);
 }
 
 }  // namespace
+
+void launch_attention_combine(const AttnArgs& a, int64_t T, int64_t n_head, int n_splits, const float* partial,
+                              cudaStream_t stream) {
+    IKLLM_LAUNCH(dim3((unsigned)T, (unsigned)n_head), 128, 0, stream, attention_combine_kernel)(a, n_splits, partial);
+    IKLLM_CUDA_LAUNCHED("attention_combine_kernel");
+}
 
 void run_attention(const Op& op, const OpEnv& env) {
     for (int i = 0; i < 3; ++i)
@@ -268,7 +271,7 @@ void run_attention(const Op& op, const OpEnv& env) {
 
     if (T > 2147483647LL || n_head > 65535) bad("too many tokens or heads");
     if (d_k > kMaxDk) bad("head size too large (d_k " + std::to_string(d_k) + ")");
-    if (launch_attention_mma(a, T, n_head, env)) return;
+    if (launch_attention_mla_mma(a, T, n_head, env) || launch_attention_mma(a, T, n_head, env)) return;
     if (d_v <= 128) launch_split<1>(a, T, n_head, env);
     else if (d_v <= 256) launch_split<2>(a, T, n_head, env);
     else if (d_v <= 512) launch_split<4>(a, T, n_head, env);

@@ -327,13 +327,14 @@ void test_attention(cpu::ThreadPool& pool, cpu::Scratch& cs, Env& env) {
                       {"attn mla 576/512 h16", 576, 512, 16, 1, true}};
     // T = 7: the float kernel; T = 40: a prompt batch (with an f16 cache and heads of <= 128 the
     // tensor-core kernel, attention_mma.cu), one query row scaled into f16's range.
-    for (const int64_t T : {7, 40})
+    for (const int64_t T : {1, 7, 40})
     for (const AC& ac : acs)
         for (uint32_t type : {quant::T_F32, quant::T_F16, quant::T_BF16, quant::T_Q8_0}) {
             if (type == quant::T_Q8_0 && ac.dk % 32) continue;
             const std::string label = std::string(ac.n) + " " + quant::kv_type_name(type) + " T=" + std::to_string(T);
             guarded("attention", "-", label, [&] {
-                const int64_t N = 150;
+                // (T = 40 over 60 cells: the MLA kernel without a cell split; 1 and 7 over 150: with one)
+                const int64_t N = T == 40 ? 60 : 150;
                 const int sw = 2;
                 Pair<float> q((size_t)ac.dk * ac.H * T), o1((size_t)ac.dv * ac.H * T), o2((size_t)ac.dv * ac.H * T);
                 for (auto& v : q.h) v = rnd();
@@ -362,6 +363,10 @@ void test_attention(cpu::ThreadPool& pool, cpu::Scratch& cs, Env& env) {
                 }
                 pos.h = {0, 10, 40, 74, 3, 74, 20};
                 sid.h = {0, 0, 0, 0, 70, 70, 5};  // seq 5 holds nothing: zeros
+                if (T == 1) {  // a generation step late in sequence 70 (the MLA kernel splits the cells)
+                    pos.h = {74};
+                    sid.h = {70};
+                }
                 pos.h.resize((size_t)T);
                 sid.h.resize((size_t)T);
                 for (int64_t t = 7; t < T; ++t) {  // the batch: both sequences, a run of positions

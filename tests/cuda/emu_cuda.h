@@ -20,6 +20,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <map>
 #include <mutex>
 #include <tuple>
 #include <type_traits>
@@ -283,6 +284,21 @@ inline thread_local cudaError_t g_launch_error = cudaSuccess;
 // Set by the emulated runtime (emu_runtime.cpp): takes the work of a launch on a stream that is
 // being captured into a graph (true) or leaves it to run now (false). Null: always run now.
 inline bool (*g_capture)(cudaStream_t stream, const void* kernel, const std::function<void()>& work) = nullptr;
+// Per kernel, the dynamic shared memory it may take beyond 48 KiB (cudaFuncSetAttribute with
+// cudaFuncAttributeMaxDynamicSharedMemorySize, as the device requires; emu_runtime.cpp).
+inline std::mutex& opt_in_mutex() {
+    static std::mutex m;
+    return m;
+}
+inline std::map<const void*, size_t>& shared_opt_in() {
+    static std::map<const void*, size_t> m;
+    return m;
+}
+inline size_t shared_limit(const void* kernel) {
+    std::lock_guard<std::mutex> lock(opt_in_mutex());
+    const auto it = shared_opt_in().find(kernel);
+    return it == shared_opt_in().end() ? 48 * 1024 : std::max<size_t>(48 * 1024, it->second);
+}
 // Kernels' __shared__ variables are statics: one launch at a time in the process.
 inline std::recursive_mutex& launch_mutex() {
     static std::recursive_mutex m;
@@ -299,7 +315,7 @@ struct Launcher {
     void operator()(A&&... a) const {
         const uint64_t threads = (uint64_t)block.x * block.y * block.z;
         if (threads == 0 || threads > 1024 || grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 ||
-            grid.z > 65535 || shared > 48 * 1024) {
+            grid.z > 65535 || shared > shared_limit(reinterpret_cast<const void*>(kernel))) {
             g_launch_error = cudaErrorInvalidConfiguration;
             return;
         }

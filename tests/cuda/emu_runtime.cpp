@@ -196,6 +196,13 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
         default: return fail(cudaErrorInvalidValue);
     }
 }
+cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int value) {
+    if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaSuccess;  // (hints)
+    if (value < 0 || value > 227 * 1024) return fail(cudaErrorInvalidValue);      // an H100's limit
+    std::lock_guard<std::mutex> lock(emu::opt_in_mutex());
+    emu::shared_opt_in()[func] = (size_t)value;
+    return cudaSuccess;
+}
 cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
     std::lock_guard<std::mutex> lock(rt().mu);
     *total = rt().capacity;
