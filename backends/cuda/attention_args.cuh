@@ -32,9 +32,9 @@ struct AttnArgs {
 // types or alignment do not fit it (the caller runs the float kernel).
 bool launch_attention_mma(const AttnArgs& a, int64_t T, int64_t n_head, const OpEnv& env);
 
-// MLA (576 / 512 latent rows, f16 cache) on the tensor cores (attention_mla_mma.cu), for any
-// batch; false when it does not apply.
-bool launch_attention_mla_mma(const AttnArgs& a, int64_t T, int64_t n_head, const OpEnv& env);
+// Blocks of 16 query rows on the tensor cores (attention_mma16.cu), f16 cache: MLA (576 / 512
+// latent rows) for any batch, standard heads of 64 / 128 / 256 otherwise; false when it does not apply.
+bool launch_attention_mma16(const AttnArgs& a, int64_t T, int64_t n_head, const OpEnv& env);
 
 // Merges the parts of a cell-split attention: partial[((t * n_head + h) * n_splits + s) * (d_v + 2)]
 // holds split s's unnormalised output, then its running max and sum (ops_attention.cu).

@@ -325,7 +325,7 @@ void launch_typed(const MatArgs& a_in, cudaStream_t s) {
     if (a_in.xq && a_in.T <= kVecMaxTokens && launch_mat_vec_int8(a_in, s)) return;
     MatArgs a = a_in;  // the float kernels from here on
     a.y_scale = float_matmul_factor<D>();
-    if (a.T <= kVecMaxTokens) {
+    if (mat_is_vector(a)) {
         const dim3 block(32 * kVecWarps);
         if (a.T == 1 && mat_vec_staged_fits<D>(a)) {
             const dim3 grid((unsigned)((a.N + kStagedRows - 1) / kStagedRows), 1, (unsigned)a.Z);
@@ -351,7 +351,9 @@ void launch_typed(const MatArgs& a_in, cudaStream_t s) {
 
 }  // namespace
 
-bool mat_is_vector(const MatArgs& a) { return a.T <= kVecMaxTokens; }
+// F32 weights (MoE routers, small projections) stay in float at every batch size, as on the
+// CPU: the fp16 tensor cores moved router logits enough to change expert choices.
+bool mat_is_vector(const MatArgs& a) { return a.T <= kVecMaxTokens || a.type == quant::T_F32; }
 
 namespace {
 
@@ -363,7 +365,7 @@ bool rounding_plan(const MatArgs& a, const OpEnv& env, ActRoundKey* key, int64_t
     // The matrix-vector kernel reads activations 16 bytes at a time and never rounds to f16
     // itself: misaligned rows and f16 rounding go through the copy.
     const bool aligned = (reinterpret_cast<uintptr_t>(a.x) | a.x_t | a.x_z) % 16 == 0;
-    if (mode == act_round_none && !a.round_x_f16 && (aligned || a.T > kVecMaxTokens)) return false;
+    if (mode == act_round_none && !a.round_x_f16 && (aligned || !mat_is_vector(a))) return false;
     // The int8 kernels' codes too, where one will run (a type with an integer view; up to 8
     // tokens with OpEnv::int8, more with OpEnv::int8_mma).
     const bool int8_kernel = a.T <= kVecMaxTokens ? env.int8 : env.int8_mma && !a.w_ids && a.x_div == 1;

@@ -271,7 +271,9 @@ void run_attention(const Op& op, const OpEnv& env) {
 
     if (T > 2147483647LL || n_head > 65535) bad("too many tokens or heads");
     if (d_k > kMaxDk) bad("head size too large (d_k " + std::to_string(d_k) + ")");
-    if (launch_attention_mla_mma(a, T, n_head, env) || launch_attention_mma(a, T, n_head, env)) return;
+    // f16 caches on the tensor cores: prompt batches of heads up to 128 in blocks of 64 query
+    // rows, MLA, generation steps and wider heads in blocks of 16.
+    if (launch_attention_mma(a, T, n_head, env) || launch_attention_mma16(a, T, n_head, env)) return;
     if (d_v <= 128) launch_split<1>(a, T, n_head, env);
     else if (d_v <= 256) launch_split<2>(a, T, n_head, env);
     else if (d_v <= 512) launch_split<4>(a, T, n_head, env);

@@ -1,13 +1,14 @@
-// MLA attention (DeepSeek's absorbed form: keys are the 576-wide latent rows [c | k_rope] of one
-// KV head, values their first 512 columns) on the tensor cores, for an f16 cache, prompt batches
-// and generation steps alike. The float kernel (ops_attention.cu) reads a latent row once per
-// query head -- 128 times per token for DeepSeek-V3; here a block takes 16 query rows (the
-// flattened (token, head) pairs: the heads of a token lie next to each other) and reads each
-// tile of 32 cells once for all of them, into shared memory where it serves as keys and values.
+// Attention on the tensor cores for few query rows per KV head or wide heads: MLA (DeepSeek's
+// absorbed form: keys are the 576-wide latent rows [c | k_rope] of one KV head, values their first
+// 512 columns) for any batch, and standard heads of 64, 128 or 256 for generation steps (and
+// prompt batches of 256-wide heads), all with an f16 cache. The float kernel (ops_attention.cu)
+// reads a K/V row once per query head -- 128 times per token for DeepSeek-V3, 4-8 times for GQA
+// models; here a block takes 16 query rows (the flattened (token, head-of-the-group) pairs: the
+// heads of a token lie next to each other) and reads each tile of 32 cells once for all of them.
 //
-// A block of 4 warps: the 16 x 32 scores are split over the warps by the 576 key columns (9 WMMA
+// A block of 4 warps: the 16 x 32 scores are split over the warps by key columns (DK / 64 WMMA
 // steps each, partial tiles summed in a fixed order), the online softmax runs on all 128 threads
-// (8 per row), and each warp keeps the output columns [128 w, 128 w + 128) of the 16 rows in
+// (8 per row), and each warp keeps output columns [DV / 4 w, DV / 4 (w + 1)) of the 16 rows in
 // registers. Q and P enter as hi + lo f16 terms (attention_mma.cu): float-level results. Long
 // caches with few query rows (generation) are split over blocks by cells; the float kernel's
 // combine step merges the parts (attention_args.cuh).
@@ -27,41 +28,48 @@ namespace {
 
 using namespace nvcuda;
 
-constexpr int kDk = 576, kDv = 512;
 constexpr int kWarps = 4, kThreads = 32 * kWarps, kRows = 16, kTile = 32;
-constexpr int kLdK = kDk + 8;          // halves per Q / K row in shared memory
-constexpr int kLdS = kTile + 4;        // floats per partial-score row
-constexpr int kLdP = kTile + 8;        // halves per P row
-constexpr int kLdO = kDv + 4;          // floats per staged output row
-constexpr int kColsPerWarp = kDv / kWarps, kOutFrags = kColsPerWarp / 16;
-constexpr int kKSteps = kDk / 16, kStepsPerWarp = kKSteps / kWarps;
+constexpr int kLdS = kTile + 4;  // floats per partial-score row
+constexpr int kLdP = kTile + 8;  // halves per P row
 constexpr int kMinSplitCells = 64;
-
-// Dynamic shared memory, every region a multiple of 128 bytes.
 constexpr int align128(int b) { return (b + 127) / 128 * 128; }
-constexpr int kQBytes = align128(kRows * kLdK * 2);           // one of Q hi / Q lo
-constexpr int kKBytes = align128(kTile * kLdK * 2);           // K tile (values: its first 512 columns)
-constexpr int kSBytes = align128(kWarps * kRows * kLdS * 4);  // partial scores per warp
-constexpr int kPBytes = align128(kRows * kLdP * 2);           // one of P hi / P lo
-constexpr int kMiscBytes = align128(256 * 4 + kRows * 4 * 5 + kTile * 4 * 2);
-constexpr int kSmemBytes = 2 * kQBytes + kKBytes + kSBytes + 2 * kPBytes + kMiscBytes;
-static_assert(kRows * kLdO * 4 <= kKBytes, "the output staging reuses the K tile");
+
+// Shapes and dynamic shared memory (every region a multiple of 128 bytes) of one kernel form.
+// Latent: values are the first DV columns of the key rows (MLA), read with the keys.
+template <int DK, int DV, bool Latent>
+struct Form {
+    static constexpr int kLdK = DK + 8, kLdV = Latent ? kLdK : DV + 8;  // halves per row
+    static constexpr int kLdO = DV + 4;                                 // floats per staged output row
+    static constexpr int kColsPerWarp = DV / kWarps, kOutFrags = kColsPerWarp / 16;
+    static constexpr int kStepsPerWarp = DK / 16 / kWarps;
+    static constexpr int kQ = align128(kRows * kLdK * 2);  // one of Q hi / Q lo
+    static constexpr int kK = align128(kTile * kLdK * 2), kV = Latent ? 0 : align128(kTile * kLdV * 2);
+    static constexpr int kS = align128(kWarps * kRows * kLdS * 4), kP = align128(kRows * kLdP * 2);
+    static constexpr int kMisc = align128(256 * 4 + kRows * 4 * 5 + kTile * 4 * 2);
+    static constexpr int kBytes = 2 * kQ + kK + kV + kS + 2 * kP + kMisc;
+    static_assert(DK % (16 * kWarps) == 0 && DV % (16 * kWarps) == 0, "whole WMMA steps per warp");
+    static_assert(kRows * kLdO * 4 <= kK + kV, "the output staging reuses the K / V tiles");
+};
 
 __device__ __forceinline__ bool sees(const AttnArgs& a, int32_t c, int32_t cp, int32_t pos, int32_t seq) {
     if (seq < 0 || seq >= 64 * a.seq_words || c >= a.n_cells || cp < 0 || cp > pos) return false;
     return (a.cell_seqs[(int64_t)c * a.seq_words + seq / 64] >> (seq % 64)) & 1ull;
 }
 
-__global__ void __launch_bounds__(kThreads) attention_mla_mma_kernel(AttnArgs a, int64_t T, int split_cells,
-                                                                     float* partial) {
+template <int DK, int DV, bool Latent>
+__global__ void __launch_bounds__(kThreads) attention_mma16_kernel(AttnArgs a, int64_t T, int split_cells, float* partial) {
+    using F = Form<DK, DV, Latent>;
+    constexpr int kLdK = F::kLdK, kLdV = F::kLdV, kLdO = F::kLdO, kColsPerWarp = F::kColsPerWarp;
+    constexpr int kOutFrags = F::kOutFrags, kStepsPerWarp = F::kStepsPerWarp;
     IKLLM_DYN_SHARED(unsigned char, mem);
     __half* qh = reinterpret_cast<__half*>(mem);
-    __half* ql = reinterpret_cast<__half*>(mem + kQBytes);
-    __half* ks = reinterpret_cast<__half*>(mem + 2 * kQBytes);
-    float* sp = reinterpret_cast<float*>(mem + 2 * kQBytes + kKBytes);
-    __half* ph = reinterpret_cast<__half*>(mem + 2 * kQBytes + kKBytes + kSBytes);
-    __half* pl = reinterpret_cast<__half*>(mem + 2 * kQBytes + kKBytes + kSBytes + kPBytes);
-    float* rowmap = reinterpret_cast<float*>(mem + 2 * kQBytes + kKBytes + kSBytes + 2 * kPBytes);
+    __half* ql = reinterpret_cast<__half*>(mem + F::kQ);
+    __half* ks = reinterpret_cast<__half*>(mem + 2 * F::kQ);
+    __half* vs = Latent ? ks : reinterpret_cast<__half*>(mem + 2 * F::kQ + F::kK);
+    float* sp = reinterpret_cast<float*>(mem + 2 * F::kQ + F::kK + F::kV);
+    __half* ph = reinterpret_cast<__half*>(mem + 2 * F::kQ + F::kK + F::kV + F::kS);
+    __half* pl = reinterpret_cast<__half*>(mem + 2 * F::kQ + F::kK + F::kV + F::kS + F::kP);
+    float* rowmap = reinterpret_cast<float*>(mem + 2 * F::kQ + F::kK + F::kV + F::kS + 2 * F::kP);
     float* alpha = rowmap + 256;
     float* row_sf = alpha + kRows;
     float* row_l = row_sf + kRows;
@@ -88,12 +96,12 @@ __global__ void __launch_bounds__(kThreads) attention_mla_mma_kernel(AttnArgs a,
         const int64_t R = R0 + r, t = R / G;
         const float* q = t < T ? reinterpret_cast<const float*>(a.q + (g * G + R % G) * a.q_nb1 + t * a.q_nb2) : nullptr;
         float mx = 0.0f;
-        for (int d = lane; d < kDk; d += 32) mx = fmaxf(mx, q ? fabsf(q[d]) : 0.0f);
+        for (int d = lane; d < DK; d += 32) mx = fmaxf(mx, q ? fabsf(q[d]) : 0.0f);
         mx = warp_max(mx);
         int e = 0;
         if (mx >= 16384.0f && mx <= 3.0e38f) e = ilogbf(mx) - 13;
         const float down = ldexpf(1.0f, -e);
-        for (int d = lane; d < kDk; d += 32) {
+        for (int d = lane; d < DK; d += 32) {
             const float x = q ? q[d] * down : 0.0f;
             const __half h = __float2half_rn(x);
             qh[r * kLdK + d] = h;
@@ -113,6 +121,7 @@ __global__ void __launch_bounds__(kThreads) attention_mla_mma_kernel(AttnArgs a,
     const float my_sf = row_sf[sr];
     float m = -INFINITY, l = 0.0f;
     const uint8_t* kbase = a.k + g * a.k_nb1;
+    const uint8_t* vbase = a.v + g * a.v_nb1;
     const int64_t t_first = R0 / G, t_last = (R0 + kRows - 1) / G + 1, t_end = t_last < T ? t_last : T;
 
     for (int32_t c0 = c_begin; c0 < c_end; c0 += kTile) {
@@ -131,12 +140,22 @@ __global__ void __launch_bounds__(kThreads) attention_mla_mma_kernel(AttnArgs a,
             __syncthreads();
             continue;
         }
-        constexpr int kPieces = kDk / 8;
+        // Rows no query of the block sees are zeros (a free cell may hold anything).
+        constexpr int kPieces = DK / 8;
         for (int i = tid; i < kTile * kPieces; i += kThreads) {
             const int j = i / kPieces, p = i % kPieces;
             uint4 v = make_uint4(0, 0, 0, 0);
             if (cell_any[j]) v = reinterpret_cast<const uint4*>(kbase + (int64_t)(c0 + j) * a.k_nb2)[p];
             *reinterpret_cast<uint4*>(ks + j * kLdK + 8 * p) = v;
+        }
+        if constexpr (!Latent) {
+            constexpr int kVPieces = DV / 8;
+            for (int i = tid; i < kTile * kVPieces; i += kThreads) {
+                const int j = i / kVPieces, p = i % kVPieces;
+                uint4 v = make_uint4(0, 0, 0, 0);
+                if (cell_any[j]) v = reinterpret_cast<const uint4*>(vbase + (int64_t)(c0 + j) * a.v_nb2)[p];
+                *reinterpret_cast<uint4*>(vs + j * kLdV + 8 * p) = v;
+            }
         }
         __syncthreads();
 
@@ -207,12 +226,12 @@ __global__ void __launch_bounds__(kThreads) attention_mla_mma_kernel(AttnArgs a,
 #pragma unroll
             for (int n = 0; n < kOutFrags; ++n) {
                 wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> vb;
-                wmma::load_matrix_sync(vb, ks + 16 * k * kLdK + warp * kColsPerWarp + 16 * n, kLdK);
+                wmma::load_matrix_sync(vb, vs + 16 * k * kLdV + warp * kColsPerWarp + 16 * n, kLdV);
                 wmma::mma_sync(o[n], pa_hi, vb, o[n]);
                 wmma::mma_sync(o[n], pa_lo, vb, o[n]);
             }
         }
-        __syncthreads();  // ks, sp, ph, pl are rewritten next
+        __syncthreads();  // ks, vs, sp, ph, pl are rewritten next
     }
 
     // The rows' outputs (O / l), or with several splits their parts (O, m, l) for the combine step.
@@ -225,41 +244,30 @@ __global__ void __launch_bounds__(kThreads) attention_mla_mma_kernel(AttnArgs a,
     for (int n = 0; n < kOutFrags; ++n)
         wmma::store_matrix_sync(ob + warp * kColsPerWarp + 16 * n, o[n], kLdO, wmma::mem_row_major);
     __syncthreads();
-    for (int i = tid; i < kRows * kDv; i += kThreads) {
-        const int r = i / kDv, d = i % kDv;
+    for (int i = tid; i < kRows * DV; i += kThreads) {
+        const int r = i / DV, d = i % DV;
         const int64_t R = R0 + r, t = R / G, h = g * G + R % G;
         if (t >= T) continue;
         if (n_splits == 1) {
             const float lr = row_l[r];
-            float* orow = reinterpret_cast<float*>(a.out + t * a.out_nb1) + h * (int64_t)kDv;
+            float* orow = reinterpret_cast<float*>(a.out + t * a.out_nb1) + h * (int64_t)DV;
             orow[d] = ob[r * kLdO + d] * (lr > 0.0f ? 1.0f / lr : 0.0f);
         } else {
-            float* part = partial + ((t * n_head + h) * n_splits + split) * (int64_t)(kDv + 2);
+            float* part = partial + ((t * n_head + h) * n_splits + split) * (int64_t)(DV + 2);
             part[d] = ob[r * kLdO + d];
             if (d == 0) {
-                part[kDv] = alpha[r];
-                part[kDv + 1] = row_l[r];
+                part[DV] = alpha[r];
+                part[DV + 1] = row_l[r];
             }
         }
     }
 }
 
-}  // namespace
-
-bool launch_attention_mla_mma(const AttnArgs& a, int64_t T, int64_t n_head, const OpEnv& env) {
-    if (T <= 0 || env.batch_invariant || !env.attn_mma) return false;
-    // The latent layout: f16 rows of 576, values the first 512 columns of the same rows.
-    if (a.k_type != quant::T_F16 || a.v_type != quant::T_F16 || a.d_k != kDk || a.d_v != kDv || a.v != a.k ||
-        a.v_nb1 != a.k_nb1 || a.v_nb2 != a.k_nb2 || a.group <= 0)
-        return false;
-    if (((reinterpret_cast<uintptr_t>(a.k) | (uint64_t)a.k_nb1 | (uint64_t)a.k_nb2) & 15) != 0) return false;
-    int dev = 0, major = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess || major < 8)
-        return false;
+template <int DK, int DV, bool Latent>
+void launch_form(const AttnArgs& a, int64_t T, int64_t n_head, const OpEnv& env) {
+    using F = Form<DK, DV, Latent>;
     const int64_t n_head_kv = n_head / a.group;
     const int64_t row_blocks = (T * a.group + kRows - 1) / kRows;
-    if (n_head_kv > 65535 || row_blocks > 0x7fffffffLL) return false;
     // Few row blocks (generation): split the cells so the GPU fills.
     const int64_t blocks = row_blocks * n_head_kv;
     const int64_t target = 2LL * (env.sm_count > 0 ? env.sm_count : 100);
@@ -271,14 +279,40 @@ bool launch_attention_mla_mma(const AttnArgs& a, int64_t T, int64_t n_head, cons
     n_splits = std::max<int64_t>(1, (a.n_cells + split_cells - 1) / split_cells);
     float* partial = nullptr;
     if (n_splits > 1)
-        partial = static_cast<float*>(env.scratch->alloc(sizeof(float) * (size_t)(T * n_head * n_splits * (kDv + 2))));
-    IKLLM_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&attention_mla_mma_kernel),
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+        partial = static_cast<float*>(env.scratch->alloc(sizeof(float) * (size_t)(T * n_head * n_splits * (DV + 2))));
+    if (F::kBytes > 48 * 1024)
+        IKLLM_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&attention_mma16_kernel<DK, DV, Latent>),
+                                              cudaFuncAttributeMaxDynamicSharedMemorySize, F::kBytes));
     const dim3 grid((unsigned)row_blocks, (unsigned)n_head_kv, (unsigned)n_splits);
-    IKLLM_LAUNCH(grid, kThreads, kSmemBytes, env.stream, attention_mla_mma_kernel)(a, T, (int)split_cells, partial);
-    IKLLM_CUDA_LAUNCHED("attention_mla_mma_kernel");
+    IKLLM_LAUNCH(grid, kThreads, F::kBytes, env.stream, attention_mma16_kernel<DK, DV, Latent>)(a, T, (int)split_cells, partial);
+    IKLLM_CUDA_LAUNCHED("attention_mma16_kernel");
     if (n_splits > 1) launch_attention_combine(a, T, n_head, (int)n_splits, partial, env.stream);
-    return true;
+}
+
+}  // namespace
+
+bool launch_attention_mma16(const AttnArgs& a, int64_t T, int64_t n_head, const OpEnv& env) {
+    if (T <= 0 || env.batch_invariant || !env.attn_mma || a.group <= 0) return false;
+    if (a.k_type != quant::T_F16 || a.v_type != quant::T_F16) return false;
+    const bool latent = a.v == a.k && a.v_nb1 == a.k_nb1 && a.v_nb2 == a.k_nb2;
+    const auto aligned = [](const void* p, int64_t s1, int64_t s2) {
+        return ((reinterpret_cast<uintptr_t>(p) | (uint64_t)s1 | (uint64_t)s2) & 15) == 0;
+    };
+    if (!aligned(a.k, a.k_nb1, a.k_nb2) || !aligned(a.v, a.v_nb1, a.v_nb2)) return false;
+    int dev = 0, major = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess || major < 8)
+        return false;
+    if ((T * a.group + kRows - 1) / kRows > 0x7fffffffLL || n_head / a.group > 65535) return false;
+    if (latent && a.d_k == 576 && a.d_v == 512) return launch_form<576, 512, true>(a, T, n_head, env), true;
+    if (latent || a.d_k != a.d_v) return false;
+    // Standard heads: generation steps (prompt batches of heads up to 128 take attention_mma.cu).
+    switch (a.d_k) {
+        case 64: return launch_form<64, 64, false>(a, T, n_head, env), true;
+        case 128: return launch_form<128, 128, false>(a, T, n_head, env), true;
+        case 256: return launch_form<256, 256, false>(a, T, n_head, env), true;
+        default: return false;
+    }
 }
 
 }  // namespace ikllm::cuda
