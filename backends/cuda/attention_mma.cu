@@ -22,6 +22,7 @@
 #include <cmath>
 
 #include "attention_args.cuh"
+#include "attention_mma_common.cuh"
 #include "warp_reduce.cuh"
 #include "quant/type_traits.h"
 
@@ -30,6 +31,7 @@ namespace ikllm::cuda {
 namespace {
 
 using namespace nvcuda;
+using attn::sees;
 
 constexpr int kWarps = 4, kThreads = 32 * kWarps, kRows = 16 * kWarps, kTile = 32;
 constexpr int kMinTokens = 16;  // fewer: the float kernel (generation steps, short batches)
@@ -49,12 +51,6 @@ struct Smem {
     static constexpr int kUnion = kTiles > kStageQ ? (kTiles > kStageO ? kTiles : kStageO)
                                                    : (kStageQ > kStageO ? kStageQ : kStageO);
 };
-
-// Whether a token at position pos of sequence seq sees cell c, whose position is cp.
-__device__ __forceinline__ bool sees(const AttnArgs& a, int32_t c, int32_t cp, int32_t pos, int32_t seq) {
-    if (seq < 0 || seq >= 64 * a.seq_words || c >= a.n_cells || cp < 0 || cp > pos) return false;
-    return (a.cell_seqs[(int64_t)c * a.seq_words + seq / 64] >> (seq % 64)) & 1ull;
-}
 
 template <int D>
 __global__ void __launch_bounds__(kThreads) attention_mma_kernel(AttnArgs a, int64_t T, int tokens_per_block) {
@@ -86,20 +82,8 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(AttnArgs a, int
         const int r = warp * 16 + rr;
         const int64_t t = row_token[r];
         const float* q = t >= 0 ? reinterpret_cast<const float*>(a.q + (g * G + r % G) * a.q_nb1 + t * a.q_nb2) : nullptr;
-        float mx = 0.0f;
-        for (int d = lane; d < D; d += 32) mx = fmaxf(mx, q ? fabsf(q[d]) : 0.0f);
-        mx = warp_max(mx);
-        // Below 2^14 nothing changes; larger rows are scaled into f16's range by a power of two.
-        int e = 0;
-        if (mx >= 16384.0f && mx <= 3.0e38f) e = ilogbf(mx) - 13;
-        const float down = ldexpf(1.0f, -e);
-        for (int d = lane; d < D; d += 32) {
-            const float x = q ? q[d] * down : 0.0f;
-            const __half h = __float2half_rn(x);
-            qh[r * S::kLd + d] = h;
-            ql[r * S::kLd + d] = __float2half_rn(x - __half2float(h));
-        }
-        if (lane == 0) row_sf[r] = ldexpf(a.scale, e);
+        const float sf = attn::split_q_row(q, D, qh + r * S::kLd, ql + r * S::kLd, a.scale);
+        if (lane == 0) row_sf[r] = sf;
     }
     __syncthreads();
     wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> q_hi[kSteps], q_lo[kSteps];
@@ -194,9 +178,7 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(AttnArgs a, int
         for (int j = 0; j < 16; ++j) {
             const float p = none || sv[j] == -INFINITY ? 0.0f : expf(sv[j] - m_new);
             psum += p;
-            const __half h = __float2half_rn(p);
-            ph[rr * S::kLdP + 16 * half_ + j] = h;
-            pl[rr * S::kLdP + 16 * half_ + j] = __float2half_rn(p - __half2float(h));
+            attn::split_f16(p, &ph[rr * S::kLdP + 16 * half_ + j], &pl[rr * S::kLdP + 16 * half_ + j]);
         }
         psum += __shfl_xor_sync(0xffffffffu, psum, 1);
         l = l * resc + psum;

@@ -19,6 +19,7 @@
 #include <cmath>
 
 #include "attention_args.cuh"
+#include "attention_mma_common.cuh"
 #include "warp_reduce.cuh"
 #include "quant/type_traits.h"
 
@@ -27,6 +28,7 @@ namespace ikllm::cuda {
 namespace {
 
 using namespace nvcuda;
+using attn::sees;
 
 constexpr int kWarps = 4, kThreads = 32 * kWarps, kRows = 16, kTile = 32;
 constexpr int kLdS = kTile + 4;  // floats per partial-score row
@@ -50,11 +52,6 @@ struct Form {
     static_assert(DK % (16 * kWarps) == 0 && DV % (16 * kWarps) == 0, "whole WMMA steps per warp");
     static_assert(kRows * kLdO * 4 <= kK + kV, "the output staging reuses the K / V tiles");
 };
-
-__device__ __forceinline__ bool sees(const AttnArgs& a, int32_t c, int32_t cp, int32_t pos, int32_t seq) {
-    if (seq < 0 || seq >= 64 * a.seq_words || c >= a.n_cells || cp < 0 || cp > pos) return false;
-    return (a.cell_seqs[(int64_t)c * a.seq_words + seq / 64] >> (seq % 64)) & 1ull;
-}
 
 template <int DK, int DV, bool Latent>
 __global__ void __launch_bounds__(kThreads) attention_mma16_kernel(AttnArgs a, int64_t T, int split_cells, float* partial) {
@@ -95,19 +92,8 @@ __global__ void __launch_bounds__(kThreads) attention_mma16_kernel(AttnArgs a, i
     for (int r = warp; r < kRows; r += kWarps) {
         const int64_t R = R0 + r, t = R / G;
         const float* q = t < T ? reinterpret_cast<const float*>(a.q + (g * G + R % G) * a.q_nb1 + t * a.q_nb2) : nullptr;
-        float mx = 0.0f;
-        for (int d = lane; d < DK; d += 32) mx = fmaxf(mx, q ? fabsf(q[d]) : 0.0f);
-        mx = warp_max(mx);
-        int e = 0;
-        if (mx >= 16384.0f && mx <= 3.0e38f) e = ilogbf(mx) - 13;
-        const float down = ldexpf(1.0f, -e);
-        for (int d = lane; d < DK; d += 32) {
-            const float x = q ? q[d] * down : 0.0f;
-            const __half h = __float2half_rn(x);
-            qh[r * kLdK + d] = h;
-            ql[r * kLdK + d] = __float2half_rn(x - __half2float(h));
-        }
-        if (lane == 0) row_sf[r] = ldexpf(a.scale, e);
+        const float sf = attn::split_q_row(q, DK, qh + r * kLdK, ql + r * kLdK, a.scale);
+        if (lane == 0) row_sf[r] = sf;
     }
     __syncthreads();
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> rid, o[kOutFrags];
@@ -203,9 +189,7 @@ __global__ void __launch_bounds__(kThreads) attention_mma16_kernel(AttnArgs a, i
         for (int j = 0; j < 4; ++j) {
             const float p = none || sv[j] == -INFINITY ? 0.0f : expf(sv[j] - m_new);
             psum += p;
-            const __half h = __float2half_rn(p);
-            ph[sr * kLdP + 4 * sub + j] = h;
-            pl[sr * kLdP + 4 * sub + j] = __float2half_rn(p - __half2float(h));
+            attn::split_f16(p, &ph[sr * kLdP + 4 * sub + j], &pl[sr * kLdP + 4 * sub + j]);
         }
 #pragma unroll
         for (int o2 = 1; o2 < 8; o2 *= 2) psum += __shfl_xor_sync(0xffffffffu, psum, o2);

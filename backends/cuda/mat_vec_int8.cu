@@ -49,15 +49,21 @@ bool int8_view_supported(uint32_t type, int64_t tokens) {
     bool ok = false;
     dispatch_int8_type(type, [&](auto c) {
         using C = decltype(c);
-        ok = tokens <= kVecMaxTokens || C::kDirectMma || (C::kConv && tokens >= kRefBatchTokens);
+        ok = tokens <= kVecMaxTokens || C::kDirectMma || C::kConv || C::kSat;
     });
     return ok;
 }
 
-bool int8_view_saturates(uint32_t type) {
-    bool sat = false;
-    dispatch_int8_type(type, [&](auto c) { sat = decltype(c)::kSat; });
-    return sat;
+bool int8_view_vec_batches(uint32_t type) {
+    bool vec = false;
+    dispatch_int8_type(type, [&](auto c) { vec = decltype(c)::kSat || !decltype(c)::kDirectMma; });
+    return vec;
+}
+
+bool int8_view_direct_mma(uint32_t type) {
+    bool direct = false;
+    dispatch_int8_type(type, [&](auto c) { direct = decltype(c)::kDirectMma; });
+    return direct;
 }
 
 bool launch_mat_vec_int8(const MatArgs& a, cudaStream_t stream) {

@@ -436,7 +436,9 @@ void launch_rounded(const MatArgs& a, const OpEnv& env) {
         // every call of a batch-invariant session) in their small-batch form, larger ones in
         // their batch form (int8_codes.cuh).
         const bool batch_form = a.T >= kRefBatchTokens && !env.batch_invariant && !a.exact;
-        if (!batch_form && !a.exact && int8_view_saturates(a.type) && launch_mat_vec_int8(a, env.stream)) return;
+        if (!batch_form && (a.exact ? !int8_view_direct_mma(a.type) : int8_view_vec_batches(a.type)) &&
+            launch_mat_vec_int8(a, env.stream))
+            return;
         if (launch_mat_mma_int8(a, batch_form, env.scratch, env.stream)) return;
     }
     launch_mat(a, env.stream);

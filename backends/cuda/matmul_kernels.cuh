@@ -89,11 +89,15 @@ bool launch_mat_vec_int8(const MatArgs& a, cudaStream_t stream);
 // fp16-rounded scales, as the reference's CPU kernels do (int8_codes.cuh).
 bool launch_mat_mma_int8(const MatArgs& a, bool batch_form, Scratch* scratch, cudaStream_t stream);
 bool int8_view_supported(uint32_t type);
-// ... for a product on `tokens` tokens (some views serve the matrix-vector kernel only).
+// ... for a product on `tokens` tokens.
 bool int8_view_supported(uint32_t type, int64_t tokens);
-// Whether the type's products in calls below kRefBatchTokens saturate like the reference's
-// (int8_codes.cuh, kSat): those calls then take the int8 matrix-vector kernel for any count.
-bool int8_view_saturates(uint32_t type);
+// Whether calls of more than 8 tokens below the batch form take the matrix-vector kernel: the
+// saturating types (the reference's small-batch numerics) and views without a direct
+// tensor-core form (Q2_K).
+bool int8_view_vec_batches(uint32_t type);
+// Whether the int8 tensor-core kernel multiplies the type's codes directly (int8_codes.cuh,
+// kDirectMma; Q2_K does not).
+bool int8_view_direct_mma(uint32_t type);
 // The reference's CPU kernels switch numerics at this many tokens per call.
 constexpr int64_t kRefBatchTokens = 32;
 

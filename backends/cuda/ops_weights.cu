@@ -340,11 +340,14 @@ void moe_ffn_on_device(const Op& op, const OpEnv& env) {
 // to the host once per layer (a small copy) so the (token, slot) pairs can be grouped by
 // expert; each used expert then runs gate/up, SwiGLU and down over its tokens, and one kernel
 // sums the k outputs per token.
-void run_moe_ffn(const Op& op, const OpEnv& env) {
+void run_moe_ffn(const Op& op, const OpEnv& env_in) {
     if (op.src[0]->ne[1] <= 8) {
-        moe_ffn_on_device(op, env);
+        moe_ffn_on_device(op, env_in);
         return;
     }
+    // (the rounded copies below live in this op's scratch: none may outlive it in the cache)
+    OpEnv env = env_in;
+    env.act_cache = nullptr;
     const MoeOperands o(op);
     const Tensor &x = o.x, &ids = o.ids, &wts = o.wts, &y = o.y, &wg = o.wg, &wd = o.wd;
     const Tensor* wu = o.wu;
@@ -387,48 +390,84 @@ void run_moe_ffn(const Op& op, const OpEnv& env) {
     float* g = static_cast<float*>(env.scratch->alloc(sizeof(float) * pairs * n_ff));
     float* u = static_cast<float*>(env.scratch->alloc(sizeof(float) * pairs * n_ff));
     float* eout = static_cast<float*>(env.scratch->alloc(sizeof(float) * pairs * E));
+    // Expert e's weights and pairs [first, first + n) of all (x rows: the pairs' tokens).
+    auto expert = [&](const Tensor& w, int64_t e, int64_t N, const float* xs, size_t x_t, const int32_t* rows, int64_t first,
+                      int64_t n, float* y, int64_t y_n) {
+        MatArgs a = weight_args(w);
+        a.w += e * w.nb[2];
+        a.N = N;
+        a.x = xs;
+        a.x_t = x_t;
+        a.x_rows = rows ? rows + first : nullptr;
+        if (!rows) a.x = reinterpret_cast<const float*>(reinterpret_cast<const char*>(xs) + first * (int64_t)x_t);
+        a.T = n;
+        a.y = y + first * y_n;
+        a.y_t = sizeof(float) * (size_t)y_n;
+        return a;
+    };
+    // Rows [first, first + n) of a rounded copy of all pairs' activations (with_rounded_activations).
+    auto slice = [](MatArgs b, const MatArgs& r, int64_t first) {
+        b = with_activations_of(b, r);
+        if (r.x_rows) {
+            b.x_rows = r.x_rows + first;
+        } else {
+            b.x = reinterpret_cast<const float*>(reinterpret_cast<const char*>(r.x) + first * (int64_t)r.x_t);
+            if (r.xq) {
+                b.xq = r.xq + first * r.K;
+                b.xq_d = r.xq_d + first * (r.K / 32);
+            }
+        }
+        return b;
+    };
+    // Every pair's activation row is rounded once for all experts (one launch, rows in pair order
+    // so an expert's are a contiguous slice) and gate and up share it, where the rounded copy
+    // holds what each expert's own call would have made: its int8 codes whenever int8 kernels
+    // may run (both int8 options alike) and a copy at all (every row aligned for the
+    // matrix-vector kernel). Else each expert rounds its own rows.
+    const float* xd = static_cast<const float*>(x.data);
+    auto all_pairs = [&](const Tensor& w) {
+        MatArgs r = expert(w, 0, n_ff, xd, x.nb[1], d_idx, 0, total, g, n_ff);
+        r.round_x_f16 = op.moe.round_f16;
+        return with_rounded_activations(r, env);
+    };
+    const MatArgs all_g = all_pairs(wg);
+    const bool shared = env.int8 == env.int8_mma && !all_g.x_rows && total > 0;
+    const MatArgs all_u = shared && !merged && !same_rounding(env, *wu, wg) ? all_pairs(*wu) : all_g;
     for (int64_t e = 0; e < n_exp; ++e) {
         const int64_t n = count[(size_t)e], first = start[(size_t)e];
         if (!n) continue;
-        MatArgs a = weight_args(wg);
-        a.w += e * wg.nb[2];
-        a.N = n_ff;
-        a.x = static_cast<const float*>(x.data);
-        a.x_t = x.nb[1];
-        a.x_rows = d_idx + first;
-        a.T = n;
-        a.y = g + first * n_ff;
-        a.y_t = sizeof(float) * n_ff;
+        MatArgs a = expert(wg, e, n_ff, xd, x.nb[1], d_idx, first, n, g, n_ff);
         a.round_x_f16 = op.moe.round_f16;
-        launch_mat(a, env);
         MatArgs b = a;
         if (merged) {
             b.w += n_ff * wg.nb[1];
         } else {
-            b.type = wu->type;
-            b.exact = exact_interleaved_form(wu->stored_type);
-            b.w = static_cast<const uint8_t*>(wu->data) + e * wu->nb[2];
-            b.w_row = wu->nb[1];
+            b = expert(*wu, e, n_ff, xd, x.nb[1], d_idx, first, n, u, n_ff);
+            b.round_x_f16 = op.moe.round_f16;
         }
         b.y = u + first * n_ff;
-        launch_mat(b, env);
+        if (shared) {
+            launch_rounded(slice(a, all_g, first), env);
+            launch_rounded(slice(b, all_u, first), env);
+        } else {
+            launch_mat(a, env);
+            launch_mat(b, env);
+        }
     }
     if (total > 0) {
         IKLLM_LAUNCH(blocks_for(total * n_ff, 256), 256, 0, env.stream, swiglu_rows_kernel)(g, u, n_ff, total, g,
                                                                                   sizeof(float) * n_ff, op.moe.round_f16);
         IKLLM_CUDA_LAUNCHED("swiglu_rows_kernel");
     }
+    // Down: pair s reads hidden row s; the rows of all pairs rounded once the same way.
+    const MatArgs all_d = with_rounded_activations(expert(wd, 0, E, g, sizeof(float) * n_ff, nullptr, 0, total, eout, E), env);
+    const bool shared_d = env.int8 == env.int8_mma && all_d.x != g && total > 0;
     for (int64_t e = 0; e < n_exp; ++e) {
         const int64_t n = count[(size_t)e], first = start[(size_t)e];
         if (!n) continue;
-        MatArgs a = weight_args(wd);
-        a.w += e * wd.nb[2];
-        a.x = g + first * n_ff;
-        a.x_t = sizeof(float) * n_ff;
-        a.T = n;
-        a.y = eout + first * E;
-        a.y_t = sizeof(float) * E;
-        launch_mat(a, env);
+        const MatArgs a = expert(wd, e, E, g, sizeof(float) * n_ff, nullptr, first, n, eout, E);
+        if (shared_d) launch_rounded(slice(a, all_d, first), env);
+        else launch_mat(a, env);
     }
     const dim3 grid(blocks_for(E, 256), (unsigned)T);
     IKLLM_LAUNCH(grid, 256, 0, env.stream, moe_combine_kernel)(eout, d_idx + total, static_cast<const float*>(wts.data), wts.nb[1], k,
