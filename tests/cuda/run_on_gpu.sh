@@ -159,6 +159,23 @@ if [ "$do_bench" = 1 ] && [ -x "$build/ikllm-make-bench" ]; then
   # Prompt attention on the float kernel instead of the tensor cores (attention_mma.cu).
   IKLLM_CUDA_ATTN_MMA=0 bench "llama-8b-q4_0 full PP2048, IKLLM_CUDA_ATTN_MMA=0" "$bench_dir/llama-8b-q4_0.gguf" \
     -ngl 99 -p 2048 -n 0
+  # Speed against context depth (to 8192 cells, ubatch 512): the tensor-core attention
+  # (attention_mma.cu, attention_mma16.cu) against the float kernel, for GQA and for MLA. The row
+  # gives S_PP / S_TG at depth 0 and at the last depth.
+  sweep() {  # label, model, args
+    local label=$1 m=$2; shift 2
+    [ -f "$m" ] || { row "sweep $label" skip "no $m"; return; }
+    local log="$logs/sweep_$(echo "$label" | tr -c 'A-Za-z0-9_.=-' '_').txt"
+    if "$cli" bench -m "$m" -t "$(nproc)" --sweep -c 8192 -ub 512 "$@" >"$log" 2>&1; then
+      row "sweep $label" ok "$(grep -E '^\| +[0-9]+ \|' "$log" | awk -F'|' 'NR==1{f=$4"kv pp "$6" tg "$8} {l=$4"kv pp "$6" tg "$8} END{print f" ..."l}')"
+    else
+      row "sweep $label" FAIL "$(tail -1 "$log")"; fail=1
+    fi
+  }
+  for m in llama-8b-q4_0 deepseek2-v3-4l-iq4_k; do
+    sweep "$m full" "$bench_dir/$m.gguf" -ngl 99
+    IKLLM_CUDA_ATTN_MMA=0 sweep "$m full, IKLLM_CUDA_ATTN_MMA=0" "$bench_dir/$m.gguf" -ngl 99
+  done
   # Where the time goes: device time per op kind (events around every op, graphs off) for a
   # short prompt and token steps; the log keeps the whole table, the row its first lines.
   m=$bench_dir/llama-8b-q4_0.gguf
