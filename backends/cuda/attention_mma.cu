@@ -161,28 +161,14 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(AttnArgs a, int
 
         // Online softmax: lane pair (rr, half_) owns cells [16 half_, 16 half_ + 16) of row r.
         float sv[16];
-        float tmax = -INFINITY;
 #pragma unroll
         for (int j = 0; j < 16; ++j) {
             const int cj = 16 * half_ + j;
             const bool vis = cell_any[cj] && sees(a, c0 + cj, cell_pos_s[cj], my_pos, my_seq);
             sv[j] = vis ? sb[rr * S::kLdS + cj] * my_sf : -INFINITY;
-            tmax = fmaxf(tmax, sv[j]);
         }
-        tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, 1));
-        const float m_new = fmaxf(m, tmax);
-        const bool none = m_new == -INFINITY;  // nothing seen yet: the state stays zero
-        const float resc = none ? 1.0f : expf(m - m_new);
-        float psum = 0.0f;
-#pragma unroll
-        for (int j = 0; j < 16; ++j) {
-            const float p = none || sv[j] == -INFINITY ? 0.0f : expf(sv[j] - m_new);
-            psum += p;
-            attn::split_f16(p, &ph[rr * S::kLdP + 16 * half_ + j], &pl[rr * S::kLdP + 16 * half_ + j]);
-        }
-        psum += __shfl_xor_sync(0xffffffffu, psum, 1);
-        l = l * resc + psum;
-        m = m_new;
+        const float resc =
+            attn::online_softmax<16, 2>(sv, m, l, ph + rr * S::kLdP + 16 * half_, pl + rr * S::kLdP + 16 * half_);
         if (half_ == 0) alpha[r] = resc;
         __syncwarp();
 

@@ -168,7 +168,6 @@ __global__ void __launch_bounds__(kThreads) attention_mma16_kernel(AttnArgs a, i
 
         // Online softmax over the tile: 8 threads per row, 4 cells each.
         float sv[4];
-        float tmax = -INFINITY;
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
             const int cj = 4 * sub + j;
@@ -177,24 +176,8 @@ __global__ void __launch_bounds__(kThreads) attention_mma16_kernel(AttnArgs a, i
             for (int w = 1; w < kWarps; ++w) s += sp[w * kRows * kLdS + sr * kLdS + cj];
             const bool vis = cell_any[cj] && sees(a, c0 + cj, cell_pos_s[cj], my_pos, my_seq);
             sv[j] = vis ? s * my_sf : -INFINITY;
-            tmax = fmaxf(tmax, sv[j]);
         }
-#pragma unroll
-        for (int o2 = 1; o2 < 8; o2 *= 2) tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, o2));
-        const float m_new = fmaxf(m, tmax);
-        const bool none = m_new == -INFINITY;
-        const float resc = none ? 1.0f : expf(m - m_new);
-        float psum = 0.0f;
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            const float p = none || sv[j] == -INFINITY ? 0.0f : expf(sv[j] - m_new);
-            psum += p;
-            attn::split_f16(p, &ph[sr * kLdP + 4 * sub + j], &pl[sr * kLdP + 4 * sub + j]);
-        }
-#pragma unroll
-        for (int o2 = 1; o2 < 8; o2 *= 2) psum += __shfl_xor_sync(0xffffffffu, psum, o2);
-        l = l * resc + psum;
-        m = m_new;
+        const float resc = attn::online_softmax<4, 8>(sv, m, l, ph + sr * kLdP + 4 * sub, pl + sr * kLdP + 4 * sub);
         if (sub == 0) alpha[sr] = resc;
         __syncthreads();
 

@@ -38,4 +38,33 @@ __device__ __forceinline__ float split_q_row(const float* q, int d, __half* hi, 
     return ldexpf(scale, e);
 }
 
+// One online-softmax step of a query row over a tile: this thread's N scores (-inf where the row
+// does not see the cell), Group adjacent lanes (a power of two) holding the row's other cells.
+// Updates the row's running max m and sum l, writes the thread's P values as hi / lo f16 terms
+// and returns the factor that rescales the row's output. A row that has seen nothing yet keeps
+// its state exactly (factor 1, P 0).
+template <int N, int Group>
+__device__ __forceinline__ float online_softmax(const float (&sv)[N], float& m, float& l, __half* ph, __half* pl) {
+    float tmax = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < N; ++j) tmax = fmaxf(tmax, sv[j]);
+#pragma unroll
+    for (int o = 1; o < Group; o *= 2) tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, o));
+    const float m_new = fmaxf(m, tmax);
+    const bool none = m_new == -INFINITY;
+    const float resc = none ? 1.0f : expf(m - m_new);
+    float psum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        const float p = none || sv[j] == -INFINITY ? 0.0f : expf(sv[j] - m_new);
+        psum += p;
+        split_f16(p, ph + j, pl + j);
+    }
+#pragma unroll
+    for (int o = 1; o < Group; o *= 2) psum += __shfl_xor_sync(0xffffffffu, psum, o);
+    l = l * resc + psum;
+    m = m_new;
+    return resc;
+}
+
 }  // namespace ikllm::cuda::attn
