@@ -45,15 +45,6 @@ bool int8_view_supported(uint32_t type) {
     return dispatch_int8_type(type, [](auto) {});
 }
 
-bool int8_view_supported(uint32_t type, int64_t tokens) {
-    bool ok = false;
-    dispatch_int8_type(type, [&](auto c) {
-        using C = decltype(c);
-        ok = tokens <= kVecMaxTokens || C::kDirectMma || C::kConv || C::kSat;
-    });
-    return ok;
-}
-
 bool int8_view_vec_batches(uint32_t type) {
     bool vec = false;
     dispatch_int8_type(type, [&](auto c) { vec = decltype(c)::kSat || !decltype(c)::kDirectMma; });

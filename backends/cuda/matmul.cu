@@ -369,7 +369,7 @@ bool rounding_plan(const MatArgs& a, const OpEnv& env, ActRoundKey* key, int64_t
     // The int8 kernels' codes too, where one will run (a type with an integer view; up to 8
     // tokens with OpEnv::int8, more with OpEnv::int8_mma).
     const bool int8_kernel = a.T <= kVecMaxTokens ? env.int8 : env.int8_mma && !a.w_ids && a.x_div == 1;
-    const bool codes = int8_kernel && mode != act_round_none && a.K % 32 == 0 && int8_view_supported(a.type, a.T);
+    const bool codes = int8_kernel && mode != act_round_none && a.K % 32 == 0 && int8_view_supported(a.type);
     *key = ActRoundKey{a.x, a.x_t, a.T, a.K, mode, a.round_x_f16, codes};
     *blocks = (a.Z + a.x_div - 1) / a.x_div;  // one rounded copy per activation block (z / x_div), not per z
     return true;

@@ -89,8 +89,6 @@ bool launch_mat_vec_int8(const MatArgs& a, cudaStream_t stream);
 // fp16-rounded scales, as the reference's CPU kernels do (int8_codes.cuh).
 bool launch_mat_mma_int8(const MatArgs& a, bool batch_form, Scratch* scratch, cudaStream_t stream);
 bool int8_view_supported(uint32_t type);
-// ... for a product on `tokens` tokens.
-bool int8_view_supported(uint32_t type, int64_t tokens);
 // Whether calls of more than 8 tokens below the batch form take the matrix-vector kernel: the
 // saturating types (the reference's small-batch numerics) and views without a direct
 // tensor-core form (Q2_K).
