@@ -19,7 +19,7 @@ const OptionSpec kSpecs[] = {
      "Fault the mapped weights in at load (reads what is not cached yet), so no later token pays page faults: MoE experts are otherwise faulted in as routing first reaches them"},
     {IKLLM_OPTIONS_MODEL, "numa", IKLLM_OPTION_STRING, "", "", "", "NUMA policy for the mapped weights: '' (default), 'interleave' or 'bind:N'"},
     {IKLLM_OPTIONS_MODEL, "repack", IKLLM_OPTION_INT, "-1", "-1", "2",
-     "Convert CPU weights at load to the layout this CPU multiplies fastest (row-interleaved forms; a file's interleaved form that is slower here goes back to its plain type or on to a faster form): -1 (auto) where the weights are read into memory, converted in place; 0 never; 1 also from a mapping (the converted tensors leave it); 2 every type with an interleaved form"},
+     "Convert CPU weights at load to the layout this CPU multiplies fastest (row-interleaved forms; a file's interleaved form that is slower here goes back to its plain type or on to a faster form): -1 (auto) where the weights are read into memory (or, with GPU placement, copied out of the mapping), converted in place; 0 never (host weights that a session streams to a GPU, offload_min_batch, must stay in a type the GPU runs); 1 also from a mapping (the converted tensors leave it); 2 every type with an interleaved form"},
     {IKLLM_OPTIONS_MODEL, "n_gpu_layers", IKLLM_OPTION_INT, "0", "0", "100000",
      "Put the last N layers' weights on the GPU (more than the layer count: the output head too); 0 = none"},
     {IKLLM_OPTIONS_MODEL, "tensor_placement", IKLLM_OPTION_STRING, "", "", "",

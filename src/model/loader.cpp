@@ -482,9 +482,14 @@ std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& o
     check_cancel(0.8f);
     place_weights(*m, opts, registry, log, check_cancel);
     // Run-time repack after placement: only the weights left on the CPU (a GPU runs plain types).
-    // Auto repack converts only a read copy, in place: a mapping stays as it is.
+    // Auto repack converts only a read copy, in place: a mapping stays as it is. With GPU
+    // placement the CPU's weights are copied out of the mapping first and auto repack converts
+    // that copy (the experts of `-ot exps=CPU` run interleaved, as a CPU-only load's would).
     const bool repack_auto = opts.repack < 0;
-    if (opts.repack > 0 || (repack_auto && !m->file->mapped())) {
+    const bool copy_first = storage.copy_cpu_weights && repack_auto;
+    auto copy_weights = [&] { m->placement += copy_cpu_weights(*m, [&](float f) { check_cancel(0.99f + 0.01f * f); }); };
+    if (copy_first) copy_weights();
+    if (opts.repack > 0 || (repack_auto && (!m->file->mapped() || m->cpu_weight_copy))) {
         std::vector<Tensor*> mm{m->output};
         for (auto& l : m->layers)
             for (Tensor* t : {l.wq, l.wk, l.wv, l.wo, l.ffn_gate, l.ffn_up, l.ffn_down, l.wq_a, l.wq_b, l.wkv_a_mqa,
@@ -500,7 +505,7 @@ std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& o
             if (!l.wkv_b && l.wk_b && l.wv_b && l.wk_b->device == 0 && l.wv_b->device == 0) derive_kv_b(*m, l, (int)i);
         }
     if (m->hp.arch == Arch::deepseek2) repack_mla_heads(*m, log);
-    if (storage.copy_cpu_weights) m->placement += copy_cpu_weights(*m, [&](float f) { check_cancel(0.99f + 0.01f * f); });
+    if (storage.copy_cpu_weights && !copy_first) copy_weights();
     log.log(log_info, "loaded %s: %s, %d layers, %.1f M params, %.1f MiB", path.c_str(), m->hp.arch_str.c_str(),
             m->hp.n_layer, m->n_params / 1e6, m->weight_bytes / 1048576.0);
     check_cancel(1.0f);

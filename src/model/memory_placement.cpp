@@ -192,6 +192,8 @@ std::string copy_cpu_weights(Model& m, const std::function<void(float)>& progres
     }
     const int64_t huge = total < (2u << 20) ? 0 : huge_page_bytes({{base, total}});
     m.buffers.push_back(std::move(copy));
+    m.cpu_weight_copy = base;
+    m.cpu_weight_copy_bytes = total;
     if (huge < 0) std::snprintf(buf, sizeof buf, "; CPU weights copied to memory (%.0f MiB)", total / 1048576.0);
     else
         std::snprintf(buf, sizeof buf, "; CPU weights copied to memory (%.0f MiB), %.0f MiB on huge pages now",

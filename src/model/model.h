@@ -94,6 +94,10 @@ public:
     std::map<std::string, Tensor*, std::less<>> by_name;
     std::deque<std::string> derived_names;  // names of tensors made at load (stable storage)
     std::vector<std::unique_ptr<backend::Buffer>> buffers;  // converted/copied weights
+    // The copy of a mapped file's CPU weights (copy_cpu_weights; null: none): owned, writable
+    // memory, so run-time repack may convert the tensors in it in place.
+    const void* cpu_weight_copy = nullptr;
+    uint64_t cpu_weight_copy_bytes = 0;
 
     // Devices that hold weights: [0] is always the CPU backend (== cpu), then GPUs in use.
     // Tensor::device indexes this list.

@@ -32,12 +32,16 @@ namespace {
 // file, not a read-only mapping), no other weight tensor views them (that one would still read
 // them as the old type) and the interleaved rows take the same room.
 bool repack_in_place_ok(const Model& m, const Tensor& t, size_t new_row_bytes) {
-    if (!m.file || m.file->mapped() || new_row_bytes != t.nb[1]) return false;
+    if (!m.file || new_row_bytes != t.nb[1]) return false;
     const uint8_t* lo = static_cast<const uint8_t*>(t.data);
     const uint8_t* hi = lo + t.nb[1] * (size_t)t.n_rows();
-    bool in_copy = false;
-    for (auto [p, n] : m.file->mapped_ranges())
-        in_copy |= lo >= static_cast<const uint8_t*>(p) && hi <= static_cast<const uint8_t*>(p) + n;
+    auto within = [&](const void* p, uint64_t n) {
+        return lo >= static_cast<const uint8_t*>(p) && hi <= static_cast<const uint8_t*>(p) + n;
+    };
+    // The file's read copy, or the copy of a mapped file's CPU weights (GPU placement).
+    bool in_copy = m.cpu_weight_copy && within(m.cpu_weight_copy, m.cpu_weight_copy_bytes);
+    if (!m.file->mapped())
+        for (auto [p, n] : m.file->mapped_ranges()) in_copy |= within(p, n);
     if (!in_copy) return false;
     for (const auto& w : m.weights) {
         if (w.get() == &t || !w->data) continue;

@@ -473,6 +473,54 @@ TEST(GpuDouble, CpuWeightsOfAHybridAreCopiedToMemory) {
     }
 }
 
+// Auto repack converts that copy in place: the experts left on the CPU get the layout a
+// CPU-only load gives them (this CPU's choice per type), the GPU's weights stay as stored, and
+// a mapped load (use_mmap 1) converts nothing.
+TEST(GpuDouble, CpuWeightsOfAHybridAreRepackedLikeACpuLoad) {
+    IKLLM_REQUIRE_REFDATA();
+    Env e("IKLLM_TEST_GPU_DOUBLE", "1");
+    ikllm::backend::Registry reg;
+    ASSERT_EQ(reg.gpu_count(), 1);
+    ikllm::Logger log;
+    const std::string path = ikllm::test::refdata_dir() + "/quant/qwen3moe-tiny-Q4_K_M.gguf";
+    if (!ikllm::test::file_exists(path)) GTEST_SKIP() << "no " << path;
+    auto load = [&](int ngl, const char* rules, int use_mmap) {
+        ikllm::ModelOptions mo;
+        mo.n_gpu_layers = ngl;
+        mo.tensor_placement = rules;
+        mo.use_mmap = use_mmap;
+        return ikllm::load_model(path, mo, nullptr, log, &reg);
+    };
+    const auto cpu = load(0, "", -1);
+    const auto hybrid = load(99, "exps=CPU", -1);
+    const auto mapped = load(99, "exps=CPU", 1);
+    auto file_type = [&](const char* name) {
+        const ikllm::gguf::TensorInfo* ti = cpu->file->find_tensor(name);
+        return ti ? ti->type : ~0u;
+    };
+    int on_cpu = 0, converted = 0, cpu_converted = 0;
+    for (const auto& t : hybrid->weights) {
+        const ikllm::Tensor* c = cpu->find_weight(t->name);
+        const ikllm::Tensor* mp = mapped->find_weight(t->name);
+        ASSERT_TRUE(c && mp) << t->name;
+        if (file_type(t->name) == ~0u) continue;  // made at load (no file tensor)
+        EXPECT_EQ(mp->type, file_type(t->name)) << t->name;  // mapped: nothing converted
+        if (t->device != 0) {
+            EXPECT_EQ(t->type, file_type(t->name)) << t->name;
+            continue;
+        }
+        ++on_cpu;
+        EXPECT_EQ(t->type, c->type) << t->name;
+        converted += t->type != file_type(t->name);
+    }
+    EXPECT_GT(on_cpu, 0);
+    for (const auto& t : cpu->weights)
+        if (std::string(t->name).find("_exps") != std::string::npos) cpu_converted += t->type != file_type(t->name);
+    EXPECT_EQ(converted, cpu_converted);
+    EXPECT_NE(hybrid->placement.find("; CPU weights copied to memory ("), std::string::npos) << hybrid->placement;
+    EXPECT_EQ(converted > 0, hybrid->placement.find("run-time repack") != std::string::npos) << hybrid->placement;
+}
+
 // The first GPU's stream buffer that ikllm_plan counts for this placement and session.
 uint64_t planned_stream(const std::string& path, int ngl, const char* rules, int32_t min_batch, int32_t n_ctx) {
     Lib l;

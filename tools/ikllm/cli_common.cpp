@@ -123,6 +123,10 @@ void load(const Args& a, Loaded& out, const std::string& model_path, bool vocab_
     if (a.has("--mmap") || (inspect && !a.has("--no-mmap"))) check(ikllm_options_set_int(mo, "use_mmap", 1), "option use_mmap");
     if (a.has("-rtr") || a.has("--run-time-repack")) check(ikllm_options_set_int(mo, "repack", 1), "option repack");
     if (a.has("--no-repack")) check(ikllm_options_set_int(mo, "repack", 0), "option repack");
+    // Host weights streamed to a GPU for big batches go as stored, in a type the GPU runs: with
+    // --offload-min-batch, auto repack (which would convert the CPU's experts) stays off.
+    if (a.get_int("--offload-min-batch", 0) > 0 && !a.has("-rtr") && !a.has("--run-time-repack") && !a.has("--no-repack"))
+        check(ikllm_options_set_int(mo, "repack", 0), "option repack");
     if (a.has("--huge-pages")) check(ikllm_options_set_int(mo, "huge_pages", 1), "option --huge-pages");
     if (a.has("--no-huge-pages")) check(ikllm_options_set_int(mo, "huge_pages", 0), "option --no-huge-pages");
     if (a.has("--prefault") && !a.has("--no-prefault")) check(ikllm_options_set_int(mo, "prefault", 1), "option --prefault");
