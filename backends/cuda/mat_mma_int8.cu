@@ -3,10 +3,13 @@
 // (m16n8k16, s32 accumulators), scaled to float once per 32 values of K (16 for kScale16 views). The default for
 // types with a view (OpEnv::int8_mma; IKLLM_CUDA_INT8_MMA=0 turns it off).
 //
-// A block of 8 warps owns 128 weight rows x 64 tokens; K goes in steps of 32. Per step every
-// thread turns 2 chunks (8 weights each) into int8 codes in shared memory (with their row's
-// scale per 16 and bias per 32), and the activation codes of the step are copied in 16-byte
-// pieces; the next step's weights are read into registers while the tensor cores work. Each
+// A block of 8 warps owns 128 weight rows x 64 tokens; K goes in steps of 32 x kSub (1 today: at
+// 2 most instantiations need more than 128 registers, i.e. one block per SM instead of two).
+// Per step every thread turns 2 x kSub chunks (8 weights each) into int8 codes in shared memory
+// (with their row's scale per 16 and bias per 32), and the activation codes of the step are
+// stored in 16-byte pieces; both the next step's weights and its activation codes and scales are
+// read into registers while the tensor cores work (before 2026-11-30 the activations were read
+// inside the step: a global-memory latency per 32 values of K). Each
 // warp computes 32 rows x 32 tokens: 2 x 4 tiles of 16 x 8, whose fragments are plain 32-bit
 // shared-memory loads (row stride 48 bytes: the 32 lanes' loads hit 32 different banks).
 #include <algorithm>
@@ -71,7 +74,7 @@ struct Launcher {
 }  // namespace
 
 bool launch_mat_mma_int8(const MatArgs& a, bool batch_form, Scratch* scratch, cudaStream_t stream) {
-    if (!a.xq || a.w_ids || a.x_div != 1 || a.K % mma8::kBK != 0) return false;
+    if (!a.xq || a.w_ids || a.x_div != 1 || a.K % 32 != 0) return false;
     if (!device_has_int8_mma()) return false;
     Launcher x{scratch, stream};
     // Rows per slice: a multiple of the kernel's row tile (rows are independent).

@@ -8,9 +8,14 @@
 
 namespace ikllm::cuda::mma8 {
 
-constexpr int kBM = 128, kBN = 64, kBK = 32;
+// A block owns kBM weight rows x kBN tokens; K goes in steps of kBK = 32 x kSub values, each step's
+// kSub sub-steps of 32 scaled to float in order (so a step's size never changes the result).
+constexpr int kBM = 128, kBN = 64, kSub = 1, kBK = 32 * kSub;
 constexpr int kThreads = 256;
-constexpr int kStride = 48;  // bytes per shared-memory row of 32 codes (+16: conflict-free fragments)
+constexpr int kStride = kBK + 16;  // bytes per shared-memory row of kBK codes (+16: conflict-free fragments)
+constexpr int kChunks = kBM * kBK / 8 / kThreads;  // weight chunks (8 codes) per thread and step
+constexpr int kPieces = kBN * kBK / 16;            // 16-byte pieces of a step's activation codes
+static_assert(kPieces <= kThreads && kBN * kSub <= kThreads, "a step's activations: one piece and one scale per thread at most");
 
 // D (16x8, s32) += A (16x16, s8, row-major) * B (16x8, s8, column-major).
 __device__ inline void mma_s8_16816(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t b0) {
@@ -31,17 +36,42 @@ struct Chunk {
     float scale = 0.f, bias = 0.f;
 };
 
+// A step's operands in registers: read from global memory one step ahead, while the tensor
+// cores work on the step before (so neither the weights' nor the activations' latency is paid
+// inside a step).
+struct StepLoad {
+    Chunk ch[kChunks];
+    int4 x = make_int4(0, 0, 0, 0);  // 16 activation codes (threads below kPieces): token tid / (kBK / 16), piece tid % (kBK / 16)
+    float xd = 0.f;                  // an activation scale (threads below kBN * kSub)
+};
+
 template <class C>
-__device__ inline void load_chunks(const MatArgs& a, const uint8_t* wz, int64_t n0, int64_t k0, Chunk (&ch)[2]) {
+__device__ inline void load_step(const MatArgs& a, const uint8_t* wz, const int8_t* xz, const float* xdz, int64_t n0,
+                                 int64_t t0, int64_t k0, StepLoad& s) {
     using D = typename C::D;
     constexpr int cpb = D::kBlockElems / 8;
+    constexpr int row_chunks = kBK / 8;
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-        const int j = threadIdx.x + i * kThreads;  // 0..511: row j / 4, chunk j % 4 of the step
-        const int64_t n = min(n0 + j / 4, a.N - 1);
-        const int64_t c = k0 / 8 + j % 4;
-        C::codes8(wz + n * a.w_row, c / cpb, (int)(c % cpb), ch[i].lo, ch[i].hi, ch[i].scale, ch[i].bias);
-        ch[i].scale = C::matmul_scale(ch[i].scale);
+    for (int i = 0; i < kChunks; ++i) {
+        const int j = threadIdx.x + i * kThreads;  // row j / row_chunks, chunk j % row_chunks of the step
+        const int64_t n = min(n0 + j / row_chunks, a.N - 1);
+        const int64_t c = k0 / 8 + j % row_chunks;
+        if (c * 8 < a.K) {
+            C::codes8(wz + n * a.w_row, c / cpb, (int)(c % cpb), s.ch[i].lo, s.ch[i].hi, s.ch[i].scale, s.ch[i].bias);
+            s.ch[i].scale = C::matmul_scale(s.ch[i].scale);
+        } else {
+            s.ch[i] = Chunk{};  // past K (the last step of an odd number of 32s): never multiplied
+        }
+    }
+    if (threadIdx.x < kPieces) {
+        const int t = threadIdx.x / (kBK / 16), piece = threadIdx.x % (kBK / 16);
+        const bool in = t0 + t < a.T && k0 + 16 * piece < a.K;
+        s.x = in ? *reinterpret_cast<const int4*>(xz + (t0 + t) * a.K + k0 + 16 * piece) : make_int4(0, 0, 0, 0);
+    }
+    if (threadIdx.x < kBN * kSub) {
+        const int tt = threadIdx.x / kSub, sub = threadIdx.x % kSub;
+        const bool ok = t0 + tt < a.T && k0 + 32 * sub < a.K;
+        s.xd = ok ? xdz[(t0 + tt) * (a.K / 32) + k0 / 32 + sub] : 0.f;
     }
 }
 
@@ -49,12 +79,13 @@ template <class C>
 __global__ void __launch_bounds__(kThreads) mat_mma_int8_kernel(MatArgs a) {
     __shared__ __align__(16) uint8_t As[kBM * kStride];
     __shared__ __align__(16) uint8_t Bs[kBN * kStride];
-    __shared__ float Ws[kBM][2];  // weight scale per 16 values of the step
-    __shared__ float Wb[kBM];     // weight bias of the step (types with a bias)
-    __shared__ float Xd[kBN];     // activation scale of the step per token
-    __shared__ float Xs[kBN];     // activation scale x code sum (types with a bias)
-    __shared__ int Xi[kBN];       // activation code sum (kSymAccum)
+    __shared__ float Ws[kBM][2 * kSub];  // weight scale per 16 values of the step
+    __shared__ float Wb[kBM][kSub];      // weight bias per 32 values (types with a bias)
+    __shared__ float Xd[kBN][kSub];      // activation scale per 32 values, per token
+    __shared__ float Xs[kBN][kSub];      // activation scale x code sum (types with a bias)
+    __shared__ int Xi[kBN][kSub];        // activation code sum (kSymAccum)
     constexpr bool kSums = C::kHasBias || C::kSymAccum;
+    constexpr int row_chunks = kBK / 8;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, tig = lane % 4;
     const int64_t n0 = (int64_t)blockIdx.x * kBM, t0 = (int64_t)blockIdx.y * kBN, z = blockIdx.z;
@@ -71,108 +102,115 @@ __global__ void __launch_bounds__(kThreads) mat_mma_int8_kernel(MatArgs a) {
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[i][j][e] = bacc[i][j][e] = 0.f;
 
-    Chunk ch[2];
-    load_chunks<C>(a, wz, n0, 0, ch);
+    StepLoad ld;
+    load_step<C>(a, wz, xz, xdz, n0, t0, 0, ld);
     for (int64_t k0 = 0; k0 < a.K; k0 += kBK) {
         __syncthreads();  // the previous step's fragments and scales are read
 #pragma unroll
-        for (int i = 0; i < 2; ++i) {
-            const int j = threadIdx.x + i * kThreads, r = j / 4, c = j % 4;
-            *reinterpret_cast<uint2*>(As + r * kStride + c * 8) = make_uint2(ch[i].lo, ch[i].hi);
-            if (c % 2 == 0) Ws[r][c / 2] = ch[i].scale;
-            if (C::kHasBias && c == 0) Wb[r] = ch[i].bias;
+        for (int i = 0; i < kChunks; ++i) {
+            const int j = threadIdx.x + i * kThreads, r = j / row_chunks, c = j % row_chunks;
+            *reinterpret_cast<uint2*>(As + r * kStride + c * 8) = make_uint2(ld.ch[i].lo, ld.ch[i].hi);
+            if (c % 2 == 0) Ws[r][c / 2] = ld.ch[i].scale;
+            if (C::kHasBias && c % 4 == 0) Wb[r][c / 4] = ld.ch[i].bias;
         }
-        if (threadIdx.x < kBN * 2) {  // activation codes: 64 tokens x 32 bytes, 16 bytes a thread
-            const int t = threadIdx.x / 2, half = threadIdx.x % 2;
-            const bool in = t0 + t < a.T;
-            const int4 v = in ? *reinterpret_cast<const int4*>(xz + (t0 + t) * a.K + k0 + 16 * half) : make_int4(0, 0, 0, 0);
-            *reinterpret_cast<int4*>(Bs + t * kStride + 16 * half) = v;
-            if (half == 0) Xd[t] = in ? xdz[(t0 + t) * (a.K / 32) + k0 / 32] : 0.f;
+        if (threadIdx.x < kPieces) {
+            const int t = threadIdx.x / (kBK / 16), piece = threadIdx.x % (kBK / 16);
+            *reinterpret_cast<int4*>(Bs + t * kStride + 16 * piece) = ld.x;
+        }
+        {
+            if (threadIdx.x < kBN * kSub) Xd[threadIdx.x / kSub][threadIdx.x % kSub] = ld.xd;
         }
         __syncthreads();
-        if (kSums && threadIdx.x < kBN) {  // code sum (x scale) of each token's 32 codes
-            const int t = threadIdx.x;
-            const uint32_t* p = reinterpret_cast<const uint32_t*>(Bs + t * kStride);
+        if (kSums && threadIdx.x < kBN * kSub) {  // code sum (x scale) of each token's 32 codes
+            const int t = threadIdx.x / kSub, sub = threadIdx.x % kSub;
+            const uint32_t* p = reinterpret_cast<const uint32_t*>(Bs + t * kStride + 32 * sub);
             int s = 0;
 #pragma unroll
             for (int w = 0; w < 8; ++w) s = bd::dp4a(0x01010101u, p[w], s);
-            if (C::kHasBias) Xs[t] = Xd[t] * bd::i2f(s);
-            if (C::kSymAccum) Xi[t] = s;
+            if (C::kHasBias) Xs[t][sub] = Xd[t][sub] * bd::i2f(s);
+            if (C::kSymAccum) Xi[t][sub] = s;
         }
-        if (k0 + kBK < a.K) load_chunks<C>(a, wz, n0, k0 + kBK, ch);  // in flight during the products
+        if (k0 + kBK < a.K) load_step<C>(a, wz, xz, xdz, n0, t0, k0 + kBK, ld);  // in flight during the products
         if (kSums) __syncthreads();  // Xs / Xi complete
 
-        int ci[2][4][4];
 #pragma unroll
-        for (int kk = 0; kk < kBK; kk += 16) {
-            if (kk == 0 || C::kScale16) {
+        for (int sub = 0; sub < kSub; ++sub) {
+            if (k0 + 32 * sub >= a.K) break;  // (uniform) the last step of an odd number of 32s
+            int ci[2][4][4];
 #pragma unroll
-                for (int i = 0; i < 2; ++i)
+            for (int kk = 0; kk < 32; kk += 16) {
+                if (kk == 0 || C::kScale16) {
 #pragma unroll
-                    for (int j = 0; j < 4; ++j)
-#pragma unroll
-                        for (int e = 0; e < 4; ++e) ci[i][j][e] = 0;
-            }
-            uint32_t af[2][2], bf[4];
-#pragma unroll
-            for (int i = 0; i < 2; ++i) {
-                const uint8_t* p = As + (wm + i * 16 + g) * kStride + kk + tig * 4;
-                af[i][0] = *reinterpret_cast<const uint32_t*>(p);
-                af[i][1] = *reinterpret_cast<const uint32_t*>(p + 8 * kStride);
-            }
-#pragma unroll
-            for (int j = 0; j < 4; ++j) bf[j] = *reinterpret_cast<const uint32_t*>(Bs + (wn + j * 8 + g) * kStride + kk + tig * 4);
-#pragma unroll
-            for (int i = 0; i < 2; ++i)
-#pragma unroll
-                for (int j = 0; j < 4; ++j) mma_s8_16816(ci[i][j], af[i][0], af[i][1], bf[j]);
-            if (!C::kScale16 && kk == 0) continue;  // one scale for all 32 values: sum on in int32
-            if constexpr (C::kSymAccum) {
-                // The reference's order (SymBatchAccum): sum((v + 127) q) is exact (|.| < 2^21).
-#pragma unroll
-                for (int i = 0; i < 2; ++i)
-#pragma unroll
-                    for (int e2 = 0; e2 < 2; ++e2) {
-                        const float ws = Ws[wm + i * 16 + g + 8 * e2][0];
+                    for (int i = 0; i < 2; ++i)
 #pragma unroll
                         for (int j = 0; j < 4; ++j)
 #pragma unroll
-                            for (int e1 = 0; e1 < 2; ++e1) {
-                                const int t = wn + j * 8 + tig * 2 + e1, e = 2 * e2 + e1;
-                                acc[i][j][e] = fmaf(bd::fmul(ws, Xd[t]), bd::i2f(ci[i][j][e] + 127 * Xi[t]), acc[i][j][e]);
-                                bacc[i][j][e] = fmaf(ws, bd::fmul(Xd[t], bd::i2f(Xi[t])), bacc[i][j][e]);
-                            }
-                    }
-            } else {
-                // To float: row scale x token scale. bd::i2f is exact here (|sum| <= 32 * 127 * 127)
-                // and full rate, where I2F is quarter rate: this step is the kernel's float work.
-#pragma unroll
-                for (int i = 0; i < 2; ++i)
-#pragma unroll
-                    for (int e2 = 0; e2 < 2; ++e2) {
-                        const int r = wm + i * 16 + g + 8 * e2;
-                        const float ws = Ws[r][C::kScale16 ? kk / 16 : 0];
-#pragma unroll
-                        for (int j = 0; j < 4; ++j)
-#pragma unroll
-                            for (int e1 = 0; e1 < 2; ++e1) {
-                                const int t = wn + j * 8 + tig * 2 + e1;
-                                acc[i][j][2 * e2 + e1] += ws * Xd[t] * bd::i2f(ci[i][j][2 * e2 + e1]);
-                            }
-                    }
-            }
-        }
-        if (C::kHasBias) {  // bias x (activation scale x code sum), once per 32 values
-#pragma unroll
-            for (int i = 0; i < 2; ++i)
-#pragma unroll
-                for (int e2 = 0; e2 < 2; ++e2) {
-                    const float wb = Wb[wm + i * 16 + g + 8 * e2];
-#pragma unroll
-                    for (int j = 0; j < 4; ++j)
-#pragma unroll
-                        for (int e1 = 0; e1 < 2; ++e1) acc[i][j][2 * e2 + e1] += wb * Xs[wn + j * 8 + tig * 2 + e1];
+                            for (int e = 0; e < 4; ++e) ci[i][j][e] = 0;
                 }
+                const int kc = 32 * sub + kk;  // column of the step
+                uint32_t af[2][2], bf[4];
+#pragma unroll
+                for (int i = 0; i < 2; ++i) {
+                    const uint8_t* p = As + (wm + i * 16 + g) * kStride + kc + tig * 4;
+                    af[i][0] = *reinterpret_cast<const uint32_t*>(p);
+                    af[i][1] = *reinterpret_cast<const uint32_t*>(p + 8 * kStride);
+                }
+#pragma unroll
+                for (int j = 0; j < 4; ++j) bf[j] = *reinterpret_cast<const uint32_t*>(Bs + (wn + j * 8 + g) * kStride + kc + tig * 4);
+#pragma unroll
+                for (int i = 0; i < 2; ++i)
+#pragma unroll
+                    for (int j = 0; j < 4; ++j) mma_s8_16816(ci[i][j], af[i][0], af[i][1], bf[j]);
+                if (!C::kScale16 && kk == 0) continue;  // one scale for all 32 values: sum on in int32
+                if constexpr (C::kSymAccum) {
+                    // The reference's order (SymBatchAccum): sum((v + 127) q) is exact (|.| < 2^21).
+#pragma unroll
+                    for (int i = 0; i < 2; ++i)
+#pragma unroll
+                        for (int e2 = 0; e2 < 2; ++e2) {
+                            const float ws = Ws[wm + i * 16 + g + 8 * e2][2 * sub];
+#pragma unroll
+                            for (int j = 0; j < 4; ++j)
+#pragma unroll
+                                for (int e1 = 0; e1 < 2; ++e1) {
+                                    const int t = wn + j * 8 + tig * 2 + e1, e = 2 * e2 + e1;
+                                    const float xd = Xd[t][sub];
+                                    const int xi = Xi[t][sub];
+                                    acc[i][j][e] = fmaf(bd::fmul(ws, xd), bd::i2f(ci[i][j][e] + 127 * xi), acc[i][j][e]);
+                                    bacc[i][j][e] = fmaf(ws, bd::fmul(xd, bd::i2f(xi)), bacc[i][j][e]);
+                                }
+                        }
+                } else {
+                    // To float: row scale x token scale. bd::i2f is exact here (|sum| <= 32 * 127 * 127)
+                    // and full rate, where I2F is quarter rate: this step is the kernel's float work.
+#pragma unroll
+                    for (int i = 0; i < 2; ++i)
+#pragma unroll
+                        for (int e2 = 0; e2 < 2; ++e2) {
+                            const int r = wm + i * 16 + g + 8 * e2;
+                            const float ws = Ws[r][2 * sub + (C::kScale16 ? kk / 16 : 0)];
+#pragma unroll
+                            for (int j = 0; j < 4; ++j)
+#pragma unroll
+                                for (int e1 = 0; e1 < 2; ++e1) {
+                                    const int t = wn + j * 8 + tig * 2 + e1;
+                                    acc[i][j][2 * e2 + e1] += ws * Xd[t][sub] * bd::i2f(ci[i][j][2 * e2 + e1]);
+                                }
+                        }
+                }
+            }
+            if (C::kHasBias) {  // bias x (activation scale x code sum), once per 32 values
+#pragma unroll
+                for (int i = 0; i < 2; ++i)
+#pragma unroll
+                    for (int e2 = 0; e2 < 2; ++e2) {
+                        const float wb = Wb[wm + i * 16 + g + 8 * e2][sub];
+#pragma unroll
+                        for (int j = 0; j < 4; ++j)
+#pragma unroll
+                            for (int e1 = 0; e1 < 2; ++e1) acc[i][j][2 * e2 + e1] += wb * Xs[wn + j * 8 + tig * 2 + e1][sub];
+                    }
+            }
         }
     }
 #pragma unroll
