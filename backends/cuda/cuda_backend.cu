@@ -160,6 +160,8 @@ public:
         fuse_ = !(fuse && std::string(fuse) == "0");
         const char* am = std::getenv("IKLLM_CUDA_ATTN_MMA");
         attn_mma_ = !(am && std::string(am) == "0");
+        const char* ks = std::getenv("IKLLM_CUDA_MMA_KSUB");
+        mma_k_sub_ = ks && std::string(ks) == "2" ? 2 : 1;
         const char* g = std::getenv("IKLLM_CUDA_GRAPHS");
         graphs_ = !(g && std::string(g) == "0") && !profile_;
     }
@@ -185,6 +187,7 @@ public:
         env.sm_count = sm_count_;
         env.act_round = act_round_;
         env.staged = staged_;
+        env.mma_k_sub = mma_k_sub_;
         env.int8 = int8_;
         env.int8_mma = int8_mma_;
         env.fuse = fuse_;
@@ -447,6 +450,7 @@ private:
     int sm_count_ = 0;
     bool act_round_ = true;
     bool staged_ = false;
+    int mma_k_sub_ = 1;
     bool int8_ = false;
     bool int8_mma_ = false;
     bool attn_mma_ = true;

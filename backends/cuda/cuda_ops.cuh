@@ -42,6 +42,10 @@ struct OpEnv {
     // (matmul.cu, mat_vec_staged_kernel). Off by default: no faster than the register kernel
     // on an H200 (llama-8b Q4_0 tg128 105.7-110.9 vs 114.2 t/s); IKLLM_CUDA_STAGED=1 turns it on.
     bool staged = false;
+    // K step of the int8 tensor-core kernel in 32s (mat_mma_int8_kernel.cuh: 1, or 2 with
+    // IKLLM_CUDA_MMA_KSUB=2: half the barriers, but over 128 registers for most views, so one
+    // block per SM instead of two). Same results either way; which is faster is for a GPU to say.
+    int mma_k_sub = 1;
     // Products on up to 8 tokens with weights of a type that has an integer view
     // (int8_codes.cuh: Q8_0, Q4_0, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS, IQ4_K) multiply int8
     // weight codes with the rounded activations' int8 codes (dp4a) instead of decoding to

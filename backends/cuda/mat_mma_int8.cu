@@ -43,7 +43,8 @@ struct Launcher {
     void mma(const MatArgs& a) {
         using namespace mma8;
         const dim3 grid((unsigned)((a.N + kBM - 1) / kBM), (unsigned)((a.T + kBN - 1) / kBN), (unsigned)a.Z);
-        IKLLM_LAUNCH(grid, kThreads, 0, stream, mat_mma_int8_kernel<V>)(a);
+        if (a.mma_k_sub == 2) IKLLM_LAUNCH(grid, kThreads, 0, stream, mat_mma_int8_kernel<V, 2>)(a);
+        else IKLLM_LAUNCH(grid, kThreads, 0, stream, mat_mma_int8_kernel<V, 1>)(a);
         IKLLM_CUDA_LAUNCHED("mat_mma_int8_kernel");
     }
     template <class C, bool Conv32>

@@ -8,14 +8,18 @@
 
 namespace ikllm::cuda::mma8 {
 
-// A block owns kBM weight rows x kBN tokens; K goes in steps of kBK = 32 x kSub values, each step's
-// kSub sub-steps of 32 scaled to float in order (so a step's size never changes the result).
-constexpr int kBM = 128, kBN = 64, kSub = 1, kBK = 32 * kSub;
+// A block owns kBM weight rows x kBN tokens; K goes in steps of 32 x S values (Step<S>), each
+// step's S sub-steps of 32 scaled to float in order, so the step size never changes the result.
+constexpr int kBM = 128, kBN = 64;
 constexpr int kThreads = 256;
-constexpr int kStride = kBK + 16;  // bytes per shared-memory row of kBK codes (+16: conflict-free fragments)
-constexpr int kChunks = kBM * kBK / 8 / kThreads;  // weight chunks (8 codes) per thread and step
-constexpr int kPieces = kBN * kBK / 16;            // 16-byte pieces of a step's activation codes
-static_assert(kPieces <= kThreads && kBN * kSub <= kThreads, "a step's activations: one piece and one scale per thread at most");
+template <int S>
+struct Step {
+    static constexpr int kSub = S, kBK = 32 * S;
+    static constexpr int kStride = kBK + 16;              // bytes per shared-memory row of kBK codes (+16: conflict-free fragments)
+    static constexpr int kChunks = kBM * kBK / 8 / kThreads;  // weight chunks (8 codes) per thread
+    static constexpr int kPieces = kBN * kBK / 16;             // 16-byte pieces of the activation codes
+    static_assert(kPieces <= kThreads && kBN * kSub <= kThreads, "a step's activations: one piece and one scale per thread at most");
+};
 
 // D (16x8, s32) += A (16x16, s8, row-major) * B (16x8, s8, column-major).
 __device__ inline void mma_s8_16816(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t b0) {
@@ -39,16 +43,18 @@ struct Chunk {
 // A step's operands in registers: read from global memory one step ahead, while the tensor
 // cores work on the step before (so neither the weights' nor the activations' latency is paid
 // inside a step).
+template <int S>
 struct StepLoad {
-    Chunk ch[kChunks];
+    Chunk ch[Step<S>::kChunks];
     int4 x = make_int4(0, 0, 0, 0);  // 16 activation codes (threads below kPieces): token tid / (kBK / 16), piece tid % (kBK / 16)
     float xd = 0.f;                  // an activation scale (threads below kBN * kSub)
 };
 
-template <class C>
+template <class C, int S>
 __device__ inline void load_step(const MatArgs& a, const uint8_t* wz, const int8_t* xz, const float* xdz, int64_t n0,
-                                 int64_t t0, int64_t k0, StepLoad& s) {
+                                 int64_t t0, int64_t k0, StepLoad<S>& s) {
     using D = typename C::D;
+    constexpr int kBK = Step<S>::kBK, kChunks = Step<S>::kChunks, kPieces = Step<S>::kPieces, kSub = S;
     constexpr int cpb = D::kBlockElems / 8;
     constexpr int row_chunks = kBK / 8;
 #pragma unroll
@@ -75,8 +81,10 @@ __device__ inline void load_step(const MatArgs& a, const uint8_t* wz, const int8
     }
 }
 
-template <class C>
+template <class C, int S = 1>
 __global__ void __launch_bounds__(kThreads) mat_mma_int8_kernel(MatArgs a) {
+    constexpr int kSub = S, kBK = Step<S>::kBK, kStride = Step<S>::kStride, kChunks = Step<S>::kChunks,
+                  kPieces = Step<S>::kPieces;
     __shared__ __align__(16) uint8_t As[kBM * kStride];
     __shared__ __align__(16) uint8_t Bs[kBN * kStride];
     __shared__ float Ws[kBM][2 * kSub];  // weight scale per 16 values of the step
@@ -102,8 +110,8 @@ __global__ void __launch_bounds__(kThreads) mat_mma_int8_kernel(MatArgs a) {
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[i][j][e] = bacc[i][j][e] = 0.f;
 
-    StepLoad ld;
-    load_step<C>(a, wz, xz, xdz, n0, t0, 0, ld);
+    StepLoad<S> ld;
+    load_step<C, S>(a, wz, xz, xdz, n0, t0, 0, ld);
     for (int64_t k0 = 0; k0 < a.K; k0 += kBK) {
         __syncthreads();  // the previous step's fragments and scales are read
 #pragma unroll
@@ -130,7 +138,7 @@ __global__ void __launch_bounds__(kThreads) mat_mma_int8_kernel(MatArgs a) {
             if (C::kHasBias) Xs[t][sub] = Xd[t][sub] * bd::i2f(s);
             if (C::kSymAccum) Xi[t][sub] = s;
         }
-        if (k0 + kBK < a.K) load_step<C>(a, wz, xz, xdz, n0, t0, k0 + kBK, ld);  // in flight during the products
+        if (k0 + kBK < a.K) load_step<C, S>(a, wz, xz, xdz, n0, t0, k0 + kBK, ld);  // in flight during the products
         if (kSums) __syncthreads();  // Xs / Xi complete
 
 #pragma unroll

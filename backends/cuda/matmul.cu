@@ -396,6 +396,7 @@ ActRoundCopy alloc_rounded_copy(const ActRoundKey& key, int64_t blocks, Scratch&
 MatArgs with_rounded_activations(const MatArgs& a_in, const OpEnv& env) {
     MatArgs a = a_in;
     a.staged = env.staged;
+    a.mma_k_sub = env.mma_k_sub;
     ActRoundKey key;
     int64_t blocks = 0;
     if (!rounding_plan(a, env, &key, &blocks)) return a;

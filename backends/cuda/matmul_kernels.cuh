@@ -39,6 +39,7 @@ struct MatArgs {
     const int32_t* w_ids = nullptr;
     int64_t ids_k = 1, ids_t = 0, w_count = 0;
     bool staged = false;  // may use the shared-memory staged kernel (OpEnv::staged)
+    int mma_k_sub = 1;    // the int8 tensor-core kernel's K step in 32s (OpEnv::mma_k_sub)
     // The activations' int8 codes (with_rounded_activations, OpEnv::int8): row r = (z / x_div)
     // * T + t of xq holds K codes, of xq_d K / 32 scales (one per 32 codes; value = code *
     // scale). When set and the weight type has an integer view (int8_codes.cuh), products on

@@ -72,6 +72,7 @@ MatArgs with_activations_of(MatArgs b, const MatArgs& src) {
     b.x_div = src.x_div;
     b.round_x_f16 = src.round_x_f16;
     b.staged = src.staged;
+    b.mma_k_sub = src.mma_k_sub;
     b.xq = src.xq;
     b.xq_d = src.xq_d;
     return b;

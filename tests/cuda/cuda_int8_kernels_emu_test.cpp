@@ -127,6 +127,7 @@ struct IsF16Scaled<F16ScaleCodes<C>> : std::true_type {};
 struct EmuLauncher {
     std::string& kernel;
     std::vector<std::vector<uint8_t>> buffers;
+    bool k_sub_differs = false;
     template <class V>
     void mma(const MatArgs& a) {
         if (V::kSymAccum) kernel += "-sym";
@@ -134,6 +135,12 @@ struct EmuLauncher {
         const dim3 grid((unsigned)((a.N + mma8::kBM - 1) / mma8::kBM), (unsigned)((a.T + mma8::kBN - 1) / mma8::kBN),
                         (unsigned)a.Z);
         emu::launch(grid, mma8::kThreads, [&] { mma8::mat_mma_int8_kernel<V>(a); });
+        // K steps of 64 (IKLLM_CUDA_MMA_KSUB=2) give the same bits: every written value compared.
+        const int64_t ys = (int64_t)(a.y_t / sizeof(float));
+        std::vector<float> y1((size_t)(ys * a.T));
+        std::memcpy(y1.data(), a.y, y1.size() * sizeof(float));
+        emu::launch(grid, mma8::kThreads, [&] { mma8::mat_mma_int8_kernel<V, 2>(a); });
+        if (std::memcmp(y1.data(), a.y, y1.size() * sizeof(float)) != 0) k_sub_differs = true;
     }
     template <class C, bool Conv32>
     bool encode(const MatArgs& a, MatArgs& b) {
@@ -212,6 +219,11 @@ bool run_case(const quant::TypeTraits& tt, const Case& cs, std::mt19937& rng) {
         EmuLauncher x{kernel, {}};
         if (!mma8::run_batch_forms<C>(a, batch_form, x)) {
             std::printf("%s: no batch form ran\n", tt.name);
+            return false;
+        }
+        if (x.k_sub_differs) {
+            std::printf("%s K=%lld T=%lld: K steps of 64 give other bits than steps of 32 -> FAIL\n", tt.name, (long long)K,
+                        (long long)T);
             return false;
         }
     } else if (T == 1) {

@@ -156,6 +156,11 @@ if [ "$do_bench" = 1 ] && [ -x "$build/ikllm-make-bench" ]; then
       -ngl 99 -p 512 -n 128
     bench "$m full PP2048" "$bench_dir/$m.gguf" -ngl 99 -p 2048 -n 0
   done
+  # The int8 tensor-core kernel with K steps of 64 instead of 32 (same results; more registers).
+  for m in llama-8b-q4_0 llama-8b-iq4_k; do
+    IKLLM_CUDA_MMA_KSUB=2 bench "$m full PP512, IKLLM_CUDA_MMA_KSUB=2" "$bench_dir/$m.gguf" -ngl 99 -p 512 -n 0
+    IKLLM_CUDA_MMA_KSUB=2 bench "$m full PP2048, IKLLM_CUDA_MMA_KSUB=2" "$bench_dir/$m.gguf" -ngl 99 -p 2048 -n 0
+  done
   # Prompt attention on the float kernel instead of the tensor cores (attention_mma.cu).
   IKLLM_CUDA_ATTN_MMA=0 bench "llama-8b-q4_0 full PP2048, IKLLM_CUDA_ATTN_MMA=0" "$bench_dir/llama-8b-q4_0.gguf" \
     -ngl 99 -p 2048 -n 0
