@@ -54,6 +54,14 @@ public:
     // again before the next synchronize(); to_host returns when the bytes are there.
     virtual void to_device(void* dev, const void* host, size_t n) = 0;
     virtual void to_host(void* host, const void* dev, size_t n) = 0;
+    // to_device for weight bytes (host weights streamed for a big batch), which stay unchanged
+    // while queued work may read them: a device backend may copy straight from them, without a
+    // staging copy (CUDA: the range page-locked on first use, for this executor's lifetime).
+    // Returns the bytes that went without staging.
+    virtual size_t weights_to_device(void* dev, const void* host, size_t n) {
+        to_device(dev, host, n);
+        return 0;
+    }
     virtual void synchronize() = 0;
 };
 

@@ -3,6 +3,7 @@
 // std::runtime_error / std::bad_alloc (types shared with the host library; the engine's own
 // error type is not, since each shared object has its own copy of its type info).
 #include <cuda_runtime.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -10,6 +11,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <map>
 #include <memory>
 #include <new>
 #include <stdexcept>
@@ -175,6 +178,8 @@ public:
         for (cudaEvent_t e : events_) cudaEventDestroy(e);
         for (auto& c : graph_cache_) cudaGraphExecDestroy(c.exec);
         cudaStreamDestroy(stream_);
+        for (auto& [lo, r] : locked_)
+            if (r.ours) cudaHostUnregister(reinterpret_cast<void*>(lo));
         if (pinned_) cudaFreeHost(pinned_);
     }
     // Observers (importance-matrix collection) see CPU ops only.
@@ -340,8 +345,59 @@ public:
         pinned_used_ = 0;
         if (profile_) harvest_timings();
     }
+    // Streamed host weights: the whole pages inside the range are page-locked on first use (kept
+    // until this executor goes) and copied by DMA straight from the weights; the partial pages at
+    // the ends, and ranges the driver will not lock, go through the staging buffer as to_device.
+    // (Through staging, a 6 GB expert layer meant a 6 GB pinned buffer and a one-thread memcpy.)
+    size_t weights_to_device(void* dev, const void* host, size_t n) override {
+        IKLLM_CUDA_CHECK(cudaSetDevice(device_));
+        const uintptr_t lo = reinterpret_cast<uintptr_t>(host), hi = lo + n;
+        const uintptr_t page = host_page_size();
+        const uintptr_t plo = (lo + page - 1) / page * page, phi = hi / page * page;
+        if (phi <= plo || !page_locked(plo, phi)) {
+            to_device(dev, host, n);
+            return 0;
+        }
+        uint8_t* d = static_cast<uint8_t*>(dev);
+        if (plo > lo) to_device(d, host, plo - lo);
+        IKLLM_CUDA_CHECK(cudaMemcpyAsync(d + (plo - lo), reinterpret_cast<const void*>(plo), phi - plo, cudaMemcpyHostToDevice, stream_));
+        if (hi > phi) to_device(d + (phi - lo), reinterpret_cast<const void*>(phi), hi - phi);
+        return phi - plo;
+    }
 
 private:
+    struct Locked {
+        uintptr_t hi;
+        bool ok;    // page-locked (by us, or already by another executor: cudaErrorHostMemoryAlreadyRegistered)
+        bool ours;  // registered here: unregistered when this executor goes
+    };
+    static uintptr_t host_page_size() {
+        const long p = sysconf(_SC_PAGESIZE);
+        return p > 0 ? (uintptr_t)p : 4096;
+    }
+    // Whether [lo, hi) (whole pages) is page-locked, registering it on first use. A range that
+    // overlaps an earlier one only partly is not registered again (the driver refuses overlaps).
+    bool page_locked(uintptr_t lo, uintptr_t hi) {
+        auto it = locked_.upper_bound(lo);
+        if (it != locked_.begin()) {
+            const auto p = std::prev(it);
+            if (lo < p->second.hi) return hi <= p->second.hi && p->second.ok;
+        }
+        if (it != locked_.end() && it->first < hi) return false;
+        int ro = 0;
+        unsigned flags = cudaHostRegisterDefault;
+        if (cudaDeviceGetAttribute(&ro, cudaDevAttrHostRegisterReadOnlySupported, device_) == cudaSuccess && ro)
+            flags |= cudaHostRegisterReadOnly;  // weights of a read-only file mapping can be locked too
+        else
+            (void)cudaGetLastError();
+        const cudaError_t e = cudaHostRegister(reinterpret_cast<void*>(lo), hi - lo, flags);
+        if (e != cudaSuccess) (void)cudaGetLastError();  // (not sticky: nothing ran)
+        const bool ok = e == cudaSuccess || e == cudaErrorHostMemoryAlreadyRegistered;
+        locked_[lo] = Locked{hi, ok, e == cudaSuccess};
+        return ok;
+    }
+    std::map<uintptr_t, Locked> locked_;  // page-locked ranges of streamed weights, by start
+
     // CUDA graphs (IKLLM_CUDA_GRAPHS=0 turns them off): a slice whose ops never wait for the
     // host is captured and launched as one graph, so the GPU runs its kernels back to back
     // instead of waiting for each launch. A generation step repeats the same kernels with new

@@ -61,6 +61,7 @@ public:
         int64_t ops = 0;    // ops run on a GPU with streamed weights
         int64_t bytes = 0;  // weight bytes uploaded for them
         int64_t most = 0;   // the largest one op needed (the stream buffer; ikllm_plan's "stream")
+        int64_t direct = 0; // of `bytes`, those copied straight from the weights (page-locked, no staging)
     };
     const StreamStats& stream_stats() const { return stream_stats_; }
 

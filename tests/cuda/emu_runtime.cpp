@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <new>
@@ -51,6 +52,7 @@ constexpr unsigned char kGuardByte = 0xA5;
 struct Runtime {
     std::mutex mu;
     std::map<uintptr_t, Allocation> allocations;
+    std::map<uintptr_t, size_t> registered;  // cudaHostRegister ranges: start -> bytes
     std::vector<size_t> used;
     size_t capacity = 0;
     Runtime() {
@@ -59,6 +61,11 @@ struct Runtime {
         used.assign((size_t)(n < 0 ? 0 : n > 8 ? 8 : n), 0);
         capacity = (size_t)16 << 30;
         if (const char* e = std::getenv("IKLLM_CUDA_EMU_MEMORY")) capacity = std::strtoull(e, nullptr, 10);
+    }
+    ~Runtime() {
+        if (!registered.empty())
+            std::fprintf(stderr, "cuda emulation: %zu host range(s) still page-locked at exit (a cudaHostUnregister missing)\n",
+                         registered.size());
     }
     // The allocation that holds [p, p + n), or null.
     const Allocation* find(const void* p, size_t n) {
@@ -193,6 +200,7 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
         case cudaDevAttrMultiProcessorCount: *value = 132; return cudaSuccess;
         case cudaDevAttrComputeCapabilityMajor: *value = 9; return cudaSuccess;
         case cudaDevAttrComputeCapabilityMinor: *value = 0; return cudaSuccess;
+        case cudaDevAttrHostRegisterReadOnlySupported: *value = 1; return cudaSuccess;
         default: return fail(cudaErrorInvalidValue);
     }
 }
@@ -231,6 +239,8 @@ const char* cudaGetErrorName(cudaError_t e) {
         case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
         case cudaErrorGraphExecUpdateFailure: return "cudaErrorGraphExecUpdateFailure";
         case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
+        case cudaErrorHostMemoryAlreadyRegistered: return "cudaErrorHostMemoryAlreadyRegistered";
+        case cudaErrorHostMemoryNotRegistered: return "cudaErrorHostMemoryNotRegistered";
         default: return "cudaError (emulation)";
     }
 }
@@ -296,6 +306,28 @@ cudaError_t release(void* p, bool device) {
 }
 }  // namespace
 cudaError_t cudaFree(void* p) { return release(p, true); }
+// Page-locking existing host memory: tracked only (the emulation copies from anywhere), with the
+// driver's refusals: an empty range, one overlapping a registered range, unregistering what was
+// not registered. Ranges still registered at exit are reported (a missing cudaHostUnregister).
+cudaError_t cudaHostRegister(void* p, size_t bytes, unsigned int flags) {
+    if (!p || !bytes || (flags & ~(unsigned)(cudaHostRegisterPortable | cudaHostRegisterMapped | cudaHostRegisterReadOnly)))
+        return fail(cudaErrorInvalidValue);
+    Runtime& r = rt();
+    std::lock_guard<std::mutex> lock(r.mu);
+    const uintptr_t lo = reinterpret_cast<uintptr_t>(p), hi = lo + bytes;
+    auto it = r.registered.upper_bound(lo);
+    if (it != r.registered.end() && it->first < hi) return fail(cudaErrorHostMemoryAlreadyRegistered);
+    if (it != r.registered.begin() && std::prev(it)->first + std::prev(it)->second > lo)
+        return fail(cudaErrorHostMemoryAlreadyRegistered);
+    r.registered[lo] = bytes;
+    return cudaSuccess;
+}
+cudaError_t cudaHostUnregister(void* p) {
+    Runtime& r = rt();
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (!r.registered.erase(reinterpret_cast<uintptr_t>(p))) return fail(cudaErrorHostMemoryNotRegistered);
+    return cudaSuccess;
+}
 cudaError_t cudaFreeHost(void* p) { return release(p, false); }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
