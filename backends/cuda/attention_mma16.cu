@@ -1,7 +1,8 @@
 // Attention on the tensor cores for few query rows per KV head or wide heads: MLA (DeepSeek's
 // absorbed form: keys are the 576-wide latent rows [c | k_rope] of one KV head, values their first
 // 512 columns) for any batch, and standard heads of 64, 128 or 256 for generation steps (and
-// prompt batches of 256-wide heads), all with an f16 cache. The float kernel (ops_attention.cu)
+// prompt batches of 256-wide heads), all with an f16 cache -- and with a q8_0 cache every batch of
+// those head shapes (the Q8 forms, see the kernel). The float kernel (ops_attention.cu)
 // reads a K/V row once per query head -- 128 times per token for DeepSeek-V3, 4-8 times for GQA
 // models; here a block takes 16 query rows (the flattened (token, head-of-the-group) pairs: the
 // heads of a token lie next to each other) and reads each tile of 32 cells once for all of them.
@@ -20,6 +21,7 @@
 
 #include "attention_args.cuh"
 #include "attention_mma_common.cuh"
+#include "op_math.cuh"
 #include "warp_reduce.cuh"
 #include "quant/type_traits.h"
 
@@ -38,9 +40,12 @@ constexpr int align128(int b) { return (b + 127) / 128 * 128; }
 
 // Shapes and dynamic shared memory (every region a multiple of 128 bytes) of one kernel form.
 // Latent: values are the first DV columns of the key rows (MLA), read with the keys.
-template <int DK, int DV, bool Latent>
+// Q8: a q8_0 cache: the tiles hold the codes as f16 (exact) and each (cell, 32 columns) scale
+// as a float beside them; see the kernel.
+template <int DK, int DV, bool Latent, bool Q8>
 struct Form {
     static constexpr int kLdK = DK + 8, kLdV = Latent ? kLdK : DV + 8;  // halves per row
+    static constexpr int kNbK = DK / 32, kNbV = DV / 32;               // q8_0 blocks per K / V row
     static constexpr int kLdO = DV + 4;                                 // floats per staged output row
     static constexpr int kColsPerWarp = DV / kWarps, kOutFrags = kColsPerWarp / 16;
     static constexpr int kStepsPerWarp = DK / 16 / kWarps;
@@ -48,14 +53,42 @@ struct Form {
     static constexpr int kK = align128(kTile * kLdK * 2), kV = Latent ? 0 : align128(kTile * kLdV * 2);
     static constexpr int kS = align128(kWarps * kRows * kLdS * 4), kP = align128(kRows * kLdP * 2);
     static constexpr int kMisc = align128(256 * 4 + kRows * 4 * 5 + kTile * 4 * 2);
-    static constexpr int kBytes = 2 * kQ + kK + kV + kS + 2 * kP + kMisc;
+    static constexpr int kKd = Q8 ? align128(kTile * kNbK * 4) : 0, kVd = Q8 && !Latent ? align128(kTile * kNbV * 4) : 0;
+    static constexpr int kPb = Q8 ? align128(kWarps * 2 * kRows * kLdP * 2) : 0;  // each warp's P x V scales, hi / lo
+    static constexpr int kBytes = 2 * kQ + kK + kV + kS + 2 * kP + kMisc + kKd + kVd + kPb;
     static_assert(DK % (16 * kWarps) == 0 && DV % (16 * kWarps) == 0, "whole WMMA steps per warp");
+    static_assert(!Q8 || (DK % 32 == 0 && DV % 32 == 0), "whole q8_0 blocks");
     static_assert(kRows * kLdO * 4 <= kK + kV, "the output staging reuses the K / V tiles");
 };
 
-template <int DK, int DV, bool Latent>
+// A tile of q8_0 rows (D values each) into shared memory: the codes as f16 (exact), the scales as
+// floats [cell][block]; rows no query of the block sees are zeros (a free cell may hold anything).
+template <int D>
+__device__ inline void load_q8_tile(const uint8_t* base, int64_t nb2, int32_t c0, const int32_t* cell_any, __half* dst, int ld,
+                                    float* scales) {
+    constexpr int nb = D / 32;
+    for (int i = threadIdx.x; i < kTile * nb; i += kThreads) {
+        const int j = i / nb, b = i % nb;
+        __half* out = dst + j * ld + 32 * b;
+        if (!cell_any[j]) {
+            for (int e = 0; e < 32; e += 2) *reinterpret_cast<__half2*>(out + e) = __floats2half2_rn(0.0f, 0.0f);
+            scales[j * nb + b] = 0.0f;
+            continue;
+        }
+        const uint16_t* w = reinterpret_cast<const uint16_t*>(base + (int64_t)(c0 + j) * nb2 + 34 * b);  // f16 scale, 32 codes
+        scales[j * nb + b] = math::f16_to_f32(w[0]);
+        for (int e = 0; e < 16; ++e) {
+            const uint16_t two = w[1 + e];
+            *reinterpret_cast<__half2*>(out + 2 * e) =
+                __floats2half2_rn((float)(int8_t)(uint8_t)(two & 0xffu), (float)(int8_t)(uint8_t)(two >> 8));
+        }
+    }
+}
+
+template <int DK, int DV, bool Latent, bool Q8>
 __global__ void __launch_bounds__(kThreads) attention_mma16_kernel(AttnArgs a, int64_t T, int split_cells, float* partial) {
-    using F = Form<DK, DV, Latent>;
+    using F = Form<DK, DV, Latent, Q8>;
+    constexpr int kNbK = F::kNbK, kNbV = F::kNbV;
     constexpr int kLdK = F::kLdK, kLdV = F::kLdV, kLdO = F::kLdO, kColsPerWarp = F::kColsPerWarp;
     constexpr int kOutFrags = F::kOutFrags, kStepsPerWarp = F::kStepsPerWarp;
     IKLLM_DYN_SHARED(unsigned char, mem);
@@ -74,8 +107,14 @@ __global__ void __launch_bounds__(kThreads) attention_mma16_kernel(AttnArgs a, i
     int32_t* row_seq = row_pos + kRows;
     int32_t* cell_pos_s = row_seq + kRows;
     int32_t* cell_any = cell_pos_s + kTile;
+    unsigned char* q8mem = mem + 2 * F::kQ + F::kK + F::kV + F::kS + 2 * F::kP + F::kMisc;
+    float* kd = reinterpret_cast<float*>(q8mem);                                       // [cell][block] K scales
+    float* vd = Latent ? kd : reinterpret_cast<float*>(q8mem + F::kKd);                 // [cell][block] V scales
+    const int vd_ld = Latent ? kNbK : kNbV;
 
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    __half* pbh = reinterpret_cast<__half*>(q8mem + F::kKd + F::kVd) + warp * 2 * kRows * kLdP;  // (Q8)
+    __half* pbl = pbh + kRows * kLdP;
     const int G = a.group;
     const int64_t g = blockIdx.y, R0 = (int64_t)blockIdx.x * kRows, n_head = (int64_t)gridDim.y * G;
     const int n_splits = (int)gridDim.z, split = (int)blockIdx.z;
@@ -96,8 +135,9 @@ __global__ void __launch_bounds__(kThreads) attention_mma16_kernel(AttnArgs a, i
         if (lane == 0) row_sf[r] = sf;
     }
     __syncthreads();
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> rid, o[kOutFrags];
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> rid, cid, o[kOutFrags];
     wmma::load_matrix_sync(rid, rowmap, 16, wmma::mem_row_major);
+    wmma::load_matrix_sync(cid, rowmap, 16, wmma::mem_col_major);  // element (r, c) = c
 #pragma unroll
     for (int n = 0; n < kOutFrags; ++n) wmma::fill_fragment(o[n], 0.0f);
 
@@ -127,6 +167,10 @@ __global__ void __launch_bounds__(kThreads) attention_mma16_kernel(AttnArgs a, i
             continue;
         }
         // Rows no query of the block sees are zeros (a free cell may hold anything).
+        if constexpr (Q8) {
+            load_q8_tile<DK>(kbase, a.k_nb2, c0, cell_any, ks, kLdK, kd);
+            if constexpr (!Latent) load_q8_tile<DV>(vbase, a.v_nb2, c0, cell_any, vs, kLdV, vd);
+        } else {
         constexpr int kPieces = DK / 8;
         for (int i = tid; i < kTile * kPieces; i += kThreads) {
             const int j = i / kPieces, p = i % kPieces;
@@ -142,6 +186,7 @@ __global__ void __launch_bounds__(kThreads) attention_mma16_kernel(AttnArgs a, i
                 if (cell_any[j]) v = reinterpret_cast<const uint4*>(vbase + (int64_t)(c0 + j) * a.v_nb2)[p];
                 *reinterpret_cast<uint4*>(vs + j * kLdV + 8 * p) = v;
             }
+        }
         }
         __syncthreads();
 
@@ -159,8 +204,18 @@ __global__ void __launch_bounds__(kThreads) attention_mma16_kernel(AttnArgs a, i
                 wmma::load_matrix_sync(a_hi, qh + 16 * k, kLdK);
                 wmma::load_matrix_sync(a_lo, ql + 16 * k, kLdK);
                 wmma::load_matrix_sync(kb, ks + 16 * n * kLdK + 16 * k, kLdK);
-                wmma::mma_sync(s, a_hi, kb, s);
-                wmma::mma_sync(s, a_lo, kb, s);
+                if constexpr (Q8) {
+                    // codes x Q, then each cell's scale of these 16 columns' block
+                    wmma::fragment<wmma::accumulator, 16, 16, 16, float> st;
+                    wmma::fill_fragment(st, 0.0f);
+                    wmma::mma_sync(st, a_hi, kb, st);
+                    wmma::mma_sync(st, a_lo, kb, st);
+                    for (int i = 0; i < s.num_elements; ++i)
+                        s.x[i] = fmaf(kd[(16 * n + ((int)cid.x[i] & 15)) * kNbK + k / 2], st.x[i], s.x[i]);
+                } else {
+                    wmma::mma_sync(s, a_hi, kb, s);
+                    wmma::mma_sync(s, a_lo, kb, s);
+                }
             }
             wmma::store_matrix_sync(spw + 16 * n, s, kLdS, wmma::mem_row_major);
         }
@@ -185,17 +240,59 @@ __global__ void __launch_bounds__(kThreads) attention_mma16_kernel(AttnArgs a, i
 #pragma unroll
         for (int n = 0; n < kOutFrags; ++n)
             for (int i = 0; i < o[n].num_elements; ++i) o[n].x[i] *= alpha[(int)rid.x[i] & 15];
-#pragma unroll
-        for (int k = 0; k < 2; ++k) {
-            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> pa_hi, pa_lo;
-            wmma::load_matrix_sync(pa_hi, ph + 16 * k, kLdP);
-            wmma::load_matrix_sync(pa_lo, pl + 16 * k, kLdP);
+        if constexpr (Q8) {
+            // A q8_0 value is scale x code: the codes are exact in f16, so each 32 output columns
+            // (one block of every V row) take P' = P x that block's cell scales, split into hi / lo
+            // terms again. P' is first scaled by a power of two that brings the tile's largest
+            // scale of the block near 2^14 (no overflow, nothing lost to f16's subnormals), and
+            // the product scaled back before it joins O.
+            int b_cur = -1;
+            float back = 1.0f;
 #pragma unroll
             for (int n = 0; n < kOutFrags; ++n) {
-                wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> vb;
-                wmma::load_matrix_sync(vb, vs + 16 * k * kLdV + warp * kColsPerWarp + 16 * n, kLdV);
-                wmma::mma_sync(o[n], pa_hi, vb, o[n]);
-                wmma::mma_sync(o[n], pa_lo, vb, o[n]);
+                const int col = warp * kColsPerWarp + 16 * n, b = col / 32;
+                if (b != b_cur) {
+                    b_cur = b;
+                    float mx = fmaxf(fabsf(vd[lane * vd_ld + b]), 0.0f);
+                    mx = warp_max(mx);
+                    const int e = mx > 0.0f && mx <= 3.0e38f ? 14 - ilogbf(mx) : 0;
+                    const float up = ldexpf(1.0f, e);
+                    back = ldexpf(1.0f, -e);
+                    __syncwarp();
+                    for (int i = lane; i < kRows * kTile; i += 32) {
+                        const int r = i / kTile, c = i % kTile;
+                        const float p = __half2float(ph[r * kLdP + c]) + __half2float(pl[r * kLdP + c]);
+                        attn::split_f16(p * (vd[c * vd_ld + b] * up), pbh + r * kLdP + c, pbl + r * kLdP + c);
+                    }
+                    __syncwarp();
+                }
+                wmma::fragment<wmma::accumulator, 16, 16, 16, float> t;
+                wmma::fill_fragment(t, 0.0f);
+#pragma unroll
+                for (int k = 0; k < 2; ++k) {
+                    wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> pa_hi, pa_lo;
+                    wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> vb;
+                    wmma::load_matrix_sync(pa_hi, pbh + 16 * k, kLdP);
+                    wmma::load_matrix_sync(pa_lo, pbl + 16 * k, kLdP);
+                    wmma::load_matrix_sync(vb, vs + 16 * k * kLdV + col, kLdV);
+                    wmma::mma_sync(t, pa_hi, vb, t);
+                    wmma::mma_sync(t, pa_lo, vb, t);
+                }
+                for (int i = 0; i < t.num_elements; ++i) o[n].x[i] = fmaf(t.x[i], back, o[n].x[i]);
+            }
+        } else {
+#pragma unroll
+            for (int k = 0; k < 2; ++k) {
+                wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> pa_hi, pa_lo;
+                wmma::load_matrix_sync(pa_hi, ph + 16 * k, kLdP);
+                wmma::load_matrix_sync(pa_lo, pl + 16 * k, kLdP);
+    #pragma unroll
+                for (int n = 0; n < kOutFrags; ++n) {
+                    wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> vb;
+                    wmma::load_matrix_sync(vb, vs + 16 * k * kLdV + warp * kColsPerWarp + 16 * n, kLdV);
+                    wmma::mma_sync(o[n], pa_hi, vb, o[n]);
+                    wmma::mma_sync(o[n], pa_lo, vb, o[n]);
+                }
             }
         }
         __syncthreads();  // ks, vs, sp, ph, pl are rewritten next
@@ -230,9 +327,9 @@ __global__ void __launch_bounds__(kThreads) attention_mma16_kernel(AttnArgs a, i
     }
 }
 
-template <int DK, int DV, bool Latent>
+template <int DK, int DV, bool Latent, bool Q8>
 void launch_form(const AttnArgs& a, int64_t T, int64_t n_head, const OpEnv& env) {
-    using F = Form<DK, DV, Latent>;
+    using F = Form<DK, DV, Latent, Q8>;
     const int64_t n_head_kv = n_head / a.group;
     const int64_t row_blocks = (T * a.group + kRows - 1) / kRows;
     // Few row blocks (generation): split the cells so the GPU fills.
@@ -248,22 +345,38 @@ void launch_form(const AttnArgs& a, int64_t T, int64_t n_head, const OpEnv& env)
     if (n_splits > 1)
         partial = static_cast<float*>(env.scratch->alloc(sizeof(float) * (size_t)(T * n_head * n_splits * (DV + 2))));
     if (F::kBytes > 48 * 1024)
-        IKLLM_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&attention_mma16_kernel<DK, DV, Latent>),
+        IKLLM_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&attention_mma16_kernel<DK, DV, Latent, Q8>),
                                               cudaFuncAttributeMaxDynamicSharedMemorySize, F::kBytes));
     const dim3 grid((unsigned)row_blocks, (unsigned)n_head_kv, (unsigned)n_splits);
-    IKLLM_LAUNCH(grid, kThreads, F::kBytes, env.stream, attention_mma16_kernel<DK, DV, Latent>)(a, T, (int)split_cells, partial);
+    IKLLM_LAUNCH(grid, kThreads, F::kBytes, env.stream, attention_mma16_kernel<DK, DV, Latent, Q8>)(a, T, (int)split_cells, partial);
     IKLLM_CUDA_LAUNCHED("attention_mma16_kernel");
     if (n_splits > 1) launch_attention_combine(a, T, n_head, (int)n_splits, partial, env.stream);
+}
+
+template <bool Q8>
+bool launch_forms(const AttnArgs& a, int64_t T, int64_t n_head, const OpEnv& env, bool latent) {
+    if (latent && a.d_k == 576 && a.d_v == 512) return launch_form<576, 512, true, Q8>(a, T, n_head, env), true;
+    if (latent || a.d_k != a.d_v) return false;
+    // Standard heads: generation steps (prompt batches of f16 heads up to 128 take attention_mma.cu).
+    switch (a.d_k) {
+        case 64: return launch_form<64, 64, false, Q8>(a, T, n_head, env), true;
+        case 128: return launch_form<128, 128, false, Q8>(a, T, n_head, env), true;
+        case 256: return launch_form<256, 256, false, Q8>(a, T, n_head, env), true;
+        default: return false;
+    }
 }
 
 }  // namespace
 
 bool launch_attention_mma16(const AttnArgs& a, int64_t T, int64_t n_head, const OpEnv& env) {
     if (T <= 0 || env.batch_invariant || !env.attn_mma || a.group <= 0) return false;
-    if (a.k_type != quant::T_F16 || a.v_type != quant::T_F16) return false;
+    const bool q8 = a.k_type == quant::T_Q8_0 && a.v_type == quant::T_Q8_0;
+    if (!q8 && (a.k_type != quant::T_F16 || a.v_type != quant::T_F16)) return false;
     const bool latent = a.v == a.k && a.v_nb1 == a.k_nb1 && a.v_nb2 == a.k_nb2;
-    const auto aligned = [](const void* p, int64_t s1, int64_t s2) {
-        return ((reinterpret_cast<uintptr_t>(p) | (uint64_t)s1 | (uint64_t)s2) & 15) == 0;
+    // f16 rows: 16-byte loads; q8_0 rows (34-byte blocks): 2-byte loads.
+    const uint64_t align = q8 ? 1 : 15;
+    const auto aligned = [&](const void* p, int64_t s1, int64_t s2) {
+        return ((reinterpret_cast<uintptr_t>(p) | (uint64_t)s1 | (uint64_t)s2) & align) == 0;
     };
     if (!aligned(a.k, a.k_nb1, a.k_nb2) || !aligned(a.v, a.v_nb1, a.v_nb2)) return false;
     int dev = 0, major = 0;
@@ -271,15 +384,7 @@ bool launch_attention_mma16(const AttnArgs& a, int64_t T, int64_t n_head, const 
         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess || major < 8)
         return false;
     if ((T * a.group + kRows - 1) / kRows > 0x7fffffffLL || n_head / a.group > 65535) return false;
-    if (latent && a.d_k == 576 && a.d_v == 512) return launch_form<576, 512, true>(a, T, n_head, env), true;
-    if (latent || a.d_k != a.d_v) return false;
-    // Standard heads: generation steps (prompt batches of heads up to 128 take attention_mma.cu).
-    switch (a.d_k) {
-        case 64: return launch_form<64, 64, false>(a, T, n_head, env), true;
-        case 128: return launch_form<128, 128, false>(a, T, n_head, env), true;
-        case 256: return launch_form<256, 256, false>(a, T, n_head, env), true;
-        default: return false;
-    }
+    return q8 ? launch_forms<true>(a, T, n_head, env, latent) : launch_forms<false>(a, T, n_head, env, latent);
 }
 
 }  // namespace ikllm::cuda

@@ -181,6 +181,11 @@ if [ "$do_bench" = 1 ] && [ -x "$build/ikllm-make-bench" ]; then
     sweep "$m full" "$bench_dir/$m.gguf" -ngl 99
     IKLLM_CUDA_ATTN_MMA=0 sweep "$m full, IKLLM_CUDA_ATTN_MMA=0" "$bench_dir/$m.gguf" -ngl 99
   done
+  # A q8_0 cache (the tensor-core kernel reads its codes and scales, attention_mma16.cu) against
+  # the float kernel, for MLA.
+  sweep "deepseek2-v3-4l-iq4_k full -ctk q8_0" "$bench_dir/deepseek2-v3-4l-iq4_k.gguf" -ngl 99 -ctk q8_0
+  IKLLM_CUDA_ATTN_MMA=0 sweep "deepseek2-v3-4l-iq4_k full -ctk q8_0, IKLLM_CUDA_ATTN_MMA=0" \
+    "$bench_dir/deepseek2-v3-4l-iq4_k.gguf" -ngl 99 -ctk q8_0
   # Where the time goes: device time per op kind (events around every op, graphs off) for a
   # short prompt and token steps; the log keeps the whole table, the row its first lines.
   m=$bench_dir/llama-8b-q4_0.gguf
