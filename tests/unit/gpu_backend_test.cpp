@@ -102,6 +102,18 @@ std::vector<std::pair<const char*, std::string>> reference_models(std::initializ
     return out;
 }
 
+// A model on the registry's devices with this placement, through the engine's own API (the
+// tests below look at tensors and the scheduler).
+std::unique_ptr<ikllm::Model> load_placed(ikllm::backend::Registry& reg, const std::string& path, int ngl, const char* rules,
+                                          int use_mmap = -1) {
+    ikllm::ModelOptions mo;
+    mo.n_gpu_layers = ngl;
+    mo.tensor_placement = rules;
+    mo.use_mmap = use_mmap;
+    ikllm::Logger log;
+    return ikllm::load_model(path, mo, nullptr, log, &reg);
+}
+
 // A model + session with the given placement on the test double.
 struct PlacedRun {
     ikllm_model* m = nullptr;
@@ -481,19 +493,11 @@ TEST(GpuDouble, CpuWeightsOfAHybridAreRepackedLikeACpuLoad) {
     Env e("IKLLM_TEST_GPU_DOUBLE", "1");
     ikllm::backend::Registry reg;
     ASSERT_EQ(reg.gpu_count(), 1);
-    ikllm::Logger log;
     const std::string path = ikllm::test::refdata_dir() + "/quant/qwen3moe-tiny-Q4_K_M.gguf";
     if (!ikllm::test::file_exists(path)) GTEST_SKIP() << "no " << path;
-    auto load = [&](int ngl, const char* rules, int use_mmap) {
-        ikllm::ModelOptions mo;
-        mo.n_gpu_layers = ngl;
-        mo.tensor_placement = rules;
-        mo.use_mmap = use_mmap;
-        return ikllm::load_model(path, mo, nullptr, log, &reg);
-    };
-    const auto cpu = load(0, "", -1);
-    const auto hybrid = load(99, "exps=CPU", -1);
-    const auto mapped = load(99, "exps=CPU", 1);
+    const auto cpu = load_placed(reg, path, 0, "");
+    const auto hybrid = load_placed(reg, path, 99, "exps=CPU");
+    const auto mapped = load_placed(reg, path, 99, "exps=CPU", 1);
     auto file_type = [&](const char* name) {
         const ikllm::gguf::TensorInfo* ti = cpu->file->find_tensor(name);
         return ti ? ti->type : ~0u;
@@ -536,16 +540,12 @@ TEST(GpuDouble, LargeBatchesStreamHostWeightsToTheGpu) {
     Env e("IKLLM_TEST_GPU_DOUBLE", "1");
     ikllm::backend::Registry reg;
     ASSERT_EQ(reg.gpu_count(), 1);
-    ikllm::Logger log;
     for (const auto& model : reference_models({"qwen3moe-tiny-f16", "deepseek2-tiny-f16", "llama-tiny-f16"})) {
         const char* name = model.first;  // (not a structured binding: the lambda below captures them)
         const std::string& path = model.second;
         const std::vector<int32_t> prompt{1, 20, 300, 45, 7, 99, 123, 8};
         auto run = [&](int ngl, const char* rules, int32_t min_batch, ikllm::Scheduler::StreamStats* stats) {
-            ikllm::ModelOptions mo;
-            mo.n_gpu_layers = ngl;
-            mo.tensor_placement = rules;
-            auto m = ikllm::load_model(path, mo, nullptr, log, &reg);
+            auto m = load_placed(reg, path, ngl, rules);
             ikllm::SessionOptions so;
             so.n_ctx = 64;
             so.n_threads = 2;
@@ -757,16 +757,12 @@ TEST(GpuReal, StreamedWeightsCopyStraightFromLockedPages) {
     IKLLM_REQUIRE_REFDATA();
     ikllm::backend::Registry reg;
     if (reg.gpu_count() == 0) GTEST_SKIP() << "no GPU";
-    ikllm::Logger log;
     for (const auto& model : reference_models({"qwen3moe-tiny-f16", "deepseek2-tiny-f16"})) {
         const char* name = model.first;
         const std::string& path = model.second;
         const std::vector<int32_t> prompt{1, 20, 300, 45, 7, 99, 123, 8};
         auto run = [&](int ngl, int32_t min_batch, ikllm::Scheduler::StreamStats* stats) {
-            ikllm::ModelOptions mo;
-            mo.n_gpu_layers = ngl;
-            mo.tensor_placement = ngl ? "exps=CPU" : "";
-            auto m = ikllm::load_model(path, mo, nullptr, log, &reg);
+            auto m = load_placed(reg, path, ngl, ngl ? "exps=CPU" : "");
             ikllm::SessionOptions so;
             so.n_ctx = 64;
             so.n_threads = 2;
