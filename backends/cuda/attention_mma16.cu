@@ -135,9 +135,8 @@ __global__ void __launch_bounds__(kThreads) attention_mma16_kernel(AttnArgs a, i
         if (lane == 0) row_sf[r] = sf;
     }
     __syncthreads();
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> rid, cid, o[kOutFrags];
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> rid, o[kOutFrags];
     wmma::load_matrix_sync(rid, rowmap, 16, wmma::mem_row_major);
-    wmma::load_matrix_sync(cid, rowmap, 16, wmma::mem_col_major);  // element (r, c) = c
 #pragma unroll
     for (int n = 0; n < kOutFrags; ++n) wmma::fill_fragment(o[n], 0.0f);
 
@@ -205,8 +204,10 @@ __global__ void __launch_bounds__(kThreads) attention_mma16_kernel(AttnArgs a, i
                 wmma::load_matrix_sync(a_lo, ql + 16 * k, kLdK);
                 wmma::load_matrix_sync(kb, ks + 16 * n * kLdK + 16 * k, kLdK);
                 if constexpr (Q8) {
-                    // codes x Q, then each cell's scale of these 16 columns' block
-                    wmma::fragment<wmma::accumulator, 16, 16, 16, float> st;
+                    // codes x Q, then each cell's scale of these 16 columns' block (cid: element
+                    // (r, c) = c, the row map loaded column-major; loaded here, not kept: registers)
+                    wmma::fragment<wmma::accumulator, 16, 16, 16, float> st, cid;
+                    wmma::load_matrix_sync(cid, rowmap, 16, wmma::mem_col_major);
                     wmma::fill_fragment(st, 0.0f);
                     wmma::mma_sync(st, a_hi, kb, st);
                     wmma::mma_sync(st, a_lo, kb, st);
