@@ -28,11 +28,52 @@ Codebook::Codebook(int G, std::vector<int8_t> points, int clusters, int probes)
     build_index();
 }
 
+namespace {
+
+// The search of Codebook::nearest for a group size known at compile time (4 and 8 cover every
+// code book): the distance loops unroll and vectorise. Results are those of the generic form.
+template <int G>
+uint32_t nearest_fixed(const float* t, const float* w, const float* cent, int k_count, int probes, const uint32_t* start,
+                       const uint32_t* members, const int8_t* pts, float* err) {
+    float cd[kMaxClusters];
+    for (int k = 0; k < k_count; ++k) cd[k] = wdist(t, w, cent + (size_t)k * G, G);
+    // The probes closest clusters in order of (distance, index): one pass, insertion into a
+    // sorted list (strictly closer, or as close with a smaller index, goes first).
+    int probe[16];
+    int np = 0;
+    for (int k = 0; k < k_count; ++k) {
+        if (np == probes && !(cd[k] < cd[probe[np - 1]])) continue;
+        int pos = np < probes ? np++ : np - 1;
+        while (pos > 0 && cd[k] < cd[probe[pos - 1]]) {
+            probe[pos] = probe[pos - 1];
+            --pos;
+        }
+        probe[pos] = k;
+    }
+    float best_err = INFINITY;
+    uint32_t best_i = 0;
+    for (int p = 0; p < np; ++p)
+        for (uint32_t m = start[probe[p]]; m < start[probe[p] + 1]; ++m) {
+            const uint32_t i = members[m];
+            const float e = wdist(t, w, pts + (size_t)i * G, G);
+            if (e < best_err) {
+                best_err = e;
+                best_i = i;
+            }
+        }
+    *err = best_err;
+    return best_i;
+}
+
+}  // namespace
+
 uint32_t Codebook::nearest(const float* t, const float* w, float* err) const {
+    const int np = std::min(probes_, 16);
+    if (G_ == 8) return nearest_fixed<8>(t, w, cent_.data(), k_, np, start_.data(), members_.data(), pts_.data(), err);
+    if (G_ == 4) return nearest_fixed<4>(t, w, cent_.data(), k_, np, start_.data(), members_.data(), pts_.data(), err);
     float cd[kMaxClusters];
     for (int k = 0; k < k_; ++k) cd[k] = wdist(t, w, &cent_[(size_t)k * G_], G_);
     int probe[16];
-    const int np = std::min(probes_, 16);
     for (int p = 0; p < np; ++p) {  // the np closest clusters
         int best = -1;
         for (int k = 0; k < k_; ++k)
