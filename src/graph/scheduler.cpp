@@ -518,20 +518,35 @@ void Scheduler::run(const Graph& graph, Arena& arena, const std::vector<std::pai
     }
 }
 
-void Scheduler::mirrors_to_host() {
-    for (const Region& r : regions_)
-        if (r.persistent) {
-            Tensor t;
-            t.type = quant::T_I32;
-            t.data = reinterpret_cast<void*>(r.host);
-            t.ne[0] = (int64_t)(r.bytes / 4);
-            ensure_on(t, 0);
-        }
+namespace {
+Tensor byte_range(const void* p, size_t n) {
+    Tensor t;
+    t.type = quant::T_I8;
+    t.data = const_cast<void*>(p);
+    t.ne[0] = (int64_t)n;
+    return t;
+}
+}  // namespace
+
+void Scheduler::mirror_to_host(const void* p, size_t n) {
+    if (n) ensure_on(byte_range(p, n), 0);
 }
 
-void Scheduler::mirrors_host_written() {
-    for (const Region& r : regions_)
-        if (r.persistent) valid_.written(r.host, r.host + r.bytes, 0);
+void Scheduler::mirror_host_written(const void* p, size_t n) {
+    const uintptr_t lo = reinterpret_cast<uintptr_t>(p);
+    if (n) valid_.written(lo, lo + n, 0);
+}
+
+void Scheduler::mirror_to_device_only(const void* p, size_t n) {
+    const uintptr_t lo = reinterpret_cast<uintptr_t>(p), hi = lo + n;
+    if (!n) return;
+    const auto r = std::find_if(regions_.begin(), regions_.end(),
+                                [&](const Region& x) { return x.persistent && lo >= x.host && hi <= x.host + x.bytes; });
+    if (r == regions_.end()) throw Error(Status::internal, "scheduler: no device copy of these KV rows");
+    const int dev = r->device;
+    ensure_on(byte_range(p, n), dev);
+    execs_[(size_t)dev]->synchronize();  // the host bytes may go once the copies are done
+    valid_.written(lo, hi, dev);
 }
 
 }  // namespace ikllm

@@ -51,9 +51,12 @@ public:
     // Runs the graph. `outputs` are host ranges the caller reads afterwards.
     void run(const Graph& graph, Arena& arena, const std::vector<std::pair<void*, size_t>>& outputs,
              const volatile int32_t* cancel);
-    // Host code is about to read / has written the persistent mirrors (KV cache rows).
-    void mirrors_to_host();
-    void mirrors_host_written();
+    // Host code works on bytes [p, p + n) of a persistent mirror (KV cache rows): brings the host
+    // copy up to date / marks it the newest / makes the device copy current and the only one
+    // (waits for the copy; the host bytes may be discarded afterwards).
+    void mirror_to_host(const void* p, size_t n);
+    void mirror_host_written(const void* p, size_t n);
+    void mirror_to_device_only(const void* p, size_t n);
     // Matrix products on at least `tokens` tokens whose weights are in host memory run on the
     // first GPU, their weights uploaded for each op (session option offload_min_batch; 0 = never).
     void set_stream_min_tokens(int64_t tokens) { stream_min_tokens_ = tokens; }

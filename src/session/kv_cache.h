@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "backend.h"
@@ -12,9 +13,14 @@
 
 namespace ikllm {
 
+class KvHostShadow;
+
 class KvCache {
 public:
-    KvCache(const HParams& hp, int32_t n_ctx, int32_t n_seq_max, uint32_t type, backend::Backend& be);
+    // layer_device[l] != 0: layer l's attention runs on that GPU, which holds its rows (empty:
+    // every layer on the host). Host memory is allocated from `be` for the others.
+    KvCache(const HParams& hp, int32_t n_ctx, int32_t n_seq_max, uint32_t type, backend::Backend& be,
+            const std::vector<int>& layer_device = {});
 
     int32_t n_ctx() const { return n_ctx_; }
     int32_t n_seq_max() const { return n_seq_max_; }
@@ -52,25 +58,41 @@ public:
     Snapshot snapshot() const { return {pos_, seqs_}; }
     void restore(Snapshot s) { pos_ = std::move(s.pos); seqs_ = std::move(s.seqs); }
 
-    // Layers whose attention runs on a GPU keep their rows there too (the scheduler's mirror
-    // of this host memory). Host code that reads or writes cache rows brackets the access with
-    // host_read() / host_wrote(), which bring the host copy up to date / mark it newest.
+    // Layers whose attention runs on a GPU keep their rows there (the scheduler's mirror of a
+    // host range, KvHostShadow, whose pages are committed only while host code works on the
+    // rows). Host code that reads or writes a layer's rows opens a HostRows for it.
     struct DeviceSync {
         virtual ~DeviceSync() = default;
-        virtual void to_host() = 0;
-        virtual void host_changed() = 0;
+        virtual void to_host(const void* p, size_t n) = 0;         // host copy brought up to date
+        virtual void host_changed(const void* p, size_t n) = 0;    // host copy is the newest
+        virtual void to_device_only(const void* p, size_t n) = 0;  // device copy current; host's not needed
     };
     void set_device_sync(DeviceSync* s) { sync_ = s; }
-    void host_read() const {
-        if (sync_) sync_->to_host();
-    }
-    void host_wrote() {
-        if (sync_) sync_->host_changed();
-    }
-    void set_layer_device(int layer, int device) {
-        k_[(size_t)layer].device = device;
-        v_[(size_t)layer].device = device;
-    }
+    bool on_device(int layer) const { return k_[(size_t)layer].device != 0; }
+    // Host access to one layer's rows for a scope: of the given cells (null: all), to read
+    // (host copy brought up to date) and / or to write. done() hands a device layer's rows back
+    // to the device and frees the host pages (may throw: a device error); without it (an
+    // exception) the destructor still records the write and release_host() frees the pages.
+    enum Access : int { read = 1, write = 2 };
+    class HostRows {
+    public:
+        HostRows(const KvCache& kv, int layer, int access, const std::vector<int32_t>* cells = nullptr);
+        ~HostRows();
+        void done();
+        HostRows(const HostRows&) = delete;
+        HostRows& operator=(const HostRows&) = delete;
+
+    private:
+        void mark_written() const;
+        const KvCache& kv_;
+        int layer_, access_;
+        bool open_ = true;
+        std::vector<std::pair<int32_t, int32_t>> runs_;  // cell ranges [first, last)
+    };
+    // Frees the host pages of device layers that a HostRows left in use (device copy made current).
+    void release_host() const;
+    // Host memory the cache holds now: host layers in full, device layers' committed pages.
+    uint64_t host_resident_bytes() const;
 
     // Sequence operations (p1 < 0: to the end).
     void seq_remove(int32_t seq, int32_t p0, int32_t p1);  // seq < 0: every sequence
@@ -82,7 +104,6 @@ public:
     bool seq_has_pos(int32_t seq, int32_t pos) const;
     void clear();
     int32_t used_cells() const;
-    uint64_t bytes() const;
 
 private:
     void drop_if_empty(int32_t cell);
@@ -90,12 +111,17 @@ private:
     uint32_t type_;
     bool mla_ = false;
     int32_t rope_offset_ = 0;
+    void sync_cells(int layer, int32_t c0, int32_t c1, void (DeviceSync::*f)(const void*, size_t)) const;
+    void release_layer(int layer) const;
     std::vector<std::unique_ptr<backend::Buffer>> buffers_;
+    // Per layer: a device layer's K and V host ranges (owned by buffers_; V null for MLA), else null.
+    std::vector<std::pair<KvHostShadow*, KvHostShadow*>> shadows_;
     std::vector<Tensor> k_, v_;
     std::vector<int32_t> pos_;    // -1: free
     std::vector<int32_t> tok_;    // token of each cell (-1: unknown); meaningful while held
     std::vector<uint64_t> seqs_;  // n_ctx * words_
     DeviceSync* sync_ = nullptr;
+    mutable std::vector<uint8_t> host_live_;  // per layer: host pages of a device layer in use
 };
 
 }  // namespace ikllm

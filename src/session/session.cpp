@@ -30,7 +30,10 @@ Session::Session(const Model& model, const SessionOptions& opts) : model_(model)
     if (opts_.n_batch < 1) fail(Status::invalid_argument, "n_batch must be >= 1");
     int threads = opts_.n_threads > 0 ? opts_.n_threads : (int)std::max(1u, std::thread::hardware_concurrency());
     opts_.n_threads = threads;
-    kv_ = std::make_unique<KvCache>(model.hp, opts_.n_ctx, opts_.n_seq_max, opts_.kv_type, *model.cpu);
+    // Layers whose attention runs on a GPU keep their KV rows there only (KvCache, scheduler mirrors).
+    std::vector<int> layer_device;
+    if (model.devices.size() > 1) layer_device.assign(model.layer_attn_device.begin(), model.layer_attn_device.end());
+    kv_ = std::make_unique<KvCache>(model.hp, opts_.n_ctx, opts_.n_seq_max, opts_.kv_type, *model.cpu, layer_device);
     exec_ = model.cpu->make_executor(threads);
     if (model.devices.size() > 1) {
         // Some weights live on a GPU: ops run through the scheduler, and the KV rows of layers
@@ -45,7 +48,6 @@ Session::Session(const Model& model, const SessionOptions& opts) : model_(model)
         for (int l = 0; l < model.hp.n_layer; ++l) {
             const int d = model.layer_attn_device[(size_t)l];
             if (d == 0) continue;
-            kv_->set_layer_device(l, d);
             const size_t bytes = kv_->k(l)->nb[3] + (kv_->is_mla() ? 0 : kv_->v(l)->nb[3]);
             try {
                 sched_->add_mirror(kv_->k(l)->data, kv_->k(l)->nb[3], d);
@@ -126,6 +128,7 @@ void Session::decode(const int32_t* tokens, const int32_t* positions, const int3
     const int32_t n_embd = model_.hp.n_embd;
     std::vector<float> hidden(opts_.embeddings ? (size_t)n_tokens * n_embd : 0);
     PooledSet pooled;
+    kv_->release_host();  // device layers' host pages that a failed host access left in use
     auto snap = kv_->snapshot();
     try {
         for (int32_t begin = 0; begin < n_tokens; begin += opts_.n_batch) {
@@ -233,12 +236,8 @@ void Session::seq_shift(int32_t seq, int32_t p0, int32_t p1, int32_t delta) {
     // Only the rotated part of each row moves: all of it for standard heads, the k_rope tail
     // of the latent row for MLA caches.
     const int64_t off = kv_->rope_offset();
-    kv_->host_read();
-    struct MarkWritten {
-        KvCache& kv;
-        ~MarkWritten() { kv.host_wrote(); }
-    } mark{*kv_};
     for (int l = 0; l < hp.n_layer; ++l) {
+        KvCache::HostRows rows(*kv_, l, KvCache::read | KvCache::write, &moved);
         Tensor* k = kv_->k(l);
         std::vector<float> row((size_t)k->ne[0]);
         for (int32_t c : moved)
@@ -248,6 +247,7 @@ void Session::seq_shift(int32_t seq, int32_t p0, int32_t p1, int32_t delta) {
                 cpu::rope_vector(row.data() + off, delta, rp, false);
                 quant::kv_encode_row(k->type, row.data(), p, k->ne[0]);
             }
+        rows.done();
     }
 }
 

@@ -91,8 +91,9 @@ private:
     // devices, and the hook that keeps host and device KV rows in step.
     struct SchedulerKvSync final : KvCache::DeviceSync {
         explicit SchedulerKvSync(Scheduler& s) : sched(s) {}
-        void to_host() override { sched.mirrors_to_host(); }
-        void host_changed() override { sched.mirrors_host_written(); }
+        void to_host(const void* p, size_t n) override { sched.mirror_to_host(p, n); }
+        void host_changed(const void* p, size_t n) override { sched.mirror_host_written(p, n); }
+        void to_device_only(const void* p, size_t n) override { sched.mirror_to_device_only(p, n); }
         Scheduler& sched;
     };
     std::vector<std::unique_ptr<backend::Executor>> gpu_execs_;

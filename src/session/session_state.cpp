@@ -262,14 +262,15 @@ void save_state(const Session& s, const std::vector<int32_t>& seqs, const Sample
         o.u32((uint32_t)kv.token(c));
         for (uint32_t w = 0; w < sel.words; ++w) o.u64(sel.masks[i * sel.words + w]);
     }
-    kv.host_read();
     for (int32_t l = 0; l < kv.n_layer(); ++l) {
+        KvCache::HostRows rows(kv, l, KvCache::read, &sel.cells);
         const uint8_t* kd = static_cast<const uint8_t*>(kv.k(l)->data);
         for (int32_t c : sel.cells) o.bytes(kd + (size_t)c * h.k_cell_bytes, h.k_cell_bytes);
         if (h.v_cell_bytes) {
             const uint8_t* vd = static_cast<const uint8_t*>(kv.v(l)->data);
             for (int32_t c : sel.cells) o.bytes(vd + (size_t)c * h.v_cell_bytes, h.v_cell_bytes);
         }
+        rows.done();
     }
     if (sampler) {
         const std::vector<uint8_t> blob = sampler->save_state();
@@ -379,22 +380,21 @@ void load_state(Session& s, ByteSource& src, Sampler* sampler, bool replace_all)
         clear_targets();
         if (sampler) sampler->load_state(old_sampler.data(), old_sampler.size());
     };
-    kv.host_read();
-    struct MarkWritten {  // whatever happens below, the host rows are the newest
-        KvCache& kv;
-        ~MarkWritten() { kv.host_wrote(); }
-    } mark{kv};
     try {
         src.rewind();
         In in2(src);
         in2.skip(n_meta);
+        // Only the target cells' rows are written (a GPU layer's are uploaded once per layer;
+        // the rest of its rows stay on the device). On a failure the targets are left empty.
         for (int32_t l = 0; l < (int32_t)h.n_layer; ++l) {
+            KvCache::HostRows rows(kv, l, KvCache::write, &cells);
             uint8_t* kd = static_cast<uint8_t*>(kv.k(l)->data);
             for (int32_t c : cells) in2.bytes(kd + (size_t)c * h.k_cell_bytes, h.k_cell_bytes);
             if (h.v_cell_bytes) {
                 uint8_t* vd = static_cast<uint8_t*>(kv.v(l)->data);
                 for (int32_t c : cells) in2.bytes(vd + (size_t)c * h.v_cell_bytes, h.v_cell_bytes);
             }
+            rows.done();
         }
         if (h.flags & kFlagSampler) in2.skip(8 + blob.size());
         if (in2.digest() != digest) fail(Status::io_error, "the state changed while it was being loaded");

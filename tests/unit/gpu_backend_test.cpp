@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/api_session_access.h"
 #include "core/log.h"
 #include "ikllm.h"
 #include "model/model.h"
@@ -209,6 +210,53 @@ TEST(GpuDouble, SessionPathsMatchTheCpu) {
         expect_same(cpu, hybrid, name);
         expect_same(cpu, split, name);
     }
+}
+
+// A GPU layer's KV rows live on the GPU only: its host range holds pages just while host code
+// works on the rows (shift, save, load, copy-on-write) and gives them back right after, so the
+// cache's host memory is that of the CPU layers at every step (page residency, mincore).
+void expect_kv_rows_on_the_gpu_only(ikllm_lib* lib) {
+    for (auto& [name, path] : reference_models({"llama-tiny-f16", "deepseek2-tiny-f16"})) {
+        for (int ngl : {99, 1}) {
+            PlacedRun r(lib, path, ngl, "");
+            ASSERT_TRUE(r.s) << name;
+            const ikllm::KvCache& kv = ikllm::api::session_of(r.s)->kv();
+            uint64_t host_layers = 0;
+            int gpu_layers = 0;
+            for (int i = 0; i < kv.n_layer(); ++i) {
+                if (kv.on_device(i)) ++gpu_layers;
+                else host_layers += kv.k(i)->nb[3] + (kv.is_mla() ? 0 : kv.v(i)->nb[3]);
+            }
+            EXPECT_EQ(gpu_layers, std::min(ngl, kv.n_layer())) << name;
+            auto check = [&](const char* step) { EXPECT_EQ(kv.host_resident_bytes(), host_layers) << name << " ngl " << ngl << " after " << step; };
+            check("creation");
+            r.decode({1, 20, 300, 45, 7, 99, 123, 8}, 0);
+            check("decode");
+            ASSERT_EQ(ikllm_session_seq_remove(r.s, 0, 2, 4), IKLLM_OK);
+            ASSERT_EQ(ikllm_session_seq_shift(r.s, 0, 4, -1, -2), IKLLM_OK) << ikllm_last_error();
+            check("shift");
+            size_t need = 0;
+            ASSERT_EQ(ikllm_session_state_save(r.s, nullptr, 0, nullptr, 0, nullptr, 0, &need), IKLLM_ERR_BUFFER_TOO_SMALL);
+            std::vector<uint8_t> state(need);
+            ASSERT_EQ(ikllm_session_state_save(r.s, nullptr, 0, nullptr, 0, state.data(), state.size(), &need), IKLLM_OK);
+            check("save");
+            ASSERT_EQ(ikllm_session_clear(r.s), IKLLM_OK);
+            ASSERT_EQ(ikllm_session_state_load(r.s, state.data(), state.size(), nullptr, 0), IKLLM_OK) << ikllm_last_error();
+            check("load");
+            ASSERT_EQ(ikllm_session_seq_copy(r.s, 0, 1, 0, -1), IKLLM_OK);
+            ASSERT_EQ(ikllm_session_context_shift(r.s, 0, 1, 2), IKLLM_OK) << ikllm_last_error();  // copy-on-write
+            check("context shift");
+            r.decode({5}, 0);
+            check("decode after");
+        }
+    }
+}
+
+TEST(GpuDouble, GpuLayersKvRowsTakeNoHostMemory) {
+    IKLLM_REQUIRE_REFDATA();
+    Env e("IKLLM_TEST_GPU_DOUBLE", "1");
+    Lib l;
+    expect_kv_rows_on_the_gpu_only(l.lib);
 }
 
 // Two GPUs (IKLLM_TEST_GPU_DOUBLE=2: two doubles, each with memory of its own): layers split
@@ -747,6 +795,13 @@ TEST(GpuReal, SessionPathsMatchTheCpu) {
             expect_same(cpu, two_hybrid, name, 5e-3);
         }
     }
+}
+
+TEST(GpuReal, GpuLayersKvRowsTakeNoHostMemory) {
+    IKLLM_REQUIRE_REFDATA();
+    Lib l;
+    if (ikllm_lib_gpu_count(l.lib) == 0) GTEST_SKIP() << "no GPU: " << ikllm_lib_gpu_status(l.lib);
+    expect_kv_rows_on_the_gpu_only(l.lib);
 }
 
 // Streaming on the CUDA backend (offload_min_batch; the emulated device in CI, a real GPU where
