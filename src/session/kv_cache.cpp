@@ -214,8 +214,8 @@ void KvCache::unshare(int32_t seq, int32_t p0, int32_t p1) {
 
 // ---- host access to device layers' rows ----
 
-void KvCache::sync_cells(int layer, int32_t c0, int32_t c1, void (DeviceSync::*f)(const void*, size_t)) const {
-    for (const Tensor* t : {&k_[(size_t)layer], mla_ ? nullptr : &v_[(size_t)layer]})
+void KvCache::sync_cells(int layer, int32_t c0, int32_t c1, void (DeviceSync::*f)(const void*, size_t), bool keys_only) const {
+    for (const Tensor* t : {&k_[(size_t)layer], mla_ || keys_only ? nullptr : &v_[(size_t)layer]})
         if (t) (sync_->*f)(static_cast<const uint8_t*>(t->data) + (size_t)c0 * t->nb[2], (size_t)(c1 - c0) * t->nb[2]);
 }
 
@@ -249,12 +249,12 @@ KvCache::HostRows::HostRows(const KvCache& kv, int layer, int access, const std:
     }
     kv_.host_live_[(size_t)layer_] = 1;
     if (access_ & read)
-        for (auto [c0, c1] : runs_) kv_.sync_cells(layer_, c0, c1, &DeviceSync::to_host);
+        for (auto [c0, c1] : runs_) kv_.sync_cells(layer_, c0, c1, &DeviceSync::to_host, access_ & keys_only);
 }
 
 void KvCache::HostRows::mark_written() const {
     if (access_ & write)
-        for (auto [c0, c1] : runs_) kv_.sync_cells(layer_, c0, c1, &DeviceSync::host_changed);
+        for (auto [c0, c1] : runs_) kv_.sync_cells(layer_, c0, c1, &DeviceSync::host_changed, access_ & keys_only);
 }
 
 KvCache::HostRows::~HostRows() {

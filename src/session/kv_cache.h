@@ -73,7 +73,8 @@ public:
     // (host copy brought up to date) and / or to write. done() hands a device layer's rows back
     // to the device and frees the host pages (may throw: a device error); without it (an
     // exception) the destructor still records the write and release_host() frees the pages.
-    enum Access : int { read = 1, write = 2 };
+    // keys_only: the K rows alone (position shifts re-rotate keys; values stay as they are).
+    enum Access : int { read = 1, write = 2, keys_only = 4 };
     class HostRows {
     public:
         HostRows(const KvCache& kv, int layer, int access, const std::vector<int32_t>* cells = nullptr);
@@ -111,7 +112,7 @@ private:
     uint32_t type_;
     bool mla_ = false;
     int32_t rope_offset_ = 0;
-    void sync_cells(int layer, int32_t c0, int32_t c1, void (DeviceSync::*f)(const void*, size_t)) const;
+    void sync_cells(int layer, int32_t c0, int32_t c1, void (DeviceSync::*f)(const void*, size_t), bool keys_only = false) const;
     void release_layer(int layer) const;
     std::vector<std::unique_ptr<backend::Buffer>> buffers_;
     // Per layer: a device layer's K and V host ranges (owned by buffers_; V null for MLA), else null.

@@ -237,7 +237,7 @@ void Session::seq_shift(int32_t seq, int32_t p0, int32_t p1, int32_t delta) {
     // of the latent row for MLA caches.
     const int64_t off = kv_->rope_offset();
     for (int l = 0; l < hp.n_layer; ++l) {
-        KvCache::HostRows rows(*kv_, l, KvCache::read | KvCache::write, &moved);
+        KvCache::HostRows rows(*kv_, l, KvCache::read | KvCache::write | KvCache::keys_only, &moved);
         Tensor* k = kv_->k(l);
         std::vector<float> row((size_t)k->ne[0]);
         for (int32_t c : moved)

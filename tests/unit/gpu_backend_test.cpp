@@ -228,7 +228,10 @@ void expect_kv_rows_on_the_gpu_only(ikllm_lib* lib) {
                 else host_layers += kv.k(i)->nb[3] + (kv.is_mla() ? 0 : kv.v(i)->nb[3]);
             }
             EXPECT_EQ(gpu_layers, std::min(ngl, kv.n_layer())) << name;
-            auto check = [&](const char* step) { EXPECT_EQ(kv.host_resident_bytes(), host_layers) << name << " ngl " << ngl << " after " << step; };
+            const std::string model = name;  // (a structured binding: not capturable before C++20)
+            auto check = [&](const char* step) {
+                EXPECT_EQ(kv.host_resident_bytes(), host_layers) << model << " ngl " << ngl << " after " << step;
+            };
             check("creation");
             r.decode({1, 20, 300, 45, 7, 99, 123, 8}, 0);
             check("decode");
