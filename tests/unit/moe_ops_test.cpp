@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
 #include <vector>
 
@@ -152,18 +153,28 @@ std::vector<double> naive_moe(const std::vector<std::vector<float>>& gate, const
     return y;
 }
 
-void check_moe_ffn(uint32_t type, double tol, bool merged, int64_t T = 9) {
-    const int64_t E = 256, F = 256, X = 6, k = 2;
+// Six experts' weights of a type, quantized, and the decoded values the reference uses. Made once
+// per (type, merged) for the whole test program: the quantizers are the slow part.
+struct Experts {
+    std::vector<std::vector<float>> gate, up, down;
+    std::vector<uint8_t> wg, wu, wd;
+};
+
+const Experts& experts_of(uint32_t type, bool merged, int64_t E, int64_t F, int64_t X) {
+    static std::map<std::pair<uint32_t, bool>, Experts> made;
+    auto it = made.find({type, merged});
+    if (it != made.end()) return it->second;
+    Experts& ex = made[{type, merged}];
     const quant::TypeTraits& tt = *quant::find_type(type);
     std::mt19937 rng(3);
     std::normal_distribution<float> nd(0.f, 1.f);
-    std::vector<std::vector<float>> gate(X), up(X), down(X);
-    std::vector<uint8_t> wg, wu, wd;
+    ex.gate.resize(X);
+    ex.up.resize(X);
+    ex.down.resize(X);
     const size_t rb_e = quant::row_bytes(tt, E), rb_f = quant::row_bytes(tt, F);
-    wg.resize(rb_e * (size_t)((merged ? 2 : 1) * F * X));
-    wu.resize(rb_e * (size_t)(F * X));
-    wd.resize(rb_f * (size_t)(E * X));
-    std::vector<float> dq((size_t)std::max(E, F));
+    ex.wg.resize(rb_e * (size_t)((merged ? 2 : 1) * F * X));
+    ex.wu.resize(rb_e * (size_t)(F * X));
+    ex.wd.resize(rb_f * (size_t)(E * X));
     auto fill = [&](std::vector<float>& w, int64_t rows, int64_t cols, uint8_t* dst, size_t rb) {
         w.resize((size_t)(rows * cols));
         for (auto& v : w) v = nd(rng) * 0.1f;
@@ -175,15 +186,27 @@ void check_moe_ffn(uint32_t type, double tol, bool merged, int64_t T = 9) {
     for (int64_t e = 0; e < X; ++e) {
         if (merged) {
             std::vector<float> both;
-            fill(both, 2 * F, E, wg.data() + rb_e * (size_t)(2 * F * e), rb_e);
-            gate[e].assign(both.begin(), both.begin() + F * E);
-            up[e].assign(both.begin() + F * E, both.end());
+            fill(both, 2 * F, E, ex.wg.data() + rb_e * (size_t)(2 * F * e), rb_e);
+            ex.gate[e].assign(both.begin(), both.begin() + F * E);
+            ex.up[e].assign(both.begin() + F * E, both.end());
         } else {
-            fill(gate[e], F, E, wg.data() + rb_e * (size_t)(F * e), rb_e);
-            fill(up[e], F, E, wu.data() + rb_e * (size_t)(F * e), rb_e);
+            fill(ex.gate[e], F, E, ex.wg.data() + rb_e * (size_t)(F * e), rb_e);
+            fill(ex.up[e], F, E, ex.wu.data() + rb_e * (size_t)(F * e), rb_e);
         }
-        fill(down[e], E, F, wd.data() + rb_f * (size_t)(E * e), rb_f);
+        fill(ex.down[e], E, F, ex.wd.data() + rb_f * (size_t)(E * e), rb_f);
     }
+    return ex;
+}
+
+void check_moe_ffn(uint32_t type, double tol, bool merged, int64_t T = 9) {
+    const int64_t E = 256, F = 256, X = 6, k = 2;
+    const quant::TypeTraits& tt = *quant::find_type(type);
+    const size_t rb_e = quant::row_bytes(tt, E), rb_f = quant::row_bytes(tt, F);
+    const Experts& ex = experts_of(type, merged, E, F, X);
+    const auto &gate = ex.gate, &up = ex.up, &down = ex.down;
+    std::vector<uint8_t> wg = ex.wg, wu = ex.wu, wd = ex.wd;
+    std::mt19937 rng(4 + (uint32_t)T);
+    std::normal_distribution<float> nd(0.f, 1.f);
     std::vector<float> x((size_t)(E * T)), logits((size_t)(X * T));
     for (auto& v : x) v = nd(rng);
     for (auto& v : logits) v = nd(rng);
