@@ -3,10 +3,15 @@
 // ties to the lower expert index), optional renormalisation and scaling, smart expert
 // reduction. dst = weights [k, T] f32; aux = ids [k, T] int32.
 //
-// One block per token. The element-wise exp runs across the block's threads; every reduction
-// whose order affects the result (the double softmax sum, the top-k, the float sums of the
+// One block per token. The element-wise exp runs across the block's threads; the max and the
+// top-k are warp reductions that give the CPU's choices exactly (ties and NaN included); every
+// reduction whose order affects the result (the double softmax sum, the float sums of the
 // weights) runs in thread 0 in the CPU's order, so the selected experts and weights match the
-// CPU's (exp is evaluated in double and rounded once to float, see op_math.cuh).
+// CPU's (exp is evaluated in double and rounded once to float, see op_math.cuh). The top-k was
+// thread 0's too: k scans of every expert, each checking the choices so far (~10^4 dependent
+// steps per token for 256 experts, 8 chosen), on the critical path of every MoE layer.
+#include <climits>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -18,7 +23,8 @@ namespace ikllm::cuda {
 
 namespace {
 
-constexpr int kMaxK = 64;  // experts per token supported
+constexpr int kMaxK = 64;           // experts per token supported
+constexpr int kMaxExperts = 8192;  // experts per layer supported
 constexpr int kThreads = 128;
 
 struct RouteArgs {
@@ -47,11 +53,17 @@ __global__ void moe_route_kernel(RouteArgs a) {
     const float* z = reinterpret_cast<const float*>(a.logits + t * a.logits_nb1);
     const int n = a.n_exp;
 
+    __shared__ uint32_t taken[kMaxExperts / 32];
+    __shared__ int32_t chosen_sh[kMaxK];
+    for (int w = threadIdx.x; w < (n + 31) / 32; w += blockDim.x) taken[w] = 0;
     if (a.softmax) {
-        if (threadIdx.x == 0) {
-            float mx = z[0];
-            for (int e = 1; e < n; ++e) mx = (mx < z[e]) ? z[e] : mx;  // std::max
-            s_mx = mx;
+        // The CPU's max (mx < z ? z : mx from z[0]): NaN only when z[0] is; else the largest
+        // other value. Warp 0 reduces it; which zero wins does not matter (z - mx is the same).
+        if (threadIdx.x < 32) {
+            float mx = -INFINITY;
+            for (int e = threadIdx.x; e < n; e += 32) mx = fmaxf(mx, z[e]);  // fmaxf skips NaN
+            for (int off = 16; off > 0; off /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+            if (threadIdx.x == 0) s_mx = z[0] != z[0] ? z[0] : mx;
         }
         __syncthreads();
         const float mx = s_mx;
@@ -71,28 +83,51 @@ __global__ void moe_route_kernel(RouteArgs a) {
     __syncthreads();
     for (int e = threadIdx.x; e < n; e += blockDim.x) sel[e] = a.bias ? math::add_rn(prob[e], a.bias[e]) : prob[e];
     __syncthreads();
+    const int k = a.k;
+    // Top-k by warp 0, each choice a warp reduction giving what the CPU's scan over ascending e
+    // gives (best = e when sel[e] > sel[best], from the first expert not yet taken): the largest
+    // score, ties to the lower index, NaN scores never chosen -- unless the first expert not
+    // taken has one (nothing beats it then).
+    if (threadIdx.x < 32) {
+        const int lane = threadIdx.x;
+        for (int j = 0; j < k; ++j) {
+            int best = INT_MAX, first = INT_MAX;
+            float bv = 0.f;
+            for (int e = lane; e < n; e += 32) {  // ascending per lane: an equal score keeps the lower index
+                if ((taken[e / 32] >> (e % 32)) & 1u) continue;
+                first = min(first, e);
+                const float v = sel[e];
+                if (v != v) continue;
+                if (best == INT_MAX || v > bv) {
+                    bv = v;
+                    best = e;
+                }
+            }
+            for (int off = 16; off > 0; off /= 2) {
+                const float ov = __shfl_xor_sync(0xffffffffu, bv, off);
+                const int oi = __shfl_xor_sync(0xffffffffu, best, off);
+                first = min(first, __shfl_xor_sync(0xffffffffu, first, off));
+                if (oi != INT_MAX && (best == INT_MAX || ov > bv || (ov == bv && oi < best))) {
+                    bv = ov;
+                    best = oi;
+                }
+            }
+            const int pick = (first != INT_MAX && sel[first] != sel[first]) ? first : best;
+            if (lane == 0) {
+                chosen_sh[j] = pick;
+                taken[pick / 32] |= 1u << (pick % 32);
+            }
+            __syncwarp();
+        }
+    }
+    __syncthreads();
     if (threadIdx.x != 0) return;
 
     float* w = reinterpret_cast<float*>(a.w + t * a.w_nb1);
     int32_t* id = reinterpret_cast<int32_t*>(a.ids + t * a.ids_nb1);
-    const int k = a.k;
     int32_t chosen[kMaxK];
     float wl[kMaxK];
-    // Top-k in the order of the CPU's comparator: larger score first, ties to the lower index.
-    for (int j = 0; j < k; ++j) {
-        int best = -1;
-        for (int e = 0; e < n; ++e) {
-            bool taken = false;
-            for (int r = 0; r < j; ++r)
-                if (chosen[r] == e) {
-                    taken = true;
-                    break;
-                }
-            if (taken) continue;
-            if (best < 0 || sel[e] > sel[best]) best = e;  // ascending e: an equal score keeps the lower index
-        }
-        chosen[j] = best;
-    }
+    for (int j = 0; j < k; ++j) chosen[j] = chosen_sh[j];
     float total = 0;
     for (int j = 0; j < k; ++j) {
         wl[j] = prob[chosen[j]];
@@ -147,7 +182,7 @@ void run_moe_route(const Op& op, const OpEnv& env) {
     if (bias && (!bias->data || bias->type != quant::T_F32 || bias->ne[0] < n_exp)) bad("bad selection bias");
     if (k <= 0 || k > n_exp) bad("n_used must be in [1, n_expert]");
     if (k > kMaxK) bad("n_used above " + std::to_string(kMaxK));
-    if (n_exp > 8192) bad("too many experts");
+    if (n_exp > kMaxExperts) bad("too many experts");
     if (p.gating != MoeGating::softmax && p.gating != MoeGating::sigmoid) bad("unknown gating");
     if (T > 0x7fffffffLL) bad("too many tokens");
 

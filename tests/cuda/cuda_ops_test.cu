@@ -401,22 +401,25 @@ void test_attention(cpu::ThreadPool& pool, cpu::Scratch& cs, Env& env) {
 
 void test_moe_route(cpu::ThreadPool& pool, Env& env) {
     cpu::Scratch route_scratch;
-    for (int cfg = 0; cfg < 4; ++cfg) {
+    // cfg 4, 5: DeepSeek's 256 experts / 8 chosen, and a count that is no multiple of 32 (the
+    // top-k's warp reduction: several experts per lane, lanes with fewer).
+    for (int cfg = 0; cfg < 6; ++cfg) {
         const std::string label = "moe_route cfg " + std::to_string(cfg);
         guarded("moe_route", "-", label, [&] {
-            const int64_t ne = 64, T = 33, k = 6;
+            const int64_t ne = cfg < 4 ? 64 : cfg == 4 ? 256 : 100, T = 33, k = cfg < 4 ? 6 : 8;
             Pair<float> lg(ne * T), bias(ne), w1(k * T), w2(k * T);
             Pair<int32_t> id1(k * T), id2(k * T);
             for (auto& v : lg.h) v = rnd() * 4;
-            for (int i = 0; i < 64; ++i) lg.h[5 * 64 + i] = 0.25f;  // all ties for token 5
-            lg.h[6 * 64 + 3] = lg.h[6 * 64 + 9] = 5.0f;             // a tie at the top
+            for (int64_t i = 0; i < ne; ++i) lg.h[5 * ne + i] = 0.25f;  // all ties for token 5
+            lg.h[6 * ne + 3] = lg.h[6 * ne + 9] = 5.0f;                  // a tie at the top
+            lg.h[7 * ne + 40] = lg.h[7 * ne + 72] = lg.h[7 * ne + 8] = 6.0f;  // three, across lanes and rounds
             for (auto& v : bias.h) v = rnd() * 0.1f;
             lg.up(); bias.up();
             Tensor L = mk(lg.h.data(), 0, ne, T, 1, 4 * ne, 4 * ne * T), Bt = mk(bias.h.data(), 0, ne, 1, 1, 4 * ne, 4 * ne);
             Tensor W = mk(w1.h.data(), 0, k, T, 1, 4 * k, 4 * k * T), I = mk(id1.h.data(), quant::T_I32, k, T, 1, 4 * k, 4 * k * T);
             Op op; op.kind = OpKind::moe_route; op.src[0] = &L; op.dst = &W; op.aux = &I;
             op.moe.n_used = (int32_t)k;
-            op.moe.gating = cfg % 2 ? MoeGating::sigmoid : MoeGating::softmax;
+            op.moe.gating = cfg % 2 ? MoeGating::sigmoid : MoeGating::softmax;  // (cfg 5: sigmoid + bias)
             if (cfg % 2) op.src[1] = &Bt;
             op.moe.norm = cfg >= 1;
             op.moe.scale = cfg == 2 ? 2.5f : 1.0f;
