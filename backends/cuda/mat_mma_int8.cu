@@ -20,6 +20,8 @@
 
 namespace ikllm::cuda {
 
+static_assert(Int8Codes<quant::T_Q6_K>::kConv32MinTokens == kRefConv32Tokens, "mat_form_band's bands follow the batch forms");
+
 namespace {
 
 bool device_has_int8_mma() {
@@ -68,6 +70,7 @@ struct Launcher {
         b.w = out;
         b.w_row = (size_t)out_row;
         b.w_z = (size_t)(a.N * out_row);
+        b.grp_w_seq = a.grp != nullptr;  // group z's copy is matrix z
         return true;
     }
 };
@@ -78,22 +81,29 @@ bool launch_mat_mma_int8(const MatArgs& a, bool batch_form, Scratch* scratch, cu
     if (!a.xq || a.w_ids || a.x_div != 1 || a.K % 32 != 0) return false;
     if (!device_has_int8_mma()) return false;
     Launcher x{scratch, stream};
-    // Rows per slice: a multiple of the kernel's row tile (rows are independent).
+    // Rows per slice: a multiple of the kernel's row tile (rows are independent). Grouped
+    // experts go in slices of groups instead (each group's rows land where its table says).
     const int64_t per_row = a.K + a.K / 8;
     const int64_t rows = a.Z == 1 ? std::max<int64_t>(mma8::kBM, kReencodeScratchBytes / per_row / mma8::kBM * mma8::kBM) : a.N;
+    const int64_t groups = a.grp && a.Z > 1 ? std::max<int64_t>(1, kReencodeScratchBytes / (per_row * a.N)) : a.Z;
     bool ran = true;
     const bool typed = dispatch_int8_type(a.type, [&](auto c) {
-        for (int64_t n0 = 0; n0 < a.N && ran; n0 += rows) {
-            MatArgs s = a;
-            s.w = a.w + n0 * a.w_row;
-            s.N = std::min(rows, a.N - n0);
-            s.y = a.y + n0;
-            s.bias = a.bias ? a.bias + n0 : nullptr;
-            ran = mma8::run_batch_forms<decltype(c)>(s, batch_form, x);
-        }
+        for (int64_t z0 = 0; z0 < a.Z && ran; z0 += groups)
+            for (int64_t n0 = 0; n0 < a.N && ran; n0 += rows) {
+                MatArgs s = a;
+                if (a.grp) {
+                    s.grp = a.grp + 3 * z0;
+                    s.Z = std::min(groups, a.Z - z0);
+                }
+                s.w = a.w + n0 * a.w_row;
+                s.N = std::min(rows, a.N - n0);
+                s.y = a.y + n0;
+                s.bias = a.bias ? a.bias + n0 : nullptr;
+                ran = mma8::run_batch_forms<decltype(c)>(s, batch_form, x);
+            }
     });
     // Not ran: the decode-to-fp16 kernel instead (closer to the reference than a direct form;
-    // only the first slice can fail, before anything was written).
+    // only the first slice can fail, before anything was written: every slice takes the same path).
     return typed && ran;
 }
 

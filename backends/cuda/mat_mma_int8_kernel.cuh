@@ -2,6 +2,7 @@
 // tests/cuda/cuda_int8_kernels_emu_test.cpp can run it on the host through a thread-per-lane
 // emulation (IKLLM_MMA_EMULATION) before a GPU does.
 #pragma once
+#include "expert_groups.cuh"
 #include "int8_codes.cuh"
 #include "matmul_kernels.cuh"
 #include "warp_reduce.cuh"
@@ -96,7 +97,9 @@ __global__ void __launch_bounds__(kThreads) mat_mma_int8_kernel(MatArgs a) {
     constexpr int row_chunks = kBK / 8;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, tig = lane % 4;
-    const int64_t n0 = (int64_t)blockIdx.x * kBM, t0 = (int64_t)blockIdx.y * kBN, z = blockIdx.z;
+    const int64_t n0 = (int64_t)blockIdx.x * kBM, t0 = (int64_t)blockIdx.y * kBN;
+    int64_t z = blockIdx.z;
+    if (!enter_group(a, z, t0)) return;  // the whole block
     const int wm = (warp % 4) * 32, wn = (warp / 4) * 32;
     const uint8_t* wz = a.w + z * a.w_z;
     const int8_t* xz = a.xq + z * a.T * a.K;
@@ -259,7 +262,7 @@ __global__ void conv_encode_kernel(MatArgs a, uint8_t* out, int64_t out_row) {
         // From the float values (Q2_K; CPU: kquant_unpack.h conv_block): every product in them
         // is exact, so decode8's values are the CPU's w bit for bit.
         float w[8];
-        C::D::decode8(a.w + z * a.w_z + n * a.w_row, ib, lane, w);
+        C::D::decode8(group_weights(a, z) + n * a.w_row, ib, lane, w);
         float mx = 0.f;
 #pragma unroll
         for (int e = 0; e < 8; ++e) mx = fmaxf(mx, fabsf(w[e]));
@@ -280,7 +283,7 @@ __global__ void conv_encode_kernel(MatArgs a, uint8_t* out, int64_t out_row) {
     uint32_t lo, hi;
     int isc;
     float dw;
-    C::conv8(a.w + z * a.w_z + n * a.w_row, ib, lane, lo, hi, isc, dw);
+    C::conv8(group_weights(a, z) + n * a.w_row, ib, lane, lo, hi, isc, dw);
     int P[8];
     float mx = 0.f;  // |P| <= 128 * 127: exact as a float
 #pragma unroll
@@ -327,7 +330,7 @@ __global__ void conv32_encode_kernel(MatArgs a, uint8_t* out, int64_t out_row) {
     uint32_t lo, hi;
     int isc;
     float dw;
-    C::conv8(a.w + z * a.w_z + min(n, a.N - 1) * a.w_row, c / cpb, (int)(c % cpb), lo, hi, isc, dw);
+    C::conv8(group_weights(a, z) + min(n, a.N - 1) * a.w_row, c / cpb, (int)(c % cpb), lo, hi, isc, dw);
     int P[8];
     float m = 0.f;  // |P| <= 128 * 32: exact as a float
 #pragma unroll

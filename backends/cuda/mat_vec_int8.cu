@@ -19,7 +19,7 @@ using mv::kVecWarps;
 template <class C, bool Sat>
 void launch_int8_form(const MatArgs& a, cudaStream_t s) {
     const dim3 block(32 * kVecWarps);
-    if (a.T == 1) {
+    if (a.T == 1 && !a.grp) {  // (grouped experts: the token-tile kernel, same numerics)
         constexpr int R = 4;
         const dim3 grid((unsigned)((a.N + R - 1) / R), 1, (unsigned)a.Z);
         IKLLM_LAUNCH(grid, block, 0, s, mv::mat_vec_int8_kernel<C, 1, R, Sat>)(a);

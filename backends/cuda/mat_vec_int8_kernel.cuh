@@ -2,6 +2,7 @@
 // tests/cuda/cuda_int8_kernels_emu_test.cpp can run it on the host through a thread-per-lane
 // emulation before a GPU does.
 #pragma once
+#include "expert_groups.cuh"
 #include "int8_codes.cuh"
 #include "mat_vec_common.cuh"
 #include "matmul_kernels.cuh"
@@ -14,7 +15,9 @@ __global__ void __launch_bounds__(32 * kVecWarps) mat_vec_int8_kernel(MatArgs a)
     using D = typename C::D;
     const int64_t n0 = (int64_t)blockIdx.x * R;
     const int64_t t0 = (int64_t)blockIdx.y * NT;
-    const int64_t z = blockIdx.z;
+    int64_t z = blockIdx.z;
+    if constexpr (NT > 1)  // (grouped launches never take the single-token kernels: launch_int8_form)
+        if (!enter_group(a, z, t0)) return;  // the whole block
     const uint8_t* wz = weights_of(a, z);
     if (!wz) return;  // the whole block: no barrier is skipped by part of it
     const uint8_t* rows[R];

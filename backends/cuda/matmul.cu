@@ -11,6 +11,7 @@
 #include "act_round_cache.h"
 #include "block_decode.cuh"
 #include "cuda_ops.cuh"
+#include "expert_groups.cuh"
 #include "mat_vec_common.cuh"
 #include "matmul_kernels.cuh"
 
@@ -48,7 +49,9 @@ template <class D, int NT, int R>
 __global__ void __launch_bounds__(32 * kVecWarps) mat_vec_kernel(MatArgs a) {
     const int64_t n0 = (int64_t)blockIdx.x * R;
     const int64_t t0 = (int64_t)blockIdx.y * NT;
-    const int64_t z = blockIdx.z;
+    int64_t z = blockIdx.z;
+    if constexpr (NT > 1)  // (grouped launches never take the single-token kernels: launch_typed)
+        if (!enter_group(a, z, t0)) return;  // the whole block
     const uint8_t* wz = weights_of(a, z);
     if (!wz) return;  // the whole block: no barrier is skipped by part of it
     const uint8_t* rows[R];
@@ -250,7 +253,9 @@ __global__ void __launch_bounds__(kTcThreads) mat_tc_kernel(MatArgs a) {
     __half* Bs = As + kTileM * kLdAB;
     float* Cs = reinterpret_cast<float*>(smem);  // reused for the epilogue
     const int warp = threadIdx.x / 32;
-    const int64_t n0 = (int64_t)blockIdx.x * kTileM, t0 = (int64_t)blockIdx.y * kTileN, z = blockIdx.z;
+    const int64_t n0 = (int64_t)blockIdx.x * kTileM, t0 = (int64_t)blockIdx.y * kTileN;
+    int64_t z = blockIdx.z;
+    if (!enter_group(a, z, t0)) return;  // the whole block
     const int wm = (warp % 4) * 32, wn = (warp / 4) * 32;
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
 #pragma unroll
@@ -327,10 +332,12 @@ void launch_typed(const MatArgs& a_in, cudaStream_t s) {
     a.y_scale = float_matmul_factor<D>();
     if (mat_is_vector(a)) {
         const dim3 block(32 * kVecWarps);
-        if (a.T == 1 && mat_vec_staged_fits<D>(a)) {
+        // (grouped experts, MatArgs::grp: the token-tile kernel even for one token per group,
+        // the same numerics per row and token)
+        if (a.T == 1 && !a.grp && mat_vec_staged_fits<D>(a)) {
             const dim3 grid((unsigned)((a.N + kStagedRows - 1) / kStagedRows), 1, (unsigned)a.Z);
             IKLLM_LAUNCH(grid, block, staged_smem_bytes<D>(), s, mat_vec_staged_kernel<D, kStagedRows>)(a);
-        } else if (a.T == 1) {
+        } else if (a.T == 1 && !a.grp) {
             constexpr int R = 4;
             const dim3 grid((unsigned)((a.N + R - 1) / R), 1, (unsigned)a.Z);
             IKLLM_LAUNCH(grid, block, 0, s, mat_vec_kernel<D, 1, R>)(a);

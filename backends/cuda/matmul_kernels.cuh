@@ -38,6 +38,14 @@ struct MatArgs {
     // that id is negative or >= w_count. The ids stay on the device: no host round trip.
     const int32_t* w_ids = nullptr;
     int64_t ids_k = 1, ids_t = 0, w_count = 0;
+    // Routed experts grouped by expert (prompt batches; expert_groups.cuh): z is group z of
+    // grp[3z .. 3z+2] = {expert, first row, rows}: expert matrix `expert` (w_ids unset; stride
+    // w_z) times rows [first, first + rows) of x (x_rows[first ...] when set) and xq, into rows
+    // [first, ...) of y; T is the most rows of any group (grid size), x_z / y_z unused. With
+    // grp_w_seq the weights of group z are matrix z instead (re-encoded copies of the groups'
+    // experts, mat_mma_int8.cu).
+    const int32_t* grp = nullptr;
+    bool grp_w_seq = false;
     bool staged = false;  // may use the shared-memory staged kernel (OpEnv::staged)
     int mma_k_sub = 1;    // the int8 tensor-core kernel's K step in 32s (OpEnv::mma_k_sub)
     // The activations' int8 codes (with_rounded_activations, OpEnv::int8): row r = (z / x_div)
@@ -99,5 +107,13 @@ bool int8_view_vec_batches(uint32_t type);
 bool int8_view_direct_mma(uint32_t type);
 // The reference's CPU kernels switch numerics at this many tokens per call.
 constexpr int64_t kRefBatchTokens = 32;
+// ... and the batch form of Q6_K (kConv32) at this many (int8_codes.cuh).
+constexpr int64_t kRefConv32Tokens = 64;
+// Calls whose token counts share a band take the same kernel in the same numerics
+// (launch_rounded): grouped routed-expert products (MatArgs::grp) join the experts of a band.
+inline int mat_form_band(int64_t T) {
+    return T <= kMatVecMaxTokens ? 0 : T < kRefBatchTokens ? 1 : T < kRefConv32Tokens ? 2 : 3;
+}
+constexpr int kMatFormBands = 4;
 
 }  // namespace ikllm::cuda

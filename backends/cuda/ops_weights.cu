@@ -337,10 +337,65 @@ void moe_ffn_on_device(const Op& op, const OpEnv& env) {
 
 }  // namespace
 
+namespace {
+
+// A prompt batch's (token, choice) pairs grouped by expert on the host: the pairs of expert e
+// are [start[e], start[e] + count[e]) in token order; tok[s] is pair s's token, slot[t*k + j]
+// the pair of token t's j-th choice (-1: none). The used experts are also listed per band of
+// their pair count (mat_form_band) as MatArgs::grp tables. All of it goes to the device in
+// one copy (`host`: tok, slot, then the band tables).
+struct ExpertPairs {
+    std::vector<int64_t> count, start;
+    int64_t total = 0;
+    std::vector<int32_t> host;
+    int64_t band_groups[kMatFormBands] = {}, band_rows[kMatFormBands] = {}, band_at[kMatFormBands] = {};
+
+    ExpertPairs(const std::vector<int32_t>& ids, int64_t T, int64_t k, int64_t n_exp)
+        : count((size_t)n_exp, 0), start((size_t)n_exp, 0) {
+        for (int32_t e : ids) {
+            if (e >= n_exp) throw std::runtime_error("moe_ffn: expert id out of range");
+            if (e >= 0) ++count[(size_t)e];
+        }
+        std::vector<int32_t> band_tab[kMatFormBands];
+        for (int64_t e = 0; e < n_exp; ++e) {
+            const int64_t n = count[(size_t)e];
+            start[(size_t)e] = total;
+            if (n > 0) {
+                const int b = mat_form_band(n);
+                band_tab[b].insert(band_tab[b].end(), {(int32_t)e, (int32_t)total, (int32_t)n});
+                ++band_groups[b];
+                band_rows[b] = std::max(band_rows[b], n);
+            }
+            total += n;
+        }
+        host.assign((size_t)(total + k * T), -1);
+        int32_t* tok = host.data();
+        int32_t* slot = host.data() + total;
+        std::vector<int64_t> fill = start;
+        for (int64_t t = 0; t < T; ++t)
+            for (int64_t j = 0; j < k; ++j) {
+                const int32_t e = ids[(size_t)(t * k + j)];
+                if (e < 0) continue;
+                const int64_t s = fill[(size_t)e]++;
+                tok[s] = (int32_t)t;
+                slot[t * k + j] = (int32_t)s;
+            }
+        for (int b = 0; b < kMatFormBands; ++b) {
+            band_at[b] = (int64_t)host.size();
+            host.insert(host.end(), band_tab[b].begin(), band_tab[b].end());
+        }
+    }
+};
+
+}  // namespace
+
 // Routed experts. Up to 8 tokens: moe_ffn_on_device. Larger batches: the expert ids come back
 // to the host once per layer (a small copy) so the (token, slot) pairs can be grouped by
-// expert; each used expert then runs gate/up, SwiGLU and down over its tokens, and one kernel
-// sums the k outputs per token.
+// expert (ExpertPairs). Gate/up, SwiGLU and down then run over all pairs with one launch per
+// product and band of experts (MatArgs::grp: experts with similar pair counts share a kernel
+// and its numerics, as each expert's own call would), and one kernel sums the k outputs per
+// token. (Before 2026-11-30 every used expert had launches of its own: ~3 per expert and
+// layer, each too small to fill the GPU.)
 void run_moe_ffn(const Op& op, const OpEnv& env_in) {
     if (op.src[0]->ne[1] <= 8) {
         moe_ffn_on_device(op, env_in);
@@ -359,34 +414,10 @@ void run_moe_ffn(const Op& op, const OpEnv& env_in) {
     IKLLM_CUDA_CHECK(cudaMemcpy2DAsync(h_ids.data(), sizeof(int32_t) * k, ids.data, ids.nb[1], sizeof(int32_t) * k, T,
                                        cudaMemcpyDeviceToHost, env.stream));
     IKLLM_CUDA_CHECK(cudaStreamSynchronize(env.stream));
-    std::vector<int64_t> count((size_t)n_exp, 0);
-    for (int32_t e : h_ids) {
-        if (e >= n_exp) throw std::runtime_error("moe_ffn: expert id out of range");
-        if (e >= 0) ++count[(size_t)e];
-    }
-    std::vector<int64_t> start((size_t)n_exp, 0);
-    int64_t total = 0;
-    for (int64_t e = 0; e < n_exp; ++e) {
-        start[(size_t)e] = total;
-        total += count[(size_t)e];
-    }
-    // tok[s]: the token of pair s; slot[t*k+j]: the pair of token t's j-th choice.
-    std::vector<int32_t> host((size_t)(total + k * T), -1);
-    int32_t* tok = host.data();
-    int32_t* slot = host.data() + total;
-    {
-        std::vector<int64_t> fill = start;
-        for (int64_t t = 0; t < T; ++t)
-            for (int64_t j = 0; j < k; ++j) {
-                const int32_t e = h_ids[(size_t)(t * k + j)];
-                if (e < 0) continue;
-                const int64_t s = fill[(size_t)e]++;
-                tok[s] = (int32_t)t;
-                slot[t * k + j] = (int32_t)s;
-            }
-    }
-    int32_t* d_idx = static_cast<int32_t*>(env.scratch->alloc(sizeof(int32_t) * host.size()));
-    IKLLM_CUDA_CHECK(cudaMemcpyAsync(d_idx, host.data(), sizeof(int32_t) * host.size(), cudaMemcpyHostToDevice, env.stream));
+    const ExpertPairs p(h_ids, T, k, n_exp);
+    const int64_t total = p.total;
+    int32_t* d_idx = static_cast<int32_t*>(env.scratch->alloc(sizeof(int32_t) * p.host.size()));
+    IKLLM_CUDA_CHECK(cudaMemcpyAsync(d_idx, p.host.data(), sizeof(int32_t) * p.host.size(), cudaMemcpyHostToDevice, env.stream));
     const int64_t pairs = total > 0 ? total : 1;
     float* g = static_cast<float*>(env.scratch->alloc(sizeof(float) * pairs * n_ff));
     float* u = static_cast<float*>(env.scratch->alloc(sizeof(float) * pairs * n_ff));
@@ -406,55 +437,53 @@ void run_moe_ffn(const Op& op, const OpEnv& env_in) {
         a.y_t = sizeof(float) * (size_t)y_n;
         return a;
     };
-    // Rows [first, first + n) of a rounded copy of all pairs' activations (with_rounded_activations).
-    auto slice = [](MatArgs b, const MatArgs& r, int64_t first) {
-        b = with_activations_of(b, r);
-        if (r.x_rows) {
-            b.x_rows = r.x_rows + first;
-        } else {
-            b.x = reinterpret_cast<const float*>(reinterpret_cast<const char*>(r.x) + first * (int64_t)r.x_t);
-            if (r.xq) {
-                b.xq = r.xq + first * r.K;
-                b.xq_d = r.xq_d + first * (r.K / 32);
-            }
-        }
-        return b;
-    };
     // Every pair's activation row is rounded once for all experts (one launch, rows in pair order
     // so an expert's are a contiguous slice) and gate and up share it, where the rounded copy
     // holds what each expert's own call would have made: its int8 codes whenever int8 kernels
-    // may run (both int8 options alike) and a copy at all (every row aligned for the
-    // matrix-vector kernel). Else each expert rounds its own rows.
+    // may run (both int8 options alike), and the rows are fit for every kernel (a copy, or
+    // 16-byte aligned rows used as they are). Else each expert rounds its own rows.
     const float* xd = static_cast<const float*>(x.data);
     auto all_pairs = [&](const Tensor& w) {
         MatArgs r = expert(w, 0, n_ff, xd, x.nb[1], d_idx, 0, total, g, n_ff);
         r.round_x_f16 = op.moe.round_f16;
         return with_rounded_activations(r, env);
     };
+    auto fit = [&](const MatArgs& r) {
+        return !r.x_rows || (reinterpret_cast<uintptr_t>(r.x) | r.x_t) % 16 == 0;
+    };
     const MatArgs all_g = all_pairs(wg);
-    const bool shared = env.int8 == env.int8_mma && !all_g.x_rows && total > 0;
-    const MatArgs all_u = shared && !merged && !same_rounding(env, *wu, wg) ? all_pairs(*wu) : all_g;
-    for (int64_t e = 0; e < n_exp; ++e) {
-        const int64_t n = count[(size_t)e], first = start[(size_t)e];
-        if (!n) continue;
-        MatArgs a = expert(wg, e, n_ff, xd, x.nb[1], d_idx, first, n, g, n_ff);
-        a.round_x_f16 = op.moe.round_f16;
-        MatArgs b = a;
-        if (merged) {
-            b.w += n_ff * wg.nb[1];
-        } else {
-            b = expert(*wu, e, n_ff, xd, x.nb[1], d_idx, first, n, u, n_ff);
-            b.round_x_f16 = op.moe.round_f16;
+    const MatArgs all_u = merged || same_rounding(env, *wu, wg) ? all_g : all_pairs(*wu);
+    const bool grouped = env.int8 == env.int8_mma && total > 0 && fit(all_g) && fit(all_u);
+    // The products of one weight tensor over all pairs: grouped by band, or one expert at a time.
+    auto products = [&](const Tensor& w, size_t w_off, int64_t N, const MatArgs& all, float* out, const float* xs, size_t x_t,
+                        const int32_t* rows) {
+        if (grouped) {
+            for (int b = 0; b < kMatFormBands; ++b) {
+                if (!p.band_groups[b]) continue;
+                MatArgs a = with_activations_of(weight_args(w), all);
+                a.w += w_off;
+                a.N = N;
+                a.T = p.band_rows[b];
+                a.Z = p.band_groups[b];
+                a.grp = d_idx + p.band_at[b];
+                a.y = out;
+                a.y_t = sizeof(float) * (size_t)N;
+                launch_rounded(a, env);
+            }
+            return;
         }
-        b.y = u + first * n_ff;
-        if (shared) {
-            launch_rounded(slice(a, all_g, first), env);
-            launch_rounded(slice(b, all_u, first), env);
-        } else {
+        for (int64_t e = 0; e < n_exp; ++e) {
+            const int64_t n = p.count[(size_t)e];
+            if (!n) continue;
+            MatArgs a = expert(w, e, N, xs, x_t, rows, p.start[(size_t)e], n, out, N);
+            a.w += w_off;
+            a.round_x_f16 = op.moe.round_f16 && rows;  // (the down product's rows are rounded already)
             launch_mat(a, env);
-            launch_mat(b, env);
         }
-    }
+    };
+    products(wg, 0, n_ff, all_g, g, xd, x.nb[1], d_idx);
+    if (merged) products(wg, n_ff * wg.nb[1], n_ff, all_g, u, xd, x.nb[1], d_idx);
+    else products(*wu, 0, n_ff, all_u, u, xd, x.nb[1], d_idx);
     if (total > 0) {
         IKLLM_LAUNCH(blocks_for(total * n_ff, 256), 256, 0, env.stream, swiglu_rows_kernel)(g, u, n_ff, total, g,
                                                                                   sizeof(float) * n_ff, op.moe.round_f16);
@@ -462,14 +491,7 @@ void run_moe_ffn(const Op& op, const OpEnv& env_in) {
     }
     // Down: pair s reads hidden row s; the rows of all pairs rounded once the same way.
     const MatArgs all_d = with_rounded_activations(expert(wd, 0, E, g, sizeof(float) * n_ff, nullptr, 0, total, eout, E), env);
-    const bool shared_d = env.int8 == env.int8_mma && all_d.x != g && total > 0;
-    for (int64_t e = 0; e < n_exp; ++e) {
-        const int64_t n = count[(size_t)e], first = start[(size_t)e];
-        if (!n) continue;
-        const MatArgs a = expert(wd, e, E, g, sizeof(float) * n_ff, nullptr, first, n, eout, E);
-        if (shared_d) launch_rounded(slice(a, all_d, first), env);
-        else launch_mat(a, env);
-    }
+    products(wd, 0, E, all_d, eout, g, sizeof(float) * n_ff, nullptr);
     const dim3 grid(blocks_for(E, 256), (unsigned)T);
     IKLLM_LAUNCH(grid, 256, 0, env.stream, moe_combine_kernel)(eout, d_idx + total, static_cast<const float*>(wts.data), wts.nb[1], k,
                                                      E, static_cast<float*>(y.data), y.nb[1]);

@@ -568,6 +568,7 @@ size_t pad_clobbered(const std::vector<float>& buf, const OutLayout& l) {
 struct Judge {
     std::string op, type, label;
     double tol;
+    double cpu_tol = -1;  // >= 0: also within this of the CPU backend (kernels that follow its numerics)
 };
 void judge(const Judge& j, const std::vector<float>& gpu_buf, const std::vector<float>& cpu_buf, const OutLayout& l,
            const std::vector<double>& exact) {
@@ -583,9 +584,10 @@ void judge(const Judge& j, const std::vector<float>& gpu_buf, const std::vector<
     // Close to the exact product, or to the CPU backend: the int8 kernels follow the reference's
     // CPU numerics (saturating sums, re-encoded batch forms: backends/cuda/int8_codes.cuh),
     // which are up to ~7 % away from the exact product for the IQ4 types.
-    const bool ok = ge.bad == 0 && clob == 0 && (ge.rel < j.tol || gc.rel < j.tol);
-    std::printf("%-52s gpu-exact %.2e (tol %.0e)  cpu-exact %.2e  gpu-cpu %.2e  %s", j.label.c_str(), ge.rel, j.tol, ce.rel,
-                gc.rel, ok ? "ok" : "FAIL");
+    const bool ok = ge.bad == 0 && clob == 0 && (ge.rel < j.tol || gc.rel < j.tol) && (j.cpu_tol < 0 || gc.rel < j.cpu_tol);
+    std::printf("%-52s gpu-exact %.2e (tol %.0e)  cpu-exact %.2e  gpu-cpu %.2e", j.label.c_str(), ge.rel, j.tol, ce.rel, gc.rel);
+    if (j.cpu_tol >= 0) std::printf(" (tol %.0e)", j.cpu_tol);
+    std::printf("  %s", ok ? "ok" : "FAIL");
     if (ge.bad) std::printf(" [%zu NaN/inf/unwritten outputs]", ge.bad);
     if (clob) std::printf(" [%zu padding floats overwritten]", clob);
     std::printf("\n");
@@ -779,11 +781,13 @@ void test_mul_mat_heads(cpu::ThreadPool& pool, cpu::Scratch& cs, Env& env, const
 
 // Routed experts: x [E, T]; gate/up [E, n_ff, n_exp] (or merged [E, 2*n_ff, n_exp]); down
 // [n_ff, E, n_exp]. Each token picks k distinct experts among the first n_exp - 1 (the last one
-// stays unused); with `unused`, some slots are -1 and token 0 has no expert at all.
+// stays unused); with `unused`, some slots are -1 and token 0 has no expert at all. `skewed`:
+// expert 0 takes every token, the others few to many (pair counts in every band of
+// mat_form_band: the grouped launches' kernels and numerics per band).
 struct MoeCase {
     uint32_t t_gu, t_down;
     int64_t T;
-    bool merged, round16, unused;
+    bool merged, round16, unused, skewed = false;
 };
 struct MoeWeights {
     QMat G, U, D;  // U empty when merged
@@ -801,7 +805,7 @@ void test_moe_ffn(cpu::ThreadPool& pool, cpu::Scratch& cs, Env& env, const MoeCa
     const std::string tname = std::string(quant::find_type(c.t_gu)->name) +
                               (c.t_down != c.t_gu ? std::string("/") + quant::find_type(c.t_down)->name : "");
     const std::string label = "moe_ffn " + tname + " T=" + std::to_string(T) + (c.merged ? " merged" : " gate+up") +
-                              (c.round16 ? " round_f16" : "") + (c.unused ? " unused-slots" : "");
+                              (c.round16 ? " round_f16" : "") + (c.unused ? " unused-slots" : "") + (c.skewed ? " skewed" : "");
     guarded("moe_ffn", tname, label, [&] {
         const QMat &G = mw.G, &U = mw.U, &D = mw.D;
         const size_t xs = (size_t)E + 4, ys = (size_t)E + 2;
@@ -813,6 +817,11 @@ void test_moe_ffn(cpu::ThreadPool& pool, cpu::Scratch& cs, Env& env, const MoeCa
             std::vector<int32_t> pick((size_t)(n_exp - 1));
             for (int32_t e = 0; e < n_exp - 1; ++e) pick[(size_t)e] = e;
             std::shuffle(pick.begin(), pick.end(), rng);
+            if (c.skewed) {  // T = 160: experts 0..6 take 160, 40, 10, 4, 80, 106, 80 pairs
+                pick[0] = 0;
+                pick[1] = t % 4 == 0 ? 1 : t % 13 == 1 ? 2 : t % 40 == 2 ? 3 : t % 2 ? 4 : 5;
+                pick[2] = t % 2 == 0 ? 6 : pick[1] == 4 ? 5 : 4;
+            }
             for (int64_t j = 0; j < k; ++j) {
                 int32_t e = pick[(size_t)j];
                 if (c.unused && (t == 0 || (t * k + j) % 5 == 3)) e = -1;
@@ -875,7 +884,14 @@ void test_moe_ffn(cpu::ThreadPool& pool, cpu::Scratch& cs, Env& env, const MoeCa
         // On the tensor-core path (more than 8 tokens per expert) the f16 products add their own
         // rounding on top (measured up to 3.5e-3 on an H200).
         if (cuda::act_round_for(D.type) != cuda::act_round_none) tol = std::max(tol, max_tokens <= 8 ? 2e-3 : 6e-3);
-        judge({"moe_ffn", tname, label + " (max " + std::to_string(max_tokens) + " tok/expert)", tol}, yg, yc, l, exact);
+        // Skewed routing with the int8 kernels, which follow the CPU's numerics for each expert's
+        // own pair count: close to the CPU backend too (a wrong form for some experts measured
+        // 1.2e-3 .. 1.3e-2 here; right ones up to 1.6e-4, from codes on rounding boundaries).
+        const bool int8_both = env.e.int8 && env.e.int8_mma && cuda::int8_view_supported(c.t_gu) &&
+                               cuda::int8_view_supported(c.t_down);
+        const double cpu_tol = c.skewed && int8_both ? 5e-4 : -1;
+        judge({"moe_ffn", tname, label + " (max " + std::to_string(max_tokens) + " tok/expert)", tol, cpu_tol}, yg, yc, l,
+              exact);
     });
 }
 
@@ -1169,6 +1185,7 @@ void test_weights(cpu::ThreadPool& pool, cpu::Scratch& cs, Env& env) {
             guarded("moe_ffn", tname, "weights " + tname, [&] { mw = make_moe_weights(pool, gu, down, merged); });
             if (mw.G.q.empty()) continue;
             for (int64_t T : {1, 6, 48}) test_moe_ffn(pool, cs, env, {gu, down, T, merged, f16, merged ? T == 48 : T != 1}, mw);
+            test_moe_ffn(pool, cs, env, {gu, down, 160, merged, f16, false, true}, mw);
         }
     }
 }
