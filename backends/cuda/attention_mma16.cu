@@ -1,8 +1,8 @@
 // Attention on the tensor cores for few query rows per KV head or wide heads: MLA (DeepSeek's
 // absorbed form: keys are the 576-wide latent rows [c | k_rope] of one KV head, values their first
 // 512 columns) for any batch, and standard heads of 64, 128 or 256 for generation steps (and
-// prompt batches of 256-wide heads), all with an f16 cache -- and with a q8_0 cache every batch of
-// those head shapes (the Q8 forms, see the kernel). The float kernel (ops_attention.cu)
+// prompt batches of 256-wide heads), all with an f16 cache -- and with a q8_0 or bf16 cache every
+// batch of those head shapes (the scaled forms, see the kernel). The float kernel (ops_attention.cu)
 // reads a K/V row once per query head -- 128 times per token for DeepSeek-V3, 4-8 times for GQA
 // models; here a block takes 16 query rows (the flattened (token, head-of-the-group) pairs: the
 // heads of a token lie next to each other) and reads each tile of 32 cells once for all of them.
@@ -40,8 +40,8 @@ constexpr int align128(int b) { return (b + 127) / 128 * 128; }
 
 // Shapes and dynamic shared memory (every region a multiple of 128 bytes) of one kernel form.
 // Latent: values are the first DV columns of the key rows (MLA), read with the keys.
-// Q8: a q8_0 cache: the tiles hold the codes as f16 (exact) and each (cell, 32 columns) scale
-// as a float beside them; see the kernel.
+// Q8 (scaled forms: a q8_0 or bf16 cache): the tiles hold f16 codes (exact) and each (cell, 32
+// columns) scale as a float beside them (load_q8_tile, load_bf16_tile); see the kernel.
 template <int DK, int DV, bool Latent, bool Q8>
 struct Form {
     static constexpr int kLdK = DK + 8, kLdV = Latent ? kLdK : DV + 8;  // halves per row
@@ -57,7 +57,7 @@ struct Form {
     static constexpr int kPb = Q8 ? align128(kWarps * 2 * kRows * kLdP * 2) : 0;  // each warp's P x V scales, hi / lo
     static constexpr int kBytes = 2 * kQ + kK + kV + kS + 2 * kP + kMisc + kKd + kVd + kPb;
     static_assert(DK % (16 * kWarps) == 0 && DV % (16 * kWarps) == 0, "whole WMMA steps per warp");
-    static_assert(!Q8 || (DK % 32 == 0 && DV % 32 == 0), "whole q8_0 blocks");
+    static_assert(!Q8 || (DK % 32 == 0 && DV % 32 == 0), "whole 32-column blocks");
     static_assert(kRows * kLdO * 4 <= kK + kV, "the output staging reuses the K / V tiles");
 };
 
@@ -82,6 +82,39 @@ __device__ inline void load_q8_tile(const uint8_t* base, int64_t nb2, int32_t c0
             *reinterpret_cast<__half2*>(out + 2 * e) =
                 __floats2half2_rn((float)(int8_t)(uint8_t)(two & 0xffu), (float)(int8_t)(uint8_t)(two >> 8));
         }
+    }
+}
+
+// A tile of bf16 rows the same way: per (cell, 32 columns) a power of two 2^-e brings the
+// block's largest magnitude to [2^14, 2^15), where f16 holds every bf16 value exactly (8
+// significant bits of f16's 11); values below 2^-28 of that largest one lose bits in f16's
+// subnormals or vanish (beyond float-level: 2^-24). Codes v x 2^e (exact), scale 2^-e; a
+// block with an infinity or NaN keeps scale 1 and its values (they decide the result).
+template <int D>
+__device__ inline void load_bf16_tile(const uint8_t* base, int64_t nb2, int32_t c0, const int32_t* cell_any, __half* dst,
+                                      int ld, float* scales) {
+    constexpr int nb = D / 32;
+    for (int i = threadIdx.x; i < kTile * nb; i += kThreads) {
+        const int j = i / nb, b = i % nb;
+        __half* out = dst + j * ld + 32 * b;
+        if (!cell_any[j]) {
+            for (int e = 0; e < 32; e += 2) *reinterpret_cast<__half2*>(out + e) = __floats2half2_rn(0.0f, 0.0f);
+            scales[j * nb + b] = 0.0f;
+            continue;
+        }
+        const uint16_t* w = reinterpret_cast<const uint16_t*>(base + (int64_t)(c0 + j) * nb2) + 32 * b;
+        float mx = 0.0f;
+        bool finite = true;
+        for (int e = 0; e < 32; ++e) {
+            const float v = fabsf(math::bf16_to_f32(w[e]));
+            finite &= v <= 3.4028235e38f;  // (false for NaN)
+            mx = fmaxf(mx, v);
+        }
+        const int ex = finite && mx > 0.0f ? 14 - ilogbf(mx) : 0;
+        scales[j * nb + b] = ldexpf(1.0f, -ex);
+        for (int e = 0; e < 32; e += 2)
+            *reinterpret_cast<__half2*>(out + e) =
+                __floats2half2_rn(ldexpf(math::bf16_to_f32(w[e]), ex), ldexpf(math::bf16_to_f32(w[e + 1]), ex));
     }
 }
 
@@ -167,8 +200,13 @@ __global__ void __launch_bounds__(kThreads) attention_mma16_kernel(AttnArgs a, i
         }
         // Rows no query of the block sees are zeros (a free cell may hold anything).
         if constexpr (Q8) {
-            load_q8_tile<DK>(kbase, a.k_nb2, c0, cell_any, ks, kLdK, kd);
-            if constexpr (!Latent) load_q8_tile<DV>(vbase, a.v_nb2, c0, cell_any, vs, kLdV, vd);
+            if (a.k_type == quant::T_BF16) {  // (uniform; K and V alike: launch_attention_mma16)
+                load_bf16_tile<DK>(kbase, a.k_nb2, c0, cell_any, ks, kLdK, kd);
+                if constexpr (!Latent) load_bf16_tile<DV>(vbase, a.v_nb2, c0, cell_any, vs, kLdV, vd);
+            } else {
+                load_q8_tile<DK>(kbase, a.k_nb2, c0, cell_any, ks, kLdK, kd);
+                if constexpr (!Latent) load_q8_tile<DV>(vbase, a.v_nb2, c0, cell_any, vs, kLdV, vd);
+            }
         } else {
         constexpr int kPieces = DK / 8;
         for (int i = tid; i < kTile * kPieces; i += kThreads) {
@@ -371,10 +409,11 @@ bool launch_forms(const AttnArgs& a, int64_t T, int64_t n_head, const OpEnv& env
 
 bool launch_attention_mma16(const AttnArgs& a, int64_t T, int64_t n_head, const OpEnv& env) {
     if (T <= 0 || env.batch_invariant || !env.attn_mma || a.group <= 0) return false;
-    const bool q8 = a.k_type == quant::T_Q8_0 && a.v_type == quant::T_Q8_0;
+    // q8_0 and bf16 caches take the scaled forms (Q8), f16 the plain ones.
+    const bool q8 = (a.k_type == quant::T_Q8_0 || a.k_type == quant::T_BF16) && a.v_type == a.k_type;
     if (!q8 && (a.k_type != quant::T_F16 || a.v_type != quant::T_F16)) return false;
     const bool latent = a.v == a.k && a.v_nb1 == a.k_nb1 && a.v_nb2 == a.k_nb2;
-    // f16 rows: 16-byte loads; q8_0 rows (34-byte blocks): 2-byte loads.
+    // f16 rows: 16-byte loads; q8_0 rows (34-byte blocks) and bf16 rows: 2-byte loads.
     const uint64_t align = q8 ? 1 : 15;
     const auto aligned = [&](const void* p, int64_t s1, int64_t s2) {
         return ((reinterpret_cast<uintptr_t>(p) | (uint64_t)s1 | (uint64_t)s2) & align) == 0;

@@ -271,8 +271,8 @@ void run_attention(const Op& op, const OpEnv& env) {
 
     if (T > 2147483647LL || n_head > 65535) bad("too many tokens or heads");
     if (d_k > kMaxDk) bad("head size too large (d_k " + std::to_string(d_k) + ")");
-    // f16 caches on the tensor cores: prompt batches of heads up to 128 in blocks of 64 query
-    // rows, MLA, generation steps and wider heads in blocks of 16.
+    // The tensor cores: f16 prompt batches of heads up to 128 in blocks of 64 query rows; MLA,
+    // generation steps, wider heads and every batch of a q8_0 or bf16 cache in blocks of 16.
     if (launch_attention_mma(a, T, n_head, env) || launch_attention_mma16(a, T, n_head, env)) return;
     if (d_v <= 128) launch_split<1>(a, T, n_head, env);
     else if (d_v <= 256) launch_split<2>(a, T, n_head, env);

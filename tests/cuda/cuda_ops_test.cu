@@ -347,11 +347,19 @@ void test_attention(cpu::ThreadPool& pool, cpu::Scratch& cs, Env& env) {
                 const size_t krb = quant::kv_row_bytes(type, ac.dk), vrb = quant::kv_row_bytes(type, ac.dv);
                 Pair<uint8_t> kc(krb * ac.Hkv * N), vc(ac.mla ? 1 : vrb * ac.Hkv * N);
                 std::vector<float> row(std::max(ac.dk, ac.dv));
+                // bf16 rows span a wide range (the tensor-core kernels scale each 32 columns into
+                // f16's): K blocks of 2^-20 among ordinary ones (which blocks: by cell), V column
+                // blocks of 1, 2^10 and 2^20 (the same for every cell: outputs keep a uniform scale).
+                const bool wide = type == quant::T_BF16;
+                auto block_scale = [&](size_t i, int64_t r, bool key) {
+                    const int64_t b = (int64_t)i / 32;
+                    return !wide ? 1.0f : key ? ((b + r) % 3 == 0 ? 0x1p-20f : 1.0f) : std::ldexp(1.0f, (int)(10 * (b % 3)));
+                };
                 for (int64_t r = 0; r < ac.Hkv * N; ++r) {
-                    for (auto& v : row) v = rnd() * 2;
+                    for (size_t i = 0; i < row.size(); ++i) row[i] = rnd() * 2 * block_scale(i, r, true);
                     quant::kv_encode_row(type, row.data(), kc.h.data() + r * krb, ac.dk);
                     if (!ac.mla) {
-                        for (auto& v : row) v = rnd();
+                        for (size_t i = 0; i < row.size(); ++i) row[i] = rnd() * block_scale(i, r, false);
                         quant::kv_encode_row(type, row.data(), vc.h.data() + r * vrb, ac.dv);
                     }
                 }
@@ -394,7 +402,14 @@ void test_attention(cpu::ThreadPool& pool, cpu::Scratch& cs, Env& env) {
                 od.i32 = (int32_t*)pos.d.p; od.seq_ids = (int32_t*)sid.d.p;
                 od.kv.cell_pos = (int32_t*)cp.d.p; od.kv.cell_seqs = (uint64_t*)cs2.d.p;
                 cuda::run_attention(od, env.e); dsync(env);
-                cmp("attention", label, o2.got(), o1.h, 1e-4f, 2e-6f);
+                std::vector<float> got = o2.got(), want = o1.h;
+                if (wide)  // each output column back to the scale of ordinary V values (exact: powers of two)
+                    for (size_t i = 0; i < got.size(); ++i) {
+                        const float f = block_scale((size_t)((int64_t)i % ac.dv), 0, false);
+                        got[i] /= f;
+                        want[i] /= f;
+                    }
+                cmp("attention", label, got, want, 1e-4f, 2e-6f);
             });
         }
 }
