@@ -54,6 +54,11 @@ public:
     // again before the next synchronize(); to_host returns when the bytes are there.
     virtual void to_device(void* dev, const void* host, size_t n) = 0;
     virtual void to_host(void* host, const void* dev, size_t n) = 0;
+    // Read-backs in a batch: to_host_queue queues a copy whose host bytes are valid only after
+    // the next to_host_wait(), which waits for all queued ones (one wait for an op's inputs
+    // instead of one per tensor). synchronize() completes them too.
+    virtual void to_host_queue(void* host, const void* dev, size_t n) { to_host(host, dev, n); }
+    virtual void to_host_wait() {}
     // to_device for weight bytes (host weights streamed for a big batch), which stay unchanged
     // while queued work may read them: a device backend may copy straight from them, without a
     // staging copy (CUDA: the range page-locked on first use, for this executor's lifetime).

@@ -314,36 +314,31 @@ public:
     // thread's current device is whichever ran last.
     void to_device(void* dev, const void* host, size_t n) override {
         IKLLM_CUDA_CHECK(cudaSetDevice(device_));
-        const size_t need = (n + 255) / 256 * 256;
-        if (pinned_used_ + need > pinned_size_) {
-            IKLLM_CUDA_CHECK(cudaStreamSynchronize(stream_));
-            pinned_used_ = 0;
-            if (need > pinned_size_) {
-                if (pinned_) cudaFreeHost(pinned_);
-                pinned_ = nullptr;
-                pinned_size_ = 0;
-                const size_t size = std::max<size_t>(need, 4u << 20);
-                IKLLM_CUDA_CHECK(cudaMallocHost(&pinned_, size));
-                pinned_size_ = size;
-            }
-        }
-        uint8_t* stage = static_cast<uint8_t*>(pinned_) + pinned_used_;
+        uint8_t* stage = staging(n);
         std::memcpy(stage, host, n);
-        pinned_used_ += need;
         IKLLM_CUDA_CHECK(cudaMemcpyAsync(dev, stage, n, cudaMemcpyHostToDevice, stream_));
     }
     void to_host(void* host, const void* dev, size_t n) override {
         IKLLM_CUDA_CHECK(cudaSetDevice(device_));
         IKLLM_CUDA_CHECK(cudaMemcpyAsync(host, dev, n, cudaMemcpyDeviceToHost, stream_));
-        IKLLM_CUDA_CHECK(cudaStreamSynchronize(stream_));
-        pinned_used_ = 0;
-        if (profile_) harvest_timings();
+        sync_stream();
+    }
+    // Into the pinned staging space (a copy into pageable memory would return only once done,
+    // one round trip each); to_host_wait copies the bytes on.
+    void to_host_queue(void* host, const void* dev, size_t n) override {
+        IKLLM_CUDA_CHECK(cudaSetDevice(device_));
+        uint8_t* stage = staging(n);
+        IKLLM_CUDA_CHECK(cudaMemcpyAsync(stage, dev, n, cudaMemcpyDeviceToHost, stream_));
+        readbacks_.push_back(Readback{host, stage, n});
+    }
+    void to_host_wait() override {
+        if (readbacks_.empty()) return;
+        IKLLM_CUDA_CHECK(cudaSetDevice(device_));
+        sync_stream();
     }
     void synchronize() override {
         IKLLM_CUDA_CHECK(cudaSetDevice(device_));
-        IKLLM_CUDA_CHECK(cudaStreamSynchronize(stream_));
-        pinned_used_ = 0;
-        if (profile_) harvest_timings();
+        sync_stream();
     }
     // Streamed host weights: the whole pages inside the range are page-locked on first use (kept
     // until this executor goes) and copied by DMA straight from the weights; the partial pages at
@@ -366,6 +361,42 @@ public:
     }
 
 private:
+    // n bytes of the pinned staging space; when it is full, after waiting for the stream (and so
+    // for every queued copy through it), grown when too small.
+    uint8_t* staging(size_t n) {
+        const size_t need = (n + 255) / 256 * 256;
+        if (pinned_used_ + need > pinned_size_) {
+            sync_stream();
+            if (need > pinned_size_) {
+                if (pinned_) cudaFreeHost(pinned_);
+                pinned_ = nullptr;
+                pinned_size_ = 0;
+                const size_t size = std::max<size_t>(need, 4u << 20);
+                IKLLM_CUDA_CHECK(cudaMallocHost(&pinned_, size));
+                pinned_size_ = size;
+            }
+        }
+        uint8_t* stage = static_cast<uint8_t*>(pinned_) + pinned_used_;
+        pinned_used_ += need;
+        return stage;
+    }
+    // Waits for the stream; then the queued read-backs' bytes go to their host memory and the
+    // staging space is free again.
+    void sync_stream() {
+        const cudaError_t e = cudaStreamSynchronize(stream_);
+        if (e == cudaSuccess)
+            for (const Readback& r : readbacks_) std::memcpy(r.host, r.stage, r.n);
+        readbacks_.clear();
+        pinned_used_ = 0;
+        IKLLM_CUDA_CHECK(e);
+        if (profile_) harvest_timings();
+    }
+    struct Readback {
+        void* host;
+        const void* stage;
+        size_t n;
+    };
+    std::vector<Readback> readbacks_;  // to_host_queue's copies, in the staging space
     struct Locked {
         uintptr_t hi;
         bool ok;    // page-locked (by us, or already by another executor: cudaErrorHostMemoryAlreadyRegistered)

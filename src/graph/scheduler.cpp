@@ -233,6 +233,47 @@ void Scheduler::ensure_on(const Tensor& t, int device) {
     }
 }
 
+// An op's inputs (and destination, which views may partly keep) made current on `device`. For
+// the host, every read-back is queued first and each GPU waited for once: a routed-experts op
+// on the CPU reads its activations, ids and weights back from the GPU in one round trip.
+void Scheduler::ensure_inputs_on(const Op& op, int device) {
+    const Tensor* ts[4] = {};
+    for (int s = 0; s < 3; ++s)
+        if (op.src[s] && !is_weight_op_input(op, s)) ts[s] = op.src[s];
+    ts[3] = op.dst;
+    if (device != 0) {
+        for (const Tensor* t : ts)
+            if (t) ensure_on(*t, device);
+        return;
+    }
+    struct Readback {
+        uintptr_t lo, hi;
+        int from;
+    };
+    std::vector<Readback> todo;
+    for (const Tensor* t : ts) {
+        if (!t) continue;
+        const auto [lo, hi] = extent(*t);
+        for (const ValidityMap::Piece& p : valid_.missing(lo, hi, 0)) todo.push_back({p.lo, p.hi, __builtin_ctz(p.mask)});
+    }
+    if (todo.empty()) return;
+    flush();
+    const auto t0 = std::chrono::steady_clock::now();
+    uint32_t waits = 0;
+    for (const Readback& b : todo) {
+        Region* r = region_of(b.lo, b.hi, b.from);
+        if (!r) throw Error(Status::internal, "scheduler: no device copy to read back");
+        execs_[(size_t)b.from]->to_host_queue(reinterpret_cast<void*>(b.lo),
+                                              reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(r->dev) + (b.lo - r->host)),
+                                              b.hi - b.lo);
+        waits |= 1u << b.from;
+    }
+    for (size_t dev = 1; dev < execs_.size(); ++dev)
+        if (waits & (1u << dev)) execs_[dev]->to_host_wait();
+    if (prof_.on) prof_.wait += seconds_since(t0);
+    for (const Readback& b : todo) valid_.add_holder(b.lo, b.hi, 0);
+}
+
 // Reads [lo, hi) back from device `from`'s mirror into host memory (waits for it).
 void Scheduler::to_host_from(uintptr_t lo, uintptr_t hi, int from) {
     Region* r = region_of(lo, hi, from);
@@ -464,10 +505,7 @@ void Scheduler::run(const Graph& graph, Arena& arena, const std::vector<std::pai
             if (d != 0 && !devices_[(size_t)d]->supports(op))
                 throw Error(Status::unsupported, std::string("op on device ") + std::to_string(d) + " is not supported there (" +
                             (op.src[0] && op.src[0]->name ? op.src[0]->name : "") + ")");
-            // Inputs (and the destination, which views may partly keep) must be current here.
-            for (int s = 0; s < 3; ++s)
-                if (op.src[s] && !is_weight_op_input(op, s)) ensure_on(*op.src[s], d);
-            if (op.dst) ensure_on(*op.dst, d);
+            ensure_inputs_on(op, d);
             if (seg_device_ != d) {
                 flush();
                 seg_device_ = d;

@@ -86,6 +86,7 @@ private:
     bool drop_spares(int device);  // frees the device's unused spare mirrors; false if it had none
     void* device_ptr(const Tensor& t, int device);
     void ensure_on(const Tensor& t, int device);
+    void ensure_inputs_on(const Op& op, int device);
     void to_host_from(uintptr_t lo, uintptr_t hi, int from);
     void flush();
     Op translate(const Op& op, int device, Graph& g);
