@@ -195,7 +195,9 @@ bool mat_vec_staged_fits(const MatArgs& a) {
 // Prompt batches: 128 weight rows x 64 tokens per block of 8 warps (each 32 x 32), K in steps
 // of 64. Weights are decoded to fp16 in shared memory, activations rounded to fp16, products
 // accumulated in fp32 on the tensor cores. The next step's weights and activations are read
-// into registers while the tensor cores work on the current one.
+// into registers while the tensor cores work on the current one. 126-128 registers (ptxas,
+// sm_90; __launch_bounds__ asks for 2 blocks per SM): with one activation column of 16 tokens
+// per thread (16 row addresses kept across the K loop) it took 242, one block per SM.
 constexpr int kTileM = 128, kTileN = 64, kTileK = 64, kLdAB = kTileK + 8, kLdC = kTileM + 4;
 constexpr int kTcThreads = 256;
 constexpr int kAChunks = kTileM * (kTileK / 8) / kTcThreads;  // 8-value weight chunks per thread
@@ -204,49 +206,75 @@ constexpr size_t kTcSmemAB = sizeof(__half) * (size_t)(kTileM + kTileN) * kLdAB;
 constexpr size_t kTcSmemC = sizeof(float) * (size_t)kTileN * kLdC;
 constexpr size_t kTcSmem = kTcSmemAB > kTcSmemC ? kTcSmemAB : kTcSmemC;
 
+// A step's operands in registers, already rounded to fp16 (the values the shared-memory store
+// rounded before). Activations: thread tid takes 16 consecutive columns of one token (four
+// 16-byte loads from one row where rows are 16-byte aligned), where it took one column of 16
+// tokens (16 row addresses, 16 loads).
+struct TcStep {
+    __half2 w[kAChunks][4];  // weight chunk i: 8 values
+    __half2 x[8];            // token tid / 4, columns 16 (tid % 4) ...
+};
+static_assert(kBValues == 16 && kTileN * kTileK == 16 * kTcThreads, "16 activations per thread: 4 threads per token");
+
 template <class D>
 __device__ inline void tc_load(const MatArgs& a, const uint8_t* wbase, int64_t n0, int64_t t0, int64_t z, int64_t k0,
-                               float (&wv)[kAChunks][8], float (&xv)[kBValues]) {
+                               bool x16, TcStep& st) {
     const int tid = threadIdx.x;
 #pragma unroll
     for (int i = 0; i < kAChunks; ++i) {
         const int j = tid + i * kTcThreads;
         const int r = j / (kTileK / 8), ch = j % (kTileK / 8);
         const int64_t n = n0 + r, kk = k0 + ch * 8;
+        float wv[8];
         if (n < a.N && kk < a.K) {  // K is a multiple of 32, not always of the 64-wide step
-            D::decode8(wbase + n * a.w_row, kk / D::kBlockElems, (int)((kk % D::kBlockElems) / 8), wv[i]);
+            D::decode8(wbase + n * a.w_row, kk / D::kBlockElems, (int)((kk % D::kBlockElems) / 8), wv);
         } else {
 #pragma unroll
-            for (int e = 0; e < 8; ++e) wv[i][e] = 0.f;
+            for (int e = 0; e < 8; ++e) wv[e] = 0.f;
         }
+#pragma unroll
+        for (int e = 0; e < 8; e += 2) st.w[i][e / 2] = __floats2half2_rn(wv[e], wv[e + 1]);
+    }
+    const int t = tid / 4, c = (tid % 4) * 16;
+    float xv[16];
+    if (t0 + t < a.T && k0 + c < a.K) {  // (K is a multiple of 32: all 16 columns or none)
+        const float* xr = x_row_flat(a, z, t0 + t) + k0 + c;
+        if (x16) {
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const float4 v = reinterpret_cast<const float4*>(xr)[q];
+                xv[4 * q] = v.x;
+                xv[4 * q + 1] = v.y;
+                xv[4 * q + 2] = v.z;
+                xv[4 * q + 3] = v.w;
+            }
+        } else {
+#pragma unroll
+            for (int e = 0; e < 16; ++e) xv[e] = xr[e];
+        }
+    } else {
+#pragma unroll
+        for (int e = 0; e < 16; ++e) xv[e] = 0.f;
     }
 #pragma unroll
-    for (int i = 0; i < kBValues; ++i) {
-        const int j = tid + i * kTcThreads;
-        const int t = j / kTileK, kk = j % kTileK;
-        xv[i] = t0 + t < a.T && k0 + kk < a.K ? x_row_flat(a, z, t0 + t)[k0 + kk] : 0.f;
-    }
+    for (int e = 0; e < 16; e += 2) st.x[e / 2] = __floats2half2_rn(xv[e], xv[e + 1]);
 }
 
-__device__ inline void tc_store(__half* As, __half* Bs, const float (&wv)[kAChunks][8], const float (&xv)[kBValues]) {
+__device__ inline void tc_store(__half* As, __half* Bs, const TcStep& st) {
     const int tid = threadIdx.x;
 #pragma unroll
     for (int i = 0; i < kAChunks; ++i) {
         const int j = tid + i * kTcThreads;
         const int r = j / (kTileK / 8), ch = j % (kTileK / 8);
-#pragma unroll
-        for (int e = 0; e < 8; e += 2)
-            *reinterpret_cast<__half2*>(&As[r * kLdAB + ch * 8 + e]) = __floats2half2_rn(wv[i][e], wv[i][e + 1]);
+        *reinterpret_cast<uint4*>(&As[r * kLdAB + ch * 8]) = *reinterpret_cast<const uint4*>(st.w[i]);
     }
-#pragma unroll
-    for (int i = 0; i < kBValues; ++i) {
-        const int j = tid + i * kTcThreads;
-        Bs[(j / kTileK) * kLdAB + j % kTileK] = __float2half_rn(xv[i]);
-    }
+    uint4* b = reinterpret_cast<uint4*>(&Bs[(tid / 4) * kLdAB + (tid % 4) * 16]);
+    b[0] = *reinterpret_cast<const uint4*>(&st.x[0]);
+    b[1] = *reinterpret_cast<const uint4*>(&st.x[4]);
 }
 
 template <class D>
-__global__ void __launch_bounds__(kTcThreads) mat_tc_kernel(MatArgs a) {
+__global__ void __launch_bounds__(kTcThreads, 2) mat_tc_kernel(MatArgs a) {
     using namespace nvcuda;
     __shared__ __align__(128) unsigned char smem[kTcSmem];
     __half* As = reinterpret_cast<__half*>(smem);
@@ -263,14 +291,15 @@ __global__ void __launch_bounds__(kTcThreads) mat_tc_kernel(MatArgs a) {
 #pragma unroll
         for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.f);
     const uint8_t* wbase = a.w + z * a.w_z;
-    float wv[kAChunks][8];
-    float xv[kBValues];
-    tc_load<D>(a, wbase, n0, t0, z, 0, wv, xv);
+    // Rows 16-byte aligned: vector loads (uniform over the launch).
+    const bool x16 = ((reinterpret_cast<uintptr_t>(a.x) | a.x_t | a.x_z) & 15) == 0;
+    TcStep st;
+    tc_load<D>(a, wbase, n0, t0, z, 0, x16, st);
     for (int64_t k0 = 0; k0 < a.K; k0 += kTileK) {
         __syncthreads();  // the previous step's fragments are loaded
-        tc_store(As, Bs, wv, xv);
+        tc_store(As, Bs, st);
         __syncthreads();
-        if (k0 + kTileK < a.K) tc_load<D>(a, wbase, n0, t0, z, k0 + kTileK, wv, xv);
+        if (k0 + kTileK < a.K) tc_load<D>(a, wbase, n0, t0, z, k0 + kTileK, x16, st);
 #pragma unroll
         for (int kk = 0; kk < kTileK; kk += 16) {
             wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa[2];

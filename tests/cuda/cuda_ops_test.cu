@@ -673,13 +673,15 @@ void test_get_rows(cpu::ThreadPool& pool, Env& env, const QMat& W, const std::st
     });
 }
 
+// pad: activation rows K + pad floats apart (1: rows only 4-byte aligned, which the kernels'
+// 16-byte loads must not assume).
 void test_mul_mat(cpu::ThreadPool& pool, cpu::Scratch& cs, Env& env, const QMat& W, int64_t T, bool bias,
-                  const std::string& tname) {
+                  const std::string& tname, size_t pad = 8) {
     const int64_t K = W.K, N = W.rows;
     const std::string label = "mul_mat " + tname + " K=" + std::to_string(K) + " N=" + std::to_string(N) +
-                              " T=" + std::to_string(T) + (bias ? " +bias" : "");
+                              " T=" + std::to_string(T) + (bias ? " +bias" : "") + (pad % 4 ? " unaligned rows" : "");
     guarded("mul_mat", tname, label, [&] {
-        const size_t xs = (size_t)K + 8, ys = (size_t)N + 5;
+        const size_t xs = (size_t)K + pad, ys = (size_t)N + 5;
         const std::vector<float> x = activations(K, T, xs);
         std::vector<float> b((size_t)N);
         for (auto& v : b) v = rnd();
@@ -1155,6 +1157,7 @@ void test_weights(cpu::ThreadPool& pool, cpu::Scratch& cs, Env& env) {
                 if (W.q.empty()) continue;
                 if (N == 64) test_get_rows(pool, env, W, tname);
                 for (int64_t T : {1, 3, 8, 9, 33, 130}) test_mul_mat(pool, cs, env, W, T, N == 200 && T % 3 == 0, tname);
+                if (N == 200 && K0 == 256) test_mul_mat(pool, cs, env, W, 70, false, tname, 1);
             }
         }
         {
