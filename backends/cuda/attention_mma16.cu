@@ -41,7 +41,7 @@ constexpr int align128(int b) { return (b + 127) / 128 * 128; }
 // Shapes and dynamic shared memory (every region a multiple of 128 bytes) of one kernel form.
 // Latent: values are the first DV columns of the key rows (MLA), read with the keys.
 // Q8 (scaled forms: a q8_0 or bf16 cache): the tiles hold f16 codes (exact) and each (cell, 32
-// columns) scale as a float beside them (load_q8_tile, load_bf16_tile); see the kernel.
+// columns) scale as a float beside them (load_scaled_tile); see the kernel.
 template <int DK, int DV, bool Latent, bool Q8>
 struct Form {
     static constexpr int kLdK = DK + 8, kLdV = Latent ? kLdK : DV + 8;  // halves per row
@@ -61,48 +61,27 @@ struct Form {
     static_assert(kRows * kLdO * 4 <= kK + kV, "the output staging reuses the K / V tiles");
 };
 
-// A tile of q8_0 rows (D values each) into shared memory: the codes as f16 (exact), the scales as
-// floats [cell][block]; rows no query of the block sees are zeros (a free cell may hold anything).
-template <int D>
-__device__ inline void load_q8_tile(const uint8_t* base, int64_t nb2, int32_t c0, const int32_t* cell_any, __half* dst, int ld,
-                                    float* scales) {
-    constexpr int nb = D / 32;
-    for (int i = threadIdx.x; i < kTile * nb; i += kThreads) {
-        const int j = i / nb, b = i % nb;
-        __half* out = dst + j * ld + 32 * b;
-        if (!cell_any[j]) {
-            for (int e = 0; e < 32; e += 2) *reinterpret_cast<__half2*>(out + e) = __floats2half2_rn(0.0f, 0.0f);
-            scales[j * nb + b] = 0.0f;
-            continue;
-        }
-        const uint16_t* w = reinterpret_cast<const uint16_t*>(base + (int64_t)(c0 + j) * nb2 + 34 * b);  // f16 scale, 32 codes
-        scales[j * nb + b] = math::f16_to_f32(w[0]);
+// One 32-column block of a q8_0 row: its codes as f16 (exact) into out; returns its scale.
+struct Q8Block {
+    __device__ float operator()(const uint8_t* row, int b, __half* out) const {
+        const uint16_t* w = reinterpret_cast<const uint16_t*>(row + 34 * b);  // f16 scale, 32 codes
         for (int e = 0; e < 16; ++e) {
             const uint16_t two = w[1 + e];
             *reinterpret_cast<__half2*>(out + 2 * e) =
                 __floats2half2_rn((float)(int8_t)(uint8_t)(two & 0xffu), (float)(int8_t)(uint8_t)(two >> 8));
         }
+        return math::f16_to_f32(w[0]);
     }
-}
+};
 
-// A tile of bf16 rows the same way: per (cell, 32 columns) a power of two 2^-e brings the
-// block's largest magnitude to [2^14, 2^15), where f16 holds every bf16 value exactly (8
-// significant bits of f16's 11); values below 2^-28 of that largest one lose bits in f16's
-// subnormals or vanish (beyond float-level: 2^-24). Codes v x 2^e (exact), scale 2^-e; a
-// block with an infinity or NaN keeps scale 1 and its values (they decide the result).
-template <int D>
-__device__ inline void load_bf16_tile(const uint8_t* base, int64_t nb2, int32_t c0, const int32_t* cell_any, __half* dst,
-                                      int ld, float* scales) {
-    constexpr int nb = D / 32;
-    for (int i = threadIdx.x; i < kTile * nb; i += kThreads) {
-        const int j = i / nb, b = i % nb;
-        __half* out = dst + j * ld + 32 * b;
-        if (!cell_any[j]) {
-            for (int e = 0; e < 32; e += 2) *reinterpret_cast<__half2*>(out + e) = __floats2half2_rn(0.0f, 0.0f);
-            scales[j * nb + b] = 0.0f;
-            continue;
-        }
-        const uint16_t* w = reinterpret_cast<const uint16_t*>(base + (int64_t)(c0 + j) * nb2) + 32 * b;
+// One 32-column block of a bf16 row: a power of two 2^-e brings the block's largest magnitude
+// to [2^14, 2^15), where f16 holds every bf16 value exactly (8 significant bits of f16's 11);
+// values below 2^-28 of that largest one lose bits in f16's subnormals or vanish (beyond float
+// level: 2^-24). Codes v x 2^e (exact), scale 2^-e; a block with an infinity or NaN keeps
+// scale 1 and its values (they decide the result).
+struct Bf16Block {
+    __device__ float operator()(const uint8_t* row, int b, __half* out) const {
+        const uint16_t* w = reinterpret_cast<const uint16_t*>(row) + 32 * b;
         float mx = 0.0f;
         bool finite = true;
         for (int e = 0; e < 32; ++e) {
@@ -111,10 +90,29 @@ __device__ inline void load_bf16_tile(const uint8_t* base, int64_t nb2, int32_t 
             mx = fmaxf(mx, v);
         }
         const int ex = finite && mx > 0.0f ? 14 - ilogbf(mx) : 0;
-        scales[j * nb + b] = ldexpf(1.0f, -ex);
         for (int e = 0; e < 32; e += 2)
             *reinterpret_cast<__half2*>(out + e) =
                 __floats2half2_rn(ldexpf(math::bf16_to_f32(w[e]), ex), ldexpf(math::bf16_to_f32(w[e + 1]), ex));
+        return ldexpf(1.0f, -ex);
+    }
+};
+
+// A tile of rows of D values (q8_0 or bf16: Block) into shared memory: f16 codes, and the scale
+// of each (cell, 32 columns) as a float [cell][block]; rows no query of the block sees are zeros
+// (a free cell may hold anything).
+template <int D, class Block>
+__device__ inline void load_scaled_tile(const uint8_t* base, int64_t nb2, int32_t c0, const int32_t* cell_any, __half* dst,
+                                        int ld, float* scales) {
+    constexpr int nb = D / 32;
+    for (int i = threadIdx.x; i < kTile * nb; i += kThreads) {
+        const int j = i / nb, b = i % nb;
+        __half* out = dst + j * ld + 32 * b;
+        if (!cell_any[j]) {
+            for (int e = 0; e < 32; e += 2) *reinterpret_cast<__half2*>(out + e) = __floats2half2_rn(0.0f, 0.0f);
+            scales[j * nb + b] = 0.0f;
+            continue;
+        }
+        scales[j * nb + b] = Block{}(base + (int64_t)(c0 + j) * nb2, b, out);
     }
 }
 
@@ -201,11 +199,11 @@ __global__ void __launch_bounds__(kThreads) attention_mma16_kernel(AttnArgs a, i
         // Rows no query of the block sees are zeros (a free cell may hold anything).
         if constexpr (Q8) {
             if (a.k_type == quant::T_BF16) {  // (uniform; K and V alike: launch_attention_mma16)
-                load_bf16_tile<DK>(kbase, a.k_nb2, c0, cell_any, ks, kLdK, kd);
-                if constexpr (!Latent) load_bf16_tile<DV>(vbase, a.v_nb2, c0, cell_any, vs, kLdV, vd);
+                load_scaled_tile<DK, Bf16Block>(kbase, a.k_nb2, c0, cell_any, ks, kLdK, kd);
+                if constexpr (!Latent) load_scaled_tile<DV, Bf16Block>(vbase, a.v_nb2, c0, cell_any, vs, kLdV, vd);
             } else {
-                load_q8_tile<DK>(kbase, a.k_nb2, c0, cell_any, ks, kLdK, kd);
-                if constexpr (!Latent) load_q8_tile<DV>(vbase, a.v_nb2, c0, cell_any, vs, kLdV, vd);
+                load_scaled_tile<DK, Q8Block>(kbase, a.k_nb2, c0, cell_any, ks, kLdK, kd);
+                if constexpr (!Latent) load_scaled_tile<DV, Q8Block>(vbase, a.v_nb2, c0, cell_any, vs, kLdV, vd);
             }
         } else {
         constexpr int kPieces = DK / 8;
