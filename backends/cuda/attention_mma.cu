@@ -23,6 +23,7 @@
 
 #include "attention_args.cuh"
 #include "attention_mma_common.cuh"
+#include "launch.cuh"
 #include "warp_reduce.cuh"
 #include "quant/type_traits.h"
 
@@ -56,11 +57,16 @@ template <int D>
 __global__ void __launch_bounds__(kThreads) attention_mma_kernel(AttnArgs a, int64_t T, int tokens_per_block) {
     using S = Smem<D>;
     constexpr int kSteps = D / 16;
-    __shared__ __align__(128) unsigned char mem[S::kUnion];
-    __shared__ __align__(128) float rowmap[16 * 16];  // element (r, c) = r: the accumulators' rows
-    __shared__ float alpha[kRows], row_sf[kRows], row_l[kRows];
-    __shared__ int32_t row_pos[kRows], row_seq[kRows], row_token[kRows];
-    __shared__ int32_t cell_pos_s[kTile], cell_any[kTile];
+    IKLLM_SHARED_ALIGNED(128, unsigned char, mem, [S::kUnion]);
+    IKLLM_SHARED_ALIGNED(128, float, rowmap, [16 * 16]);  // element (r, c) = r: the accumulators' rows
+    IKLLM_SHARED(float, alpha, [kRows]);
+    IKLLM_SHARED(float, row_sf, [kRows]);
+    IKLLM_SHARED(float, row_l, [kRows]);
+    IKLLM_SHARED(int32_t, row_pos, [kRows]);
+    IKLLM_SHARED(int32_t, row_seq, [kRows]);
+    IKLLM_SHARED(int32_t, row_token, [kRows]);
+    IKLLM_SHARED(int32_t, cell_pos_s, [kTile]);
+    IKLLM_SHARED(int32_t, cell_any, [kTile]);
 
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     const int64_t g = blockIdx.y, t0 = (int64_t)blockIdx.x * tokens_per_block;

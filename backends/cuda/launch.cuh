@@ -15,3 +15,12 @@
 #ifndef IKLLM_DYN_SHARED  // (the host emulation maps it to its per-launch buffer)
 #define IKLLM_DYN_SHARED(type, name) extern __shared__ __align__(16) type name[]
 #endif
+
+// A kernel's static shared memory: IKLLM_SHARED(type, name, dims) declares `__shared__ type name dims`,
+// IKLLM_SHARED_ALIGNED(n, type, name, dims) the same n-byte aligned. (The host emulation gives each
+// declaration a host array of its own, which a test schedule fills with garbage as each block starts:
+// the device leaves shared memory undefined; tests/cuda/emu_cuda.h.)
+#ifndef IKLLM_SHARED
+#define IKLLM_SHARED(type, name, dims) __shared__ type name dims
+#define IKLLM_SHARED_ALIGNED(n, type, name, dims) __shared__ __align__(n) type name dims
+#endif

@@ -4,6 +4,7 @@
 #pragma once
 #include "expert_groups.cuh"
 #include "int8_codes.cuh"
+#include "launch.cuh"
 #include "matmul_kernels.cuh"
 #include "warp_reduce.cuh"
 
@@ -86,13 +87,13 @@ template <class C, int S = 1>
 __global__ void __launch_bounds__(kThreads) mat_mma_int8_kernel(MatArgs a) {
     constexpr int kSub = S, kBK = Step<S>::kBK, kStride = Step<S>::kStride, kChunks = Step<S>::kChunks,
                   kPieces = Step<S>::kPieces;
-    __shared__ __align__(16) uint8_t As[kBM * kStride];
-    __shared__ __align__(16) uint8_t Bs[kBN * kStride];
-    __shared__ float Ws[kBM][2 * kSub];  // weight scale per 16 values of the step
-    __shared__ float Wb[kBM][kSub];      // weight bias per 32 values (types with a bias)
-    __shared__ float Xd[kBN][kSub];      // activation scale per 32 values, per token
-    __shared__ float Xs[kBN][kSub];      // activation scale x code sum (types with a bias)
-    __shared__ int Xi[kBN][kSub];        // activation code sum (kSymAccum)
+    IKLLM_SHARED_ALIGNED(16, uint8_t, As, [kBM * kStride]);
+    IKLLM_SHARED_ALIGNED(16, uint8_t, Bs, [kBN * kStride]);
+    IKLLM_SHARED(float, Ws, [kBM][2 * kSub]);  // weight scale per 16 values of the step
+    IKLLM_SHARED(float, Wb, [kBM][kSub]);      // weight bias per 32 values (types with a bias)
+    IKLLM_SHARED(float, Xd, [kBN][kSub]);      // activation scale per 32 values, per token
+    IKLLM_SHARED(float, Xs, [kBN][kSub]);      // activation scale x code sum (types with a bias)
+    IKLLM_SHARED(int, Xi, [kBN][kSub]);        // activation code sum (kSymAccum)
     constexpr bool kSums = C::kHasBias || C::kSymAccum;
     constexpr int row_chunks = kBK / 8;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "launch.cuh"
 #include "matmul_kernels.cuh"
 #include "warp_reduce.cuh"
 
@@ -34,7 +35,7 @@ __device__ inline void block_rows(const MatArgs& a, const uint8_t* wz, int64_t n
 // valid tokens and the rows below N (+ bias; and y_res = y + res when set). Called by the whole block.
 template <int R, int NT>
 __device__ inline void reduce_store(const MatArgs& a, float (&acc)[R][NT], int64_t n0, int64_t t0, int64_t z, int nt) {
-    __shared__ float part[kVecWarps][R * NT];
+    IKLLM_SHARED(float, part, [kVecWarps][R * NT]);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 #pragma unroll
     for (int r = 0; r < R; ++r)

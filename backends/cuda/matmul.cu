@@ -12,6 +12,7 @@
 #include "block_decode.cuh"
 #include "cuda_ops.cuh"
 #include "expert_groups.cuh"
+#include "launch.cuh"
 #include "mat_vec_common.cuh"
 #include "matmul_kernels.cuh"
 
@@ -276,7 +277,7 @@ __device__ inline void tc_store(__half* As, __half* Bs, const TcStep& st) {
 template <class D>
 __global__ void __launch_bounds__(kTcThreads, 2) mat_tc_kernel(MatArgs a) {
     using namespace nvcuda;
-    __shared__ __align__(128) unsigned char smem[kTcSmem];
+    IKLLM_SHARED_ALIGNED(128, unsigned char, smem, [kTcSmem]);
     __half* As = reinterpret_cast<__half*>(smem);
     __half* Bs = As + kTileM * kLdAB;
     float* Cs = reinterpret_cast<float*>(smem);  // reused for the epilogue

@@ -21,6 +21,7 @@
 
 #include "attention_args.cuh"
 #include "cuda_ops.cuh"
+#include "launch.cuh"
 #include "op_math.cuh"
 #include "warp_reduce.cuh"
 #include "quant/type_traits.h"
@@ -83,9 +84,9 @@ __device__ __forceinline__ float qk_dot(const float* qs, uint32_t type, const ui
 template <int DVT>  // value dimensions per thread: d_v <= 128 * DVT
 __global__ void __launch_bounds__(kAttnThreads) attention_split_kernel(AttnArgs a, int n_splits, int split_cells,
                                                                        float* partial) {
-    __shared__ float qs[kMaxDk];
-    __shared__ float sc[kChunk];
-    __shared__ float red[kAttnThreads / 32];
+    IKLLM_SHARED(float, qs, [kMaxDk]);
+    IKLLM_SHARED(float, sc, [kChunk]);
+    IKLLM_SHARED(float, red, [kAttnThreads / 32]);
     const int tid = threadIdx.x;
     const int64_t t = blockIdx.x, h = blockIdx.y, sp = blockIdx.z;
     const int64_t g = h / a.group;

@@ -37,8 +37,8 @@ __global__ void rms_norm_kernel(View x, View y, const float* gain, float eps, Ac
         const double v = (double)in[i];
         sum += v * v;
     }
-    __shared__ double part[32];
-    __shared__ float s_scale;
+    IKLLM_SHARED(double, part, [32]);
+    IKLLM_SHARED(float, s_scale, );
     sum = warp_sum(sum);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (lane == 0) part[warp] = sum;

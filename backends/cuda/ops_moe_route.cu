@@ -16,6 +16,7 @@
 #include <string>
 
 #include "cuda_ops.cuh"
+#include "launch.cuh"
 #include "op_math.cuh"
 #include "quant/type_traits.h"
 
@@ -48,13 +49,14 @@ __global__ void moe_route_kernel(RouteArgs a) {
     IKLLM_DYN_SHARED(float, sh);
     float* prob = sh;              // [n_exp]
     float* sel = sh + a.n_exp;     // [n_exp]
-    __shared__ float s_mx, s_inv;
+    IKLLM_SHARED(float, s_mx, );
+    IKLLM_SHARED(float, s_inv, );
     const int64_t t = blockIdx.x;
     const float* z = reinterpret_cast<const float*>(a.logits + t * a.logits_nb1);
     const int n = a.n_exp;
 
-    __shared__ uint32_t taken[kMaxExperts / 32];
-    __shared__ int32_t chosen_sh[kMaxK];
+    IKLLM_SHARED(uint32_t, taken, [kMaxExperts / 32]);
+    IKLLM_SHARED(int32_t, chosen_sh, [kMaxK]);
     for (int w = threadIdx.x; w < (n + 31) / 32; w += blockDim.x) taken[w] = 0;
     if (a.softmax) {
         // The CPU's max (mx < z ? z : mx from z[0]): NaN only when z[0] is; else the largest

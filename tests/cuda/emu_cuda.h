@@ -22,6 +22,11 @@
 #include <memory>
 #include <map>
 #include <mutex>
+#include <new>
+#include <random>
+#include <string>
+#include <algorithm>
+#include <cstdlib>
 #include <tuple>
 #include <type_traits>
 #include <ucontext.h>
@@ -194,10 +199,83 @@ inline void fiber_main() {
     g_current->done = true;
 }
 #endif
+// Test-only perturbations of the schedule, IKLLM_CUDA_EMU_SCHEDULE = a comma list of
+//   reverse     threads of a block and blocks of a grid run last-first,
+//   shuffle[=S] in a fresh random order (seed S) per pass over a block's threads and per grid,
+//   poison      shared memory (static and dynamic) holds 0xFF bytes when each block starts.
+// The device promises no order between a block's threads from one barrier to the next, nor between
+// blocks, and leaves shared memory undefined: a missing barrier, a kernel that relies on its blocks'
+// order or reads shared memory it never wrote passes in the default schedule (threads first-last,
+// up to their next barrier; shared memory zeroed per launch) and fails in one of these.
+struct Schedule {
+    bool reverse = false, shuffle = false, poison = false;
+    uint64_t seed = 1;
+};
+inline const Schedule& schedule() {
+    static const Schedule s = [] {
+        Schedule r;
+        const char* e = std::getenv("IKLLM_CUDA_EMU_SCHEDULE");
+        for (const char* p = e ? e : ""; *p;) {
+            const char* end = std::strchr(p, ',');
+            const std::string word(p, end ? (size_t)(end - p) : std::strlen(p));
+            if (word == "reverse") r.reverse = true;
+            else if (word == "poison") r.poison = true;
+            else if (word.rfind("shuffle", 0) == 0) {
+                r.shuffle = true;
+                if (word.size() > 8 && word[7] == '=') r.seed = std::strtoull(word.c_str() + 8, nullptr, 10);
+            }
+            p = end ? end + 1 : p + word.size();
+        }
+        return r;
+    }();
+    return s;
+}
+inline std::mt19937_64& schedule_rng() {
+    static std::mt19937_64 rng(schedule().seed);
+    return rng;
+}
+// The order of one pass over n items (threads of a block, blocks of a grid).
+inline void schedule_order(std::vector<uint32_t>& order, size_t n) {
+    order.resize(n);
+    for (size_t i = 0; i < n; ++i) order[i] = (uint32_t)(schedule().reverse ? n - 1 - i : i);
+    if (schedule().shuffle) std::shuffle(order.begin(), order.end(), schedule_rng());
+}
+// The kernels' static shared memory (IKLLM_SHARED, below): one host array per declaration (and
+// per instantiation of a template kernel), kept for the process, listed so that "poison" reaches it.
+struct SharedArea {
+    char* data;
+    size_t bytes;
+};
+inline std::mutex& shared_areas_mutex() {
+    static std::mutex m;
+    return m;
+}
+inline std::vector<SharedArea>& shared_areas() {
+    static std::vector<SharedArea> v;
+    return v;
+}
+template <class T>
+T& new_shared(size_t align) {
+    static_assert(std::is_trivially_default_constructible<std::remove_all_extents_t<T>>::value,
+                  "shared memory holds plain data");
+    char* p = static_cast<char*>(::operator new(sizeof(T), std::align_val_t(std::max(align, alignof(T)))));
+    std::memset(p, 0, sizeof(T));
+    std::lock_guard<std::mutex> lock(shared_areas_mutex());
+    shared_areas().push_back({p, sizeof(T)});
+    return *reinterpret_cast<T*>(p);
+}
+inline std::vector<char> g_dyn_shared;  // the launch's dynamic shared memory (extern __shared__)
+inline void poison_shared() {
+    std::memset(g_dyn_shared.data(), 0xFF, g_dyn_shared.size());
+    std::lock_guard<std::mutex> lock(shared_areas_mutex());
+    for (const SharedArea& a : shared_areas()) std::memset(a.data, 0xFF, a.bytes);
+}
+
 // One block: every fiber from the start of the kernel to its end. (Kept out of launch(): locals
 // that live across it would draw -Wclobbered: getcontext counts as returns-twice.)
 [[gnu::noinline]] inline void run_block(Block& b, std::vector<Fiber>& fibers, char* stacks, size_t stack_bytes) {
     tl_block = &b;
+    if (schedule().poison) poison_shared();
     for (size_t t = 0; t < fibers.size(); ++t) {
         Fiber& f = fibers[t];
         f.tid = dim3((unsigned)t, 0, 0);
@@ -213,8 +291,11 @@ inline void fiber_main() {
         makecontext(&f.ctx, fiber_main, 0);
 #endif
     }
-    for (size_t left = fibers.size(); left > 0;)
-        for (Fiber& f : fibers) {
+    static std::vector<uint32_t> order;
+    for (size_t left = fibers.size(); left > 0;) {
+        schedule_order(order, fibers.size());
+        for (const uint32_t t : order) {
+            Fiber& f = fibers[t];
             if (f.done) continue;
             g_current = &f;
             tl_tid = f.tid;
@@ -225,6 +306,7 @@ inline void fiber_main() {
 #endif
             left -= f.done;
         }
+    }
 }
 
 template <class To, class From>
@@ -241,8 +323,7 @@ inline float uint_as_float(uint32_t u) {
     return f;
 }
 
-inline dim3 g_grid;                   // gridDim of the running launch
-inline std::vector<char> g_dyn_shared;  // the launch's dynamic shared memory (extern __shared__)
+inline dim3 g_grid;  // gridDim of the running launch
 template <class T>
 T* dyn_shared() {
     return reinterpret_cast<T*>(g_dyn_shared.data());
@@ -265,14 +346,14 @@ void launch(dim3 grid, int threads, F kernel, size_t shared_bytes = 0) {
         stack_threads = threads;
     }
     std::vector<Fiber> fibers((size_t)threads);
-    for (unsigned bz = 0; bz < grid.z; ++bz)
-        for (unsigned by = 0; by < grid.y; ++by)
-            for (unsigned bx = 0; bx < grid.x; ++bx) {
-                Block b(threads);
-                b.idx = dim3(bx, by, bz);
-                b.dim = dim3(threads, 1, 1);
-                run_block(b, fibers, stacks.get(), kStack);
-            }
+    std::vector<uint32_t> blocks;
+    schedule_order(blocks, (size_t)grid.x * grid.y * grid.z);
+    for (const uint32_t i : blocks) {
+        Block b(threads);
+        b.idx = dim3(i % grid.x, i / grid.x % grid.y, i / grid.x / grid.y);
+        b.dim = dim3(threads, 1, 1);
+        run_block(b, fibers, stacks.get(), kStack);
+    }
 }
 
 // ---- launches through IKLLM_LAUNCH (the emulated backend) ------------------------------------
@@ -349,7 +430,11 @@ Launcher<P...> launcher(dim3 grid, dim3 block, size_t shared, cudaStream_t strea
 #undef __align__
 #define __global__
 #define __device__
-#define __shared__ static
+// Static shared memory is declared with IKLLM_SHARED (backends/cuda/launch.cuh); a plain __shared__
+// would be a static the emulation cannot reach, and fails to compile here.
+#define __shared__ IKLLM_declare_shared_memory_with_IKLLM_SHARED
+#define IKLLM_SHARED(type, name, dims) IKLLM_SHARED_ALIGNED(alignof(type), type, name, dims)
+#define IKLLM_SHARED_ALIGNED(n, type, name, dims) static auto& name = ::emu::new_shared<type dims>(n)
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
 #define threadIdx (::emu::tl_tid)
