@@ -99,11 +99,13 @@ constexpr int kStages = 4;
 constexpr int kStageValues = 1024;  // a multiple of every block size (<= 256)
 constexpr int kStagedRows = 4;
 
-#ifdef IKLLM_CUDA_EMULATION  // (host emulation: a plain copy, complete at once)
-inline void cp_async16(void* smem, const void* gmem) { memcpy(smem, gmem, 16); }
-inline void cp_async_commit() {}
+#ifdef IKLLM_CUDA_EMULATION  // (host emulation: the copies land at the wait, tests/cuda/emu_cuda.h)
+inline void cp_async16(void* smem, const void* gmem) { ::emu::cp_async16(smem, gmem); }
+inline void cp_async_commit() { ::emu::cp_async_commit(); }
 template <int N>
-inline void cp_async_wait() {}
+inline void cp_async_wait() {
+    ::emu::cp_async_wait(N);
+}
 #else
 __device__ inline void cp_async16(void* smem, const void* gmem) {
     const unsigned s = (unsigned)__cvta_generic_to_shared(smem);

@@ -18,6 +18,7 @@
 #endif
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <map>
@@ -98,15 +99,27 @@ private:
     uint64_t gen_ = 0;
 };
 
+// One 16-byte cp.async of a thread, not yet landed.
+struct AsyncCopy {
+    void* dst;
+    const void* src;
+};
+// A thread's cp.async groups: committed ones (oldest first) and the open one.
+struct AsyncGroups {
+    std::deque<std::vector<AsyncCopy>> committed;
+    std::vector<AsyncCopy> open;
+};
+
 struct Block {
     dim3 idx, dim;
     Barrier block;
+    std::vector<AsyncGroups> async;  // per thread
     std::vector<std::unique_ptr<Barrier>> warps;
     // Per lane exchange words, 4 per thread, in two buffers used in turn by a warp's exchanges:
     // one warp barrier per exchange then suffices (a lane writes a buffer again only after the
     // next exchange's barrier, which every lane reaches after reading this one).
     std::vector<uint32_t> slot;
-    explicit Block(int threads) : block(threads), slot(8 * (size_t)threads) {
+    explicit Block(int threads) : block(threads), async((size_t)threads), slot(8 * (size_t)threads) {
         for (int w = 0; w < threads / 32; ++w) warps.push_back(std::make_unique<Barrier>(32));
     }
 };
@@ -171,6 +184,25 @@ inline void mma_s8_16816(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t b0) {
         for (int k = 0; k < 16; ++k) acc += A(row, k) * B(k, col);
         c[e] += acc;
     }
+}
+
+// cp.async.cg 16 bytes: both addresses must be 16-byte aligned (the device faults otherwise), and the
+// data is only guaranteed in shared memory after a cp.async.wait_group that covers its group -- so
+// here it lands exactly then, never earlier (a read before the wait sees the old bytes).
+inline void cp_async16(void* dst, const void* src) {
+    if ((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) % 16 != 0) __builtin_trap();
+    tl_block->async[tl_tid.x].open.push_back({dst, src});
+}
+inline void cp_async_commit() {
+    AsyncGroups& g = tl_block->async[tl_tid.x];
+    g.committed.push_back(std::move(g.open));
+    g.open.clear();
+}
+// cp.async.wait_group n: all but the n newest committed groups have landed.
+inline void cp_async_wait(int n) {
+    AsyncGroups& g = tl_block->async[tl_tid.x];
+    for (; (int)g.committed.size() > n; g.committed.pop_front())
+        for (const AsyncCopy& c : g.committed.front()) std::memcpy(c.dst, c.src, 16);
 }
 
 inline const std::function<void()>* g_kernel = nullptr;
