@@ -13,7 +13,14 @@
 //
 // Streams run their work at once, in issue order, on the calling thread -- except while a
 // stream is being captured: then launches, copies and memsets are recorded into the graph, and
-// run when an executable graph made from it is launched. cudaGraphExecUpdate accepts a graph
+// run when an executable graph made from it is launched. With IKLLM_CUDA_EMU_SCHEDULE containing
+// "deferred" a created stream's work waits instead until the latest moment the device could leave
+// it: a synchronizing call (cudaStreamSynchronize, cudaDeviceSynchronize, cudaFree and the other
+// calls that wait for the device, a copy to pageable host memory on that stream). A pinned host
+// buffer is read or written when its copy runs, a pageable source is taken at the call, as the
+// driver stages it. So host code that reuses a pinned buffer before its copy is done, or reads a
+// result before waiting, or mixes the legacy stream's synchronous calls (cudaMemcpy, cudaMemset) with
+// the backend's non-blocking stream without a wait, gets wrong data here, as it may on a device. cudaGraphExecUpdate accepts a graph
 // with the same sequence of nodes (same kernels, same kinds of copies), as the device does for
 // a topology-preserving update, and refuses any other.
 #include <cuda_runtime.h>
@@ -21,10 +28,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <string>
@@ -132,11 +141,25 @@ bool copy_ok(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
     }
 }
 
+// Page-locked host memory (cudaMallocHost, cudaHostRegister): copies to and from it run
+// asynchronously; other host memory is staged by the driver.
+bool pinned(const void* p, size_t n) {
+    const Allocation* a = rt().find(p, n);
+    if (a) return a->device < 0;
+    std::lock_guard<std::mutex> lock(rt().mu);
+    const uintptr_t lo = reinterpret_cast<uintptr_t>(p);
+    auto it = rt().registered.upper_bound(lo);
+    if (it == rt().registered.begin()) return false;
+    --it;
+    return lo + n <= it->first + it->second;
+}
+
 }  // namespace
 
 struct CUstream_st {
     bool capturing = false;
     std::vector<Node> nodes;
+    std::vector<std::function<void()>> pending;  // deferred work, oldest first
 };
 struct CUgraph_st {
     std::vector<Node> nodes;
@@ -150,10 +173,47 @@ struct CUevent_st {
 
 namespace {
 
-// Work on a capturing stream is recorded; anything else runs now.
+// The streams with deferred work (schedule "deferred"), and the lock over their queues.
+std::recursive_mutex& streams_mutex() {
+    static std::recursive_mutex m;
+    return m;
+}
+std::vector<cudaStream_t>& live_streams() {
+    static std::vector<cudaStream_t> v;
+    return v;
+}
+bool deferred() {
+    static const bool d = [] {
+        const char* e = std::getenv("IKLLM_CUDA_EMU_SCHEDULE");
+        return e && std::strstr(e, "deferred") != nullptr;
+    }();
+    return d;
+}
+
+// Runs a stream's deferred work (in order; work issued while it runs waits for the next flush).
+void flush(cudaStream_t s) {
+    if (!s) return;
+    std::lock_guard<std::recursive_mutex> lock(streams_mutex());
+    std::vector<std::function<void()>> work;
+    work.swap(s->pending);
+    for (const auto& w : work) w();
+}
+void flush_all() {
+    std::lock_guard<std::recursive_mutex> lock(streams_mutex());
+    for (cudaStream_t s : live_streams()) flush(s);
+}
+
+// Work on a capturing stream is recorded, on a created stream in the deferred schedule queued;
+// anything else runs now.
 bool capture(cudaStream_t s, const void* key, const std::function<void()>& work) {
-    if (!s || !s->capturing) return false;
-    s->nodes.push_back({key, work});
+    if (!s) return false;
+    if (s->capturing) {
+        s->nodes.push_back({key, work});
+        return true;
+    }
+    if (!deferred()) return false;
+    std::lock_guard<std::recursive_mutex> lock(streams_mutex());
+    s->pending.push_back(work);
     return true;
 }
 
@@ -305,7 +365,11 @@ cudaError_t release(void* p, bool device) {
     return cudaSuccess;
 }
 }  // namespace
-cudaError_t cudaFree(void* p) { return release(p, true); }
+// cudaFree, cudaFreeHost and cudaHostUnregister wait for the device's work first.
+cudaError_t cudaFree(void* p) {
+    flush_all();
+    return release(p, true);
+}
 // Page-locking existing host memory: tracked only (the emulation copies from anywhere), with the
 // driver's refusals: an empty range, one overlapping a registered range, unregistering what was
 // not registered. Ranges still registered at exit are reported (a missing cudaHostUnregister).
@@ -323,12 +387,16 @@ cudaError_t cudaHostRegister(void* p, size_t bytes, unsigned int flags) {
     return cudaSuccess;
 }
 cudaError_t cudaHostUnregister(void* p) {
+    flush_all();
     Runtime& r = rt();
     std::lock_guard<std::mutex> lock(r.mu);
     if (!r.registered.erase(reinterpret_cast<uintptr_t>(p))) return fail(cudaErrorHostMemoryNotRegistered);
     return cudaSuccess;
 }
-cudaError_t cudaFreeHost(void* p) { return release(p, false); }
+cudaError_t cudaFreeHost(void* p) {
+    flush_all();
+    return release(p, false);
+}
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
     if (check_guards() != cudaSuccess) return cudaErrorIllegalAddress;
@@ -336,11 +404,31 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind
     if (n) std::memmove(dst, src, n);
     return cudaSuccess;
 }
+namespace {
+// An asynchronous copy of `height` rows of `width` bytes. While the stream is not captured: a
+// pageable source is taken now (the driver stages it before returning), a copy to pageable host
+// memory has finished when the call returns (with the stream's earlier work).
+cudaError_t copy_async(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                       cudaMemcpyKind kind, cudaStream_t s) {
+    const size_t span = height ? spitch * (height - 1) + width : 0;
+    const bool staged_src = kind == cudaMemcpyHostToDevice && s && !s->capturing && !pinned(src, span);
+    const bool wait = kind == cudaMemcpyDeviceToHost && s && !s->capturing && !pinned(dst, dpitch * (height ? height - 1 : 0) + width);
+    std::shared_ptr<std::vector<char>> copy;
+    if (staged_src && deferred()) {
+        copy = std::make_shared<std::vector<char>>(static_cast<const char*>(src), static_cast<const char*>(src) + span);
+        src = copy->data();
+    }
+    run_or_record(s, &g_copy_tag, [=, staged = std::move(copy)] {
+        for (size_t r = 0; r < height; ++r)
+            std::memmove(static_cast<char*>(dst) + dpitch * r, static_cast<const char*>(src) + spitch * r, width);
+    });
+    if (wait) flush(s);
+    return cudaSuccess;
+}
+}  // namespace
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t s) {
     if (!copy_ok(dst, src, n, kind)) return fail(cudaErrorInvalidValue);
-    return run_or_record(s, &g_copy_tag, [=] {
-        if (n) std::memmove(dst, src, n);
-    });
+    return copy_async(dst, n, src, n, n, n ? 1 : 0, kind, s);
 }
 cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
                               cudaMemcpyKind kind, cudaStream_t s) {
@@ -348,10 +436,7 @@ cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t 
                    !copy_ok(static_cast<char*>(dst) + dpitch * (height - 1),
                             static_cast<const char*>(src) + spitch * (height - 1), width, kind)))
         return fail(cudaErrorInvalidValue);
-    return run_or_record(s, &g_copy_tag, [=] {
-        for (size_t r = 0; r < height; ++r)
-            std::memmove(static_cast<char*>(dst) + dpitch * r, static_cast<const char*>(src) + spitch * r, width);
-    });
+    return copy_async(dst, dpitch, src, spitch, width, height, kind, s);
 }
 cudaError_t cudaMemset(void* p, int value, size_t n) {
     if (n && !on_device(p, n)) return fail(cudaErrorInvalidValue);
@@ -365,17 +450,29 @@ cudaError_t cudaMemsetAsync(void* p, int value, size_t n, cudaStream_t s) {
 
 // ---- streams, events, graphs ----------------------------------------------------------------
 
-cudaError_t cudaDeviceSynchronize() { return check_guards(); }
+cudaError_t cudaDeviceSynchronize() {
+    flush_all();
+    return check_guards();
+}
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) {
     *s = new CUstream_st;
+    std::lock_guard<std::recursive_mutex> lock(streams_mutex());
+    live_streams().push_back(*s);
     return cudaSuccess;
 }
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
+    if (!s) return cudaSuccess;
+    flush(s);  // (the device finishes a destroyed stream's work)
+    std::lock_guard<std::recursive_mutex> lock(streams_mutex());
+    auto& v = live_streams();
+    v.erase(std::remove(v.begin(), v.end(), s), v.end());
     delete s;
     return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
-    return s && s->capturing ? fail(cudaErrorStreamCaptureUnsupported) : check_guards();
+    if (s && s->capturing) return fail(cudaErrorStreamCaptureUnsupported);
+    flush(s);
+    return check_guards();
 }
 cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode) {
     if (!s || s->capturing) return fail(cudaErrorInvalidValue);
@@ -416,7 +513,7 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) {
 }
 cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s) {
     if (s && s->capturing) return fail(cudaErrorStreamCaptureUnsupported);
-    for (const Node& n : e->nodes) n.work();
+    for (const Node& n : e->nodes) run_or_record(s, n.key, n.work);
     return cudaSuccess;
 }
 cudaError_t cudaEventCreate(cudaEvent_t* e) {
