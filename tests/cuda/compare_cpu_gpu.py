@@ -11,6 +11,9 @@ reference-data 'quant' class). With activations rounded like the CPU's (act_roun
 Prints one line per placement; exit 1 if any fails.
 --cpu-args "ARGS": extra arguments of the CPU run only (e.g. "--no-repack": a row-interleaved file multiplied in
 its stored form, whose numerics the GPU follows for such tensors, instead of this CPU's faster layout).
+--loose: rms_rel <= 0.1, top1 >= 0.8, mean KL <= 2e-2 -- for deep random-weight models of real shapes (the
+benchmark models), where rounding differences grow over 32+ layers; still far from the ~1.4 of unrelated logits,
+NaN or a crash, which is what such a run is there to catch.
 --steps-info: the single-token steps are printed but not judged. For the IQ*_K / IQ*_KS / IQ4_XS / *_KT types
 the CPU follows the reference engine's numerics below 32 tokens per call, which are 3-15% (relative L2) away
 from the exact product (tests/cuda/cuda_ops_test.cu measures it); the 48-token batch is judged for them.
@@ -49,7 +52,9 @@ def compare(a, b, n_vocab):
 def main():
     args = sys.argv[1:]
     steps_info = '--steps-info' in args
-    args = [a for a in args if a != '--steps-info']
+    if '--loose' in args:
+        TOL.update(rms_rel=0.1, top1=0.8, mean_kl=2e-2)
+    args = [a for a in args if a not in ('--steps-info', '--loose')]
     cpu_args = []
     if '--cpu-args' in args:
         i = args.index('--cpu-args')

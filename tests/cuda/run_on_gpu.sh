@@ -136,10 +136,31 @@ else
   row "GPU vs CPU per type" skip "no llama-tiny-f16 in $refdata"
 fi
 
-# 4. Benchmarks: realistic shapes (ikllm-make-bench), full offload and experts on the CPU.
+# 4. Realistic shapes (ikllm-make-bench): GPU against CPU, then benchmarks, full offload and
+#    experts on the CPU.
 if [ "$do_bench" = 1 ] && [ -x "$build/ikllm-make-bench" ]; then
   IKLLM_MAKE_BENCH=$build/ikllm-make-bench bench/make_gpu_bench_models.sh "$bench_dir" >"$logs/make_bench_models.txt" 2>&1 ||
     row "benchmark models" FAIL "see $logs/make_bench_models.txt"
+  # Realistic shapes against the CPU before timing them: the tiny reference models never reach
+  # a 128k-row output matrix, 4096-wide rows or 256 experts, where an index that overflows or a
+  # grid dimension out of range would show. Loose tolerances (random weights over 32 layers; see
+  # compare_cpu_gpu.py --loose); the IQ4_K steps are printed, not judged (the CPU follows the
+  # reference's small-batch numerics there).
+  toks=$refdata/refs/llama-tiny-f16/tokens.txt
+  if [ -f "$toks" ]; then
+    for spec in "llama-8b-q4_0:-ngl 99" "llama-8b-iq4_k:-ngl 99" "qwen3moe-a3b-8l-q4_K_M:-ngl 99:-ngl 99 -ot exps=CPU" \
+                "deepseek2-v3-4l-iq4_k:-ngl 99:-ngl 99 -ot exps=CPU"; do
+      m=${spec%%:*}; rest=${spec#*:}
+      IFS=: read -r -a places <<<"$rest"
+      info=--loose; case $m in *iq4_k) info="$info --steps-info" ;; esac
+      if [ -f "$bench_dir/$m.gguf" ]; then
+        run_test "GPU vs CPU $m (${places[*]})" "$logs/cmp_big_$m.txt" "${py:-python3}" tests/cuda/compare_cpu_gpu.py $info \
+          "$cli" "$bench_dir/$m.gguf" "$toks" "${places[@]}"
+      else
+        row "GPU vs CPU $m" skip "no $bench_dir/$m.gguf"
+      fi
+    done
+  fi
   bench() {  # label, model, args
     local label=$1 m=$2; shift 2
     [ -f "$m" ] || { row "bench $label" skip "no $m"; return; }
