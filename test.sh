@@ -7,7 +7,8 @@ cd "$(dirname "$0")"
 scripts/install-deps.sh
 jobs="$(nproc)"
 # Unity builds (IKLLM_UNITY_BUILD): a third less compile time for the three builds below.
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DIKLLM_BUILD_BENCH=OFF -DIKLLM_UNITY_BUILD=ON >/dev/null
+# CUDA (where nvcc is installed): sm_90 only, a quarter of the default's compile time.
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DIKLLM_BUILD_BENCH=OFF -DIKLLM_UNITY_BUILD=ON -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
 cmake --build build -j"$jobs"
 (cd build && ctest --output-on-failure -j"$jobs")
 # Sanitizer pass: the whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer

@@ -554,11 +554,31 @@ private:
 
 bool is_kv_type(uint32_t t) { return t == 0 || t == 1 || t == 8 || t == 30; }  // f32 f16 q8_0 bf16
 
+// A kernel to ask the runtime whether this module has code the device can run.
+__global__ void probe_kernel() {}
+
+#ifndef IKLLM_CUDA_ARCHS
+#define IKLLM_CUDA_ARCHS "?"
+#endif
+
 class CudaBackend final : public backend::Backend {
 public:
     explicit CudaBackend(int device) : device_(device) {
         IKLLM_CUDA_CHECK(cudaSetDevice(device));
         IKLLM_CUDA_CHECK(cudaGetDeviceProperties(&prop_, device));
+        // A device this build has no machine code (or loadable PTX) for would fail its first
+        // launch mid-decode; refuse it here, saying what to rebuild with.
+        cudaFuncAttributes attr{};
+        const cudaError_t e = cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(&probe_kernel));
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            const std::string cc = std::to_string(prop_.major) + std::to_string(prop_.minor);
+            throw std::runtime_error(std::string(prop_.name) + " (compute capability " + std::to_string(prop_.major) + "." +
+                                     std::to_string(prop_.minor) + "): libikllm-cuda.so has no code for it (built for " +
+                                     IKLLM_CUDA_ARCHS + "; " + cudaGetErrorString(e) +
+                                     "): rebuild with -DCMAKE_CUDA_ARCHITECTURES=" + cc +
+                                     (prop_.major < 8 ? " (compute capability 8.0 or newer is what the kernels are tested on)" : ""));
+        }
     }
     Capabilities capabilities() const override {
         Capabilities c;

@@ -9,7 +9,8 @@
 // cudaErrorInvalidValue). Every device allocation is followed by a 256-byte guard zone; a kernel
 // that writes past the end of an allocation is reported (stderr) and fails the next synchronizing
 // call or cudaFree with cudaErrorIllegalAddress, as a device's memory fault would (sticky).
-// IKLLM_CUDA_EMU_DEVICES sets the number of devices (default 1).
+// IKLLM_CUDA_EMU_DEVICES sets the number of devices (default 1), IKLLM_CUDA_EMU_CC their compute
+// capability (default 9.0).
 //
 // Streams run their work at once, in issue order, on the calling thread -- except while a
 // stream is being captured: then launches, copies and memsets are recorded into the graph, and
@@ -64,7 +65,11 @@ struct Runtime {
     std::map<uintptr_t, size_t> registered;  // cudaHostRegister ranges: start -> bytes
     std::vector<size_t> used;
     size_t capacity = 0;
+    int cc = 90;                   // compute capability x 10 (IKLLM_CUDA_EMU_CC, e.g. 8.9)
+    bool no_kernel_image = false;  // IKLLM_CUDA_EMU_NO_KERNEL_IMAGE=1
     Runtime() {
+        if (const char* e = std::getenv("IKLLM_CUDA_EMU_CC")) cc = (int)(std::atof(e) * 10 + 0.5);
+        if (const char* e = std::getenv("IKLLM_CUDA_EMU_NO_KERNEL_IMAGE")) no_kernel_image = std::string(e) == "1";
         int n = 1;
         if (const char* e = std::getenv("IKLLM_CUDA_EMU_DEVICES")) n = std::atoi(e);
         used.assign((size_t)(n < 0 ? 0 : n > 8 ? 8 : n), 0);
@@ -245,8 +250,8 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
     if (device < 0 || device >= (int)rt().used.size()) return fail(cudaErrorInvalidDevice);
     *prop = cudaDeviceProp{};
     std::snprintf(prop->name, sizeof prop->name, "ikllm CUDA host emulation %d", device);
-    prop->major = 9;
-    prop->minor = 0;
+    prop->major = rt().cc / 10;
+    prop->minor = rt().cc % 10;
     prop->multiProcessorCount = 132;
     prop->totalGlobalMem = rt().capacity;
     prop->warpSize = 32;
@@ -258,11 +263,17 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
     if (device < 0 || device >= (int)rt().used.size()) return fail(cudaErrorInvalidDevice);
     switch (attr) {
         case cudaDevAttrMultiProcessorCount: *value = 132; return cudaSuccess;
-        case cudaDevAttrComputeCapabilityMajor: *value = 9; return cudaSuccess;
-        case cudaDevAttrComputeCapabilityMinor: *value = 0; return cudaSuccess;
+        case cudaDevAttrComputeCapabilityMajor: *value = rt().cc / 10; return cudaSuccess;
+        case cudaDevAttrComputeCapabilityMinor: *value = rt().cc % 10; return cudaSuccess;
         case cudaDevAttrHostRegisterReadOnlySupported: *value = 1; return cudaSuccess;
         default: return fail(cudaErrorInvalidValue);
     }
+}
+// Whether the module has code for the device: yes, unless IKLLM_CUDA_EMU_NO_KERNEL_IMAGE=1 (a device
+// the build has no machine code for).
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void*) {
+    *attr = cudaFuncAttributes{};
+    return rt().no_kernel_image ? fail(cudaErrorNoKernelImageForDevice) : cudaSuccess;
 }
 cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int value) {
     if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaSuccess;  // (hints)
@@ -301,6 +312,7 @@ const char* cudaGetErrorName(cudaError_t e) {
         case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
         case cudaErrorHostMemoryAlreadyRegistered: return "cudaErrorHostMemoryAlreadyRegistered";
         case cudaErrorHostMemoryNotRegistered: return "cudaErrorHostMemoryNotRegistered";
+        case cudaErrorNoKernelImageForDevice: return "cudaErrorNoKernelImageForDevice";
         default: return "cudaError (emulation)";
     }
 }
@@ -316,6 +328,7 @@ const char* cudaGetErrorString(cudaError_t e) {
         case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
         case cudaErrorGraphExecUpdateFailure: return "the graph update was not performed";
         case cudaErrorIllegalAddress: return "an illegal memory access was encountered (emulation: a write past an allocation)";
+        case cudaErrorNoKernelImageForDevice: return "no kernel image is available for execution on the device";
         default: return "unknown error (emulation)";
     }
 }

@@ -41,7 +41,9 @@ if [ "$do_build" = 1 ]; then
   cuda=(); [ -x /usr/local/cuda/bin/nvcc ] && cuda=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
   # With GoogleTest installed the session-path test (gpu_backend_test) is built too; without it
   # only the CUDA tests that need no GoogleTest.
-  common=("${gen[@]}" "${cuda[@]}" -DCMAKE_BUILD_TYPE=Release -DIKLLM_CUDA=ON -DIKLLM_CUDA_TESTS=ON
+  # Code for this machine's GPUs only (CMake 3.24+; else 9.0): a quarter of the default's compile time.
+  archs=90; printf '%s\n3.24\n' "$(cmake --version | awk 'NR==1{print $3}')" | sort -V -C 2>/dev/null || archs=native
+  common=("${gen[@]}" "${cuda[@]}" -DCMAKE_CUDA_ARCHITECTURES=$archs -DCMAKE_BUILD_TYPE=Release -DIKLLM_CUDA=ON -DIKLLM_CUDA_TESTS=ON
           -DIKLLM_BUILD_BENCH=OFF -DIKLLM_BUILD_SAMPLES=OFF)
   targets=(ikllm_cli ikllm_cuda cuda_ops_test cuda_decode_host_test cuda_int8_codes_host_test ikllm-make-bench)
   if cmake -S . -B "$build" "${common[@]}" -DIKLLM_BUILD_TESTS=ON >"$logs/configure.txt" 2>&1; then
