@@ -24,7 +24,6 @@
 #include <map>
 #include <mutex>
 #include <new>
-#include <random>
 #include <string>
 #include <algorithm>
 #include <cstdlib>
@@ -113,13 +112,13 @@ struct AsyncGroups {
 struct Block {
     dim3 idx, dim;
     Barrier block;
-    std::vector<AsyncGroups> async;  // per thread
+    std::vector<AsyncGroups> async;  // per thread, made by the block's first cp.async
     std::vector<std::unique_ptr<Barrier>> warps;
     // Per lane exchange words, 4 per thread, in two buffers used in turn by a warp's exchanges:
     // one warp barrier per exchange then suffices (a lane writes a buffer again only after the
     // next exchange's barrier, which every lane reaches after reading this one).
     std::vector<uint32_t> slot;
-    explicit Block(int threads) : block(threads), async((size_t)threads), slot(8 * (size_t)threads) {
+    explicit Block(int threads) : block(threads), slot(8 * (size_t)threads) {
         for (int w = 0; w < threads / 32; ++w) warps.push_back(std::make_unique<Barrier>(32));
     }
 };
@@ -186,21 +185,25 @@ inline void mma_s8_16816(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t b0) {
     }
 }
 
+inline AsyncGroups& async_groups() {
+    if (tl_block->async.empty()) tl_block->async.resize(tl_block->dim.x);
+    return tl_block->async[tl_tid.x];
+}
 // cp.async.cg 16 bytes: both addresses must be 16-byte aligned (the device faults otherwise), and the
 // data is only guaranteed in shared memory after a cp.async.wait_group that covers its group -- so
 // here it lands exactly then, never earlier (a read before the wait sees the old bytes).
 inline void cp_async16(void* dst, const void* src) {
     if ((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) % 16 != 0) __builtin_trap();
-    tl_block->async[tl_tid.x].open.push_back({dst, src});
+    async_groups().open.push_back({dst, src});
 }
 inline void cp_async_commit() {
-    AsyncGroups& g = tl_block->async[tl_tid.x];
+    AsyncGroups& g = async_groups();
     g.committed.push_back(std::move(g.open));
     g.open.clear();
 }
 // cp.async.wait_group n: all but the n newest committed groups have landed.
 inline void cp_async_wait(int n) {
-    AsyncGroups& g = tl_block->async[tl_tid.x];
+    AsyncGroups& g = async_groups();
     for (; (int)g.committed.size() > n; g.committed.pop_front())
         for (const AsyncCopy& c : g.committed.front()) std::memcpy(c.dst, c.src, 16);
 }
@@ -243,8 +246,9 @@ struct Schedule {
     bool reverse = false, shuffle = false, poison = false;
     uint64_t seed = 1;
 };
-inline const Schedule& schedule() {
-    static const Schedule s = [] {
+// (Mutable for the emulation's own test, cuda_emu_schedule_test.)
+inline Schedule& schedule() {
+    static Schedule s = [] {
         Schedule r;
         const char* e = std::getenv("IKLLM_CUDA_EMU_SCHEDULE");
         for (const char* p = e ? e : ""; *p;) {
@@ -262,52 +266,56 @@ inline const Schedule& schedule() {
     }();
     return s;
 }
-inline std::mt19937_64& schedule_rng() {
-    static std::mt19937_64 rng(schedule().seed);
-    return rng;
+// xorshift64*: cheap enough to reshuffle a block's threads at every barrier.
+inline uint64_t schedule_random() {
+    static uint64_t x = schedule().seed * 0x9E3779B97F4A7C15ull | 1;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    return x * 0x2545F4914F6CDD1Dull;
 }
 // The order of one pass over n items (threads of a block, blocks of a grid).
 inline void schedule_order(std::vector<uint32_t>& order, size_t n) {
     order.resize(n);
     for (size_t i = 0; i < n; ++i) order[i] = (uint32_t)(schedule().reverse ? n - 1 - i : i);
-    if (schedule().shuffle) std::shuffle(order.begin(), order.end(), schedule_rng());
+    if (schedule().shuffle)
+        for (size_t i = n; i > 1; --i)  // Fisher-Yates, index by multiply-shift
+            std::swap(order[i - 1], order[(size_t)(((schedule_random() >> 32) * (uint64_t)i) >> 32)]);
 }
-// The kernels' static shared memory (IKLLM_SHARED, below): one host array per declaration (and
-// per instantiation of a template kernel), kept for the process, listed so that "poison" reaches it.
-struct SharedArea {
-    char* data;
-    size_t bytes;
-};
-inline std::mutex& shared_areas_mutex() {
-    static std::mutex m;
-    return m;
-}
-inline std::vector<SharedArea>& shared_areas() {
-    static std::vector<SharedArea> v;
-    return v;
-}
+inline uint64_t g_block_serial = 0;  // counts the blocks run (a block's shared memory is poisoned once)
+inline std::vector<char> g_dyn_shared;  // the launch's dynamic shared memory (extern __shared__)
+
+// One static shared-memory declaration (IKLLM_SHARED, below; one per instantiation of a template
+// kernel): a host array of its own, kept for the process. With "poison" the first thread of a block
+// to reach the declaration fills it with 0xFF -- only this kernel's arrays, once per block.
 template <class T>
-T& new_shared(size_t align) {
+class SharedVar {
+public:
     static_assert(std::is_trivially_default_constructible<std::remove_all_extents_t<T>>::value,
                   "shared memory holds plain data");
-    char* p = static_cast<char*>(::operator new(sizeof(T), std::align_val_t(std::max(align, alignof(T)))));
-    std::memset(p, 0, sizeof(T));
-    std::lock_guard<std::mutex> lock(shared_areas_mutex());
-    shared_areas().push_back({p, sizeof(T)});
-    return *reinterpret_cast<T*>(p);
-}
-inline std::vector<char> g_dyn_shared;  // the launch's dynamic shared memory (extern __shared__)
-inline void poison_shared() {
-    std::memset(g_dyn_shared.data(), 0xFF, g_dyn_shared.size());
-    std::lock_guard<std::mutex> lock(shared_areas_mutex());
-    for (const SharedArea& a : shared_areas()) std::memset(a.data, 0xFF, a.bytes);
-}
+    explicit SharedVar(size_t align)
+        : p_(static_cast<T*>(::operator new(sizeof(T), std::align_val_t(std::max(align, alignof(T)))))) {
+        std::memset(static_cast<void*>(p_), 0, sizeof(T));
+    }
+    T& get() {
+        if (schedule().poison && block_ != g_block_serial) {
+            block_ = g_block_serial;
+            std::memset(static_cast<void*>(p_), 0xFF, sizeof(T));
+        }
+        return *p_;
+    }
+
+private:
+    T* p_;
+    uint64_t block_ = 0;
+};
 
 // One block: every fiber from the start of the kernel to its end. (Kept out of launch(): locals
 // that live across it would draw -Wclobbered: getcontext counts as returns-twice.)
 [[gnu::noinline]] inline void run_block(Block& b, std::vector<Fiber>& fibers, char* stacks, size_t stack_bytes) {
     tl_block = &b;
-    if (schedule().poison) poison_shared();
+    ++g_block_serial;
+    if (schedule().poison) std::memset(g_dyn_shared.data(), 0xFF, g_dyn_shared.size());
     for (size_t t = 0; t < fibers.size(); ++t) {
         Fiber& f = fibers[t];
         f.tid = dim3((unsigned)t, 0, 0);
@@ -466,7 +474,9 @@ Launcher<P...> launcher(dim3 grid, dim3 block, size_t shared, cudaStream_t strea
 // would be a static the emulation cannot reach, and fails to compile here.
 #define __shared__ IKLLM_declare_shared_memory_with_IKLLM_SHARED
 #define IKLLM_SHARED(type, name, dims) IKLLM_SHARED_ALIGNED(alignof(type), type, name, dims)
-#define IKLLM_SHARED_ALIGNED(n, type, name, dims) static auto& name = ::emu::new_shared<type dims>(n)
+#define IKLLM_SHARED_ALIGNED(n, type, name, dims)                 \
+    static ::emu::SharedVar<type dims> name##_emu_shared_var((n)); \
+    auto& name = name##_emu_shared_var.get()
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
 #define threadIdx (::emu::tl_tid)
