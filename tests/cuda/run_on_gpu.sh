@@ -41,8 +41,10 @@ if [ "$do_build" = 1 ]; then
   cuda=(); [ -x /usr/local/cuda/bin/nvcc ] && cuda=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
   # With GoogleTest installed the session-path test (gpu_backend_test) is built too; without it
   # only the CUDA tests that need no GoogleTest.
-  # Code for this machine's GPUs only (CMake 3.24+; else 9.0): a quarter of the default's compile time.
-  archs=90; printf '%s\n3.24\n' "$(cmake --version | awk 'NR==1{print $3}')" | sort -V -C 2>/dev/null || archs=native
+  # Code for this machine's GPUs only (nvidia-smi's compute capabilities, else 9.0): a quarter of
+  # the default's compile time.
+  archs=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | tr -d ' .' | grep -E '^[0-9]+$' | sort -u | paste -sd';')
+  archs=${archs:-90}
   common=("${gen[@]}" "${cuda[@]}" -DCMAKE_CUDA_ARCHITECTURES=$archs -DCMAKE_BUILD_TYPE=Release -DIKLLM_CUDA=ON -DIKLLM_CUDA_TESTS=ON
           -DIKLLM_BUILD_BENCH=OFF -DIKLLM_BUILD_SAMPLES=OFF)
   targets=(ikllm_cli ikllm_cuda cuda_ops_test cuda_decode_host_test cuda_int8_codes_host_test ikllm-make-bench)
