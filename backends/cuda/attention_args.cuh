@@ -39,6 +39,6 @@ bool launch_attention_mma16(const AttnArgs& a, int64_t T, int64_t n_head, const 
 // Merges the parts of a cell-split attention: partial[((t * n_head + h) * n_splits + s) * (d_v + 2)]
 // holds split s's unnormalised output, then its running max and sum (ops_attention.cu).
 void launch_attention_combine(const AttnArgs& a, int64_t T, int64_t n_head, int n_splits, const float* partial,
-                              cudaStream_t stream);
+                              StreamRef stream);
 
 }  // namespace ikllm::cuda

@@ -55,6 +55,7 @@ struct Smem {
 
 template <int D>
 __global__ void __launch_bounds__(kThreads) attention_mma_kernel(AttnArgs a, int64_t T, int tokens_per_block) {
+    IKLLM_KERNEL_ENTRY();
     using S = Smem<D>;
     constexpr int kSteps = D / 16;
     IKLLM_SHARED_ALIGNED(128, unsigned char, mem, [S::kUnion]);
@@ -219,7 +220,7 @@ template <int D>
 void launch_d(const AttnArgs& a, int64_t T, int64_t n_head_kv, const OpEnv& env) {
     const int tokens = kRows / a.group;
     const dim3 grid((unsigned)((T + tokens - 1) / tokens), (unsigned)n_head_kv);
-    IKLLM_LAUNCH(grid, kThreads, 0, env.stream, attention_mma_kernel<D>)(a, T, tokens);
+    IKLLM_LAUNCH(grid, kThreads, 0, env.on(), attention_mma_kernel<D>)(a, T, tokens);
     IKLLM_CUDA_LAUNCHED("attention_mma_kernel");
 }
 

@@ -118,6 +118,7 @@ __device__ inline void load_scaled_tile(const uint8_t* base, int64_t nb2, int32_
 
 template <int DK, int DV, bool Latent, bool Q8>
 __global__ void __launch_bounds__(kThreads) attention_mma16_kernel(AttnArgs a, int64_t T, int split_cells, float* partial) {
+    IKLLM_KERNEL_ENTRY();
     using F = Form<DK, DV, Latent, Q8>;
     constexpr int kNbK = F::kNbK, kNbV = F::kNbV;
     constexpr int kLdK = F::kLdK, kLdV = F::kLdV, kLdO = F::kLdO, kColsPerWarp = F::kColsPerWarp;
@@ -385,9 +386,9 @@ void launch_form(const AttnArgs& a, int64_t T, int64_t n_head, const OpEnv& env)
         IKLLM_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&attention_mma16_kernel<DK, DV, Latent, Q8>),
                                               cudaFuncAttributeMaxDynamicSharedMemorySize, F::kBytes));
     const dim3 grid((unsigned)row_blocks, (unsigned)n_head_kv, (unsigned)n_splits);
-    IKLLM_LAUNCH(grid, kThreads, F::kBytes, env.stream, attention_mma16_kernel<DK, DV, Latent, Q8>)(a, T, (int)split_cells, partial);
+    IKLLM_LAUNCH(grid, kThreads, F::kBytes, env.on(), attention_mma16_kernel<DK, DV, Latent, Q8>)(a, T, (int)split_cells, partial);
     IKLLM_CUDA_LAUNCHED("attention_mma16_kernel");
-    if (n_splits > 1) launch_attention_combine(a, T, n_head, (int)n_splits, partial, env.stream);
+    if (n_splits > 1) launch_attention_combine(a, T, n_head, (int)n_splits, partial, env.on());
 }
 
 template <bool Q8>

@@ -165,6 +165,13 @@ public:
         attn_mma_ = !(am && std::string(am) == "0");
         const char* ks = std::getenv("IKLLM_CUDA_MMA_KSUB");
         mma_k_sub_ = ks && std::string(ks) == "2" ? 2 : 1;
+        // (both Hopper instructions: griddepcontrol, cp.async.bulk.prefetch)
+        int cc_major = 0;
+        IKLLM_CUDA_CHECK(cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, device));
+        const char* pdl = std::getenv("IKLLM_CUDA_PDL");
+        pdl_ = cc_major >= 9 && pdl && std::string(pdl) == "1";
+        const char* l2 = std::getenv("IKLLM_CUDA_L2_PREFETCH");
+        l2_prefetch_ = cc_major >= 9 && l2 && std::string(l2) == "1";
         const char* g = std::getenv("IKLLM_CUDA_GRAPHS");
         graphs_ = !(g && std::string(g) == "0") && !profile_;
     }
@@ -197,6 +204,8 @@ public:
         env.int8_mma = int8_mma_;
         env.fuse = fuse_;
         env.attn_mma = attn_mma_;
+        env.pdl = pdl_;
+        env.l2_prefetch = l2_prefetch_;
         const auto t0 = std::chrono::steady_clock::now();
         const bool capture = graphs_ && capturable(graph, begin, end);
         if (capture) IKLLM_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
@@ -541,6 +550,7 @@ private:
     bool int8_ = false;
     bool int8_mma_ = false;
     bool attn_mma_ = true;
+    bool pdl_ = false, l2_prefetch_ = false;
     ChunkScratch scratch_;
     ActRoundCache act_cache_;  // the last product's rounded activations (act_round_cache.h)
     ActRoundKey pending_key_;  // a rounded copy an op wrote for the next product, stored after it ran

@@ -69,6 +69,15 @@ struct OpEnv {
     // Attention of prompt batches with an f16 cache on the tensor cores (attention_mma.cu)
     // instead of the float kernel. IKLLM_CUDA_ATTN_MMA=0 turns it off.
     bool attn_mma = true;
+    // Kernels may start before the kernel ahead of them has finished (programmatic dependent
+    // launch, compute capability 9.0 on; launch.cuh: each waits at IKLLM_KERNEL_ENTRY), hiding
+    // the gap between one kernel's end and the next one's start. IKLLM_CUDA_PDL=1 turns it on.
+    bool pdl = false;
+    // Matrix-vector kernels ask for their block's weight rows in L2 (one bulk prefetch) before
+    // they wait for the kernel ahead (MatArgs::l2_prefetch). IKLLM_CUDA_L2_PREFETCH=1 turns it on.
+    bool l2_prefetch = false;
+    // Where the op's kernels go.
+    StreamRef on() const { return StreamRef(stream, pdl); }
 };
 
 // Throws std::runtime_error naming the call when a CUDA call failed.

@@ -38,7 +38,7 @@ constexpr int64_t kReencodeScratchBytes = 64ll << 20;
 // reused by the next slice (stream order: its re-encoding runs after this slice's products).
 struct Launcher {
     Scratch* scratch;
-    cudaStream_t stream;
+    StreamRef stream;
     uint8_t* buf = nullptr;
     size_t cap = 0;
     template <class V>
@@ -77,7 +77,7 @@ struct Launcher {
 
 }  // namespace
 
-bool launch_mat_mma_int8(const MatArgs& a, bool batch_form, Scratch* scratch, cudaStream_t stream) {
+bool launch_mat_mma_int8(const MatArgs& a, bool batch_form, Scratch* scratch, StreamRef stream) {
     if (!a.xq || a.w_ids || a.x_div != 1 || a.K % 32 != 0) return false;
     if (!device_has_int8_mma()) return false;
     Launcher x{scratch, stream};

@@ -85,6 +85,7 @@ __device__ inline void load_step(const MatArgs& a, const uint8_t* wz, const int8
 
 template <class C, int S = 1>
 __global__ void __launch_bounds__(kThreads) mat_mma_int8_kernel(MatArgs a) {
+    IKLLM_KERNEL_ENTRY();
     constexpr int kSub = S, kBK = Step<S>::kBK, kStride = Step<S>::kStride, kChunks = Step<S>::kChunks,
                   kPieces = Step<S>::kPieces;
     IKLLM_SHARED_ALIGNED(16, uint8_t, As, [kBM * kStride]);
@@ -253,6 +254,7 @@ __global__ void __launch_bounds__(kThreads) mat_mma_int8_kernel(MatArgs a) {
 // One warp per block, a chunk of 8 weights per lane.
 template <class C>
 __global__ void conv_encode_kernel(MatArgs a, uint8_t* out, int64_t out_row) {
+    IKLLM_KERNEL_ENTRY();
     const int64_t nb = a.K / 256;
     const int64_t wi = ((int64_t)blockIdx.x * kThreads + threadIdx.x) / 32;
     const int lane = threadIdx.x % 32;
@@ -322,6 +324,7 @@ __global__ void conv_encode_kernel(MatArgs a, uint8_t* out, int64_t out_row) {
 // apart, batch entry z after N rows). A thread per 8 weights, 4 lanes per 32.
 template <class C>
 __global__ void conv32_encode_kernel(MatArgs a, uint8_t* out, int64_t out_row) {
+    IKLLM_KERNEL_ENTRY();
     using D = typename C::D;
     constexpr int cpb = D::kBlockElems / 8;
     const int64_t chunks = a.K / 8;

@@ -31,6 +31,22 @@ __device__ inline void block_rows(const MatArgs& a, const uint8_t* wz, int64_t n
     for (int r = 0; r < R; ++r) rows[r] = wz + min(n0 + r, a.N - 1) * a.w_row;
 }
 
+// Before the block waits for the kernel ahead (IKLLM_KERNEL_ENTRY, launch.cuh): with
+// MatArgs::l2_prefetch its R weight rows (consecutive in memory) are asked into L2 by one bulk
+// prefetch, so the wait overlaps their first trip from HBM. Only the 16-byte aligned inside of the
+// range (the instruction's rule); not for routed or grouped experts, whose matrix an earlier kernel
+// picks; once per row block (token tiles share the rows). A hint: it changes no result.
+template <int R>
+__device__ inline void prefetch_rows(const MatArgs& a) {
+    if (!a.l2_prefetch || a.w_ids || a.grp || threadIdx.x != 0 || blockIdx.y != 0) return;
+    const int64_t n0 = (int64_t)blockIdx.x * R;
+    const int64_t rows = min((int64_t)R, a.N - n0);
+    if (rows <= 0) return;
+    const uintptr_t start = reinterpret_cast<uintptr_t>(a.w + blockIdx.z * a.w_z + n0 * a.w_row);
+    const uintptr_t lo = (start + 15) & ~(uintptr_t)15, hi = (start + rows * a.w_row) & ~(uintptr_t)15;
+    if (hi > lo) IKLLM_PREFETCH_L2(reinterpret_cast<const void*>(lo), hi - lo);
+}
+
 // Epilogue: every warp's partial sums meet in shared memory; y[n0 + r, t0 + i] for the nt
 // valid tokens and the rows below N (+ bias; and y_res = y + res when set). Called by the whole block.
 template <int R, int NT>

@@ -17,7 +17,7 @@ using mv::kVecMaxTokens;
 using mv::kVecWarps;
 
 template <class C, bool Sat>
-void launch_int8_form(const MatArgs& a, cudaStream_t s) {
+void launch_int8_form(const MatArgs& a, StreamRef s) {
     const dim3 block(32 * kVecWarps);
     if (a.T == 1 && !a.grp) {  // (grouped experts: the token-tile kernel, same numerics)
         constexpr int R = 4;
@@ -33,7 +33,7 @@ void launch_int8_form(const MatArgs& a, cudaStream_t s) {
 }
 
 template <class C>
-void launch_typed_int8(const MatArgs& a, cudaStream_t s) {
+void launch_typed_int8(const MatArgs& a, StreamRef s) {
     if constexpr (C::kSat)
         if (a.exact) return launch_int8_form<C, false>(a, s);
     launch_int8_form<C, C::kSat>(a, s);
@@ -57,7 +57,7 @@ bool int8_view_direct_mma(uint32_t type) {
     return direct;
 }
 
-bool launch_mat_vec_int8(const MatArgs& a, cudaStream_t stream) {
+bool launch_mat_vec_int8(const MatArgs& a, StreamRef stream) {
     if (!a.xq || a.K % 32 != 0) return false;
     return dispatch_int8_type(a.type, [&](auto c) { launch_typed_int8<decltype(c)>(a, stream); });
 }

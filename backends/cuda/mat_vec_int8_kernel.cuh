@@ -12,6 +12,8 @@ namespace ikllm::cuda::mv {
 // Sat: the reference's saturating pair sums of a kSat type (false: exact products, MatArgs::exact).
 template <class C, int NT, int R, bool Sat = C::kSat>
 __global__ void __launch_bounds__(32 * kVecWarps) mat_vec_int8_kernel(MatArgs a) {
+    prefetch_rows<R>(a);  // (weights only: before the wait)
+    IKLLM_KERNEL_ENTRY();
     using D = typename C::D;
     const int64_t n0 = (int64_t)blockIdx.x * R;
     const int64_t t0 = (int64_t)blockIdx.y * NT;

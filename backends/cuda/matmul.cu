@@ -48,6 +48,8 @@ __device__ inline const float* x_row_flat(const MatArgs& a, int64_t z, int64_t t
 // (launch_mat(env) copies them when they are not).
 template <class D, int NT, int R>
 __global__ void __launch_bounds__(32 * kVecWarps) mat_vec_kernel(MatArgs a) {
+    mv::prefetch_rows<R>(a);  // (weights only: before the wait)
+    IKLLM_KERNEL_ENTRY();
     const int64_t n0 = (int64_t)blockIdx.x * R;
     const int64_t t0 = (int64_t)blockIdx.y * NT;
     int64_t z = blockIdx.z;
@@ -125,6 +127,8 @@ constexpr int64_t staged_row_bytes() {  // shared memory per row and stage, with
 
 template <class D, int R>
 __global__ void __launch_bounds__(32 * kVecWarps) mat_vec_staged_kernel(MatArgs a) {
+    mv::prefetch_rows<R>(a);  // (weights only: before the wait)
+    IKLLM_KERNEL_ENTRY();
     IKLLM_DYN_SHARED(uint8_t, stage_mem);  // [kStages][R][staged_row_bytes]
     constexpr int64_t kRowBytes = staged_row_bytes<D>();
     constexpr int E = D::kBlockElems, B = D::kBlockBytes, cpb = E / 8;
@@ -278,6 +282,7 @@ __device__ inline void tc_store(__half* As, __half* Bs, const TcStep& st) {
 
 template <class D>
 __global__ void __launch_bounds__(kTcThreads, 2) mat_tc_kernel(MatArgs a) {
+    IKLLM_KERNEL_ENTRY();
     using namespace nvcuda;
     IKLLM_SHARED_ALIGNED(128, unsigned char, smem, [kTcSmem]);
     __half* As = reinterpret_cast<__half*>(smem);
@@ -338,6 +343,7 @@ __global__ void __launch_bounds__(kTcThreads, 2) mat_tc_kernel(MatArgs a) {
 // values of a row (act_round_segment). With q_out/d_out it also writes the codes and one scale
 // per 32 values (MatArgs::xq).
 __global__ void act_round_kernel(MatArgs a, int mode, float* out, int8_t* q_out, float* d_out) {
+    IKLLM_KERNEL_ENTRY();
     const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     const int64_t per_row = (a.K + 255) / 256;
     const int64_t z = blockIdx.y;
@@ -358,7 +364,7 @@ constexpr float float_matmul_factor() {
 }
 
 template <class D>
-void launch_typed(const MatArgs& a_in, cudaStream_t s) {
+void launch_typed(const MatArgs& a_in, StreamRef s) {
     if (a_in.xq && a_in.T <= kVecMaxTokens && launch_mat_vec_int8(a_in, s)) return;
     MatArgs a = a_in;  // the float kernels from here on
     a.y_scale = float_matmul_factor<D>();
@@ -461,7 +467,7 @@ MatArgs with_rounded_activations(const MatArgs& a_in, const OpEnv& env) {
     src.x_div = 1;
     const int64_t warps = a.T * ((a.K + 255) / 256);
     const dim3 grid((unsigned)((warps * 32 + 127) / 128), (unsigned)blocks);
-    IKLLM_LAUNCH(grid, 128, 0, env.stream, act_round_kernel)(src, key.mode, copy.x, copy.q, copy.d);
+    IKLLM_LAUNCH(grid, 128, 0, env.on(), act_round_kernel)(src, key.mode, copy.x, copy.q, copy.d);
     IKLLM_CUDA_LAUNCHED("act_round_kernel");
     if (shareable) {
         env.act_cache->store(key, copy);
@@ -470,23 +476,25 @@ MatArgs with_rounded_activations(const MatArgs& a_in, const OpEnv& env) {
     return rounded(copy);
 }
 
-void launch_rounded(const MatArgs& a, const OpEnv& env) {
+void launch_rounded(const MatArgs& a_in, const OpEnv& env) {
+    MatArgs a = a_in;
+    a.l2_prefetch = env.l2_prefetch;
     if (a.xq && a.T > kVecMaxTokens) {
         // The reference's CPU kernels multiply calls of fewer than kRefBatchTokens tokens (and
         // every call of a batch-invariant session) in their small-batch form, larger ones in
         // their batch form (int8_codes.cuh).
         const bool batch_form = a.T >= kRefBatchTokens && !env.batch_invariant && !a.exact;
         if (!batch_form && (a.exact ? !int8_view_direct_mma(a.type) : int8_view_vec_batches(a.type)) &&
-            launch_mat_vec_int8(a, env.stream))
+            launch_mat_vec_int8(a, env.on()))
             return;
-        if (launch_mat_mma_int8(a, batch_form, env.scratch, env.stream)) return;
+        if (launch_mat_mma_int8(a, batch_form, env.scratch, env.on())) return;
     }
-    launch_mat(a, env.stream);
+    launch_mat(a, env.on());
 }
 
 void launch_mat(const MatArgs& a, const OpEnv& env) { launch_rounded(with_rounded_activations(a, env), env); }
 
-void launch_mat(const MatArgs& a, cudaStream_t stream) {
+void launch_mat(const MatArgs& a, StreamRef stream) {
     if (a.N <= 0 || a.T <= 0 || a.Z <= 0) return;
     if (a.K % 32 != 0) throw std::runtime_error("CUDA matmul: row length " + std::to_string(a.K) + " is not a multiple of 32");
     if ((a.w_ids || a.x_div != 1) && !mat_is_vector(a))

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "act_round_cache.h"
+#include "launch.cuh"
 
 namespace ikllm::cuda {
 
@@ -63,11 +64,14 @@ struct MatArgs {
     const float* res = nullptr;
     float* y_res = nullptr;
     size_t res_t = 0, y_res_t = 0;
+    // Matrix-vector kernels over one weight matrix (no w_ids): each block first asks for its
+    // rows in L2 with one bulk prefetch, before it waits for the kernel ahead (OpEnv::l2_prefetch).
+    bool l2_prefetch = false;
 };
 
 // Picks the kernel by T; throws std::runtime_error for an unsupported type. Activations are
 // used as they are.
-void launch_mat(const MatArgs& a, cudaStream_t stream);
+void launch_mat(const MatArgs& a, StreamRef stream);
 struct OpEnv;
 class Scratch;
 // The same after rounding the activations like the CPU kernels do for this weight type
@@ -90,13 +94,13 @@ bool mat_is_vector(const MatArgs& a);
 void launch_rounded(const MatArgs& a, const OpEnv& env);
 // The int8 matrix-vector kernel (mat_vec_int8.cu) for a.xq and a weight type with an integer
 // view, any number of tokens (8 per block row); false (nothing launched) for other types.
-bool launch_mat_vec_int8(const MatArgs& a, cudaStream_t stream);
+bool launch_mat_vec_int8(const MatArgs& a, StreamRef stream);
 // The int8 tensor-core kernel (mat_mma_int8.cu) for a.xq, more than 8 tokens, a weight type
 // with an integer view, no routed-expert ids; false (nothing launched) otherwise. With
 // `batch_form` (a call of kRefBatchTokens or more, not batch-invariant) kConv types are first
 // re-encoded into `scratch` (null: no re-encoding, false) and kConvF16Scales types take
 // fp16-rounded scales, as the reference's CPU kernels do (int8_codes.cuh).
-bool launch_mat_mma_int8(const MatArgs& a, bool batch_form, Scratch* scratch, cudaStream_t stream);
+bool launch_mat_mma_int8(const MatArgs& a, bool batch_form, Scratch* scratch, StreamRef stream);
 bool int8_view_supported(uint32_t type);
 // Whether calls of more than 8 tokens below the batch form take the matrix-vector kernel: the
 // saturating types (the reference's small-batch numerics) and views without a direct

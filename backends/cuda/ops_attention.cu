@@ -84,6 +84,7 @@ __device__ __forceinline__ float qk_dot(const float* qs, uint32_t type, const ui
 template <int DVT>  // value dimensions per thread: d_v <= 128 * DVT
 __global__ void __launch_bounds__(kAttnThreads) attention_split_kernel(AttnArgs a, int n_splits, int split_cells,
                                                                        float* partial) {
+    IKLLM_KERNEL_ENTRY();
     IKLLM_SHARED(float, qs, [kMaxDk]);
     IKLLM_SHARED(float, sc, [kChunk]);
     IKLLM_SHARED(float, red, [kAttnThreads / 32]);
@@ -162,6 +163,7 @@ __global__ void __launch_bounds__(kAttnThreads) attention_split_kernel(AttnArgs 
 }
 
 __global__ void attention_combine_kernel(AttnArgs a, int n_splits, const float* partial) {
+    IKLLM_KERNEL_ENTRY();
     const int64_t t = blockIdx.x, h = blockIdx.y, n_head = gridDim.y;
     const float* base = partial + (t * n_head + h) * n_splits * (int64_t)(a.d_v + 2);
     float M = -INFINITY;
@@ -205,16 +207,16 @@ void launch_split(const AttnArgs& a, int64_t T, int64_t n_head, const OpEnv& env
     if (n_splits > 1)
         partial = static_cast<float*>(env.scratch->alloc(sizeof(float) * (size_t)(blocks * n_splits * (a.d_v + 2))));
     const dim3 grid((unsigned)T, (unsigned)n_head, (unsigned)n_splits);
-    IKLLM_LAUNCH(grid, kAttnThreads, 0, env.stream, attention_split_kernel<DVT>)(a, (int)n_splits, (int)std::max<int64_t>(split_cells, 1),
+    IKLLM_LAUNCH(grid, kAttnThreads, 0, env.on(), attention_split_kernel<DVT>)(a, (int)n_splits, (int)std::max<int64_t>(split_cells, 1),
                                                                        partial);
     IKLLM_CUDA_LAUNCHED("attention_split_kernel");
-    if (n_splits > 1) launch_attention_combine(a, T, n_head, (int)n_splits, partial, env.stream);
+    if (n_splits > 1) launch_attention_combine(a, T, n_head, (int)n_splits, partial, env.on());
 }
 
 }  // namespace
 
 void launch_attention_combine(const AttnArgs& a, int64_t T, int64_t n_head, int n_splits, const float* partial,
-                              cudaStream_t stream) {
+                              StreamRef stream) {
     IKLLM_LAUNCH(dim3((unsigned)T, (unsigned)n_head), 128, 0, stream, attention_combine_kernel)(a, n_splits, partial);
     IKLLM_CUDA_LAUNCHED("attention_combine_kernel");
 }

@@ -73,7 +73,7 @@ void run_rms_norm(const Op& op, const OpEnv& env, const ActRoundOut* round) {
         if (y.ne[2] != 1 || y.ne[3] != 1) bad("rms_norm: rounding needs rows [K, T]");
         ro = *round;
     }
-    IKLLM_LAUNCH((unsigned)n, threads, 0, env.stream, rms_norm_kernel)(view_of(x), view_of(*op.dst), gain, op.f[0], ro);
+    IKLLM_LAUNCH((unsigned)n, threads, 0, env.on(), rms_norm_kernel)(view_of(x), view_of(*op.dst), gain, op.f[0], ro);
     IKLLM_CUDA_LAUNCHED("rms_norm_kernel");
 }
 
@@ -84,7 +84,7 @@ void run_add(const Op& op, const OpEnv& env) {
     const Tensor& a = *op.src[0];
     const int64_t rows = a.n_rows(), total = rows * a.ne[0];
     if (total <= 0) return;
-    IKLLM_LAUNCH(grid_for(total, kThreads), kThreads, 0, env.stream, add_kernel)(view_of(a), view_of(*op.src[1]),
+    IKLLM_LAUNCH(grid_for(total, kThreads), kThreads, 0, env.on(), add_kernel)(view_of(a), view_of(*op.src[1]),
                                                                        view_of(*op.dst), rows);
     IKLLM_CUDA_LAUNCHED("add_kernel");
 }
@@ -96,7 +96,7 @@ void run_swiglu(const Op& op, const OpEnv& env) {
     const Tensor& g = *op.src[0];
     const int64_t rows = g.n_rows(), total = rows * g.ne[0];
     if (total <= 0) return;
-    IKLLM_LAUNCH(grid_for(total, kThreads), kThreads, 0, env.stream, swiglu_kernel)(view_of(g), view_of(*op.src[1]),
+    IKLLM_LAUNCH(grid_for(total, kThreads), kThreads, 0, env.on(), swiglu_kernel)(view_of(g), view_of(*op.src[1]),
                                                                           view_of(*op.dst), rows);
     IKLLM_CUDA_LAUNCHED("swiglu_kernel");
 }
@@ -107,7 +107,7 @@ void run_copy(const Op& op, const OpEnv& env) {
     const Tensor& s = *op.src[0];
     const int64_t total = s.n_elements();
     if (total <= 0) return;
-    IKLLM_LAUNCH(grid_for(total, kThreads), kThreads, 0, env.stream, copy_kernel)(view_of(s), view_of(*op.dst));
+    IKLLM_LAUNCH(grid_for(total, kThreads), kThreads, 0, env.on(), copy_kernel)(view_of(s), view_of(*op.dst));
     IKLLM_CUDA_LAUNCHED("copy_kernel");
 }
 
@@ -119,7 +119,7 @@ void run_gather_rows(const Op& op, const OpEnv& env) {
     const Tensor& s = *op.src[0];
     const int64_t total = op.n_i32 * s.ne[0];
     if (total <= 0) return;
-    IKLLM_LAUNCH(grid_for(total, kThreads), kThreads, 0, env.stream, gather_rows_kernel)(view_of(s), view_of(*op.dst), op.i32,
+    IKLLM_LAUNCH(grid_for(total, kThreads), kThreads, 0, env.on(), gather_rows_kernel)(view_of(s), view_of(*op.dst), op.i32,
                                                                                op.n_i32);
     IKLLM_CUDA_LAUNCHED("gather_rows_kernel");
 }
@@ -155,7 +155,7 @@ bool rope_empty(const Op& op) { return op.rope.n_dims <= 0 || op.dst->ne[2] <= 0
 void launch_rope(const RopeJob& ja, const RopeJob& jb, int32_t rows, const Op& op, const OpEnv& env) {
     const RopeConsts c = rope_consts(op.rope);
     const dim3 grid((unsigned)ja.x.ne2, (unsigned)rows);
-    IKLLM_LAUNCH(grid, kThreads, sizeof(float) * 2 * (size_t)c.half, env.stream, rope_kernel)(ja, jb, op.i32, c,
+    IKLLM_LAUNCH(grid, kThreads, sizeof(float) * 2 * (size_t)c.half, env.on(), rope_kernel)(ja, jb, op.i32, c,
                                                                                       op.rope.freq_factors);
     IKLLM_CUDA_LAUNCHED("rope_kernel");
 }
@@ -226,11 +226,11 @@ KvJob kv_job(const Op& op) {
 void launch_kv_store(const KvJob& ja, const KvJob& jb, uint32_t type, const Op& op, const OpEnv& env) {
     if (type == quant::T_Q8_0) {
         const int64_t total = op.n_i32 * ((ja.width + jb.width) / 32);
-        IKLLM_LAUNCH(grid_for(total, 128), 128, 0, env.stream, kv_store_q8_0_kernel)(ja, jb, op.i32, op.n_i32);
+        IKLLM_LAUNCH(grid_for(total, 128), 128, 0, env.on(), kv_store_q8_0_kernel)(ja, jb, op.i32, op.n_i32);
         IKLLM_CUDA_LAUNCHED("kv_store_q8_0_kernel");
     } else {
         const int64_t total = op.n_i32 * (ja.width + jb.width);
-        IKLLM_LAUNCH(grid_for(total, kThreads), kThreads, 0, env.stream, kv_store_elem_kernel)(ja, jb, type, op.i32, op.n_i32);
+        IKLLM_LAUNCH(grid_for(total, kThreads), kThreads, 0, env.on(), kv_store_elem_kernel)(ja, jb, type, op.i32, op.n_i32);
         IKLLM_CUDA_LAUNCHED("kv_store_elem_kernel");
     }
 }

@@ -27,6 +27,7 @@ struct View {
 // One block per row (i1, i2, i3); the sum of squares in double like the CPU. With ro.x the
 // block then rounds its output row for the product after it (rows [K, T]: row r is token r).
 __global__ void rms_norm_kernel(View x, View y, const float* gain, float eps, ActRoundOut ro) {
+    IKLLM_KERNEL_ENTRY();
     const int64_t r = blockIdx.x;
     const int64_t i1 = r % x.ne1, i2 = (r / x.ne1) % x.ne2, i3 = r / (x.ne1 * x.ne2);
     const float* in = reinterpret_cast<const float*>(x.data + i1 * x.nb1 + i2 * x.nb2 + i3 * x.nb3);
@@ -66,6 +67,7 @@ __global__ void rms_norm_kernel(View x, View y, const float* gain, float eps, Ac
 
 // ---- add / swiglu: rows r at r * nb[1] (as the CPU indexes them) ----------------------------
 __global__ void add_kernel(View a, View b, View y, int64_t n_rows) {
+    IKLLM_KERNEL_ENTRY();
     const int64_t ne0 = a.ne0, total = n_rows * ne0;
     for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
          idx += (int64_t)gridDim.x * blockDim.x) {
@@ -77,6 +79,7 @@ __global__ void add_kernel(View a, View b, View y, int64_t n_rows) {
 }
 
 __global__ void swiglu_kernel(View g, View u, View y, int64_t n_rows) {
+    IKLLM_KERNEL_ENTRY();
     const int64_t ne0 = g.ne0, total = n_rows * ne0;
     for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
          idx += (int64_t)gridDim.x * blockDim.x) {
@@ -89,6 +92,7 @@ __global__ void swiglu_kernel(View g, View u, View y, int64_t n_rows) {
 
 // ---- copy: 4-D strided rows ------------------------------------------------------------------
 __global__ void copy_kernel(View s, View d) {
+    IKLLM_KERNEL_ENTRY();
     const int64_t ne0 = s.ne0, n_rows = s.ne1 * s.ne2 * s.ne3, total = n_rows * ne0;
     for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
          idx += (int64_t)gridDim.x * blockDim.x) {
@@ -101,6 +105,7 @@ __global__ void copy_kernel(View s, View d) {
 
 // ---- gather_rows: dst[:, j] = src[:, ids[j]] --------------------------------------------------
 __global__ void gather_rows_kernel(View s, View d, const int32_t* ids, int64_t n) {
+    IKLLM_KERNEL_ENTRY();
     const int64_t ne0 = s.ne0, total = n * ne0;
     for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
          idx += (int64_t)gridDim.x * blockDim.x) {
@@ -127,6 +132,7 @@ struct RopeJob {
 // Two tensors rotated with the same positions and parameters (q and k): grid rows [0, b.first)
 // rotate a, the rest b.
 __global__ void rope_kernel(RopeJob ja, RopeJob jb, const int32_t* pos, RopeConsts c, const float* freq_factors) {
+    IKLLM_KERNEL_ENTRY();
     IKLLM_DYN_SHARED(float, sh);
     float* co = sh;           // [half]
     float* si = sh + c.half;  // [half]
@@ -164,6 +170,7 @@ struct KvJob {
 
 // f32 / f16 / bf16: one thread per element.
 __global__ void kv_store_elem_kernel(KvJob ja, KvJob jb, uint32_t type, const int32_t* cells, int64_t n) {
+    IKLLM_KERNEL_ENTRY();
     const int64_t n0 = n * ja.width, total = n0 + n * jb.width;
     for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
          idx += (int64_t)gridDim.x * blockDim.x) {
@@ -183,6 +190,7 @@ __global__ void kv_store_elem_kernel(KvJob ja, KvJob jb, uint32_t type, const in
 
 // q8_0: one thread per block of 32 values.
 __global__ void kv_store_q8_0_kernel(KvJob ja, KvJob jb, const int32_t* cells, int64_t n) {
+    IKLLM_KERNEL_ENTRY();
     const int64_t n0 = n * (ja.width / 32), total = n0 + n * (jb.width / 32);
     for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
          idx += (int64_t)gridDim.x * blockDim.x) {

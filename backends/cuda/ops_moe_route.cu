@@ -46,6 +46,7 @@ struct RouteArgs {
 };
 
 __global__ void moe_route_kernel(RouteArgs a) {
+    IKLLM_KERNEL_ENTRY();
     IKLLM_DYN_SHARED(float, sh);
     float* prob = sh;              // [n_exp]
     float* sel = sh + a.n_exp;     // [n_exp]
@@ -205,7 +206,7 @@ void run_moe_route(const Op& op, const OpEnv& env) {
     a.ser_max = p.ser_max;
     a.ser_frac = p.ser_frac;
     const size_t shmem = sizeof(float) * 2 * (size_t)n_exp;
-    IKLLM_LAUNCH((unsigned)T, kThreads, shmem, env.stream, moe_route_kernel)(a);
+    IKLLM_LAUNCH((unsigned)T, kThreads, shmem, env.on(), moe_route_kernel)(a);
     IKLLM_CUDA_LAUNCHED("moe_route_kernel");
 }
 

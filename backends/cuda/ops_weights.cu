@@ -21,6 +21,7 @@ namespace {
 template <class D>
 __global__ void get_rows_kernel(const uint8_t* table, size_t row_bytes, const int32_t* ids, int64_t ne0, float* dst,
                                 size_t dst_row) {
+    IKLLM_KERNEL_ENTRY();
     const int64_t t = blockIdx.x;
     const uint8_t* row = table + (int64_t)ids[t] * row_bytes;
     float* out = reinterpret_cast<float*>(reinterpret_cast<char*>(dst) + t * dst_row);
@@ -36,6 +37,7 @@ __global__ void get_rows_kernel(const uint8_t* table, size_t row_bytes, const in
 // out[t][i] = sum_j wt[t][j] * eout[slot[t*k + j]][i], in selection order.
 __global__ void moe_combine_kernel(const float* eout, const int32_t* slot, const float* wts, size_t wts_t, int64_t k,
                                    int64_t E, float* y, size_t y_t) {
+    IKLLM_KERNEL_ENTRY();
     const int64_t t = blockIdx.y;
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= E) return;
@@ -52,6 +54,7 @@ __global__ void moe_combine_kernel(const float* eout, const int32_t* slot, const
 // skipped when its id is outside [0, n_exp).
 __global__ void moe_combine_ids_kernel(const float* eout, const int32_t* ids, size_t ids_t, const float* wts, size_t wts_t,
                                        int64_t k, int64_t n_exp, int64_t E, float* y, size_t y_t) {
+    IKLLM_KERNEL_ENTRY();
     const int64_t t = blockIdx.y;
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= E) return;
@@ -106,7 +109,7 @@ void run_get_rows(const Op& op, const OpEnv& env) {
     if (op.n_i32 <= 0) return;
     const bool ok = dispatch_weight_type(table.type, [&](auto d) {
         using D = decltype(d);
-        IKLLM_LAUNCH((unsigned)op.n_i32, 128, 0, env.stream, get_rows_kernel<D>)(static_cast<const uint8_t*>(table.data), table.nb[1],
+        IKLLM_LAUNCH((unsigned)op.n_i32, 128, 0, env.on(), get_rows_kernel<D>)(static_cast<const uint8_t*>(table.data), table.nb[1],
                                                                        op.i32, table.ne[0], static_cast<float*>(dst.data),
                                                                        dst.nb[1]);
     });
@@ -239,12 +242,12 @@ void run_mul_mat_swiglu(const Op& op, const OpEnv& env, const ActRoundOut* round
     if (round) {
         if (y.ne[2] != 1 || y.ne[3] != 1) throw std::runtime_error("CUDA mul_mat_swiglu: rounding needs rows [N, T]");
         const int64_t warps = T * ((N + 255) / 256);
-        IKLLM_LAUNCH(blocks_for(warps * 32, 128), 128, 0, env.stream, swiglu_round_kernel)(g, u, N, T, static_cast<float*>(y.data),
+        IKLLM_LAUNCH(blocks_for(warps * 32, 128), 128, 0, env.on(), swiglu_round_kernel)(g, u, N, T, static_cast<float*>(y.data),
                                                                                 y.nb[1], *round);
         IKLLM_CUDA_LAUNCHED("swiglu_round_kernel");
         return;
     }
-    IKLLM_LAUNCH(blocks_for(N * T, 256), 256, 0, env.stream, swiglu_rows_kernel)(g, u, N, T, static_cast<float*>(y.data), y.nb[1],
+    IKLLM_LAUNCH(blocks_for(N * T, 256), 256, 0, env.on(), swiglu_rows_kernel)(g, u, N, T, static_cast<float*>(y.data), y.nb[1],
                                                                        false);
     IKLLM_CUDA_LAUNCHED("swiglu_rows_kernel");
 }
@@ -318,7 +321,7 @@ void moe_ffn_on_device(const Op& op, const OpEnv& env) {
     b.y_z = sizeof(float) * n_ff;
     if (!wu || same_rounding(env, *wu, wg)) launch_rounded(with_activations_of(b, ar), env);
     else launch_mat(with_activations_of(b, a), env);
-    IKLLM_LAUNCH(blocks_for(pairs * n_ff, 256), 256, 0, env.stream, swiglu_rows_kernel)(g, u, n_ff, pairs, g, sizeof(float) * n_ff,
+    IKLLM_LAUNCH(blocks_for(pairs * n_ff, 256), 256, 0, env.on(), swiglu_rows_kernel)(g, u, n_ff, pairs, g, sizeof(float) * n_ff,
                                                                               op.moe.round_f16);
     IKLLM_CUDA_LAUNCHED("swiglu_rows_kernel");
     // Down: pair z reads its own hidden row.
@@ -329,7 +332,7 @@ void moe_ffn_on_device(const Op& op, const OpEnv& env) {
     d.y_z = sizeof(float) * E;
     launch_mat(d, env);
     const dim3 grid(blocks_for(E, 256), (unsigned)T);
-    IKLLM_LAUNCH(grid, 256, 0, env.stream, moe_combine_ids_kernel)(eout, static_cast<const int32_t*>(ids.data), ids.nb[1],
+    IKLLM_LAUNCH(grid, 256, 0, env.on(), moe_combine_ids_kernel)(eout, static_cast<const int32_t*>(ids.data), ids.nb[1],
                                                          static_cast<const float*>(wts.data), wts.nb[1], k, n_exp, E,
                                                          static_cast<float*>(y.data), y.nb[1]);
     IKLLM_CUDA_LAUNCHED("moe_combine_ids_kernel");
@@ -485,7 +488,7 @@ void run_moe_ffn(const Op& op, const OpEnv& env_in) {
     if (merged) products(wg, n_ff * wg.nb[1], n_ff, all_g, u, xd, x.nb[1], d_idx);
     else products(*wu, 0, n_ff, all_u, u, xd, x.nb[1], d_idx);
     if (total > 0) {
-        IKLLM_LAUNCH(blocks_for(total * n_ff, 256), 256, 0, env.stream, swiglu_rows_kernel)(g, u, n_ff, total, g,
+        IKLLM_LAUNCH(blocks_for(total * n_ff, 256), 256, 0, env.on(), swiglu_rows_kernel)(g, u, n_ff, total, g,
                                                                                   sizeof(float) * n_ff, op.moe.round_f16);
         IKLLM_CUDA_LAUNCHED("swiglu_rows_kernel");
     }
@@ -493,7 +496,7 @@ void run_moe_ffn(const Op& op, const OpEnv& env_in) {
     const MatArgs all_d = with_rounded_activations(expert(wd, 0, E, g, sizeof(float) * n_ff, nullptr, 0, total, eout, E), env);
     products(wd, 0, E, all_d, eout, g, sizeof(float) * n_ff, nullptr);
     const dim3 grid(blocks_for(E, 256), (unsigned)T);
-    IKLLM_LAUNCH(grid, 256, 0, env.stream, moe_combine_kernel)(eout, d_idx + total, static_cast<const float*>(wts.data), wts.nb[1], k,
+    IKLLM_LAUNCH(grid, 256, 0, env.on(), moe_combine_kernel)(eout, d_idx + total, static_cast<const float*>(wts.data), wts.nb[1], k,
                                                      E, static_cast<float*>(y.data), y.nb[1]);
     IKLLM_CUDA_LAUNCHED("moe_combine_kernel");
 }

@@ -17,6 +17,7 @@ __device__ inline float silu(float g) { return g / (1.0f + expf(-g)); }
 // y[t][n] = silu(g[t][n]) * u[t][n]; g, u contiguous [T][N]; optionally rounded to f16.
 __global__ void swiglu_rows_kernel(const float* g, const float* u, int64_t N, int64_t T, float* y, size_t y_t,
                                    bool round_f16) {
+    IKLLM_KERNEL_ENTRY();
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= N * T) return;
     const int64_t t = i / N, n = i % N;
@@ -29,6 +30,7 @@ __global__ void swiglu_rows_kernel(const float* g, const float* u, int64_t N, in
 // the product that reads them next (act_round_values: the executor's fusion).
 __global__ void swiglu_round_kernel(const float* g, const float* u, int64_t N, int64_t T, float* y, size_t y_t,
                                     ActRoundOut ro) {
+    IKLLM_KERNEL_ENTRY();
     const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     const int64_t per_row = (N + 255) / 256;
     const int64_t t = warp / per_row, seg = warp % per_row;

@@ -1,13 +1,17 @@
 // The host emulation's own checks (tests/cuda/emu_cuda.h): each schedule perturbation does what it is
 // there for. A missing barrier that the plain first-to-last order hides shows reversed and shuffled;
 // blocks run in the order asked; shared memory a kernel never wrote reads as 0xFF bytes with
-// "poison" (static and dynamic); a cp.async's bytes are there after its wait_group, not before.
+// "poison" (static and dynamic); a cp.async's bytes are there after its wait_group, not before; a
+// kernel launched with programmatic dependent launch whose threads skip IKLLM_KERNEL_ENTRY aborts.
 // Exit code 1 on any failure.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
 #include "emu_cuda.h"
@@ -56,6 +60,22 @@ void unwritten_shared(uint32_t* stat, uint32_t* dyn) {
     }, 64);
 }
 
+// Runs a 2-block launch in a child process, every thread passing IKLLM_KERNEL_ENTRY or (skip) the
+// odd threads of block 1 not; true when the child ended normally.
+bool pdl_launch_survives(bool pdl, bool skip) {
+    std::fflush(stdout);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        emu::launch(dim3(2), 64, [&] {
+            if (!(skip && blockIdx.x == 1 && threadIdx.x % 2)) IKLLM_KERNEL_ENTRY();
+        }, 0, pdl);
+        std::_Exit(0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 }  // namespace
 
 int main() {
@@ -101,6 +121,11 @@ int main() {
         }
     });
     expect(before == 0 && after == 7, "cp.async: not there before its wait_group, there after");
+
+    // Programmatic dependent launch: a kernel that may finish before the one ahead of it is refused.
+    expect(pdl_launch_survives(true, false), "pdl: every thread passes IKLLM_KERNEL_ENTRY: runs");
+    expect(!pdl_launch_survives(true, true), "pdl: threads that skip IKLLM_KERNEL_ENTRY: aborts");
+    expect(pdl_launch_survives(false, true), "no pdl: the entry is not required");
 
     std::printf("%s\n", g_ok ? "cuda_emu_schedule_test: ok" : "cuda_emu_schedule_test: FAIL");
     return g_ok ? 0 : 1;

@@ -176,6 +176,19 @@ struct Env {
         e.int8 = !(i8 && std::string(i8) == "0");
         const char* mma = std::getenv("IKLLM_CUDA_INT8_MMA");  // 0: not the int8 tensor-core kernel
         e.int8_mma = !(mma && std::string(mma) == "0");
+        // 1: programmatic dependent launch / L2 prefetch of weights (compute capability 9.0 on, as
+        // the executor has it), the kernels then on a stream of their own: a blocking one, so the
+        // test's synchronous copies on the legacy stream stay ordered with them.
+        int major = 0;
+        IKLLM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+        const char* pdl = std::getenv("IKLLM_CUDA_PDL");
+        e.pdl = major >= 9 && pdl && std::string(pdl) == "1";
+        const char* l2 = std::getenv("IKLLM_CUDA_L2_PREFETCH");
+        e.l2_prefetch = major >= 9 && l2 && std::string(l2) == "1";
+        if (e.pdl) IKLLM_CUDA_CHECK(cudaStreamCreateWithFlags(&e.stream, cudaStreamDefault));
+    }
+    ~Env() {
+        if (e.stream) cudaStreamDestroy(e.stream);
     }
 };
 void dsync(Env& env) {

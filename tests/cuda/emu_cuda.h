@@ -17,6 +17,7 @@
 #define IKLLM_CUDA_EMULATION 1  // (the kernel headers' emulation hooks: warp_reduce.cuh, launch.cuh)
 #endif
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -59,6 +60,7 @@ struct Fiber {
     dim3 tid;
     unsigned exchanges = 0;  // warp exchanges (shuffles, mma) so far: which slot buffer is next
     bool done = false;
+    bool entered = false;  // passed IKLLM_KERNEL_ENTRY (kernel_entry, below)
 };
 inline void* g_sched_sp = nullptr;
 #else
@@ -67,6 +69,7 @@ struct Fiber {
     dim3 tid;
     unsigned exchanges = 0;
     bool done = false;
+    bool entered = false;
 };
 inline ucontext_t g_sched;
 #endif
@@ -208,6 +211,23 @@ inline void cp_async_wait(int n) {
         for (const AsyncCopy& c : g.committed.front()) std::memcpy(c.dst, c.src, 16);
 }
 
+// IKLLM_KERNEL_ENTRY (backends/cuda/launch.cuh): on the device the wait for the kernel ahead under
+// programmatic dependent launch. Here kernels run one after another anyway; what is checked is the
+// contract that makes such launches safe: every thread of a kernel launched that way (g_pdl) passes
+// the entry before it ends (run_block), so no kernel can finish before the one ahead of it.
+inline bool g_pdl = false;
+inline void kernel_entry() { g_current->entered = true; }
+[[noreturn]] inline void pdl_contract_broken() {
+    std::fputs("emulated CUDA: a thread of a kernel launched with programmatic dependent launch ended without "
+               "IKLLM_KERNEL_ENTRY() (backends/cuda/launch.cuh)\n", stderr);
+    std::abort();
+}
+// IKLLM_PREFETCH_L2: only a hint on the device, which requires a 16-byte aligned address and a
+// size that is a multiple of 16 (cp.async.bulk.prefetch); a violation traps here.
+inline void prefetch_l2(const void* p, uint64_t bytes) {
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0 || bytes % 16 != 0) __builtin_trap();
+}
+
 inline const std::function<void()>* g_kernel = nullptr;
 #ifdef IKLLM_EMU_STACK_SWITCH
 // A fiber's first switch "returns" into this (entered with rsp = 8 mod 16, as after a call); it
@@ -320,6 +340,7 @@ private:
         Fiber& f = fibers[t];
         f.tid = dim3((unsigned)t, 0, 0);
         f.done = false;
+        f.entered = false;
         f.exchanges = 0;
 #ifdef IKLLM_EMU_STACK_SWITCH
         f.sp = fiber_stack(stacks + stack_bytes * t, stack_bytes);
@@ -344,6 +365,7 @@ private:
 #else
             swapcontext(&g_sched, &f.ctx);
 #endif
+            if (f.done && g_pdl && !f.entered) pdl_contract_broken();
             left -= f.done;
         }
     }
@@ -371,9 +393,11 @@ T* dyn_shared() {
 
 // Runs kernel() for every thread of every block of the grid, one block at a time, with
 // shared_bytes of dynamic shared memory (zeroed per launch; blocks run one after another).
+// (pdl: launched with programmatic dependent launch; kernel_entry above.)
 template <class F>
-void launch(dim3 grid, int threads, F kernel, size_t shared_bytes = 0) {
+void launch(dim3 grid, int threads, F kernel, size_t shared_bytes = 0, bool pdl = false) {
     g_grid = grid;
+    g_pdl = pdl;
     g_dyn_shared.assign(shared_bytes + 16, 0);
     constexpr size_t kStack = 256 * 1024;
     const std::function<void()> fn = kernel;
@@ -394,6 +418,7 @@ void launch(dim3 grid, int threads, F kernel, size_t shared_bytes = 0) {
         b.dim = dim3(threads, 1, 1);
         run_block(b, fibers, stacks.get(), kStack);
     }
+    g_pdl = false;
 }
 
 // ---- launches through IKLLM_LAUNCH (the emulated backend) ------------------------------------
@@ -426,11 +451,20 @@ inline std::recursive_mutex& launch_mutex() {
     return m;
 }
 
+// IKLLM_LAUNCH's stream: a cudaStream_t, or ikllm::cuda::StreamRef (stream, pdl).
+inline cudaStream_t stream_of(cudaStream_t s) { return s; }
+inline bool pdl_of(cudaStream_t) { return false; }
+template <class S>
+cudaStream_t stream_of(const S& s) { return s.stream; }
+template <class S>
+bool pdl_of(const S& s) { return s.pdl; }
+
 template <class... P>
 struct Launcher {
     dim3 grid, block;
     size_t shared;
     cudaStream_t stream;
+    bool pdl;
     void (*kernel)(P...);
     template <class... A>
     void operator()(A&&... a) const {
@@ -446,18 +480,18 @@ struct Launcher {
         }
         // The arguments are copied at the launch, as the device does.
         auto args = std::make_shared<std::tuple<std::decay_t<P>...>>(std::forward<A>(a)...);
-        const std::function<void()> work = [g = grid, n = (int)block.x, sh = shared, k = kernel, args] {
+        const std::function<void()> work = [g = grid, n = (int)block.x, sh = shared, k = kernel, args, pdl = pdl] {
             std::lock_guard<std::recursive_mutex> lock(launch_mutex());
-            launch(g, n, [&] { std::apply(k, *args); }, sh);
+            launch(g, n, [&] { std::apply(k, *args); }, sh, pdl);
         };
         if (g_capture && g_capture(stream, reinterpret_cast<const void*>(kernel), work)) return;
         work();
     }
 };
 
-template <class... P>
-Launcher<P...> launcher(dim3 grid, dim3 block, size_t shared, cudaStream_t stream, void (*kernel)(P...)) {
-    return {grid, block, shared, stream, kernel};
+template <class S, class... P>
+Launcher<P...> launcher(dim3 grid, dim3 block, size_t shared, const S& stream, void (*kernel)(P...)) {
+    return {grid, block, shared, stream_of(stream), pdl_of(stream), kernel};
 }
 
 }  // namespace emu

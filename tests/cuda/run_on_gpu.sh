@@ -87,6 +87,10 @@ run_test "ops vs CPU backend" "$logs/ops.txt" "$build/cuda_ops_test"
 # (IKLLM_CUDA_INT8=0, IKLLM_CUDA_INT8_MMA=0: decode to f32 / fp16 tensor cores).
 IKLLM_CUDA_INT8=0 IKLLM_CUDA_INT8_MMA=0 run_test "ops vs CPU backend, IKLLM_CUDA_INT8(_MMA)=0" "$logs/ops_float.txt" \
   "$build/cuda_ops_test"
+# Programmatic dependent launch and the L2 prefetch of weights (launch.cuh; off by default until
+# measured): every op's kernels on a stream of their own, each starting before the one ahead ends.
+IKLLM_CUDA_PDL=1 IKLLM_CUDA_L2_PREFETCH=1 run_test "ops vs CPU backend, IKLLM_CUDA_PDL=1 IKLLM_CUDA_L2_PREFETCH=1" \
+  "$logs/ops_pdl.txt" "$build/cuda_ops_test"
 # Session paths (decode, state save/load, shifts, sequence copies) on the GPU vs the CPU, when
 # the gtest suite was built (IKLLM_BUILD_TESTS=ON).
 gbt=$build/tests/gpu_backend_test; [ -x "$gbt" ] || gbt=$build/gpu_backend_test
@@ -116,6 +120,11 @@ if [ -f "$shared/tools/compare_logits.py" ]; then
   IKLLM_CUDA_FUSE=0 IKLLM_CUDA_ACT_SHARE=0 run_test "refdata logits, full, IKLLM_CUDA_FUSE=0 IKLLM_CUDA_ACT_SHARE=0" \
     "$logs/refdata_full_unfused.txt" "${py:-python3}" \
     tests/refdata/check_logits.py "$cli" "$shared" --args "-ngl 99" $stems
+  for p in "full:-ngl 99" "exps_cpu:-ngl 99 -ot exps=CPU"; do
+    tag=${p%%:*}; args=${p#*:}
+    IKLLM_CUDA_PDL=1 IKLLM_CUDA_L2_PREFETCH=1 run_test "refdata logits, $tag, IKLLM_CUDA_PDL=1 IKLLM_CUDA_L2_PREFETCH=1" \
+      "$logs/refdata_${tag}_pdl.txt" "${py:-python3}" tests/refdata/check_logits.py "$cli" "$shared" --args "$args" $stems
+  done
 else
   row "refdata logits" skip "no $shared/tools/compare_logits.py"
 fi
@@ -219,6 +228,12 @@ if [ "$do_bench" = 1 ] && [ -x "$build/ikllm-make-bench" ]; then
       row "op profile llama-8b-q4_0 (pp512+tg32)" ok "$logs/profile_llama-8b-q4_0.txt" ||
       row "op profile llama-8b-q4_0" FAIL "see $logs/profile_llama-8b-q4_0.txt"
   fi
+  # Token steps with programmatic dependent launch, the L2 prefetch of weights, and both.
+  for e in "IKLLM_CUDA_PDL=1" "IKLLM_CUDA_L2_PREFETCH=1" "IKLLM_CUDA_PDL=1 IKLLM_CUDA_L2_PREFETCH=1"; do
+    for m in llama-8b-q4_0 qwen3moe-a3b-8l-q4_K_M deepseek2-v3-4l-iq4_k; do
+      eval "$e bench \"$m full TG128, $e\" \"$bench_dir/$m.gguf\" -ngl 99 -p 0 -n 128"
+    done
+  done
   # Token steps without fused launches and shared rounded activations (docs/cuda.md, item 8).
   IKLLM_CUDA_FUSE=0 IKLLM_CUDA_ACT_SHARE=0 bench "llama-8b-q4_0 full TG128, IKLLM_CUDA_FUSE=0 IKLLM_CUDA_ACT_SHARE=0" \
     "$bench_dir/llama-8b-q4_0.gguf" -ngl 99 -p 0 -n 128
