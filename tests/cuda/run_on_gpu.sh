@@ -71,7 +71,8 @@ run_test() {  # name, log file, command...
   if [ ! -x "$1" ]; then row "$name" skip "$1 not built"; return; fi
   "$@" >"$log" 2>&1
   local rc=$?
-  if [ $rc = 0 ]; then row "$name" ok "$(tail -1 "$log")"
+  local last; last=$(grep -E '^\[  PASSED  \]' "$log" | tail -1); [ -n "$last" ] || last=$(tail -1 "$log")
+  if [ $rc = 0 ]; then row "$name" ok "$last"
   elif [ $rc = 77 ]; then row "$name" skip "$(tail -1 "$log")"
   else row "$name" FAIL "$(tail -1 "$log")"; fail=1; tail -20 "$log"; fi
 }
@@ -106,24 +107,30 @@ if [ -f "$shared/tools/compare_logits.py" ]; then
            llama-q-Q4_K_R4 llama-q-Q8_0_R8 llama-q-IQ2_K_R4 llama-q-IQ4_K_R4 llama-q-IQ4_XS_R8 llama-q-IQ4_KS_R4 llama-q-Q2_K; do  # (interleaved: converted)
     if [ -d "$refdata/refs/$s" ] && { [ -f "$refdata/models/$s.gguf" ] || [ -f "$refdata/quant/$s.gguf" ]; }; then stems="$stems $s"; fi
   done
+  # --cpu-spread: a model that misses its class is run on the CPU with the CPU backend's AVX2 and
+  # scalar kernels too; where one of those misses it by as much, the row says 'ok~' and why (some
+  # of these tiny random models amplify summation-order differences past the class: docs/cuda.md).
   placements=("full:-ngl 99" "exps_cpu:-ngl 99 -ot exps=CPU")
   # Two or more GPUs: layers split between the first two as well (activations cross through the host).
   if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')" -ge 2 ]; then placements+=("two_gpus:-ngl 99 -ts 1,1"); fi
   for p in "${placements[@]}"; do
     tag=${p%%:*}; args=${p#*:}
     run_test "refdata logits, $tag ($args)" "$logs/refdata_$tag.txt" "${py:-python3}" tests/refdata/check_logits.py \
-      "$cli" "$shared" --args "$args" $stems
+      "$cli" "$shared" --cpu-spread --args "$args" $stems
   done
-  IKLLM_CUDA_INT8=0 IKLLM_CUDA_INT8_MMA=0 run_test "refdata logits, full, IKLLM_CUDA_INT8(_MMA)=0" \
+  # The float kernels do not follow the reference's small-batch integer numerics of IQ4_K (saturating
+  # pair sums; docs/cuda.md): the IQ4_K MoE models are left out of their row.
+  float_stems=$(for s in $stems; do case $s in deepseek2-tiny-IQ4_K|qwen3moe-tiny-IQ4_K) ;; *) echo "$s" ;; esac; done)
+  IKLLM_CUDA_INT8=0 IKLLM_CUDA_INT8_MMA=0 run_test "refdata logits, full, IKLLM_CUDA_INT8(_MMA)=0 (no IQ4_K MoE)" \
     "$logs/refdata_full_float.txt" "${py:-python3}" \
-    tests/refdata/check_logits.py "$cli" "$shared" --args "-ngl 99" $stems
+    tests/refdata/check_logits.py "$cli" "$shared" --cpu-spread --args "-ngl 99" $float_stems
   IKLLM_CUDA_FUSE=0 IKLLM_CUDA_ACT_SHARE=0 run_test "refdata logits, full, IKLLM_CUDA_FUSE=0 IKLLM_CUDA_ACT_SHARE=0" \
     "$logs/refdata_full_unfused.txt" "${py:-python3}" \
-    tests/refdata/check_logits.py "$cli" "$shared" --args "-ngl 99" $stems
+    tests/refdata/check_logits.py "$cli" "$shared" --cpu-spread --args "-ngl 99" $stems
   for p in "full:-ngl 99" "exps_cpu:-ngl 99 -ot exps=CPU"; do
     tag=${p%%:*}; args=${p#*:}
     IKLLM_CUDA_PDL=1 IKLLM_CUDA_L2_PREFETCH=1 run_test "refdata logits, $tag, IKLLM_CUDA_PDL=1 IKLLM_CUDA_L2_PREFETCH=1" \
-      "$logs/refdata_${tag}_pdl.txt" "${py:-python3}" tests/refdata/check_logits.py "$cli" "$shared" --args "$args" $stems
+      "$logs/refdata_${tag}_pdl.txt" "${py:-python3}" tests/refdata/check_logits.py "$cli" "$shared" --cpu-spread --args "$args" $stems
   done
 else
   row "refdata logits" skip "no $shared/tools/compare_logits.py"
