@@ -47,7 +47,7 @@ if [ "$do_build" = 1 ]; then
   archs=${archs:-90}
   common=("${gen[@]}" "${cuda[@]}" -DCMAKE_CUDA_ARCHITECTURES=$archs -DCMAKE_BUILD_TYPE=Release -DIKLLM_CUDA=ON -DIKLLM_CUDA_TESTS=ON
           -DIKLLM_BUILD_BENCH=OFF -DIKLLM_BUILD_SAMPLES=OFF)
-  targets=(ikllm_cli ikllm_cuda cuda_ops_test cuda_decode_host_test cuda_int8_codes_host_test ikllm-make-bench)
+  targets=(ikllm_cli ikllm_cuda cuda_ops_test cuda_decode_host_test cuda_int8_codes_host_test ikllm-make-bench cuda_kernel_bench)
   if cmake -S . -B "$build" "${common[@]}" -DIKLLM_BUILD_TESTS=ON >"$logs/configure.txt" 2>&1; then
     targets+=(gpu_backend_test)
   else
@@ -96,6 +96,19 @@ IKLLM_CUDA_PDL=1 IKLLM_CUDA_L2_PREFETCH=1 run_test "ops vs CPU backend, IKLLM_CU
 # the gtest suite was built (IKLLM_BUILD_TESTS=ON).
 gbt=$build/tests/gpu_backend_test; [ -x "$gbt" ] || gbt=$build/gpu_backend_test
 IKLLM_SHARED_DIR=$shared run_test "session paths on the GPU (gtest)" "$logs/gpu_backend_test.txt" "$gbt"
+
+# Kernel-level speed against the GPU's peaks (bench/cuda_kernel_bench.cu): llama-8b's four product
+# shapes, q4_0 / q8_0 / q4_K / iq4_k, T = 1 / 512 / 2048, each kernel variant (the float kernels,
+# PDL + L2 prefetch, staged, K step 64), outputs compared with the defaults'. The row: q4_0 with the
+# defaults, % of the HBM peak at T = 1 and % of the int8 tensor peak at T = 512 / 2048 per shape.
+if [ "$do_bench" = 1 ] && [ -x "$build/cuda_kernel_bench" ]; then
+  if "$build/cuda_kernel_bench" >"$logs/kernel_bench.txt" 2>&1; then
+    row "kernel bench (q4_0, defaults)" ok "$(awk -F'|' '$2 ~ /q4_0/ && $6 ~ /default/ {gsub(/ /, "", $3); gsub(/ /, "", $5);
+      v = ($5 == 1) ? $9 "% HBM" : $11 "% int8"; printf "%s T=%s %s; ", $3, $5, v}' "$logs/kernel_bench.txt")"
+  else
+    row "kernel bench" FAIL "$(tail -1 "$logs/kernel_bench.txt")"; fail=1
+  fi
+fi
 
 # 2. Reference models through full offload and the experts-on-CPU hybrid.
 models=$refdata/models
