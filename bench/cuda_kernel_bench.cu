@@ -10,12 +10,14 @@
 // T = 1 (a generation step) and T = 512, 2048 (prompt batches), `reps` times back to back on one
 // stream between two events, best of 5 such runs. Variants (OpEnv): the defaults; the float
 // kernels (IKLLM_CUDA_INT8=0 / _MMA=0); programmatic dependent launch + L2 prefetch (9.0 on);
-// the staged matrix-vector kernel (T = 1); K steps of 64 in the tensor-core kernel (T > 8).
+// 4 chunks per thread in flight in the int8 matrix-vector kernel (IKLLM_CUDA_MV_UNROLL=4), alone
+// and with PDL + prefetch, and the staged matrix-vector kernel (T = 1); K steps of 64 in the
+// tensor-core kernel (T > 8).
 // Columns: microseconds per op, weight bytes per second and the share of the HBM peak (bus width x
 // memory clock; for T = 1), tensor operations per second and the share of the int8 peak (SMs x
 // clock x int8 ops per clock and SM of the architecture; for T > 8). Every variant's output is
 // compared with the defaults': bitwise where the variant must not change results (PDL, prefetch,
-// K step), relative L2 <= 0.25 for the float kernels (exact products, where the defaults follow the
+// unroll, K step), relative L2 <= 0.25 for the float kernels (exact products, where the defaults follow the
 // reference's integer numerics: up to ~15 % apart for the saturating IQ4_K / IQ4_XS forms; garbage
 // is ~1); a mismatch is printed and makes the exit status 1. --smoke: small shapes, two types, one rep (the emulated build's CTest run checks the
 // harness and those comparisons on the host). Exit 77 where no CUDA device is usable.
@@ -64,15 +66,17 @@ struct BumpScratch : cuda::Scratch {
 struct Variant {
     const char* name;
     bool int8, int8_mma, pdl_l2, staged;
-    int k_sub;
+    int k_sub, mv_unroll;
     bool same_bits;  // must equal the defaults bit for bit
 };
 const Variant kVariants[] = {
-    {"default", true, true, false, false, 1, true},
-    {"float kernels", false, false, false, false, 1, false},
-    {"pdl + l2 prefetch", true, true, true, false, 1, true},
-    {"staged (float)", false, false, false, true, 1, false},
-    {"mma k step 64", true, true, false, false, 2, true},
+    {"default", true, true, false, false, 1, 2, true},
+    {"float kernels", false, false, false, false, 1, 2, false},
+    {"pdl + l2 prefetch", true, true, true, false, 1, 2, true},
+    {"mv unroll 4", true, true, false, false, 1, 4, true},
+    {"mv unroll 4 + pdl + l2", true, true, true, false, 1, 4, true},
+    {"staged (float)", false, false, false, true, 1, 2, false},
+    {"mma k step 64", true, true, false, false, 2, 2, true},
 };
 
 struct Peaks {
@@ -146,6 +150,7 @@ Result run(const Variant& v, const Peaks& pk, uint32_t type, const DevBuf& w, si
     env.staged = v.staged;
     env.mma_k_sub = v.k_sub;
     env.pdl = env.l2_prefetch = v.pdl_l2;
+    env.mv_unroll = v.mv_unroll;
     Tensor W = tensor(type, K, N, (size_t)quant::find_type(type)->block_bytes, rb, w.p);
     Tensor X = tensor(quant::T_F32, K, T, 4, 4 * (size_t)K, x.p);
     Tensor Y = tensor(quant::T_F32, N, T, 4, 4 * (size_t)N, y.p);
@@ -193,7 +198,7 @@ double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
 
 bool applies(const Variant& v, const Peaks& pk, int64_t T) {
     if (v.pdl_l2 && pk.cc < 90) return false;  // (Hopper instructions; the executor turns them off too)
-    if (v.staged) return T == 1;
+    if (v.staged || v.mv_unroll != 2) return T == 1;
     if (v.k_sub != 1) return T > 8;
     return true;
 }

@@ -172,6 +172,8 @@ public:
         pdl_ = cc_major >= 9 && pdl && std::string(pdl) == "1";
         const char* l2 = std::getenv("IKLLM_CUDA_L2_PREFETCH");
         l2_prefetch_ = cc_major >= 9 && l2 && std::string(l2) == "1";
+        const char* mu = std::getenv("IKLLM_CUDA_MV_UNROLL");
+        mv_unroll_ = mu && std::string(mu) == "4" ? 4 : 2;
         const char* g = std::getenv("IKLLM_CUDA_GRAPHS");
         graphs_ = !(g && std::string(g) == "0") && !profile_;
     }
@@ -206,6 +208,7 @@ public:
         env.attn_mma = attn_mma_;
         env.pdl = pdl_;
         env.l2_prefetch = l2_prefetch_;
+        env.mv_unroll = mv_unroll_;
         const auto t0 = std::chrono::steady_clock::now();
         const bool capture = graphs_ && capturable(graph, begin, end);
         if (capture) IKLLM_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
@@ -551,6 +554,7 @@ private:
     bool int8_mma_ = false;
     bool attn_mma_ = true;
     bool pdl_ = false, l2_prefetch_ = false;
+    int mv_unroll_ = 2;
     ChunkScratch scratch_;
     ActRoundCache act_cache_;  // the last product's rounded activations (act_round_cache.h)
     ActRoundKey pending_key_;  // a rounded copy an op wrote for the next product, stored after it ran

@@ -76,6 +76,10 @@ struct OpEnv {
     // Matrix-vector kernels ask for their block's weight rows in L2 (one bulk prefetch) before
     // they wait for the kernel ahead (MatArgs::l2_prefetch). IKLLM_CUDA_L2_PREFETCH=1 turns it on.
     bool l2_prefetch = false;
+    // The single-token int8 kernel loads 4 chunks per thread and row ahead of their arithmetic
+    // instead of 2 (MatArgs::mv_unroll): twice the bytes in flight, more registers, same results.
+    // IKLLM_CUDA_MV_UNROLL=4 turns it on.
+    int mv_unroll = 2;
     // Where the op's kernels go.
     StreamRef on() const { return StreamRef(stream, pdl); }
 };

@@ -22,7 +22,8 @@ void launch_int8_form(const MatArgs& a, StreamRef s) {
     if (a.T == 1 && !a.grp) {  // (grouped experts: the token-tile kernel, same numerics)
         constexpr int R = 4;
         const dim3 grid((unsigned)((a.N + R - 1) / R), 1, (unsigned)a.Z);
-        IKLLM_LAUNCH(grid, block, 0, s, mv::mat_vec_int8_kernel<C, 1, R, Sat>)(a);
+        if (a.mv_unroll == 4) IKLLM_LAUNCH(grid, block, 0, s, mv::mat_vec_int8_kernel<C, 1, R, Sat, 4>)(a);
+        else IKLLM_LAUNCH(grid, block, 0, s, mv::mat_vec_int8_kernel<C, 1, R, Sat>)(a);
     } else {
         constexpr int R = 2;
         const dim3 grid((unsigned)((a.N + R - 1) / R), (unsigned)((a.T + kVecMaxTokens - 1) / kVecMaxTokens),

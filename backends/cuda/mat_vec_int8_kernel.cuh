@@ -10,7 +10,10 @@
 namespace ikllm::cuda::mv {
 
 // Sat: the reference's saturating pair sums of a kSat type (false: exact products, MatArgs::exact).
-template <class C, int NT, int R, bool Sat = C::kSat>
+// U: chunks per thread and row whose loads are issued together, ahead of their arithmetic (2; 4
+// with MatArgs::mv_unroll, single-token kernels only: more bytes in flight per thread, more
+// registers). The sums are added in the same order for every U: the same bits.
+template <class C, int NT, int R, bool Sat = C::kSat, int U = 2>
 __global__ void __launch_bounds__(32 * kVecWarps) mat_vec_int8_kernel(MatArgs a) {
     prefetch_rows<R>(a);  // (weights only: before the wait)
     IKLLM_KERNEL_ENTRY();
@@ -40,42 +43,53 @@ __global__ void __launch_bounds__(32 * kVecWarps) mat_vec_int8_kernel(MatArgs a)
 #pragma unroll
         for (int i = 0; i < NT; ++i) acc[r][i] = 0.f;
     constexpr int cpb = D::kBlockElems / 8;
+    constexpr int64_t kStride = 32 * kVecWarps;
     const int64_t n_chunks = a.K / 8;
-#pragma unroll 2
-    for (int64_t c = threadIdx.x; c < n_chunks; c += 32 * kVecWarps) {
-        uint32_t lo[R], hi[R];
-        float sc[R], bi[R];
-        int icorr[R];
+    for (int64_t c0 = threadIdx.x; c0 < n_chunks; c0 += kStride * U) {
+        // Loads of U chunks (weights of every row, then the activations), then their products.
+        uint32_t lo[U][R], hi[U][R];
+        float sc[U][R], bi[U][R];
+        int icorr[U][R];
 #pragma unroll
-        for (int r = 0; r < R; ++r) {
-            if constexpr (Sat) C::sat8(rows[r], c / cpb, (int)(c % cpb), lo[r], hi[r], sc[r], icorr[r]);
-            else {
-                C::codes8(rows[r], c / cpb, (int)(c % cpb), lo[r], hi[r], sc[r], bi[r]);
-                sc[r] = C::matmul_scale(sc[r]);
+        for (int u = 0; u < U; ++u) {
+            const int64_t c = c0 + u * kStride;
+            if (c >= n_chunks) break;
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                if constexpr (Sat) C::sat8(rows[r], c / cpb, (int)(c % cpb), lo[u][r], hi[u][r], sc[u][r], icorr[u][r]);
+                else {
+                    C::codes8(rows[r], c / cpb, (int)(c % cpb), lo[u][r], hi[u][r], sc[u][r], bi[u][r]);
+                    sc[u][r] = C::matmul_scale(sc[u][r]);
+                }
             }
         }
 #pragma unroll
-        for (int i = 0; i < NT; ++i) {
-            if (i < nt) {
-                const uint2 xv = *reinterpret_cast<const uint2*>(xq[i] + c * 8);
-                const float d = xd[i][c >> 2];
-                if constexpr (Sat) {
-                    // The reference's saturating pair sums (int8_codes.cuh); the integer is exact
-                    // (|value| < 2^19) and so is its conversion.
-                    const int qs = bd::dp4a(0x01010101u, xv.x, bd::dp4a(0x01010101u, xv.y, 0));
+        for (int u = 0; u < U; ++u) {
+            const int64_t c = c0 + u * kStride;
+            if (c >= n_chunks) break;
 #pragma unroll
-                    for (int r = 0; r < R; ++r)
-                        acc[r][i] += d * (sc[r] * bd::i2f(bd::sat_dot8(lo[r], hi[r], xv.x, xv.y) + icorr[r] * qs));
-                    continue;
-                }
-                float xs = 0.f;
-                if constexpr (C::kHasBias) xs = bd::i2f(bd::dp4a(0x01010101u, xv.x, bd::dp4a(0x01010101u, xv.y, 0)));
+            for (int i = 0; i < NT; ++i) {
+                if (i < nt) {
+                    const uint2 xv = *reinterpret_cast<const uint2*>(xq[i] + c * 8);
+                    const float d = xd[i][c >> 2];
+                    if constexpr (Sat) {
+                        // The reference's saturating pair sums (int8_codes.cuh); the integer is exact
+                        // (|value| < 2^19) and so is its conversion.
+                        const int qs = bd::dp4a(0x01010101u, xv.x, bd::dp4a(0x01010101u, xv.y, 0));
 #pragma unroll
-                for (int r = 0; r < R; ++r) {
-                    // bd::i2f: exact (|sum| <= 8 * 127 * 127) at full rate, where I2F is quarter rate
-                    float v = sc[r] * bd::i2f(bd::dp4a(lo[r], xv.x, bd::dp4a(hi[r], xv.y, 0)));
-                    if constexpr (C::kHasBias) v += bi[r] * xs;
-                    acc[r][i] += d * v;
+                        for (int r = 0; r < R; ++r)
+                            acc[r][i] += d * (sc[u][r] * bd::i2f(bd::sat_dot8(lo[u][r], hi[u][r], xv.x, xv.y) + icorr[u][r] * qs));
+                        continue;
+                    }
+                    float xs = 0.f;
+                    if constexpr (C::kHasBias) xs = bd::i2f(bd::dp4a(0x01010101u, xv.x, bd::dp4a(0x01010101u, xv.y, 0)));
+#pragma unroll
+                    for (int r = 0; r < R; ++r) {
+                        // bd::i2f: exact (|sum| <= 8 * 127 * 127) at full rate, where I2F is quarter rate
+                        float v = sc[u][r] * bd::i2f(bd::dp4a(lo[u][r], xv.x, bd::dp4a(hi[u][r], xv.y, 0)));
+                        if constexpr (C::kHasBias) v += bi[u][r] * xs;
+                        acc[r][i] += d * v;
+                    }
                 }
             }
         }

@@ -479,6 +479,7 @@ MatArgs with_rounded_activations(const MatArgs& a_in, const OpEnv& env) {
 void launch_rounded(const MatArgs& a_in, const OpEnv& env) {
     MatArgs a = a_in;
     a.l2_prefetch = env.l2_prefetch;
+    a.mv_unroll = env.mv_unroll;
     if (a.xq && a.T > kVecMaxTokens) {
         // The reference's CPU kernels multiply calls of fewer than kRefBatchTokens tokens (and
         // every call of a batch-invariant session) in their small-batch form, larger ones in

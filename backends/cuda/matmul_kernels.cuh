@@ -67,6 +67,9 @@ struct MatArgs {
     // Matrix-vector kernels over one weight matrix (no w_ids): each block first asks for its
     // rows in L2 with one bulk prefetch, before it waits for the kernel ahead (OpEnv::l2_prefetch).
     bool l2_prefetch = false;
+    // Chunks per thread and row loaded together by the single-token int8 kernel (2, or 4:
+    // OpEnv::mv_unroll; mat_vec_int8_kernel.cuh). Same results.
+    int mv_unroll = 2;
 };
 
 // Picks the kernel by T; throws std::runtime_error for an unsupported type. Activations are

@@ -232,6 +232,18 @@ bool run_case(const quant::TypeTraits& tt, const Case& cs, std::mt19937& rng) {
             if (exact) mv::mat_vec_int8_kernel<C, 1, 4, false>(a);
             else mv::mat_vec_int8_kernel<C, 1, 4>(a);
         });
+        // 4 chunks per thread in flight (IKLLM_CUDA_MV_UNROLL=4): the same bits, y and y_res.
+        const std::vector<float> y2 = y, r2 = y_res;
+        std::fill(y.begin(), y.end(), kNaN);
+        std::fill(y_res.begin(), y_res.end(), kNaN);
+        emu::launch(dim3((unsigned)((N + 3) / 4), 1, 1), 32 * mv::kVecWarps, [&] {
+            if (exact) mv::mat_vec_int8_kernel<C, 1, 4, false, 4>(a);
+            else mv::mat_vec_int8_kernel<C, 1, 4, C::kSat, 4>(a);
+        });
+        if (std::memcmp(y.data(), y2.data(), 4 * y.size()) != 0 || std::memcmp(y_res.data(), r2.data(), 4 * y_res.size()) != 0) {
+            std::printf("%s K=%lld: the unroll-4 kernel gives other bits than unroll 2 -> FAIL\n", tt.name, (long long)K);
+            return false;
+        }
     } else {
         kernel += "vec";
         emu::launch(dim3((unsigned)((N + 1) / 2), (unsigned)((T + 7) / 8), 1), 32 * mv::kVecWarps, [&] {
@@ -288,7 +300,9 @@ bool run_case(const quant::TypeTraits& tt, const Case& cs, std::mt19937& rng) {
     const bool vec = kernel.find("vec") != std::string::npos;
     const bool exact_form = C::matmul_scale(1.0f) == 1.0f && (vec ? !sat : kernel.find("mma") == kernel.size() - 3 &&
                                                                            kernel.find('+') == std::string::npos);
-    const bool ok = k && crel < 1e-6 && (!exact_form || rel < 1e-6) && nan == 0 && bad_pad == 0 && bad_res == 0;
+    // (float sums in other orders drift apart as the square root of their length: 1e-6 at K = 512)
+    const double tol = 1e-6 * std::max(1.0, std::sqrt((double)K / 512));
+    const bool ok = k && crel < tol && (!exact_form || rel < tol) && nan == 0 && bad_pad == 0 && bad_res == 0;
     std::printf("%-8s %-15s K=%lld N=%lld T=%lld%s: cpu %.2e, exact %.2e%s, unwritten %ld, padding written %ld, "
                 "residual wrong %ld -> %s\n",
                 tt.name, kernel.c_str(), (long long)K, (long long)N, (long long)T, cs.invariant ? " invariant" : "", crel,
@@ -438,9 +452,11 @@ bool run_gate_up(const quant::TypeTraits& tt, std::mt19937& rng) {
 
 int main() {
     std::mt19937 rng(777);
-    const Case cases[] = {{512, 13, 1}, {512, 9, 5}, {512, 16, 20}, {512, 140, 70}, {512, 8, 40, true}};
+    // (K = 4352: 544 chunks of 8, over four per thread of the single-token kernel, so its unroll-4
+    // form holds several chunks per thread, with a remainder)
+    const Case cases[] = {{512, 13, 1}, {4352, 6, 1}, {512, 9, 5}, {512, 16, 20}, {512, 140, 70}, {512, 8, 40, true}};
     // Row counts of whole interleaved row groups (4 or 8 rows).
-    const Case exact_cases[] = {{512, 16, 1}, {512, 8, 5}, {512, 16, 20}, {512, 136, 70}};
+    const Case exact_cases[] = {{512, 16, 1}, {4352, 8, 1}, {512, 8, 5}, {512, 16, 20}, {512, 136, 70}};
     bool ok = true;
     int tested = 0, exact_tested = 0;
     size_t count = 0;

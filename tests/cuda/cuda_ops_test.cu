@@ -186,6 +186,8 @@ struct Env {
         const char* l2 = std::getenv("IKLLM_CUDA_L2_PREFETCH");
         e.l2_prefetch = major >= 9 && l2 && std::string(l2) == "1";
         if (e.pdl) IKLLM_CUDA_CHECK(cudaStreamCreateWithFlags(&e.stream, cudaStreamDefault));
+        const char* mu = std::getenv("IKLLM_CUDA_MV_UNROLL");  // 4: the unroll-4 single-token int8 kernel
+        e.mv_unroll = mu && std::string(mu) == "4" ? 4 : 2;
     }
     ~Env() {
         if (e.stream) cudaStreamDestroy(e.stream);

@@ -90,8 +90,8 @@ IKLLM_CUDA_INT8=0 IKLLM_CUDA_INT8_MMA=0 run_test "ops vs CPU backend, IKLLM_CUDA
   "$build/cuda_ops_test"
 # Programmatic dependent launch and the L2 prefetch of weights (launch.cuh; off by default until
 # measured): every op's kernels on a stream of their own, each starting before the one ahead ends.
-IKLLM_CUDA_PDL=1 IKLLM_CUDA_L2_PREFETCH=1 run_test "ops vs CPU backend, IKLLM_CUDA_PDL=1 IKLLM_CUDA_L2_PREFETCH=1" \
-  "$logs/ops_pdl.txt" "$build/cuda_ops_test"
+IKLLM_CUDA_PDL=1 IKLLM_CUDA_L2_PREFETCH=1 IKLLM_CUDA_MV_UNROLL=4 run_test \
+  "ops vs CPU backend, IKLLM_CUDA_PDL=1 IKLLM_CUDA_L2_PREFETCH=1 IKLLM_CUDA_MV_UNROLL=4" "$logs/ops_pdl.txt" "$build/cuda_ops_test"
 # Session paths (decode, state save/load, shifts, sequence copies) on the GPU vs the CPU, when
 # the gtest suite was built (IKLLM_BUILD_TESTS=ON).
 gbt=$build/tests/gpu_backend_test; [ -x "$gbt" ] || gbt=$build/gpu_backend_test
@@ -248,8 +248,10 @@ if [ "$do_bench" = 1 ] && [ -x "$build/ikllm-make-bench" ]; then
       row "op profile llama-8b-q4_0 (pp512+tg32)" ok "$logs/profile_llama-8b-q4_0.txt" ||
       row "op profile llama-8b-q4_0" FAIL "see $logs/profile_llama-8b-q4_0.txt"
   fi
-  # Token steps with programmatic dependent launch, the L2 prefetch of weights, and both.
-  for e in "IKLLM_CUDA_PDL=1" "IKLLM_CUDA_L2_PREFETCH=1" "IKLLM_CUDA_PDL=1 IKLLM_CUDA_L2_PREFETCH=1"; do
+  # Token steps with programmatic dependent launch, the L2 prefetch of weights, both, 4 chunks per
+  # thread in flight in the int8 matrix-vector kernel, and all three.
+  for e in "IKLLM_CUDA_PDL=1" "IKLLM_CUDA_L2_PREFETCH=1" "IKLLM_CUDA_PDL=1 IKLLM_CUDA_L2_PREFETCH=1" "IKLLM_CUDA_MV_UNROLL=4" \
+           "IKLLM_CUDA_MV_UNROLL=4 IKLLM_CUDA_PDL=1 IKLLM_CUDA_L2_PREFETCH=1"; do
     for m in llama-8b-q4_0 qwen3moe-a3b-8l-q4_K_M deepseek2-v3-4l-iq4_k; do
       eval "$e bench \"$m full TG128, $e\" \"$bench_dir/$m.gguf\" -ngl 99 -p 0 -n 128"
     done
