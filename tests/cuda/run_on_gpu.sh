@@ -2,7 +2,11 @@
 # Builds ikllm with CUDA on a machine with an NVIDIA GPU, runs every CUDA test and the GPU
 # benchmarks, and prints one summary table.
 #
-#   tests/cuda/run_on_gpu.sh [REFDATA_DIR] [--build DIR] [--no-build] [--no-bench] [--bench-dir DIR]
+#   tests/cuda/run_on_gpu.sh [REFDATA_DIR] [--build DIR] [--no-build] [--no-bench] [--bench-dir DIR] [--quick]
+#
+# --quick (a short lent GPU session, ~10 minutes after the build): the op tests, the reference
+# logits in both placements, the kernel benchmark for q4_0 and q4_K, and llama-8b Q4_0 / qwen3moe
+# Q4_K_M benchmarks with the defaults and the generation variants; the rest is skipped.
 #
 # REFDATA_DIR defaults to ../shared/refdata (its parent's tools/compare_logits.py judges the
 # reference logits); parts whose inputs are absent are reported as skipped. --no-build uses the
@@ -15,12 +19,14 @@ build=build-gpu
 do_build=1
 do_bench=1
 bench_dir=""
+quick=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift ;;
     --no-build) do_build=0 ;;
     --no-bench) do_bench=0 ;;
     --bench-dir) bench_dir=$2; shift ;;
+    --quick) quick=1 ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
     *) refdata=$1 ;;
   esac
@@ -33,6 +39,7 @@ mkdir -p "$logs"
 bench_dir=${bench_dir:-$build/bench-models}
 declare -a rows
 row() { rows+=("$(printf '| %-44s | %-7s | %s |' "$1" "$2" "$3")"); echo "== $1: $2 $3"; }
+full() { [ "$quick" = 0 ]; }  # parts --quick leaves out
 
 nvidia-smi -L 2>&1 | tee "$logs/nvidia-smi.txt" || true
 
@@ -86,11 +93,11 @@ run_test "ops vs CPU backend" "$logs/ops.txt" "$build/cuda_ops_test"
 # The int8 kernels (dp4a for generation, int8 mma for prompt batches; the reference's numerics)
 # are the default for their 8 types; the same types again through the float kernels they replace
 # (IKLLM_CUDA_INT8=0, IKLLM_CUDA_INT8_MMA=0: decode to f32 / fp16 tensor cores).
-IKLLM_CUDA_INT8=0 IKLLM_CUDA_INT8_MMA=0 run_test "ops vs CPU backend, IKLLM_CUDA_INT8(_MMA)=0" "$logs/ops_float.txt" \
+full && IKLLM_CUDA_INT8=0 IKLLM_CUDA_INT8_MMA=0 run_test "ops vs CPU backend, IKLLM_CUDA_INT8(_MMA)=0" "$logs/ops_float.txt" \
   "$build/cuda_ops_test"
 # Programmatic dependent launch and the L2 prefetch of weights (launch.cuh; off by default until
 # measured): every op's kernels on a stream of their own, each starting before the one ahead ends.
-IKLLM_CUDA_PDL=1 IKLLM_CUDA_L2_PREFETCH=1 IKLLM_CUDA_MV_UNROLL=4 run_test \
+full && IKLLM_CUDA_PDL=1 IKLLM_CUDA_L2_PREFETCH=1 IKLLM_CUDA_MV_UNROLL=4 run_test \
   "ops vs CPU backend, IKLLM_CUDA_PDL=1 IKLLM_CUDA_L2_PREFETCH=1 IKLLM_CUDA_MV_UNROLL=4" "$logs/ops_pdl.txt" "$build/cuda_ops_test"
 # Session paths (decode, state save/load, shifts, sequence copies) on the GPU vs the CPU, when
 # the gtest suite was built (IKLLM_BUILD_TESTS=ON).
@@ -102,7 +109,8 @@ IKLLM_SHARED_DIR=$shared run_test "session paths on the GPU (gtest)" "$logs/gpu_
 # PDL + L2 prefetch, staged, K step 64), outputs compared with the defaults'. The row: q4_0 with the
 # defaults, % of the HBM peak at T = 1 and % of the int8 tensor peak at T = 512 / 2048 per shape.
 if [ "$do_bench" = 1 ] && [ -x "$build/cuda_kernel_bench" ]; then
-  if "$build/cuda_kernel_bench" >"$logs/kernel_bench.txt" 2>&1; then
+  kb_types=(); full || kb_types=(q4_0 q4_K)
+  if "$build/cuda_kernel_bench" "${kb_types[@]}" >"$logs/kernel_bench.txt" 2>&1; then
     row "kernel bench (q4_0, defaults)" ok "$(awk -F'|' '$2 ~ /q4_0/ && $6 ~ /default/ {gsub(/ /, "", $3); gsub(/ /, "", $5);
       v = ($5 == 1) ? $9 "% HBM" : $11 "% int8"; printf "%s T=%s %s; ", $3, $5, v}' "$logs/kernel_bench.txt")"
   else
@@ -131,6 +139,7 @@ if [ -f "$shared/tools/compare_logits.py" ]; then
     run_test "refdata logits, $tag ($args)" "$logs/refdata_$tag.txt" "${py:-python3}" tests/refdata/check_logits.py \
       "$cli" "$shared" --cpu-spread --args "$args" $stems
   done
+  if full; then
   # The float kernels do not follow the reference's small-batch integer numerics of IQ4_K (saturating
   # pair sums; docs/cuda.md): the IQ4_K MoE models are left out of their row.
   float_stems=$(for s in $stems; do case $s in deepseek2-tiny-IQ4_K|qwen3moe-tiny-IQ4_K) ;; *) echo "$s" ;; esac; done)
@@ -145,6 +154,7 @@ if [ -f "$shared/tools/compare_logits.py" ]; then
     IKLLM_CUDA_PDL=1 IKLLM_CUDA_L2_PREFETCH=1 run_test "refdata logits, $tag, IKLLM_CUDA_PDL=1 IKLLM_CUDA_L2_PREFETCH=1" \
       "$logs/refdata_${tag}_pdl.txt" "${py:-python3}" tests/refdata/check_logits.py "$cli" "$shared" --cpu-spread --args "$args" $stems
   done
+  fi
 else
   row "refdata logits" skip "no $shared/tools/compare_logits.py"
 fi
@@ -152,7 +162,9 @@ fi
 # 3. Every CUDA weight type: a reference model quantized here, GPU against CPU.
 base=""
 for c in "$refdata/models/llama-tiny-f16.gguf" "$refdata/models/qwen3-tiny-f16.gguf"; do [ -f "$c" ] && { base=$c; break; }; done
-if [ -n "$base" ] && [ -f "$refdata/refs/llama-tiny-f16/tokens.txt" ]; then
+if ! full; then
+  row "GPU vs CPU per type" skip "--quick"
+elif [ -n "$base" ] && [ -f "$refdata/refs/llama-tiny-f16/tokens.txt" ]; then
   qdir=$build/gpu-quant; mkdir -p "$qdir"
   for t in F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q6_0 Q4_K Q5_K Q6_K Q2_K Q3_K IQ4_NL IQ4_XS IQ2_K IQ3_K IQ4_K IQ5_K IQ6_K IQ4_KS \
            IQ5_KS IQ2_KS IQ3_KS IQ4_KSS IQ2_KL IQ2_KT IQ3_KT IQ4_KT IQ1_KT Q4_K_R4; do
@@ -172,6 +184,7 @@ fi
 # 4. Realistic shapes (ikllm-make-bench): GPU against CPU, then benchmarks, full offload and
 #    experts on the CPU.
 if [ "$do_bench" = 1 ] && [ -x "$build/ikllm-make-bench" ]; then
+  full || export IKLLM_BENCH_MODELS="llama-8b:q4_0 qwen3moe-a3b-8l:q4_K_M"
   IKLLM_MAKE_BENCH=$build/ikllm-make-bench bench/make_gpu_bench_models.sh "$bench_dir" >"$logs/make_bench_models.txt" 2>&1 ||
     row "benchmark models" FAIL "see $logs/make_bench_models.txt"
   # Realistic shapes against the CPU before timing them: the tiny reference models never reach
@@ -180,7 +193,7 @@ if [ "$do_bench" = 1 ] && [ -x "$build/ikllm-make-bench" ]; then
   # compare_cpu_gpu.py --loose); the IQ4_K steps are printed, not judged (the CPU follows the
   # reference's small-batch numerics there).
   toks=$refdata/refs/llama-tiny-f16/tokens.txt
-  if [ -f "$toks" ]; then
+  if [ -f "$toks" ] && full; then
     for spec in "llama-8b-q4_0:-ngl 99" "llama-8b-iq4_k:-ngl 99" "qwen3moe-a3b-8l-q4_K_M:-ngl 99:-ngl 99 -ot exps=CPU" \
                 "deepseek2-v3-4l-iq4_k:-ngl 99:-ngl 99 -ot exps=CPU"; do
       m=${spec%%:*}; rest=${spec#*:}
@@ -204,19 +217,20 @@ if [ "$do_bench" = 1 ] && [ -x "$build/ikllm-make-bench" ]; then
       row "bench $label" FAIL "$(tail -1 "$log")"; fail=1
     fi
   }
-  for m in llama-8b-q4_0 llama-8b-q8_0 llama-8b-iq4_k; do
+  full || bench "llama-8b-q4_0 full PP512/TG128" "$bench_dir/llama-8b-q4_0.gguf" -ngl 99 -p 512 -n 128
+  full && for m in llama-8b-q4_0 llama-8b-q8_0 llama-8b-iq4_k; do
     bench "$m full PP512/TG128" "$bench_dir/$m.gguf" -ngl 99 -p 512 -n 128
     IKLLM_CUDA_INT8=0 IKLLM_CUDA_INT8_MMA=0 bench "$m full PP512/TG128, IKLLM_CUDA_INT8(_MMA)=0" "$bench_dir/$m.gguf" \
       -ngl 99 -p 512 -n 128
     bench "$m full PP2048" "$bench_dir/$m.gguf" -ngl 99 -p 2048 -n 0
   done
   # The int8 tensor-core kernel with K steps of 64 instead of 32 (same results; more registers).
-  for m in llama-8b-q4_0 llama-8b-iq4_k; do
+  full && for m in llama-8b-q4_0 llama-8b-iq4_k; do
     IKLLM_CUDA_MMA_KSUB=2 bench "$m full PP512, IKLLM_CUDA_MMA_KSUB=2" "$bench_dir/$m.gguf" -ngl 99 -p 512 -n 0
     IKLLM_CUDA_MMA_KSUB=2 bench "$m full PP2048, IKLLM_CUDA_MMA_KSUB=2" "$bench_dir/$m.gguf" -ngl 99 -p 2048 -n 0
   done
   # Prompt attention on the float kernel instead of the tensor cores (attention_mma.cu).
-  IKLLM_CUDA_ATTN_MMA=0 bench "llama-8b-q4_0 full PP2048, IKLLM_CUDA_ATTN_MMA=0" "$bench_dir/llama-8b-q4_0.gguf" \
+  full && IKLLM_CUDA_ATTN_MMA=0 bench "llama-8b-q4_0 full PP2048, IKLLM_CUDA_ATTN_MMA=0" "$bench_dir/llama-8b-q4_0.gguf" \
     -ngl 99 -p 2048 -n 0
   # Speed against context depth (to 8192 cells, ubatch 512): the tensor-core attention
   # (attention_mma.cu, attention_mma16.cu) against the float kernel, for GQA and for MLA. The row
@@ -231,6 +245,7 @@ if [ "$do_bench" = 1 ] && [ -x "$build/ikllm-make-bench" ]; then
       row "sweep $label" FAIL "$(tail -1 "$log")"; fail=1
     fi
   }
+  if full; then
   for m in llama-8b-q4_0 deepseek2-v3-4l-iq4_k; do
     sweep "$m full" "$bench_dir/$m.gguf" -ngl 99
     IKLLM_CUDA_ATTN_MMA=0 sweep "$m full, IKLLM_CUDA_ATTN_MMA=0" "$bench_dir/$m.gguf" -ngl 99
@@ -240,35 +255,38 @@ if [ "$do_bench" = 1 ] && [ -x "$build/ikllm-make-bench" ]; then
   sweep "deepseek2-v3-4l-iq4_k full -ctk q8_0" "$bench_dir/deepseek2-v3-4l-iq4_k.gguf" -ngl 99 -ctk q8_0
   IKLLM_CUDA_ATTN_MMA=0 sweep "deepseek2-v3-4l-iq4_k full -ctk q8_0, IKLLM_CUDA_ATTN_MMA=0" \
     "$bench_dir/deepseek2-v3-4l-iq4_k.gguf" -ngl 99 -ctk q8_0
+  fi
   # Where the time goes: device time per op kind (events around every op, graphs off) for a
   # short prompt and token steps; the log keeps the whole table, the row its first lines.
   m=$bench_dir/llama-8b-q4_0.gguf
-  if [ -f "$m" ]; then
+  if [ -f "$m" ] && full; then
     IKLLM_OP_PROFILE=1 "$cli" bench -m "$m" -t "$(nproc)" -r 1 -ngl 99 -p 512 -n 32 >"$logs/profile_llama-8b-q4_0.txt" 2>&1 &&
       row "op profile llama-8b-q4_0 (pp512+tg32)" ok "$logs/profile_llama-8b-q4_0.txt" ||
       row "op profile llama-8b-q4_0" FAIL "see $logs/profile_llama-8b-q4_0.txt"
   fi
   # Token steps with programmatic dependent launch, the L2 prefetch of weights, both, 4 chunks per
   # thread in flight in the int8 matrix-vector kernel, and all three.
+  tg_models="llama-8b-q4_0 qwen3moe-a3b-8l-q4_K_M"; full && tg_models="$tg_models deepseek2-v3-4l-iq4_k"
   for e in "IKLLM_CUDA_PDL=1" "IKLLM_CUDA_L2_PREFETCH=1" "IKLLM_CUDA_PDL=1 IKLLM_CUDA_L2_PREFETCH=1" "IKLLM_CUDA_MV_UNROLL=4" \
            "IKLLM_CUDA_MV_UNROLL=4 IKLLM_CUDA_PDL=1 IKLLM_CUDA_L2_PREFETCH=1"; do
-    for m in llama-8b-q4_0 qwen3moe-a3b-8l-q4_K_M deepseek2-v3-4l-iq4_k; do
+    for m in $tg_models; do
       eval "$e bench \"$m full TG128, $e\" \"$bench_dir/$m.gguf\" -ngl 99 -p 0 -n 128"
     done
   done
   # Token steps without fused launches and shared rounded activations (docs/cuda.md, item 8).
-  IKLLM_CUDA_FUSE=0 IKLLM_CUDA_ACT_SHARE=0 bench "llama-8b-q4_0 full TG128, IKLLM_CUDA_FUSE=0 IKLLM_CUDA_ACT_SHARE=0" \
+  full && IKLLM_CUDA_FUSE=0 IKLLM_CUDA_ACT_SHARE=0 bench "llama-8b-q4_0 full TG128, IKLLM_CUDA_FUSE=0 IKLLM_CUDA_ACT_SHARE=0" \
     "$bench_dir/llama-8b-q4_0.gguf" -ngl 99 -p 0 -n 128
-  for m in qwen3moe-a3b-8l-q4_K_M deepseek2-v3-4l-iq4_k; do
+  moe_models="qwen3moe-a3b-8l-q4_K_M"; full && moe_models="$moe_models deepseek2-v3-4l-iq4_k"
+  for m in $moe_models; do
     bench "$m full" "$bench_dir/$m.gguf" -ngl 99 -p 512 -n 128
-    IKLLM_CUDA_INT8=0 IKLLM_CUDA_INT8_MMA=0 bench "$m full, IKLLM_CUDA_INT8(_MMA)=0" "$bench_dir/$m.gguf" -ngl 99 \
+    full && IKLLM_CUDA_INT8=0 IKLLM_CUDA_INT8_MMA=0 bench "$m full, IKLLM_CUDA_INT8(_MMA)=0" "$bench_dir/$m.gguf" -ngl 99 \
       -p 512 -n 128
     bench "$m exps=CPU" "$bench_dir/$m.gguf" -ngl 99 -ot exps=CPU -p 512 -n 128
     # Prompt batches with the CPU's experts streamed to the GPU per op (offload_min_batch): where
     # the bus beats the CPU's own matmuls, these PP numbers are higher than the row above.
     bench "$m exps=CPU streamed PP512" "$bench_dir/$m.gguf" -ngl 99 -ot exps=CPU -p 512 -n 0 --offload-min-batch 32
-    bench "$m exps=CPU PP2048" "$bench_dir/$m.gguf" -ngl 99 -ot exps=CPU -p 2048 -n 0 -b 2048
-    bench "$m exps=CPU streamed PP2048" "$bench_dir/$m.gguf" -ngl 99 -ot exps=CPU -p 2048 -n 0 -b 2048 --offload-min-batch 32
+    full && bench "$m exps=CPU PP2048" "$bench_dir/$m.gguf" -ngl 99 -ot exps=CPU -p 2048 -n 0 -b 2048
+    full && bench "$m exps=CPU streamed PP2048" "$bench_dir/$m.gguf" -ngl 99 -ot exps=CPU -p 2048 -n 0 -b 2048 --offload-min-batch 32
   done
 fi
 

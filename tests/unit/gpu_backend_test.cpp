@@ -29,10 +29,22 @@ struct Lib {
     ~Lib() { ikllm_lib_free(lib); }
 };
 
-struct Env {  // sets an environment variable for the scope (the registry reads it on first use)
-    std::string name;
-    Env(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
-    ~Env() { unsetenv(name.c_str()); }
+// Sets an environment variable for the scope (the registry reads it on first use), then puts back
+// what was there: a run with IKLLM_CUDA_PLUGIN pointing at a plug-in (the emulated one, or a GPU
+// build elsewhere) keeps it for the tests after these.
+struct Env {
+    std::string name, old;
+    bool had;
+    Env(const char* n, const char* v) : name(n) {
+        const char* o = std::getenv(n);
+        had = o != nullptr;
+        if (had) old = o;
+        setenv(n, v, 1);
+    }
+    ~Env() {
+        if (had) setenv(name.c_str(), old.c_str(), 1);
+        else unsetenv(name.c_str());
+    }
 };
 
 TEST(GpuRegistry, DisabledPluginIsACleanAnswer) {
