@@ -52,12 +52,16 @@ def cpu_spread(cli, model, ref, cmp, n_vocab, kind, ours):
 
 
 def main():
-    cli, shared, stems = sys.argv[1], sys.argv[2], sys.argv[3:]
-    extra = []
-    if stems[:1] == ['--args']:  # e.g. placement flags: --args "-ngl 99 -ot exps=CPU"
-        extra, stems = stems[1].split(), stems[2:]
-    spread = '--cpu-spread' in stems
-    stems = [s for s in stems if s != '--cpu-spread']
+    cli, shared, rest = sys.argv[1], sys.argv[2], sys.argv[3:]
+    extra, stems, spread = [], [], False
+    while rest:  # options anywhere among the stems
+        a = rest.pop(0)
+        if a == '--args' and rest:  # e.g. placement flags: --args "-ngl 99 -ot exps=CPU"
+            extra = rest.pop(0).split()
+        elif a == '--cpu-spread':
+            spread = True
+        else:
+            stems.append(a)
     R = os.path.join(shared, 'refdata')
     cmp = os.path.join(shared, 'tools', 'compare_logits.py')
     if not os.path.exists(cmp):
