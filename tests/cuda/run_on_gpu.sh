@@ -149,12 +149,15 @@ if [ -f "$shared/tools/compare_logits.py" ]; then
   IKLLM_CUDA_FUSE=0 IKLLM_CUDA_ACT_SHARE=0 run_test "refdata logits, full, IKLLM_CUDA_FUSE=0 IKLLM_CUDA_ACT_SHARE=0" \
     "$logs/refdata_full_unfused.txt" "${py:-python3}" \
     tests/refdata/check_logits.py "$cli" "$shared" --cpu-spread --args "-ngl 99" $stems
-  for p in "full:-ngl 99" "exps_cpu:-ngl 99 -ot exps=CPU"; do
-    tag=${p%%:*}; args=${p#*:}
-    IKLLM_CUDA_PDL=1 IKLLM_CUDA_L2_PREFETCH=1 run_test "refdata logits, $tag, IKLLM_CUDA_PDL=1 IKLLM_CUDA_L2_PREFETCH=1" \
-      "$logs/refdata_${tag}_pdl.txt" "${py:-python3}" tests/refdata/check_logits.py "$cli" "$shared" --cpu-spread --args "$args" $stems
-  done
   fi
+  # The generation variants (PDL, L2 prefetch, 4 chunks in flight) together: the same logits.
+  pdl_places=("full:-ngl 99"); full && pdl_places+=("exps_cpu:-ngl 99 -ot exps=CPU")
+  for p in "${pdl_places[@]}"; do
+    tag=${p%%:*}; args=${p#*:}
+    IKLLM_CUDA_PDL=1 IKLLM_CUDA_L2_PREFETCH=1 IKLLM_CUDA_MV_UNROLL=4 run_test \
+      "refdata logits, $tag, IKLLM_CUDA_PDL=1 IKLLM_CUDA_L2_PREFETCH=1 IKLLM_CUDA_MV_UNROLL=4" "$logs/refdata_${tag}_pdl.txt" \
+      "${py:-python3}" tests/refdata/check_logits.py "$cli" "$shared" --cpu-spread --args "$args" $stems
+  done
 else
   row "refdata logits" skip "no $shared/tools/compare_logits.py"
 fi
