@@ -71,7 +71,7 @@ def main():
     if '--all-quant' in stems:
         quant = sorted(f[:-5] for f in os.listdir(f'{R}/quant') if f.endswith('.gguf'))
         stems = [s for s in stems if s != '--all-quant'] + [q for q in quant if os.path.exists(f'{R}/refs/{q}/logits.f32')]
-    ok = bad = 0
+    ok = bad = spread_ok = 0
     for stem in stems:
         model = next((p for p in (f'{R}/quant/{stem}.gguf', f'{R}/models/{stem}.gguf') if os.path.exists(p)), None)
         ref = f'{R}/refs/{stem}'
@@ -86,9 +86,10 @@ def main():
         note = None if good or not spread else cpu_spread(cli, model, ref, cmp, n_vocab, kind, verdicts)
         tag = 'ok   ' if good else ('ok~  ' if note else 'FAIL ')
         print(tag + stem + ': ' + ' | '.join(verdicts) + (f'  [{note}]' if note else ''))
+        spread_ok += note is not None
         good = good or note is not None
         ok, bad = ok + good, bad + (not good)
-    print(f'{ok} passed, {bad} failed')
+    print(f'{ok} passed' + (f' ({spread_ok} ok~: within the CPU\'s own spread)' if spread_ok else '') + f', {bad} failed')
     return 1 if bad else 0
 
 
