@@ -22,6 +22,9 @@ struct Capabilities {
     // free swap); 0 = unknown. Large allocations are checked against it first, because on an
     // overcommitting OS they would "succeed" and the process be killed when they are touched.
     uint64_t memory_available = 0;
+    // GPUs: peak bytes per second of device memory (memory clock x bus width, double data rate);
+    // 0 = unknown. Benchmarks divide the weights a token reads by it (the generation bound).
+    uint64_t memory_bandwidth = 0;
 };
 
 // Memory owned by a backend.

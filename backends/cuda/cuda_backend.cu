@@ -580,6 +580,12 @@ public:
     explicit CudaBackend(int device) : device_(device) {
         IKLLM_CUDA_CHECK(cudaSetDevice(device));
         IKLLM_CUDA_CHECK(cudaGetDeviceProperties(&prop_, device));
+        int mem_khz = 0, bus_bits = 0;  // (either may be unsupported: then unknown)
+        if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, device) == cudaSuccess &&
+            cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device) == cudaSuccess)
+            memory_bandwidth_ = 2ull * (uint64_t)mem_khz * 1000ull * (uint64_t)bus_bits / 8ull;
+        else
+            (void)cudaGetLastError();
         // A device this build has no machine code (or loadable PTX) for would fail its first
         // launch mid-decode; refuse it here, saying what to rebuild with.
         cudaFuncAttributes attr{};
@@ -600,6 +606,7 @@ public:
         c.description = prop_.name;
         c.compute_major = prop_.major;
         c.compute_minor = prop_.minor;
+        c.memory_bandwidth = memory_bandwidth_;
         size_t free_b = 0, total_b = 0;
         if (cudaSetDevice(device_) == cudaSuccess && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) {
             c.memory_total = total_b;
@@ -646,6 +653,7 @@ public:
 private:
     int device_;
     cudaDeviceProp prop_{};
+    uint64_t memory_bandwidth_ = 0;  // bytes/s peak (Capabilities::memory_bandwidth)
 };
 
 void put_error(char* err, size_t err_size, const std::string& msg) {

@@ -140,7 +140,8 @@ int32_t ikllm_lib_gpu_count(ikllm_lib* lib);
 const char* ikllm_lib_gpu_status(ikllm_lib* lib);
 // Capabilities of GPU `index` as a JSON object, released with ikllm_free:
 // {"name": "CUDA0", "description": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0",
-// "memory_total": bytes, "memory_free": bytes}. IKLLM_ERR_NOT_FOUND when index is out of range.
+// "memory_total": bytes, "memory_free": bytes, "memory_bandwidth": peak bytes per second of device
+// memory (0 when unknown)}. IKLLM_ERR_NOT_FOUND when index is out of range.
 ikllm_status ikllm_lib_gpu_info(ikllm_lib* lib, int32_t index, char** out_json);
 ikllm_status ikllm_plan(ikllm_lib* lib, const char* path, const ikllm_options* model_options, const ikllm_options* session_options, uint64_t vram_budget, uint32_t flags, char** out_json);
 // Tokenizes text (length text_len bytes; any bytes accepted). Writes up to capacity ids;

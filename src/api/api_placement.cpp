@@ -98,7 +98,8 @@ ikllm_status ikllm_lib_gpu_info(ikllm_lib* lib, int32_t index, char** out_json) 
                                  esc(c.description) + "\", \"compute_capability\": \"" +
                                  std::to_string(c.compute_major) + "." + std::to_string(c.compute_minor) +
                                  "\", \"memory_total\": " + std::to_string(c.memory_total) +
-                                 ", \"memory_free\": " + std::to_string(c.memory_free) + "}";
+                                 ", \"memory_free\": " + std::to_string(c.memory_free) +
+                                 ", \"memory_bandwidth\": " + std::to_string(c.memory_bandwidth) + "}";
         char* p = static_cast<char*>(std::malloc(json.size() + 1));
         if (!p) throw std::bad_alloc();
         std::memcpy(p, json.c_str(), json.size() + 1);

@@ -266,6 +266,10 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
         case cudaDevAttrComputeCapabilityMajor: *value = rt().cc / 10; return cudaSuccess;
         case cudaDevAttrComputeCapabilityMinor: *value = rt().cc % 10; return cudaSuccess;
         case cudaDevAttrHostRegisterReadOnlySupported: *value = 1; return cudaSuccess;
+        // An H100 SXM's (3.35 TB/s of HBM3; 1.98 GHz boost)
+        case cudaDevAttrMemoryClockRate: *value = 2619000; return cudaSuccess;
+        case cudaDevAttrGlobalMemoryBusWidth: *value = 5120; return cudaSuccess;
+        case cudaDevAttrClockRate: *value = 1980000; return cudaSuccess;
         default: return fail(cudaErrorInvalidValue);
     }
 }

@@ -6,7 +6,7 @@ options fail cleanly. Speed itself is not judged here (benchmarks, not tests, do
 
 usage: check_bench_cli.py IKLLM_CLI [SHARED_DIR]   exit 0 pass, 1 fail, 77 skip (no reference data)
 """
-import json, subprocess
+import json, os, subprocess
 
 from cli_check import CliCheck
 
@@ -44,6 +44,31 @@ for extra in ([], ['-rtr']):
                 check(0 < lo <= mid <= hi, 'paired fraction min <= median <= max %s' % r)
         else:
             check(not any(k in r for k in paired), 'no paired fraction in a pp row %s' % r)
+
+# With a GPU (the CTest entry refdata_bench_cli_gpu_emu points IKLLM_CUDA_PLUGIN at the emulated one,
+# which reports an H100's memory clock and bus: 3352.32 GB/s): weights split between the CPU and
+# CUDA0 are reported per device, and the bound is one token's bytes on each device at its bandwidth.
+if os.environ.get('IKLLM_CUDA_PLUGIN') and not fails:
+    rc, out, err = bench('--format', 'jsonl', '-ngl', '99', '-ot', 'ffn_down=CPU')
+    check(rc == 0, 'bench -ngl 99 -ot ffn_down=CPU exits 0 (%s)' % err)
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith('{')]
+    for r in rows:
+        check('devices' in r and 'device_bound_tg' in r, 'device fields with weights on a GPU %s' % r)
+        if fails:
+            break
+        devs = {d['name']: d for d in r['devices']}
+        check(set(devs) == {'CPU', 'CUDA0'}, 'devices CPU and CUDA0 %s' % r['devices'])
+        check(devs['CPU']['bytes_per_token'] > 0 and devs['CUDA0']['bytes_per_token'] > 0, 'both read weights %s' % r)
+        check(abs(sum(d['bytes_per_token'] for d in r['devices']) - r['bytes_per_token']) <= len(devs),
+              'device bytes add up to bytes_per_token %s' % r)
+        check(abs(devs['CUDA0']['bandwidth_gbs'] - 3352.32) < 1e-3, 'CUDA0 peak from clock and bus %s' % devs['CUDA0'])
+        check(abs(devs['CPU']['bandwidth_gbs'] - r['read_bandwidth_gbs']) <= 1e-3 * r['read_bandwidth_gbs'],
+              'CPU at the measured bandwidth %s' % r)
+        secs = sum(d['bytes_per_token'] / (d['bandwidth_gbs'] * 1e9) for d in r['devices'])
+        check(abs(r['device_bound_tg'] - 1 / secs) <= 1e-3 / secs, 'device bound = 1 / sum(bytes / bandwidth) %s' % r)
+    rc, out, err = bench('-ngl', '99')
+    check(rc == 0 and 'weights read per token by device:' in out and 'CUDA0' in out and
+          'device-memory-bound tg' in out and '% of it' in out, 'table form with a GPU (%s)' % out[-400:])
 
 rc, out, err = bench()
 check(rc == 0 and '| tg8 |' in out and 'best of 5 passes; median' in out, 'table form (%s)' % err)

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "json_reader.h"
 
 namespace cli {
 
@@ -35,17 +36,23 @@ std::string meta(ikllm_model* m, const std::string& key) {
 
 // Weight bytes one generated token reads: every matrix once, embeddings one row, routed experts
 // only the used fraction.
-uint64_t bytes_per_token(ikllm_model* m) {
+// Weight bytes a generated token reads, per device of the model (index as
+// ikllm_model_device_name: 0 = CPU): all of each tensor, the token's row of an untied embedding
+// table, the used share of routed experts.
+std::vector<double> bytes_per_token_by_device(ikllm_model* m) {
     const std::string arch = ikllm_model_architecture(m);
     const double n_exp = std::atof(meta(m, arch + ".expert_count").c_str());
     const double n_used = std::atof(meta(m, arch + ".expert_used_count").c_str());
-    double total = 0;
+    std::vector<double> per((size_t)std::max(1, ikllm_model_device_count(m)), 0.0);
     for (int32_t i = 0; i < ikllm_model_tensor_count(m); ++i) {
         const char* name = nullptr;
         int64_t ne[4];
         uint64_t bytes = 0;
         if (ikllm_model_tensor_info(m, i, &name, nullptr, ne, &bytes) != IKLLM_OK) continue;
         const std::string n = name;
+        int32_t dev = 0;
+        if (ikllm_model_tensor_device(m, name, &dev) != IKLLM_OK || dev < 0 || (size_t)dev >= per.size()) dev = 0;
+        double& total = per[(size_t)dev];
         if (n == "token_embd.weight") {
             bool tied = true;
             for (int32_t j = 0; j < ikllm_model_tensor_count(m); ++j) {
@@ -60,7 +67,45 @@ uint64_t bytes_per_token(ikllm_model* m) {
             total += (double)bytes;
         }
     }
-    return (uint64_t)total;
+    return per;
+}
+
+// Peak device-memory bandwidth (bytes/s) of the GPU named `name` ("CUDA0"), 0 when unknown.
+double gpu_peak_bandwidth(ikllm_lib* lib, const std::string& name) {
+    for (int32_t g = 0; g < ikllm_lib_gpu_count(lib); ++g) {
+        char* json = nullptr;
+        if (ikllm_lib_gpu_info(lib, g, &json) != IKLLM_OK) continue;
+        const std::string text = json;
+        ikllm_free(json);
+        const JVal v = JReader(text).value();
+        if (v["name"].s == name) return (double)v["memory_bandwidth"].u64();
+    }
+    return 0;
+}
+
+// Generation's bound when weights live on GPUs: each device reads its share of a token's weights
+// at its bandwidth (a GPU's peak; the CPU's measured read rate), one after another.
+struct DeviceBound {
+    std::vector<std::string> names;
+    std::vector<double> bytes, bandwidth;  // per device; bandwidth 0 = unknown
+    double tg = 0;                         // 0 when some device's bandwidth is unknown
+};
+DeviceBound device_bound(ikllm_lib* lib, ikllm_model* m, const std::vector<double>& per, double cpu_bytes_s) {
+    DeviceBound d;
+    double seconds = 0;
+    bool known = true;
+    for (size_t i = 0; i < per.size(); ++i) {
+        const char* n = ikllm_model_device_name(m, (int32_t)i);
+        d.names.push_back(n ? n : "?");
+        d.bytes.push_back(per[i]);
+        d.bandwidth.push_back(i == 0 ? cpu_bytes_s : gpu_peak_bandwidth(lib, d.names.back()));
+        if (per[i] > 0) {
+            if (d.bandwidth.back() > 0) seconds += per[i] / d.bandwidth.back();
+            else known = false;
+        }
+    }
+    d.tg = known && seconds > 0 ? 1.0 / seconds : 0;
+    return d;
 }
 
 // Read bandwidth of this machine: sum a 512 MiB buffer with the bench's thread count. The bound
@@ -208,7 +253,12 @@ int cmd_bench(int argc, char** argv) {
     const int threads = (int)a.get_int("-t", 0);
     const std::string name = a.get("-m").substr(a.get("-m").find_last_of('/') + 1);
     const double size_mib = (double)ikllm_model_size_bytes(L.model) / 1048576.0;
-    const uint64_t bpt = bytes_per_token(L.model);
+    const std::vector<double> bpt_dev = bytes_per_token_by_device(L.model);
+    double bpt_sum = 0;
+    for (double b : bpt_dev) bpt_sum += b;
+    const uint64_t bpt = (uint64_t)bpt_sum;
+    bool on_gpu = false;  // some weights a token reads live on a GPU
+    for (size_t i = 1; i < bpt_dev.size(); ++i) on_gpu = on_gpu || bpt_dev[i] > 0;
 
     if (sweep) {
         const std::vector<int32_t> toks = random_tokens(L.model, (size_t)ub, 1);
@@ -291,6 +341,7 @@ int cmd_bench(int argc, char** argv) {
     const double paired_median = median_of(paired);
     const double paired_min = paired.empty() ? 0 : *std::min_element(paired.begin(), paired.end());
     const double paired_max = paired.empty() ? 0 : *std::max_element(paired.begin(), paired.end());
+    const DeviceBound db = on_gpu ? device_bound(L.lib, L.model, bpt_dev, bw * 1e9) : DeviceBound{};
     if (fmt == "md") {
         std::printf("%s\n\n", ikllm_model_placement(L.model));
         std::printf("| model | size | threads | test | t/s |\n|---|---:|---:|---|---:|\n");
@@ -300,18 +351,43 @@ int cmd_bench(int argc, char** argv) {
         std::printf("\nweights read per generated token: %.2f MiB; read bandwidth %.1f GB/s (best of 5 passes; median "
                     "%.1f) -> bandwidth-bound tg %.1f t/s; peak RSS %.1f MiB\n",
                     (double)bpt / 1048576.0, bw, bws.median, bound, rss);
-        if (!paired.empty())
+        if (!paired.empty() && !on_gpu)
             std::printf("tg / bound of the bandwidth around each rep: median %.1f %% (%.1f-%.1f %%, %zu reps)\n",
                         100 * paired_median, 100 * paired_min, 100 * paired_max, paired.size());
+        if (on_gpu) {
+            // The line above is the host's bound; with weights on GPUs each device reads its share.
+            std::printf("weights read per token by device:");
+            for (size_t i = 0; i < db.names.size(); ++i)
+                if (db.bytes[i] > 0) {
+                    std::printf(" %s %.2f MiB", db.names[i].c_str(), db.bytes[i] / 1048576.0);
+                    if (db.bandwidth[i] > 0) std::printf(" at %.0f GB/s%s", db.bandwidth[i] / 1e9, i == 0 ? " (measured)" : " (peak)");
+                    else std::printf(" (bandwidth unknown)");
+                }
+            if (db.tg > 0) {
+                std::printf(" -> device-memory-bound tg %.1f t/s", db.tg);
+                for (auto& r : rows)
+                    if (r.test[0] == 't') std::printf("; %s at %.1f %% of it", r.test.c_str(), 100 * r.tps.mean / db.tg);
+            }
+            std::printf("\n");
+        }
     } else {
+        std::string dev_json;
+        if (on_gpu) {
+            dev_json = ", \"devices\": [";
+            for (size_t i = 0; i < db.names.size(); ++i)
+                dev_json += std::string(i ? ", " : "") + "{\"name\": \"" + db.names[i] + "\", \"bytes_per_token\": " +
+                            std::to_string((uint64_t)db.bytes[i]) + ", \"bandwidth_gbs\": " + std::to_string(db.bandwidth[i] / 1e9) + "}";
+            dev_json += "], \"device_bound_tg\": " + std::to_string(db.tg);
+        }
         for (auto& r : rows)
             std::printf("{\"model\": \"%s\", \"test\": \"%s\", \"threads\": %d, \"tokens_per_s\": %.4f, \"stddev\": %.4f, "
                         "\"reps\": %d, \"size_bytes\": %" PRIu64 ", \"bytes_per_token\": %" PRIu64
                         ", \"read_bandwidth_gbs\": %.3f, \"read_bandwidth_median_gbs\": %.3f, \"bandwidth_bound_tg\": %.3f"
-                        ", \"peak_rss_mib\": %.1f%s}\n",
+                        ", \"peak_rss_mib\": %.1f%s%s}\n",
                         name.c_str(), r.test.c_str(), threads, r.tps.mean, r.tps.sd, reps,
                         ikllm_model_size_bytes(L.model), bpt, bw, bws.median, bound, rss,
-                        r.test[0] == 't' && !paired.empty() ? paired_json(paired_median, paired_min, paired_max).c_str() : "");
+                        r.test[0] == 't' && !paired.empty() ? paired_json(paired_median, paired_min, paired_max).c_str() : "",
+                        dev_json.c_str());
     }
     return 0;
 }

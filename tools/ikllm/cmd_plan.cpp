@@ -9,106 +9,11 @@
 #include <vector>
 
 #include "cli.h"
+#include "json_reader.h"
 
 namespace cli {
 
 namespace {
-
-// A small reader for the JSON ikllm_plan writes (objects, arrays, strings, numbers, literals).
-struct JVal {
-    enum Kind { null, boolean, number, string, array, object } kind = null;
-    bool b = false;
-    std::string s;  // numbers keep their text (uint64 exact)
-    std::vector<JVal> items;
-    std::map<std::string, JVal> fields;
-    const JVal& operator[](const std::string& k) const {
-        static const JVal none;
-        auto it = fields.find(k);
-        return it == fields.end() ? none : it->second;
-    }
-    uint64_t u64() const { return kind == number ? std::strtoull(s.c_str(), nullptr, 10) : 0; }
-};
-
-class JReader {
-public:
-    explicit JReader(const std::string& t) : t_(t) {}
-    JVal value() {
-        ws();
-        JVal v;
-        if (i_ >= t_.size()) die("plan: malformed JSON");
-        const char c = t_[i_];
-        if (c == '{') {
-            v.kind = JVal::object;
-            ++i_;
-            ws();
-            if (peek('}')) return ++i_, v;
-            for (;;) {
-                ws();
-                std::string k = str();
-                ws();
-                expect(':');
-                v.fields[k] = value();
-                ws();
-                if (peek(',')) { ++i_; continue; }
-                expect('}');
-                return v;
-            }
-        }
-        if (c == '[') {
-            v.kind = JVal::array;
-            ++i_;
-            ws();
-            if (peek(']')) return ++i_, v;
-            for (;;) {
-                v.items.push_back(value());
-                ws();
-                if (peek(',')) { ++i_; continue; }
-                expect(']');
-                return v;
-            }
-        }
-        if (c == '"') {
-            v.kind = JVal::string;
-            v.s = str();
-            return v;
-        }
-        if (t_.compare(i_, 4, "true") == 0) { i_ += 4; v.kind = JVal::boolean; v.b = true; return v; }
-        if (t_.compare(i_, 5, "false") == 0) { i_ += 5; v.kind = JVal::boolean; return v; }
-        if (t_.compare(i_, 4, "null") == 0) { i_ += 4; return v; }
-        v.kind = JVal::number;
-        while (i_ < t_.size() && (std::isdigit((unsigned char)t_[i_]) || std::strchr("+-.eE", t_[i_]))) v.s += t_[i_++];
-        if (v.s.empty()) die("plan: malformed JSON");
-        return v;
-    }
-
-private:
-    void ws() { while (i_ < t_.size() && std::isspace((unsigned char)t_[i_])) ++i_; }
-    bool peek(char c) const { return i_ < t_.size() && t_[i_] == c; }
-    void expect(char c) {
-        if (!peek(c)) die("plan: malformed JSON");
-        ++i_;
-    }
-    std::string str() {
-        expect('"');
-        std::string out;
-        while (i_ < t_.size() && t_[i_] != '"') {
-            if (t_[i_] == '\\' && i_ + 1 < t_.size()) {
-                const char e = t_[++i_];
-                if (e == 'n') out += '\n';
-                else if (e == 't') out += '\t';
-                else if (e == 'u' && i_ + 4 < t_.size()) { out += '?'; i_ += 4; }
-                else out += e;
-                ++i_;
-            } else {
-                out += t_[i_++];
-            }
-        }
-        expect('"');
-        return out;
-    }
-    const std::string& t_;
-    size_t i_ = 0;
-};
 
 // The streaming column only when a device has a buffer for streamed host weights (--offload-min-batch).
 void print_devices(const JVal& devs) {

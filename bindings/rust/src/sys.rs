@@ -375,7 +375,8 @@ extern "C" {
     pub fn ikllm_lib_gpu_status(lib: *mut ikllm_lib) -> *const c_char;
     // Capabilities of GPU `index` as a JSON object, released with ikllm_free:
     // {"name": "CUDA0", "description": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0",
-    // "memory_total": bytes, "memory_free": bytes}. IKLLM_ERR_NOT_FOUND when index is out of range.
+    // "memory_total": bytes, "memory_free": bytes, "memory_bandwidth": peak bytes per second of device
+    // memory (0 when unknown)}. IKLLM_ERR_NOT_FOUND when index is out of range.
     pub fn ikllm_lib_gpu_info(lib: *mut ikllm_lib, index: i32, out_json: *mut *mut c_char) -> ikllm_status;
     pub fn ikllm_plan(lib: *mut ikllm_lib, path: *const c_char, model_options: *const ikllm_options, session_options: *const ikllm_options, vram_budget: u64, flags: u32, out_json: *mut *mut c_char) -> ikllm_status;
     // Tokenizes text (length text_len bytes; any bytes accepted). Writes up to capacity ids;
