@@ -215,7 +215,7 @@ if [ "$do_bench" = 1 ] && [ -x "$build/ikllm-make-bench" ]; then
     [ -f "$m" ] || { row "bench $label" skip "no $m"; return; }
     local log="$logs/bench_$(echo "$label" | tr -c 'A-Za-z0-9_.=-' '_').txt"
     if "$cli" bench -m "$m" -t "$(nproc)" -r 3 "$@" >"$log" 2>&1; then
-      row "bench $label" ok "$(grep -E '\| (pp|tg)[0-9]+ \|' "$log" | awk -F'|' '{printf "%s:%s;", $5, $6}') $(grep -o 'weights read per generated token: [0-9.]* [MG]iB' "$log")"
+      row "bench $label" ok "$(grep -E '\| (pp|tg)[0-9]+ \|' "$log" | awk -F'|' '{printf "%s:%s;", $5, $6}') $(grep -o 'device-memory-bound tg.*' "$log")"
     else
       row "bench $label" FAIL "$(tail -1 "$log")"; fail=1
     fi
