@@ -38,33 +38,19 @@ public:
         const char c = t_[i_];
         if (c == '{') {
             v.kind = JVal::object;
-            ++i_;
-            ws();
-            if (peek('}')) return ++i_, v;
-            for (;;) {
+            items('}', [&] {
                 ws();
                 std::string k = str();
                 ws();
                 expect(':');
                 v.fields[k] = value();
-                ws();
-                if (peek(',')) { ++i_; continue; }
-                expect('}');
-                return v;
-            }
+            });
+            return v;
         }
         if (c == '[') {
             v.kind = JVal::array;
-            ++i_;
-            ws();
-            if (peek(']')) return ++i_, v;
-            for (;;) {
-                v.items.push_back(value());
-                ws();
-                if (peek(',')) { ++i_; continue; }
-                expect(']');
-                return v;
-            }
+            items(']', [&] { v.items.push_back(value()); });
+            return v;
         }
         if (c == '"') {
             v.kind = JVal::string;
@@ -81,6 +67,26 @@ public:
     }
 
 private:
+    // The comma-separated members of an object or array from its opening bracket to `close`.
+    template <class F>
+    void items(char close, F&& item) {
+        ++i_;
+        ws();
+        if (peek(close)) {
+            ++i_;
+            return;
+        }
+        for (;;) {
+            item();
+            ws();
+            if (peek(',')) {
+                ++i_;
+                continue;
+            }
+            expect(close);
+            return;
+        }
+    }
     void ws() { while (i_ < t_.size() && std::isspace((unsigned char)t_[i_])) ++i_; }
     bool peek(char c) const { return i_ < t_.size() && t_[i_] == c; }
     void expect(char c) {
