@@ -87,6 +87,15 @@ public:
         (void)type;
         return false;
     }
+    // Whether multiplying repack_type(type) gives other results than multiplying `type` as stored
+    // (another activation rounding or summation order), beyond the float rounding the stored
+    // form's own kernels differ by between instruction sets. Automatic repack (option -1) converts
+    // only where it does not, so the default follows the file's reference results; an explicit
+    // repack (1, 2) converts anyway, as the reference's -rtr does.
+    virtual bool repack_changes_results(uint32_t type) const {
+        (void)type;
+        return true;
+    }
     // The row-interleaved type run-time repack converts `type` to for this backend (0: none):
     // the reference's form (quant::repack_target) unless the backend has a layout of its own.
     virtual uint32_t repack_type(uint32_t type) const { return quant::repack_target(type); }

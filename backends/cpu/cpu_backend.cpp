@@ -222,6 +222,20 @@ public:
             default: return false;
         }
     }
+    // With AVX-512 the converted forms run ikllm's own kernels, written to give the plain kernels'
+    // results (kernels/legacy_r8_avx512.h, kquant_r8_avx512.h, iqk_r8_avx512.h). Elsewhere Q4_0,
+    // Q8_0 and Q4_K go to the reference's interleaved forms, whose kernels sum in another order
+    // (Q4_K_R4 also rounds activations per 256 columns, Q8_K32): the plain scalar and AVX2 kernels
+    // reproduce the reference's logits (conformance: llama-q-Q8_0 exactly, qwen3moe-tiny-Q4_K_M
+    // to 1e-7) and the interleaved ones move them by 1e-2 (three chaotic reference models fail).
+    // A file's slow interleaved form has only the generic float kernel, the reference's
+    // numerics neither way. BF16 products are float either way.
+    bool repack_changes_results(uint32_t type) const override {
+        if (stored_form_slower(type) || type == quant::T_BF16) return false;
+        if (cpu::best_isa() != cpu::Isa::avx512) return true;
+        const uint32_t to = repack_type(type);
+        return !(quant::is_runtime_layout(to) || to == quant::T_Q4_0_R8 || to == quant::T_Q8_0_R8);
+    }
     uint32_t repack_type(uint32_t type) const override {
         if (stored_form_slower(type)) {  // back to the plain type, or on to this CPU's layout of it
             const uint32_t base = quant::repack_base(type);

@@ -504,7 +504,7 @@ std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& o
             LayerWeights& l = m->layers[i];
             if (!l.wkv_b && l.wk_b && l.wv_b && l.wk_b->device == 0 && l.wv_b->device == 0) derive_kv_b(*m, l, (int)i);
         }
-    if (m->hp.arch == Arch::deepseek2) repack_mla_heads(*m, log);
+    if (m->hp.arch == Arch::deepseek2) repack_mla_heads(*m, opts.repack <= 0, log);
     if (storage.copy_cpu_weights && !copy_first) copy_weights();
     log.log(log_info, "loaded %s: %s, %d layers, %.1f M params, %.1f MiB", path.c_str(), m->hp.arch_str.c_str(),
             m->hp.n_layer, m->n_params / 1e6, m->weight_bytes / 1048576.0);

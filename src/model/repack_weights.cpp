@@ -91,7 +91,8 @@ int repack_weights(Model& m, const std::vector<Tensor*>& matmul_weights, bool fo
     int n = 0, in_place = 0;
     uint64_t bytes = 0;
     std::set<Tensor*> seen;
-    std::map<uint32_t, int> kept;  // types the CPU runs faster as stored: tensors left plain
+    std::map<uint32_t, int> kept;     // types the CPU runs faster as stored: tensors left plain
+    std::map<uint32_t, int> results;  // auto: types whose interleaved kernels give other results
     for (Tensor* t : matmul_weights) {
         if (!t || t->device != 0 || !seen.insert(t).second) continue;  // (GPU weights stay plain)
         // Tied embeddings are also looked up row by row; keep them plain.
@@ -100,6 +101,10 @@ int repack_weights(Model& m, const std::vector<Tensor*>& matmul_weights, bool fo
         if (!to || !m.cpu->supports_weight_type(to)) continue;
         if (!force && !m.cpu->repack_helps(t->type)) {
             ++kept[t->type];
+            continue;
+        }
+        if (in_place_only && m.cpu->repack_changes_results(t->type)) {
+            ++results[t->type];
             continue;
         }
         const quant::TypeTraits& dst = *quant::find_type(to);
@@ -135,19 +140,24 @@ int repack_weights(Model& m, const std::vector<Tensor*>& matmul_weights, bool fo
         bytes += rb * (size_t)rows;
         ++n;
     }
-    if (!kept.empty()) {
+    auto listed = [](const std::map<uint32_t, int>& types) {
         std::string list;
-        for (auto [type, count] : kept)
+        for (auto [type, count] : types)
             list += (list.empty() ? "" : ", ") + std::to_string(count) + " " + quant::find_type(type)->name;
+        return list;
+    };
+    if (!kept.empty())
         log.log(in_place_only ? log_info : log_warn, "run-time repack: tensors kept as stored, faster than interleaved on this CPU (repack 2 "
-                          "forces it): %s", list.c_str());
-    }
+                          "forces it): %s", listed(kept).c_str());
+    if (!results.empty())
+        log.log(log_info, "run-time repack (auto): tensors kept as stored, whose interleaved kernels on this CPU give other "
+                          "results than the file's (repack 1 converts them: faster prompts): %s", listed(results).c_str());
     log.log(log_info, "repacked %d weight tensors (%.1f MiB; %d in place) to row-interleaved layouts", n,
             bytes / 1048576.0, in_place);
     return n;
 }
 
-int repack_mla_heads(Model& m, const Logger& log) {
+int repack_mla_heads(Model& m, bool exact_only, const Logger& log) {
     static const std::string kDerived = "(derived)";
     int n = 0;
     std::set<std::string> names;
@@ -156,6 +166,7 @@ int repack_mla_heads(Model& m, const Logger& log) {
             if (!t || t->device != 0) continue;
             // wk_b of a quantized file is Q8_0; wv_b keeps attn_kv_b's type, which goes to the
             // CPU's own run-time layout where it has one (IQ4_K -> IQ4_K_R8 ...).
+            if (exact_only && m.cpu->repack_changes_results(t->type)) continue;
             const uint32_t to = t->type == quant::T_Q8_0 ? (uint32_t)quant::T_Q8_0_R8
                                 : m.cpu->repack_helps(t->type) ? m.cpu->repack_type(t->type)
                                                                : 0;

@@ -129,8 +129,9 @@ if [ -f "$shared/tools/compare_logits.py" ]; then
     if [ -d "$refdata/refs/$s" ] && { [ -f "$refdata/models/$s.gguf" ] || [ -f "$refdata/quant/$s.gguf" ]; }; then stems="$stems $s"; fi
   done
   # --cpu-spread: a model that misses its class is run on the CPU with the CPU backend's AVX2 and
-  # scalar kernels too; where one of those misses it by as much, the row says 'ok~' and why (some
-  # of these tiny random models amplify summation-order differences past the class: docs/cuda.md).
+  # scalar kernels too, plain and -rtr; where one of those misses it by as much, the row says 'ok~'
+  # and why (some of these tiny random models amplify summation-order differences past the class:
+  # docs/cuda.md).
   placements=("full:-ngl 99" "exps_cpu:-ngl 99 -ot exps=CPU")
   # Two or more GPUs: layers split between the first two as well (activations cross through the host).
   if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')" -ge 2 ]; then placements+=("two_gpus:-ngl 99 -ts 1,1"); fi

@@ -7,10 +7,13 @@ for every quantized model of refdata/quant with references. Prints 'N passed, M 
 Exits 0 (with a message) when the reference data is absent.
 
 --cpu-spread (for GPU placements): a model that misses its class is run again on the CPU alone
-with the CPU backend's other kernel sets (IKLLM_ISA=avx2, IKLLM_ISA=scalar: the same math in other
-summation orders). If one of those misses the same part (batch or steps) of the reference by as
-much or more, the model amplifies rounding-level differences beyond what the class can judge, and
-the line says so ('ok~', counted as passed, both numbers shown); otherwise it stays a failure.
+with the CPU backend's other kernel sets: IKLLM_ISA=avx2 and scalar (the same math in other
+summation orders; their plain kernels reproduce the reference's logits on every reference model),
+each also with -rtr (the reference's interleaved kernels: the same products summed in another
+order, Q4_K_R4 also rounding activations per 256 columns, as the reference's own -rtr does). If
+one of those misses the same part (batch or steps) of the reference by as much or more, the model
+amplifies rounding-level differences beyond what the class can judge, and the line says so
+('ok~', counted as passed, both numbers shown); otherwise it stays a failure.
 """
 import os, re, subprocess, sys, tempfile
 
@@ -41,13 +44,14 @@ def rms_of(verdict):
 def cpu_spread(cli, model, ref, cmp, n_vocab, kind, ours):
     """A CPU kernel set that misses every part we miss by at least as much, as a note; else None."""
     bad = [i for i, v in enumerate(ours) if not v.endswith('PASS')]
-    for isa in ('avx2', 'scalar'):
-        v = run_model(cli, model, ref, [], cmp, n_vocab, kind, env=dict(os.environ, IKLLM_ISA=isa))
+    for isa, args in (('avx2', []), ('scalar', []), ('avx2', ['-rtr']), ('scalar', ['-rtr'])):
+        v = run_model(cli, model, ref, args, cmp, n_vocab, kind, env=dict(os.environ, IKLLM_ISA=isa))
         if isinstance(v, str):
             continue
         if all(not v[i].endswith('PASS') and rms_of(v[i]) >= rms_of(ours[i]) for i in bad):
             what = ', '.join(f'{PARTS[i][2]} rms_rel {rms_of(v[i]):.2e} >= ours {rms_of(ours[i]):.2e}' for i in bad)
-            return f'within the CPU backend\'s own spread: IKLLM_ISA={isa} on the CPU misses too ({what})'
+            how = ' '.join([f'IKLLM_ISA={isa}'] + args)
+            return f'within the CPU backend\'s own spread: {how} on the CPU misses too ({what})'
     return None
 
 

@@ -1,5 +1,6 @@
 // Attention primitives: every compiled ISA table against the scalar reference (odd lengths,
-// every cache element type).
+// every cache element type); the AVX2 table bit for bit (the scalar one follows its order, so
+// a CPU without AVX2 gets AVX2's results).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -35,10 +36,20 @@ TEST(AttnKernels, SimdMatchesScalar) {
             EXPECT_NEAR(k->dot(a.data(), b.data(), n), ref->dot(a.data(), b.data(), n), 1e-5 * mag + 1e-6)
                 << cpu::isa_name(k->isa) << " n=" << n;
             EXPECT_NEAR(k->dot(a.data(), b.data(), n), exact, 1e-5 * mag + 1e-6);
+            // The scalar table runs the AVX2 table's operations in its order: the same bits.
+            const bool same_bits = k->isa == cpu::Isa::avx2;
+            if (same_bits) {
+                EXPECT_EQ(k->dot(a.data(), b.data(), n), ref->dot(a.data(), b.data(), n)) << "n=" << n;
+            }
             y2 = y;
             k->scale_axpy(y.data(), 0.75f, -1.5f, a.data(), n);
             ref->scale_axpy(y2.data(), 0.75f, -1.5f, a.data(), n);
-            for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(y[i], y2[i], 1e-6f * (1 + std::fabs(y2[i])));
+            for (int64_t i = 0; i < n; ++i) {
+                ASSERT_NEAR(y[i], y2[i], 1e-6f * (1 + std::fabs(y2[i])));
+                if (same_bits) {
+                    ASSERT_EQ(y[i], y2[i]) << "scale_axpy n=" << n << " i=" << i;
+                }
+            }
             for (uint32_t t : {quant::T_F32, quant::T_F16, quant::T_BF16, quant::T_Q8_0}) {
                 if (!quant::kv_row_ok(t, n)) continue;
                 std::vector<uint8_t> row(quant::kv_row_bytes(t, n));
@@ -65,8 +76,8 @@ TEST(AttnKernels, SimdMatchesScalar) {
 
 // The blocked forms the attention op uses: scores equals dot() calls of the same table bit for
 // bit, whatever the numbers of queries and keys (tails of the 16-key blocks) (the op's results must not depend on how queries are grouped), and pv_tile equals the
-// per-key scale_axpy loop of the same table bit for bit (for the scalar table within rounding:
-// its scale_axpy need not be fused); both are checked against the scalar table too.
+// per-key scale_axpy loop of the same table bit for bit; both are checked against the scalar
+// table too (bit for bit for AVX2, whose operations the scalar table follows).
 TEST(AttnKernels, BlockedFormsMatchPerKeyForms) {
     std::vector<const cpu::AttnKernels*> tables{cpu::attn_kernels_scalar()};
     if (cpu::detected_isa() != cpu::Isa::scalar && cpu::attn_kernels_avx2()) tables.push_back(cpu::attn_kernels_avx2());
@@ -119,9 +130,11 @@ TEST(AttnKernels, BlockedFormsMatchPerKeyForms) {
                     }
                 }
                 for (int64_t i = 0; i < nq * n; ++i) {
-                    if (k->isa != cpu::Isa::scalar) ASSERT_EQ(acc[i], acc2[i]) << "pv_tile vs scale_axpy loop, nq=" << nq << " i=" << i;
-                    else ASSERT_NEAR(acc[i], acc2[i], 1e-5f * (1 + std::fabs(acc2[i])));
+                    ASSERT_EQ(acc[i], acc2[i]) << "pv_tile vs scale_axpy loop, nq=" << nq << " i=" << i;
                     ASSERT_NEAR(acc[i], acc3[i], 1e-5f * (1 + std::fabs(acc3[i]))) << "vs scalar table";
+                    if (k->isa == cpu::Isa::avx2) {
+                        ASSERT_EQ(acc[i], acc3[i]) << "vs scalar table, nq=" << nq << " i=" << i;
+                    }
                 }
             }
         }

@@ -1,5 +1,6 @@
 // AVX2/FMA/F16C attention primitives: 8-wide dot products with 4 accumulators, fused
-// scale-and-add, f16 rows widened with vcvtph2ps.
+// scale-and-add, f16 rows widened with vcvtph2ps. The scalar table computes the same operations
+// in the same order (attn_scalar.cpp): both give the same bits.
 #include "kernels/attn_kernels.h"
 #include "quant/kv_codec.h"
 #include "quant/type_traits.h"
@@ -27,7 +28,7 @@ float dot(const float* a, const float* b, int64_t n) {
     }
     for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
     float s = hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-    for (; i < n; ++i) s += a[i] * b[i];
+    for (; i < n; ++i) s = std::fma(a[i], b[i], s);
     return s;
 }
 void scores(const float* const* a, int nq, const float* k, int64_t nk, int64_t n, float scale, float* s, int64_t ss) {

@@ -4,7 +4,7 @@
 // Inputs below kExpLo give 0 (the result would be subnormal), inputs above kExpHi are clamped
 // (exp(88) = 1.65e38; SiLU and softmax only need "huge"). Within 2 ulp of the exact value.
 // Written once as a template over the vector type so the scalar reference and the SIMD kernels
-// run the same operations (the SIMD ones fuse multiply-adds, the scalar one does not).
+// run the same operations, multiply-adds fused in all of them: every table gives the same bits.
 #pragma once
 
 namespace ikllm::cpu {
