@@ -127,6 +127,57 @@ inline void q45k_tile_avx2(const uint8_t* row, int64_t nb, bool conv, const uint
     }
 }
 
+// Two rows side by side (prompt batches): q45k_tile_avx2's operations for each (row, token), in the
+// same order, so the same bits; each activation chunk is loaded once for both rows.
+template <int T, bool Five>
+inline void q45k_tile2_avx2(const uint8_t* row0, size_t wrb, int64_t nb, bool conv, const uint8_t* act, size_t arb,
+                            float* y, int64_t ys) {
+    constexpr int bytes = Five ? 176 : 144;
+    __m256 facc[2][T];
+    for (int r = 0; r < 2; ++r)
+        for (int t = 0; t < T; ++t) facc[r][t] = _mm256_setzero_ps();
+    const __m256i ones = _mm256_set1_epi16(1);
+    alignas(32) float f[2][T][8];
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* x[2] = {row0 + (size_t)b * bytes, row0 + wrb + (size_t)b * bytes};
+        for (int r = 0; r < 2; ++r) {
+            __m256 D, M;
+            q45k_scales(x[r], conv, &D, &M);
+            for (int t = 0; t < T; ++t) {
+                const uint8_t* a = act + (size_t)t * arb + (size_t)b * kQ82BlockBytes;
+                const __m256 da = q82_scales8(a);
+                _mm256_store_ps(f[r][t], _mm256_mul_ps(da, D));
+                facc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(da, M), q82_sums8(a), facc[r][t]);
+            }
+        }
+        for (int g = 0; g < 4; ++g) {
+            __m256i c[2][2];
+            for (int r = 0; r < 2; ++r) {
+                const __m256i q = ld256((Five ? x[r] + 48 : x[r] + 16) + 32 * g);
+                c[r][0] = nib_lo(q);
+                c[r][1] = nib_hi(q);
+                if (Five) {
+                    const __m256i hb = ld256(x[r] + 16);
+                    c[r][0] = _mm256_or_si256(c[r][0], _mm256_slli_epi16(bit_of(hb, 2 * g), 4));
+                    c[r][1] = _mm256_or_si256(c[r][1], _mm256_slli_epi16(bit_of(hb, 2 * g + 1), 4));
+                }
+            }
+            for (int t = 0; t < T; ++t) {
+                const uint8_t* a = act + (size_t)t * arb + (size_t)b * kQ82BlockBytes;
+                const __m256i a0 = ld256(q82_chunk(a, 2 * g)), a1 = ld256(q82_chunk(a, 2 * g + 1));
+                for (int r = 0; r < 2; ++r) {
+                    const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(c[r][0], a0), ones);
+                    const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(c[r][1], a1), ones);
+                    facc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_broadcast_ss(&f[r][t][2 * g]), facc[r][t]);
+                    facc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_broadcast_ss(&f[r][t][2 * g + 1]), facc[r][t]);
+                }
+            }
+        }
+    }
+    for (int r = 0; r < 2; ++r)
+        for (int t = 0; t < T; ++t) y[t * ys + r] = hsum256(facc[r][t]);
+}
+
 template <int T>
 inline void q6k_tile_avx2(const uint8_t* row, int64_t nb, bool, const uint8_t* act, size_t arb, float* y, int64_t ys,
                           const Q82ActFloats* af = nullptr) {
@@ -287,6 +338,9 @@ inline void q6k_tile_avx512(const uint8_t* row, int64_t nb, bool, const uint8_t*
 }
 #endif
 
+#ifndef Q45K_ROWS2_T
+#define Q45K_ROWS2_T 4
+#endif
 // ---- driver: token blocks x weight rows x tiles of T tokens --------------------------------------
 // Tile(T) is a callable template: Tile::template run<T>(row, nb, conv, act, arb, y, ys).
 template <class Tile, int TMax>
@@ -297,7 +351,24 @@ void q82_matmul(const uint8_t* w, size_t w_row_bytes, int64_t ne0, int64_t r0, i
     const bool conv = Tile::conv && nt >= kConvMinTokens;
     for (int64_t t0 = 0; t0 < nt; t0 += tb) {
         const int64_t tn = nt - t0 < tb ? nt - t0 : tb;
-        for (int64_t r = r0; r < r1; ++r) {
+        int64_t r = r0;
+        if constexpr (Tile::kRows2 > 0)  // pairs of rows, tiles of kRows2 tokens, then the tiles below
+            for (; r + 2 <= r1; r += 2) {
+                const uint8_t* row = w + (size_t)r * w_row_bytes;
+                int64_t t = 0;
+                for (; t + Tile::kRows2 <= tn; t += Tile::kRows2)
+                    Tile::template run2<Tile::kRows2>(row, w_row_bytes, nb, conv, act + (size_t)(t0 + t) * act_row_bytes,
+                                                      act_row_bytes, y + (t0 + t) * y_stride + r, y_stride);
+                if (Tile::kRows2 > 2 && t + 2 <= tn) {
+                    Tile::template run2<2>(row, w_row_bytes, nb, conv, act + (size_t)(t0 + t) * act_row_bytes, act_row_bytes,
+                                           y + (t0 + t) * y_stride + r, y_stride);
+                    t += 2;
+                }
+                for (; t < tn; ++t)
+                    Tile::template run2<1>(row, w_row_bytes, nb, conv, act + (size_t)(t0 + t) * act_row_bytes, act_row_bytes,
+                                           y + (t0 + t) * y_stride + r, y_stride);
+            }
+        for (; r < r1; ++r) {
             const uint8_t* row = w + (size_t)r * w_row_bytes;
             int64_t t = 0;
             auto at = [&](int64_t tt) { return act + (size_t)(t0 + tt) * act_row_bytes; };
@@ -320,9 +391,14 @@ void q82_matmul(const uint8_t* w, size_t w_row_bytes, int64_t ne0, int64_t r0, i
 template <bool Five>
 struct Q45KAvx2 {
     static constexpr bool conv = true;
+    static constexpr int kRows2 = Q45K_ROWS2_T;  // tokens per two-row tile (0: one row at a time)
     template <int T>
     static void run(const uint8_t* row, int64_t nb, bool cv, const uint8_t* a, size_t arb, float* y, int64_t ys) {
         q45k_tile_avx2<T, Five>(row, nb, cv, a, arb, y, ys);
+    }
+    template <int T>
+    static void run2(const uint8_t* row, size_t wrb, int64_t nb, bool cv, const uint8_t* a, size_t arb, float* y, int64_t ys) {
+        q45k_tile2_avx2<T, Five>(row, wrb, nb, cv, a, arb, y, ys);
     }
     static void run1(const uint8_t* row, int64_t nb, const uint8_t* a, const Q82ActFloats* af, float* y) {
         q45k_tile_avx2<1, Five>(row, nb, false, a, 0, y, 1, af);
@@ -330,6 +406,7 @@ struct Q45KAvx2 {
 };
 struct Q6KAvx2 {
     static constexpr bool conv = false;
+    static constexpr int kRows2 = 0;
     template <int T>
     static void run(const uint8_t* row, int64_t nb, bool cv, const uint8_t* a, size_t arb, float* y, int64_t ys) {
         q6k_tile_avx2<T>(row, nb, cv, a, arb, y, ys);
@@ -361,6 +438,7 @@ void q82_matmul_or_rows1(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, 
 template <bool Five>
 struct Q45KAvx512 {
     static constexpr bool conv = true;
+    static constexpr int kRows2 = 0;
     template <int T>
     static void run(const uint8_t* row, int64_t nb, bool cv, const uint8_t* a, size_t arb, float* y, int64_t ys) {
         q45k_tile_avx512<T, Five>(row, nb, cv, a, arb, y, ys);
@@ -371,6 +449,7 @@ struct Q45KAvx512 {
 };
 struct Q6KAvx512 {
     static constexpr bool conv = false;
+    static constexpr int kRows2 = 0;
     template <int T>
     static void run(const uint8_t* row, int64_t nb, bool cv, const uint8_t* a, size_t arb, float* y, int64_t ys) {
         q6k_tile_avx512<T>(row, nb, cv, a, arb, y, ys);
