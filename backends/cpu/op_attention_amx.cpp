@@ -16,7 +16,7 @@
 namespace ikllm::cpu {
 
 namespace {
-constexpr double kMaxPackedBytes = 256.0 * 1048576.0;  // per KV head, without an explicit bound
+constexpr double kMaxKvPackedBytes = 256.0 * 1048576.0;  // per KV head, without an explicit bound
 
 }  // namespace
 
@@ -46,7 +46,7 @@ bool op_attention_amx(const Op& op, ThreadPool& pool, Scratch& scratch) {
     const int64_t n = (int64_t)by_pos.size(), n_pad = (n + kAmxKeyGroup - 1) / kAmxKeyGroup * kAmxKeyGroup;
     const size_t k_elems = A->key_elems(n_pad, d_k), v_elems = A->value_elems(n_pad, d_v);
     const double bytes = (double)(k_elems + v_elems) * 2.0 + 64.0;
-    const double limit = op.f[1] > 0 ? (double)op.f[1] * 1048576.0 : kMaxPackedBytes;
+    const double limit = op.f[1] > 0 ? (double)op.f[1] * 1048576.0 : kMaxKvPackedBytes;
     if (bytes > limit) return false;
 
     // Keys visible to each token: the cells at or before its position (a prefix of by_pos).

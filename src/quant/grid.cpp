@@ -10,12 +10,6 @@ namespace ikllm::quant {
 namespace {
 
 
-// y[0..7] = ±(db * mag_j), sign bit j of `signs`.
-inline void put8(float* y, float db, uint64_t grid, uint8_t signs) {
-    for (int j = 0; j < 8; ++j) {
-        y[j] = neg_if(db * (float)grid_byte(grid, j), (signs >> j) & 1u);
-    }
-}
 
 void deq_iq2_xxs(const uint8_t* src, float* y, int64_t ne0) {
     for (int64_t b = 0; b < ne0 / QK; ++b, src += 66, y += QK) {
@@ -90,10 +84,6 @@ void deq_iq3_s(const uint8_t* src, float* y, int64_t ne0) {
     }
 }
 
-// y[0..7] = dl * (g_j + delta), grid bytes signed.
-inline void put8_iq1(float* y, float dl, uint64_t g, float delta) {
-    for (int j = 0; j < 8; ++j) y[j] = dl * ((float)grid_sbyte(g, j) + delta);
-}
 
 void deq_iq1_s(const uint8_t* src, float* y, int64_t ne0) {
     for (int64_t b = 0; b < ne0 / QK; ++b, src += 50, y += QK) {

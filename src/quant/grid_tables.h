@@ -3,6 +3,8 @@
 #pragma once
 #include <cstdint>
 
+#include "quant/grid_util.h"
+
 namespace ikllm::quant {
 
 extern const uint64_t kIq2xxsGrid[256];   // magnitudes {8,25,43}
@@ -18,6 +20,15 @@ extern const uint64_t kKsigns64[128];     // byte-mask form of kKsignsIq2xs (0xf
 // Byte j of a grid entry.
 static inline uint8_t grid_byte(uint64_t g, int j) { return (uint8_t)(g >> (8 * j)); }
 static inline int8_t grid_sbyte(uint64_t g, int j) { return (int8_t)(uint8_t)(g >> (8 * j)); }
+
+// y[0..7] = +-(db * byte j), negated where bit j of `signs` is set (IQ2_XXS / XS / S decoders).
+static inline void put8(float* y, float db, uint64_t grid, uint8_t signs) {
+    for (int j = 0; j < 8; ++j) y[j] = neg_if(db * (float)grid_byte(grid, j), (signs >> j) & 1u);
+}
+// y[0..7] = dl * (signed byte j + delta) (IQ1_S / IQ1_M decoders).
+static inline void put8_iq1(float* y, float dl, uint64_t g, float delta) {
+    for (int j = 0; j < 8; ++j) y[j] = dl * ((float)grid_sbyte(g, j) + delta);
+}
 
 // 8-bit sign mask of a scrambled sign index tau (§12.1): equals kKsignsIq2xs[si].
 static inline uint8_t unscramble_sign(uint8_t tau) { return (uint8_t)((tau ^ (tau << 1)) & 0xff); }

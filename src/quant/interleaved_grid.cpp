@@ -11,11 +11,6 @@ namespace ikllm::quant {
 namespace {
 
 
-inline void put8(float* y, float dl, uint64_t grid, uint8_t signs) {
-    for (int j = 0; j < 8; ++j) {
-        y[j] = neg_if(dl * (float)grid_byte(grid, j), (signs >> j) & 1u);
-    }
-}
 
 // ---- IQ2_XXS_R4: 264 bytes; sas word byte l = (tau_l << 1) | scale bit l ----------------------
 inline int sas_scale(uint32_t a) { return (int)((a & 1) | (a >> 7 & 2) | (a >> 14 & 4) | (a >> 21 & 8)); }
@@ -193,9 +188,6 @@ void rep_iq3_s_r4(const uint8_t* const* rows, uint8_t* dst, int64_t ne0) {
 }
 
 // ---- IQ1_S_R4 (own format): 4 fp16 d_k, then 24 bytes per 32 columns -------------------------
-inline void put8_iq1(float* y, float dl, uint64_t g, float delta) {
-    for (int j = 0; j < 8; ++j) y[j] = dl * ((float)grid_sbyte(g, j) + delta);
-}
 
 void deq_iq1_s_r4(const uint8_t* src, float* y, int64_t ne0) {
     float d[4];

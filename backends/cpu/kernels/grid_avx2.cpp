@@ -1,5 +1,9 @@
 // AVX2 kernels of the grid i-quants (quant-formats.md §9): grid_int.h's decoded integer codes
 // against Q8_K activations (§15, the SIMD encoder: byte-identical to the reference's).
+#include "kernels/matmul.h"
+
+// (Compiled with this ISA's flags on x86; elsewhere an empty table.)
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include "kernels/act_q8_k_simd.h"
 #include "kernels/grid_int.h"
 
@@ -16,3 +20,8 @@ KernelTable grid_kernels_avx2() {
 }
 
 }  // namespace ikllm::cpu
+#else
+namespace ikllm::cpu {
+KernelTable grid_kernels_avx2() { return {nullptr, 0}; }
+}  // namespace ikllm::cpu
+#endif

@@ -2,6 +2,10 @@
 // SIMD encoder):
 // grid_int.h's decoded integer codes, and for prompt batches its VNNI panel GEMM, which takes
 // every token of a call at once (whole_batch: each panel is re-encoded once per call).
+#include "kernels/matmul.h"
+
+// (Compiled with this ISA's flags on x86; elsewhere an empty table.)
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
 #include "kernels/act_q8_k_simd.h"
 #include "kernels/grid_int.h"
 
@@ -18,3 +22,8 @@ KernelTable grid_kernels_avx512() {
 }
 
 }  // namespace ikllm::cpu
+#else
+namespace ikllm::cpu {
+KernelTable grid_kernels_avx512() { return {nullptr, 0}; }
+}  // namespace ikllm::cpu
+#endif

@@ -7,15 +7,16 @@
 // instruction); IQ1_S_R4 / IQ1_M_R4 with integer codes (iq1_r4_avx512.h), IQ2_XXS_R4 / IQ2_XS_R4 /
 // IQ3_XXS_R4 with the grid i-quants' decoder and dot (grid_int.h); every other
 // interleaved type uses the generic dequantize-and-dot kernel with AVX-512 dot products.
+#include "kernels/matmul.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__) && \
+    defined(__AVX512BF16__)
 #include "kernels/interleaved_generic_entries.h"
 #include "kernels/grid_int.h"
 #include "kernels/iq1_r4_avx512.h"
 #include "kernels/interleaved_simd.h"
 #include "kernels/interleaved_simd_iqk.h"
 #include "kernels/interleaved_simd_kquant.h"
-
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__) && \
-    defined(__AVX512BF16__)
 namespace ikllm::cpu {
 namespace {
 

@@ -1,5 +1,9 @@
 // AVX2 matmul kernels for IQ4_XS and the ik K / KS types against Q8_K activations
 // (kquant_simd.h).
+#include "kernels/matmul.h"
+
+// (Compiled with this ISA's flags on x86; elsewhere an empty table.)
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include "kernels/kquant_simd.h"
 
 namespace ikllm::cpu {
@@ -16,3 +20,8 @@ KernelTable iqk_kernels_avx2() {
 }
 
 }  // namespace ikllm::cpu
+#else
+namespace ikllm::cpu {
+KernelTable iqk_kernels_avx2() { return {nullptr, 0}; }
+}  // namespace ikllm::cpu
+#endif

@@ -1,5 +1,9 @@
 // AVX-512 (VNNI, VBMI) matmul kernels for IQ4_XS and the ik K / KS types against Q8_K
 // activations (kquant_simd.h), and ikllm's run-time IQ4_K_R8 / IQ4_XS_X8 / Q2_K_R8 / Q3_K_R8 (iqk_r8_avx512.h).
+#include "kernels/matmul.h"
+
+// (Compiled with this ISA's flags on x86; elsewhere an empty table.)
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
 #include "kernels/kquant_simd512.h"
 #include "kernels/iqk_r8_avx512.h"
 
@@ -23,3 +27,8 @@ KernelTable iqk_kernels_avx512() {
 }
 
 }  // namespace ikllm::cpu
+#else
+namespace ikllm::cpu {
+KernelTable iqk_kernels_avx512() { return {nullptr, 0}; }
+}  // namespace ikllm::cpu
+#endif

@@ -1,5 +1,9 @@
 // AVX2 matmul kernels for Q2_K..Q6_K: Q2_K / Q3_K against Q8_K activations (kquant_simd.h),
 // Q4_K / Q5_K / Q6_K against Q8_2_X4 (kquant_q82.h).
+#include "kernels/matmul.h"
+
+// (Compiled with this ISA's flags on x86; elsewhere an empty table.)
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include "kernels/kquant_q6k_conv.h"
 #include "kernels/kquant_q82.h"
 #include "kernels/sym_lanes_avx2.h"
@@ -62,3 +66,8 @@ KernelTable kquant_kernels_avx2() {
 }
 
 }  // namespace ikllm::cpu
+#else
+namespace ikllm::cpu {
+KernelTable kquant_kernels_avx2() { return {nullptr, 0}; }
+}  // namespace ikllm::cpu
+#endif

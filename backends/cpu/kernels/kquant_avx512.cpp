@@ -2,6 +2,10 @@
 // (kquant_simd.h), Q4_K / Q5_K / Q6_K against Q8_2_X4 (kquant_q82.h; Q4_K / Q5_K prompt batches
 // of 64+ tokens through the panel GEMM of kquant_panel_avx512.h, Q6_K ones re-encoded to 8 bits
 // first, kquant_q6k_conv.h), and ikllm's run-time Q4_K_R8 / Q5_K_R8 / Q6_K_R8 (kquant_r8_avx512.h).
+#include "kernels/matmul.h"
+
+// (Compiled with this ISA's flags on x86; elsewhere an empty table.)
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
 #include "kernels/kquant_q82.h"
 #include "kernels/kquant_panel_avx512.h"
 #include "kernels/kquant_r8_avx512.h"
@@ -25,3 +29,8 @@ KernelTable kquant_kernels_avx512() {
 }
 
 }  // namespace ikllm::cpu
+#else
+namespace ikllm::cpu {
+KernelTable kquant_kernels_avx512() { return {nullptr, 0}; }
+}  // namespace ikllm::cpu
+#endif
