@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Code compiled for one instruction set must not stand in for code compiled for another.
 
-The kernel files *_avx2.cpp, *_avx512.cpp and *_amx.cpp are compiled with their ISA's flags and
+The kernel files *_avx2.cpp, *_avx512.cpp, *_amx.cpp (and *_neon.cpp on AArch64) are compiled with their ISA's flags and
 called only after a run-time CPU check. An inline function or template instantiation that such a
 file emits as a weak symbol, and that a file of another ISA (or a baseline file) emits too, is
 kept once by the linker: possibly the AVX-512 copy, which then runs on a CPU without AVX-512
@@ -14,7 +14,7 @@ Exit 0 when none is shared, 1 (with the symbols and their objects) otherwise.
 """
 import os, re, subprocess, sys, tempfile
 
-ISA = re.compile(r'_(avx2|avx512|amx)\.(cpp|cc)\.o$')
+ISA = re.compile(r'_(avx2|avx512|amx|neon)\.(cpp|cc)\.o$')
 
 
 def isa_class(path):
@@ -25,7 +25,7 @@ def isa_class(path):
 
 
 def weak_code_symbols(obj):
-    out = subprocess.run(['nm', '--defined-only', '-P', obj], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([os.environ.get('NM', 'nm'), '--defined-only', '-P', obj], capture_output=True, text=True, check=True).stdout
     return {line.split()[0] for line in out.splitlines() if len(line.split()) >= 2 and line.split()[1] == 'W'}
 
 

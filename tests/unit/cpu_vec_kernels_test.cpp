@@ -19,6 +19,7 @@ std::vector<const cpu::VecKernels*> simd_tables() {
     std::vector<const cpu::VecKernels*> out;
     if (cpu::detected_isa() != Isa::scalar && cpu::vec_kernels_avx2()) out.push_back(cpu::vec_kernels_avx2());
     if (cpu::detected_isa() == Isa::avx512 && cpu::vec_kernels_avx512()) out.push_back(cpu::vec_kernels_avx512());
+    if (cpu::detected_isa() == Isa::neon && cpu::vec_kernels_neon()) out.push_back(cpu::vec_kernels_neon());
     return out;
 }
 
@@ -83,7 +84,7 @@ TEST(VecKernels, SimdMatchesScalar) {
             k->silu_mul(g.data(), u.data(), y.data(), n);
             ref->silu_mul(g.data(), u.data(), yr.data(), n);
             // The scalar table fuses like the lanes and sums in the AVX2 table's order: same bits.
-            const bool same_bits = k->isa == cpu::Isa::avx2;
+            const bool same_bits = (k->isa == cpu::Isa::avx2 || k->isa == cpu::Isa::neon);
             for (int64_t i = 0; i < n; ++i) {
                 EXPECT_NEAR(y[i], yr[i], 4e-7 * std::fabs(yr[i]) + 1e-30) << cpu::isa_name(k->isa) << " n=" << n;
                 if (same_bits) {
@@ -166,6 +167,9 @@ TEST(VecKernels, LookupFallsBackToWhatTheCpuHas) {
     if (hw == Isa::avx512) EXPECT_EQ(got, Isa::avx512);
     else if (hw == Isa::avx2) EXPECT_EQ(got, Isa::avx2);
     else EXPECT_EQ(got, Isa::scalar);
+    if (hw == Isa::neon && cpu::vec_kernels_neon()) {
+        EXPECT_EQ(cpu::vec_kernels(Isa::neon).isa, Isa::neon);
+    }
 }
 
 }  // namespace

@@ -19,6 +19,7 @@ TEST(AttnKernels, SimdMatchesScalar) {
     std::vector<const cpu::AttnKernels*> tables;
     if (cpu::detected_isa() != cpu::Isa::scalar && cpu::attn_kernels_avx2()) tables.push_back(cpu::attn_kernels_avx2());
     if (cpu::detected_isa() == cpu::Isa::avx512 && cpu::attn_kernels_avx512()) tables.push_back(cpu::attn_kernels_avx512());
+    if (cpu::detected_isa() == cpu::Isa::neon && cpu::attn_kernels_neon()) tables.push_back(cpu::attn_kernels_neon());
     if (tables.empty()) GTEST_SKIP() << "no SIMD attention kernels on this CPU";
     std::mt19937 rng(5);
     std::normal_distribution<float> nd(0.f, 1.f);
@@ -37,7 +38,7 @@ TEST(AttnKernels, SimdMatchesScalar) {
                 << cpu::isa_name(k->isa) << " n=" << n;
             EXPECT_NEAR(k->dot(a.data(), b.data(), n), exact, 1e-5 * mag + 1e-6);
             // The scalar table runs the AVX2 table's operations in its order: the same bits.
-            const bool same_bits = k->isa == cpu::Isa::avx2;
+            const bool same_bits = (k->isa == cpu::Isa::avx2 || k->isa == cpu::Isa::neon);
             if (same_bits) {
                 EXPECT_EQ(k->dot(a.data(), b.data(), n), ref->dot(a.data(), b.data(), n)) << "n=" << n;
             }
@@ -82,6 +83,7 @@ TEST(AttnKernels, BlockedFormsMatchPerKeyForms) {
     std::vector<const cpu::AttnKernels*> tables{cpu::attn_kernels_scalar()};
     if (cpu::detected_isa() != cpu::Isa::scalar && cpu::attn_kernels_avx2()) tables.push_back(cpu::attn_kernels_avx2());
     if (cpu::detected_isa() == cpu::Isa::avx512 && cpu::attn_kernels_avx512()) tables.push_back(cpu::attn_kernels_avx512());
+    if (cpu::detected_isa() == cpu::Isa::neon && cpu::attn_kernels_neon()) tables.push_back(cpu::attn_kernels_neon());
     const cpu::AttnKernels* ref = cpu::attn_kernels_scalar();
     std::mt19937 rng(9);
     std::normal_distribution<float> nd(0.f, 1.f);
@@ -132,7 +134,7 @@ TEST(AttnKernels, BlockedFormsMatchPerKeyForms) {
                 for (int64_t i = 0; i < nq * n; ++i) {
                     ASSERT_EQ(acc[i], acc2[i]) << "pv_tile vs scale_axpy loop, nq=" << nq << " i=" << i;
                     ASSERT_NEAR(acc[i], acc3[i], 1e-5f * (1 + std::fabs(acc3[i]))) << "vs scalar table";
-                    if (k->isa == cpu::Isa::avx2) {
+                    if ((k->isa == cpu::Isa::avx2 || k->isa == cpu::Isa::neon)) {
                         ASSERT_EQ(acc[i], acc3[i]) << "vs scalar table, nq=" << nq << " i=" << i;
                     }
                 }

@@ -97,6 +97,7 @@ std::vector<Isa> runnable_isas() {
     const Isa hw = detected_isa();
     if (hw == Isa::avx2 || hw == Isa::avx512) v.push_back(Isa::avx2);
     if (hw == Isa::avx512) v.push_back(Isa::avx512);
+    if (hw == Isa::neon) v.push_back(Isa::neon);
     return v;
 }
 

@@ -75,6 +75,7 @@ const MatmulKernel* kernel(uint32_t id, Isa isa) {
     KernelTable tabs[2];
     if (isa == Isa::scalar) { tabs[0] = kquant_kernels_scalar(); tabs[1] = iqk_kernels_scalar(); }
     else if (isa == Isa::avx2) { tabs[0] = kquant_kernels_avx2(); tabs[1] = iqk_kernels_avx2(); }
+    else if (isa == Isa::neon) { tabs[0] = kquant_kernels_neon(); tabs[1] = {nullptr, 0}; }
     else { tabs[0] = kquant_kernels_avx512(); tabs[1] = iqk_kernels_avx512(); }
     for (const KernelTable& t : tabs)
         for (size_t i = 0; i < t.count; ++i)
@@ -84,12 +85,27 @@ const MatmulKernel* kernel(uint32_t id, Isa isa) {
 
 bool cpu_has(Isa isa) {
     if (isa == Isa::scalar) return true;
+    if (isa == Isa::neon) return detected_isa() == Isa::neon;
+#if !defined(__x86_64__)
+    return false;
+#else
     __builtin_cpu_init();
     if (isa == Isa::avx2) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
            __builtin_cpu_supports("avx512vbmi");
+#endif
 }
+
+// x86 builds compile every x86 kernel set (checked whether or not this CPU runs it); NEON covers
+// only some types (the others run the scalar kernels on ARM).
+constexpr bool kX86Build =
+#if defined(__x86_64__)
+    true;
+#else
+    false;
+#endif
+bool kernel_expected(Isa isa) { return isa != Isa::neon && kX86Build; }
 
 size_t row_size(const TypeCase& tc, int64_t ne0) { return tc.meta + (size_t)tc.bytes * (ne0 / 256); }
 
@@ -369,10 +385,12 @@ void check_type(const TypeCase& tc, bool random_bytes) {
                     for (int64_t r = p.r0; r < p.r1; ++r) mags[(size_t)(t * s.rows + r)] = ref_direct(wrows[r], a).mag;
                 }
             std::vector<float> y_avx2;
-            for (Isa isa : {Isa::avx2, Isa::avx512}) {
+            for (Isa isa : {Isa::avx2, Isa::avx512, Isa::neon}) {
                 const MatmulKernel* kv = kernel(tc.id, isa);
-                ASSERT_NE(kv, nullptr) << tc.name << " " << isa_name(isa);
-                if (!cpu_has(isa)) continue;
+                if (kernel_expected(isa)) {
+                    ASSERT_NE(kv, nullptr) << tc.name << " " << isa_name(isa);
+                }
+                if (!kv || !cpu_has(isa)) continue;
                 ASSERT_EQ(kv->act->id, fmt);
                 const std::vector<float> yv = run(kv, tc, p);
                 // Q6_K batches: both re-encode the rows the same way (the AVX-512 one in vectors)
@@ -389,6 +407,12 @@ void check_type(const TypeCase& tc, bool random_bytes) {
                     for (int64_t r = 0; r < s.rows; ++r) {
                         const float sa = ys[t * p.y_stride + r], sb = yv[t * p.y_stride + r];
                         if (r < p.r0 || r >= p.r1) { EXPECT_EQ(sb, -12345.0f); continue; }
+                        // NEON: the scalar kernel's float operations (kquant_neon.cpp)
+                        if (isa == Isa::neon) {
+                            ASSERT_EQ(f32_to_bits(sb), f32_to_bits(sa)) << tc.name << " neon ne0=" << s.ne0 << " r=" << r
+                                                                        << " t=" << t << " nt=" << s.nt;
+                            continue;
+                        }
                         const double mag = mags[(size_t)(t * s.rows + r)];
                         ASSERT_NEAR(sb, sa, 1e-5 * mag + 1e-30) << tc.name << " " << isa_name(isa) << " ne0=" << s.ne0
                                                                 << " r=" << r << " t=" << t << " nt=" << s.nt;
@@ -416,10 +440,11 @@ TEST(KiqkKernelsAct, EncodersMatchReference) {
     act_q8_2_x4_encode_row(x.data(), ref_2.data(), ne0);
     EXPECT_EQ((int8_t)ref_k[2 * 296 + 8 + 0], -10);  // -9.5 -> -10 (even)
     EXPECT_EQ((int8_t)ref_k[2 * 296 + 8 + 1], -8);   // -8.5 -> -8
-    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::neon}) {
         if (!cpu_has(isa)) continue;
         for (const TypeCase& tc : cases()) {
             const MatmulKernel* k = kernel(tc.id, isa);
+            if (!k && isa == Isa::neon) continue;
             ASSERT_NE(k, nullptr);
             const std::vector<uint8_t>& ref = is_q82(tc.id) ? ref_2 : ref_k;
             ASSERT_EQ(k->act->id, is_q82(tc.id) ? (uint32_t)T_Q8_2_X4 : (uint32_t)T_Q8_K);
@@ -478,7 +503,7 @@ TEST(KiqkKernelsBatch, TokenAloneGivesItsBitsInASmallBatch) {
         for (int64_t ne0 : {256, 768, 2048, 16640}) {
             if (ikllm::test::kSanitized && ne0 == 2048) continue;
             const std::vector<uint8_t> w = make_weights(tc, ne0, 11, false, rng);  // (the quantizer is the slow part)
-            for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+            for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::neon}) {
                 const MatmulKernel* k = kernel(tc.id, isa);
                 if (!k || !cpu_has(isa)) continue;
                 Problem p;

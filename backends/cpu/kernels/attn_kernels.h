@@ -35,6 +35,7 @@ struct AttnKernels {
 const AttnKernels* attn_kernels_scalar();
 const AttnKernels* attn_kernels_avx2();    // nullptr when not compiled in
 const AttnKernels* attn_kernels_avx512();  // nullptr when not compiled in
+const AttnKernels* attn_kernels_neon();    // nullptr when not compiled in
 // Best table for best_isa(); `isa` forces one (falls back to scalar when unavailable).
 const AttnKernels& attn_kernels(Isa isa);
 

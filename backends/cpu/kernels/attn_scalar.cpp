@@ -52,6 +52,8 @@ constexpr AttnKernels kAttnScalar{Isa::scalar, dot, scores, scale_axpy, pv_tile,
 const AttnKernels* attn_kernels_scalar() { return &kAttnScalar; }
 
 const AttnKernels& attn_kernels(Isa isa) {
+    if (isa == Isa::neon && detected_isa() == Isa::neon)
+        if (const AttnKernels* k = attn_kernels_neon()) return *k;
     const Isa cap = isa == Isa::avx512 && detected_isa() == Isa::avx512 ? Isa::avx512
                     : (isa == Isa::avx512 || isa == Isa::avx2) && detected_isa() != Isa::scalar ? Isa::avx2
                                                                                                    : Isa::scalar;

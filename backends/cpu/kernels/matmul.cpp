@@ -19,6 +19,12 @@
 #include <unistd.h>
 #define IKLLM_KERNELS_X86 1
 #endif
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#elif defined(__aarch64__) && defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
 
 namespace ikllm::cpu {
 namespace {
@@ -73,8 +79,13 @@ bool detect_amx() {
 Isa detect() {
 #ifdef IKLLM_KERNELS_X86
     return detect_x86();
-#elif defined(__aarch64__)
-    return Isa::neon;
+#elif defined(__aarch64__) && defined(__linux__)
+    // The NEON kernel files need the dot-product instructions (Armv8.2 DotProd).
+    return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) ? Isa::neon : Isa::scalar;
+#elif defined(__aarch64__) && defined(__APPLE__)
+    int dot = 0;
+    size_t len = sizeof(dot);
+    return sysctlbyname("hw.optional.arm.FEAT_DotProd", &dot, &len, nullptr, 0) == 0 && dot ? Isa::neon : Isa::scalar;
 #else
     return Isa::scalar;
 #endif
@@ -124,6 +135,7 @@ const std::vector<MatmulKernel>& registry() {
             trellis_kernels_scalar(), trellis_kernels_avx2(), trellis_kernels_avx512(),
             ternary_kernels_scalar(), ternary_kernels_avx2(), ternary_kernels_avx512(),
             interleaved_kernels_scalar(), interleaved_kernels_avx2(), interleaved_kernels_avx512(),
+            float_kernels_neon(),     legacy_kernels_neon(),  kquant_kernels_neon(),
         };
         for (const KernelTable& t : tables)
             for (size_t i = 0; i < t.count; ++i) v.push_back(t.entries[i]);

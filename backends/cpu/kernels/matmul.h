@@ -73,7 +73,7 @@ size_t amx_packed_bytes(int64_t ne0, int64_t nt);
 void amx_pack_rows(const float* const* rows, int64_t ne0, int64_t nt, void* out);
 
 // Highest ISA the CPU and OS support among those compiled in, ignoring IKLLM_ISA.
-// best_isa() is this capped by the IKLLM_ISA environment variable (scalar|avx2|avx512).
+// best_isa() is this capped by the IKLLM_ISA environment variable (scalar|avx2|avx512|neon).
 Isa detected_isa();
 
 // Activation formats shared by many kernels (reference encoders; defined in matmul.cpp).
@@ -105,5 +105,10 @@ IKLLM_KERNEL_FAMILY(trellis)
 IKLLM_KERNEL_FAMILY(ternary)
 IKLLM_KERNEL_FAMILY(interleaved)
 #undef IKLLM_KERNEL_FAMILY
+// AArch64 + dot product (kernels/<family>_neon.cpp; empty tables elsewhere). Families without a
+// NEON file run their scalar kernels there.
+KernelTable float_kernels_neon();
+KernelTable legacy_kernels_neon();
+KernelTable kquant_kernels_neon();
 KernelTable amx_kernels();  // kernels/matmul_amx.cpp (empty where AMX is not compiled in)
 }  // namespace ikllm::cpu

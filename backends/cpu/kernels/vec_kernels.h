@@ -26,6 +26,7 @@ struct VecKernels {
 const VecKernels* vec_kernels_scalar();
 const VecKernels* vec_kernels_avx2();    // nullptr when not compiled in
 const VecKernels* vec_kernels_avx512();  // nullptr when not compiled in
+const VecKernels* vec_kernels_neon();    // nullptr when not compiled in
 // Table for `isa` (falls back to lower ones the CPU supports); vec_kernels() for best_isa().
 const VecKernels& vec_kernels(Isa isa);
 const VecKernels& vec_kernels();

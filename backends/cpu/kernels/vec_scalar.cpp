@@ -79,6 +79,8 @@ const VecKernels* vec_kernels_scalar() { return &kVecScalar; }
 
 const VecKernels& vec_kernels(Isa isa) {
     const Isa hw = detected_isa();
+    if (isa == Isa::neon && hw == Isa::neon)
+        if (const VecKernels* k = vec_kernels_neon()) return *k;
     if (isa == Isa::avx512 && hw == Isa::avx512)
         if (const VecKernels* k = vec_kernels_avx512()) return *k;
     if ((isa == Isa::avx512 || isa == Isa::avx2) && (hw == Isa::avx2 || hw == Isa::avx512))
