@@ -52,6 +52,7 @@ tsan_flags+=("${lld_flags[@]}")
 cmake -S . -B build-tsan -G Ninja -DIKLLM_TSAN=ON "${tsan_flags[@]}" >/dev/null
 cmake --build build-tsan -j"$jobs" --target api_concurrency_test thread_pool_test
 (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -R '^(api_concurrency_test|thread_pool_test)$')
-# Optional (IKLLM_CROSS_AARCH64=1, ~10 minutes): libikllm.so and the CLI cross-compiled for aarch64
-# and the conformance checks run through it under qemu-user (scripts/check-aarch64.sh).
-if [ "${IKLLM_CROSS_AARCH64:-0}" = 1 ]; then scripts/check-aarch64.sh build-aarch64; fi
+# Optional (IKLLM_CROSS_AARCH64=1, ~15 minutes): libikllm.so, the CLI and the kernel unit tests
+# cross-compiled for aarch64, run under qemu-user (the NEON kernels against the scalar ones, then
+# the conformance checks through the CLI; scripts/check-aarch64.sh).
+if [ "${IKLLM_CROSS_AARCH64:-0}" = 1 ]; then scripts/check-aarch64.sh build-aarch64 --unit; fi

@@ -75,7 +75,7 @@ const MatmulKernel* kernel(uint32_t id, Isa isa) {
     KernelTable tabs[2];
     if (isa == Isa::scalar) { tabs[0] = kquant_kernels_scalar(); tabs[1] = iqk_kernels_scalar(); }
     else if (isa == Isa::avx2) { tabs[0] = kquant_kernels_avx2(); tabs[1] = iqk_kernels_avx2(); }
-    else if (isa == Isa::neon) { tabs[0] = kquant_kernels_neon(); tabs[1] = {nullptr, 0}; }
+    else if (isa == Isa::neon) { tabs[0] = kquant_kernels_neon(); tabs[1] = iqk_kernels_neon(); }
     else { tabs[0] = kquant_kernels_avx512(); tabs[1] = iqk_kernels_avx512(); }
     for (const KernelTable& t : tabs)
         for (size_t i = 0; i < t.count; ++i)
@@ -478,7 +478,7 @@ TEST(KiqkKernelsSat, Iq4XsSaturatesLikeTheReference) {
     for (int i = 0; i < 4; ++i) w[4 + i] = 0xFF;    // low 4 bits 15
     for (int i = 0; i < 128; ++i) w[8 + i] = 0xFF;  // every code 15 -> level 113
     std::vector<float> x(ne0, 1.0f), y(1);
-    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::neon}) {
         if (!cpu_has(isa)) continue;
         const MatmulKernel* k = kernel(T_IQ4_XS, isa);
         std::vector<uint8_t> a(k->act->row_bytes(ne0));

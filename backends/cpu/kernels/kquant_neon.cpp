@@ -5,7 +5,7 @@
 // buffer and every token streams past them. Per 32 weights and token the exact integer sums of
 // the four rows come from `sdot` and one pairwise-add tree. Q6_K prompt batches take the
 // re-encoded 8-bit form in the symmetric batch order (kquant_q6k_conv.h, sym_lanes_neon.h).
-// Q2_K and Q3_K (Q8_K activations) have no NEON kernel yet: the scalar ones run.
+// Q2_K and Q3_K (Q8_K activations): kquant_q8k_neon.h.
 #include "kernels/matmul.h"
 
 #if defined(__aarch64__) && defined(__ARM_FEATURE_DOTPROD)
@@ -16,6 +16,7 @@
 
 #include "kernels/act_q8_2_x4_neon.h"
 #include "kernels/kquant_q6k_conv.h"
+#include "kernels/kquant_q8k_neon.h"
 #include "kernels/kquant_unpack.h"
 #include "kernels/sym_lanes_neon.h"
 
@@ -217,6 +218,8 @@ void q6k_matmul_neon(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int6
 
 KernelTable kquant_kernels_neon() {
     static const MatmulKernel entries[] = {
+        {KQ2K::id, Isa::neon, act_format_q8_k_kiqk(), q8k_quad_matmul<KQ2K>},
+        {KQ3K::id, Isa::neon, act_format_q8_k_kiqk(), q8k_quad_matmul<KQ3K>},
         {quant::T_Q4_K, Isa::neon, neon_act_q8_2_x4(), quad_matmul<Q45N<false>>},
         {quant::T_Q5_K, Isa::neon, neon_act_q8_2_x4(), quad_matmul<Q45N<true>>},
         {quant::T_Q6_K, Isa::neon, neon_act_q8_2_x4(), q6k_matmul_neon, true},

@@ -110,5 +110,6 @@ IKLLM_KERNEL_FAMILY(interleaved)
 KernelTable float_kernels_neon();
 KernelTable legacy_kernels_neon();
 KernelTable kquant_kernels_neon();
+KernelTable iqk_kernels_neon();
 KernelTable amx_kernels();  // kernels/matmul_amx.cpp (empty where AMX is not compiled in)
 }  // namespace ikllm::cpu
