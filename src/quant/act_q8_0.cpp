@@ -132,16 +132,9 @@ void act_q8_1_x4_encode_row(const float* x, uint8_t* out, int64_t ne0) {
 }
 
 void act_q8_2_x4_encode_row(const float* x, uint8_t* out, int64_t ne0) {
-    const int64_t nb = ne0 / 32, ng = nb / 4;
-    for (int64_t g = 0; g < ng; ++g) {
-        uint8_t* grp = out + 144 * g;
-        for (int k = 0; k < 4; ++k)
-            q8_2_block(x + 32 * (4 * g + k), grp + 2 * k, grp + 8 + 2 * k, reinterpret_cast<int8_t*>(grp + 16 + 32 * k));
-    }
-    for (int64_t ib = 4 * ng; ib < nb; ++ib) {
-        uint8_t* blk = out + 144 * ng + 36 * (ib - 4 * ng);
-        q8_2_block(x + 32 * ib, blk, blk + 2, reinterpret_cast<int8_t*>(blk + 4));
-    }
+    act_q8_2_x4_for_blocks(x, out, ne0, [](const float* xb, uint8_t* d, uint8_t* sum, int8_t* q) {
+        q8_2_block(xb, d, sum, q);
+    });
 }
 
 void act_q8_0_decode_row(const uint8_t* in, float* y, int64_t ne0) {

@@ -37,6 +37,23 @@ void act_q8_1_x4_decode_row(const uint8_t* in, float* y, int64_t ne0);
 void act_q8_2_x4_decode_row(const uint8_t* in, float* y, int64_t ne0);
 
 // ---- Q8_2_X4 layout helpers shared by kernels -------------------------------------------------
+// Every 32-value block of a Q8_2_X4 row in the format's layout: block(x, d, sum, codes) encodes
+// the 32 floats at x, writing the bf16 scale to d, the int16 code sum to sum and the codes.
+// (Encoders pass lambdas, so each instantiation stays within its own file and instruction set.)
+template <class Block>
+inline void act_q8_2_x4_for_blocks(const float* x, uint8_t* out, int64_t ne0, Block&& block) {
+    const int64_t nb = ne0 / 32, ng = nb / 4;
+    for (int64_t g = 0; g < ng; ++g) {
+        uint8_t* grp = out + 144 * g;
+        for (int k = 0; k < 4; ++k)
+            block(x + 32 * (4 * g + k), grp + 2 * k, grp + 8 + 2 * k, reinterpret_cast<int8_t*>(grp + 16 + 32 * k));
+    }
+    for (int64_t ib = 4 * ng; ib < nb; ++ib) {
+        uint8_t* blk = out + 144 * ng + 36 * (ib - 4 * ng);
+        block(x + 32 * ib, blk, blk + 2, reinterpret_cast<int8_t*>(blk + 4));
+    }
+}
+
 // One 32-weight block of an encoded Q8_2_X4 row, wherever it lives (in a group or a leftover).
 struct Q8x4BlockRef {
     const int8_t* qs;  // 32 codes

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "kernels/matmul.h"
+#include "quant/act_q8_0.h"
 #include "quant/type_traits.h"
 
 namespace ikllm::cpu {
@@ -52,16 +53,9 @@ inline void q82_encode_block(const float* x, uint8_t* dptr, uint8_t* sptr, int8_
 }
 
 inline void encode_q8_2_x4_simd(const float* x, uint8_t* out, int64_t ne0) {
-    const int64_t nb = ne0 / 32, ng = nb / 4;
-    for (int64_t g = 0; g < ng; ++g) {
-        uint8_t* grp = out + 144 * g;
-        for (int k = 0; k < 4; ++k)
-            q82_encode_block(x + 32 * (4 * g + k), grp + 2 * k, grp + 8 + 2 * k, (int8_t*)(grp + 16 + 32 * k));
-    }
-    for (int64_t ib = 4 * ng; ib < nb; ++ib) {
-        uint8_t* blk = out + 144 * ng + 36 * (ib - 4 * ng);
-        q82_encode_block(x + 32 * ib, blk, blk + 2, (int8_t*)(blk + 4));
-    }
+    quant::act_q8_2_x4_for_blocks(x, out, ne0, [](const float* xb, uint8_t* d, uint8_t* sum, int8_t* q) {
+        q82_encode_block(xb, d, sum, q);
+    });
 }
 
 // This file's Q8_2_X4 activation format object (same id and bytes as act_format_q8_2_x4()).

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/fp16.h"
+#include "kernels/float_tile_drive.h"
 
 namespace ikllm::cpu {
 namespace {
@@ -43,10 +44,6 @@ inline float hsum(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-// Dot products over ne0 elements; `add`: accumulate into y (later chunks of a split row).
-using TileFn = void (*)(const uint8_t* w, size_t wrb, const uint8_t* x, size_t xrb, int64_t ne0, float* y, int64_t ys,
-                       bool add);
-
 template <class WL, class XL, int R, int T>
 void tile(const uint8_t* w, size_t wrb, const uint8_t* x, size_t xrb, int64_t ne0, float* y, int64_t ys, bool add) {
     __m256 acc[R][T];
@@ -70,33 +67,16 @@ void tile(const uint8_t* w, size_t wrb, const uint8_t* x, size_t xrb, int64_t ne
 }
 
 template <class WL, class XL, int RM, int TM, size_t... I>
-constexpr std::array<TileFn, RM * TM> make_tiles(std::index_sequence<I...>) {
+constexpr std::array<FloatTileFn, RM * TM> make_tiles(std::index_sequence<I...>) {
     return {&tile<WL, XL, (int)(I / TM) + 1, (int)(I % TM) + 1>...};
 }
-
-// Cache blocking as in float_avx512.cpp: row panels, row-length chunks, token blocks, row tiles.
-constexpr int64_t kPanelRows = 16, kChunk = 1024;
 
 template <class WL, class XL>
 void run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb, int64_t nt,
          float* y, int64_t ys) {
     constexpr int RM = 4, TM = 3;
-    static constexpr std::array<TileFn, RM * TM> tiles = make_tiles<WL, XL, RM, TM>(std::make_index_sequence<RM * TM>{});
-    for (int64_t rp = r0; rp < r1; rp += kPanelRows) {
-        const int64_t rpe = std::min(r1, rp + kPanelRows);
-        for (int64_t k0 = 0; k0 < ne0; k0 += kChunk) {
-            const int64_t kc = std::min(kChunk, ne0 - k0);
-            for (int64_t t = 0; t < nt; t += TM) {
-                const int tt = (int)std::min<int64_t>(TM, nt - t);
-                for (int64_t r = rp; r < rpe; r += RM) {
-                    const int rr = (int)std::min<int64_t>(RM, rpe - r);
-                    tiles[(rr - 1) * TM + (tt - 1)](w + (size_t)r * wrb + k0 * WL::kBytes, wrb,
-                                                    act + (size_t)t * arb + k0 * XL::kBytes, arb, kc, y + t * ys + r, ys,
-                                                    k0 > 0);
-                }
-            }
-        }
-    }
+    static constexpr std::array<FloatTileFn, RM * TM> tiles = make_tiles<WL, XL, RM, TM>(std::make_index_sequence<RM * TM>{});
+    float_tiles_drive<RM, TM>(tiles.data(), WL::kBytes, XL::kBytes, w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
 }
 
 }  // namespace

@@ -16,6 +16,8 @@
 #include <array>
 #include <utility>
 
+#include "kernels/float_tile_drive.h"
+
 namespace ikllm::cpu {
 namespace {
 
@@ -30,10 +32,6 @@ struct LoadF16 {
     static __m512 load(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
     static __m512 load_tail(const uint8_t* p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
 };
-
-// Dot products over ne0 elements; `add`: accumulate into y (later chunks of a split row).
-using TileFn = void (*)(const uint8_t* w, size_t wrb, const uint8_t* x, size_t xrb, int64_t ne0, float* y, int64_t ys,
-                       bool add);
 
 template <class WL, int R, int T>
 void tile(const uint8_t* w, size_t wrb, const uint8_t* x, size_t xrb, int64_t ne0, float* y, int64_t ys, bool add) {
@@ -86,48 +84,25 @@ void tile_bf16(const uint8_t* w, size_t wrb, const uint8_t* x, size_t xrb, int64
 constexpr int RM = 4, TM = 4;
 
 template <class WL, size_t... I>
-constexpr std::array<TileFn, RM * TM> make_tiles(std::index_sequence<I...>) {
+constexpr std::array<FloatTileFn, RM * TM> make_tiles(std::index_sequence<I...>) {
     return {&tile<WL, (int)(I / TM) + 1, (int)(I % TM) + 1>...};
 }
 template <size_t... I>
-constexpr std::array<TileFn, RM * TM> make_tiles_bf16(std::index_sequence<I...>) {
+constexpr std::array<FloatTileFn, RM * TM> make_tiles_bf16(std::index_sequence<I...>) {
     return {&tile_bf16<(int)(I / TM) + 1, (int)(I % TM) + 1>...};
-}
-
-// Cache blocking: a panel of rows is processed in chunks of the row length; within a chunk the
-// panel's weights stay in L2 while every token block passes over them, and each token block's
-// activations stay in L1 across the panel's row tiles.
-constexpr int64_t kPanelRows = 16, kChunk = 1024;  // kChunk: a multiple of every tile's step
-
-void drive(const std::array<TileFn, RM * TM>& tiles, int wbytes, int xbytes, const uint8_t* w, size_t wrb, int64_t ne0,
-           int64_t r0, int64_t r1, const uint8_t* act, size_t arb, int64_t nt, float* y, int64_t ys) {
-    for (int64_t rp = r0; rp < r1; rp += kPanelRows) {
-        const int64_t rpe = std::min(r1, rp + kPanelRows);
-        for (int64_t k0 = 0; k0 < ne0; k0 += kChunk) {
-            const int64_t kc = std::min(kChunk, ne0 - k0);
-            for (int64_t t = 0; t < nt; t += TM) {
-                const int tt = (int)std::min<int64_t>(TM, nt - t);
-                for (int64_t r = rp; r < rpe; r += RM) {
-                    const int rr = (int)std::min<int64_t>(RM, rpe - r);
-                    tiles[(rr - 1) * TM + (tt - 1)](w + (size_t)r * wrb + k0 * wbytes, wrb, act + (size_t)t * arb + k0 * xbytes,
-                                                    arb, kc, y + t * ys + r, ys, k0 > 0);
-                }
-            }
-        }
-    }
 }
 
 template <class WL>
 void run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb, int64_t nt,
          float* y, int64_t ys) {
-    static constexpr std::array<TileFn, RM * TM> tiles = make_tiles<WL>(std::make_index_sequence<RM * TM>{});
-    drive(tiles, WL::kBytes, 4, w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+    static constexpr std::array<FloatTileFn, RM * TM> tiles = make_tiles<WL>(std::make_index_sequence<RM * TM>{});
+    float_tiles_drive<RM, TM>(tiles.data(), WL::kBytes, 4, w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
 }
 
 void run_bf16(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
               int64_t nt, float* y, int64_t ys) {
-    static constexpr std::array<TileFn, RM * TM> tiles = make_tiles_bf16(std::make_index_sequence<RM * TM>{});
-    drive(tiles, 2, 2, w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+    static constexpr std::array<FloatTileFn, RM * TM> tiles = make_tiles_bf16(std::make_index_sequence<RM * TM>{});
+    float_tiles_drive<RM, TM>(tiles.data(), 2, 2, w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
 }
 
 }  // namespace

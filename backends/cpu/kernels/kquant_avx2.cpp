@@ -12,13 +12,8 @@ namespace ikllm::cpu {
 
 namespace {
 #if defined(__AVX2__) && defined(__FMA__)
-// Q6_K rows re-encoded (q6k_convert) a chunk at a time for the 8-tokens-per-register batch kernel.
-struct Q6LaneRows {
-    const uint8_t* w;
-    size_t wrb;
-    int64_t nb256;           // Q6_K blocks per row
-    std::vector<Q6Conv> conv;  // the prepared rows' blocks
-    int64_t first = 0;
+// Q6_K rows re-encoded (q6k_convert) for the 8-tokens-per-register batch kernel.
+struct Q6LaneRows : Q6ConvRows {
     struct Row {
         const Q6Conv* c;
         __m256i values(int64_t ib) const {
@@ -26,14 +21,7 @@ struct Q6LaneRows {
         }
         float scale(int64_t ib) const { return c[ib / 8].d[ib % 8]; }
     };
-    void prepare(int64_t ra, int64_t rb) {
-        conv.resize((size_t)((rb - ra) * nb256));
-        for (int64_t r = ra; r < rb; ++r)
-            for (int64_t b = 0; b < nb256; ++b)
-                q6k_convert(w + (size_t)r * wrb + (size_t)b * 210, conv[(size_t)((r - ra) * nb256 + b)]);
-        first = ra;
-    }
-    Row row(int64_t r) const { return {conv.data() + (r - first) * nb256}; }
+    Row row(int64_t r) const { return {blocks(r)}; }
 };
 #endif
 
@@ -42,7 +30,7 @@ void q6k_matmul_avx2(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int6
                      size_t arb, int64_t nt, float* y, int64_t ys) {
     if (nt >= kQ6ConvMinTokens) {
 #if defined(__AVX2__) && defined(__FMA__)
-        Q6LaneRows rows{w, wrb, ne0 / 256, {}};
+        Q6LaneRows rows{{w, wrb, ne0 / 256, {}}};
         return lanes_matmul(rows, ne0, r0, r1, act, arb, nt, y, ys);
 #else
         return q6k_conv_matmul_portable(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);

@@ -165,28 +165,15 @@ void quad_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t 
     const int64_t nb = ne0 / 256;
     const bool conv = K::kPer32 && nt >= kConvMinTokens;
     std::vector<QuadBlock> quad((size_t)std::max<int64_t>(1, nb));
-    for (int64_t r = r0; r < r1; r += 4) {
-        const int nr = (int)std::min<int64_t>(4, r1 - r);
-        for (int i = 0; i < 4; ++i) {  // missing rows of the last quad repeat its last row
-            const uint8_t* row = w + (size_t)(r + std::min(i, nr - 1)) * wrb;
-            for (int64_t b = 0; b < nb; ++b) K::unpack(row + (size_t)b * K::kBytes, quad[(size_t)b], i, conv);
-        }
-        for (int64_t t = 0; t < nt; ++t) {
-            const float32x4_t acc = quad_token<K>(quad.data(), nb, act + (size_t)t * arb, conv);
-            float out[4];
-            vst1q_f32(out, acc);
-            for (int i = 0; i < nr; ++i) y[t * ys + r + i] = out[i];
-        }
-    }
+    auto fill = [&](const uint8_t* row, int i) {
+        for (int64_t b = 0; b < nb; ++b) K::unpack(row + (size_t)b * K::kBytes, quad[(size_t)b], i, conv);
+    };
+    auto token = [&](const uint8_t* a) { return quad_token<K>(quad.data(), nb, a, conv); };
+    quad_rows_drive(w, wrb, r0, r1, act, arb, nt, y, ys, fill, token);
 }
 
-// Q6_K rows re-encoded (q6k_convert) a chunk at a time for the 4-tokens-per-register batch kernel.
-struct Q6LaneRows4 {
-    const uint8_t* w;
-    size_t wrb;
-    int64_t nb256;
-    std::vector<Q6Conv> conv;
-    int64_t first = 0;
+// Q6_K rows re-encoded (q6k_convert) for the 4-tokens-per-register batch kernel.
+struct Q6LaneRows4 : Q6ConvRows {
     struct Row {
         const Q6Conv* c;
         void values(int64_t ib, int8x16_t& lo, int8x16_t& hi) const {
@@ -195,20 +182,13 @@ struct Q6LaneRows4 {
         }
         float scale(int64_t ib) const { return c[ib / 8].d[ib % 8]; }
     };
-    void prepare(int64_t ra, int64_t rb) {
-        conv.resize((size_t)((rb - ra) * nb256));
-        for (int64_t r = ra; r < rb; ++r)
-            for (int64_t b = 0; b < nb256; ++b)
-                q6k_convert(w + (size_t)r * wrb + (size_t)b * 210, conv[(size_t)((r - ra) * nb256 + b)]);
-        first = ra;
-    }
-    Row row(int64_t r) const { return {conv.data() + (r - first) * nb256}; }
+    Row row(int64_t r) const { return {blocks(r)}; }
 };
 
 void q6k_matmul_neon(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
                      int64_t nt, float* y, int64_t ys) {
     if (nt >= kQ6ConvMinTokens) {
-        Q6LaneRows4 rows{w, wrb, ne0 / 256, {}};
+        Q6LaneRows4 rows{{w, wrb, ne0 / 256, {}}};
         return lanes4_matmul(rows, ne0, r0, r1, act, arb, nt, y, ys);
     }
     quad_matmul<Q6N>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);

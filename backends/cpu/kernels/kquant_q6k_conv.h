@@ -50,6 +50,24 @@ inline void q6k_convert(const uint8_t* b, Q6Conv& o) {
     }
 }
 
+// Q6_K rows re-encoded a chunk at a time for the lane batch kernels (sym_lanes_avx2.h,
+// sym_lanes_neon.h): prepare(ra, rb) converts rows [ra, rb), blocks(r) gives row r's blocks.
+struct Q6ConvRows {
+    const uint8_t* w;
+    size_t wrb;
+    int64_t nb256;             // Q6_K blocks per row
+    std::vector<Q6Conv> conv;  // the prepared rows' blocks
+    int64_t first = 0;
+    void prepare(int64_t ra, int64_t rb) {
+        conv.resize((size_t)((rb - ra) * nb256));
+        for (int64_t r = ra; r < rb; ++r)
+            for (int64_t b = 0; b < nb256; ++b)
+                q6k_convert(w + (size_t)r * wrb + (size_t)b * 210, conv[(size_t)((r - ra) * nb256 + b)]);
+        first = ra;
+    }
+    const Q6Conv* blocks(int64_t r) const { return conv.data() + (r - first) * nb256; }
+};
+
 // Portable batch path (scalar and AVX2 kernels): rows r0..r1 against nt Q8_2_X4 activation rows.
 inline void q6k_conv_matmul_portable(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1,
                                      const uint8_t* act, size_t arb, int64_t nt, float* y, int64_t ys) {

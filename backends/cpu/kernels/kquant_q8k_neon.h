@@ -50,6 +50,22 @@ inline int32x4_t q8k_dots16(const Q8kQuad& q, int off, int8x16_t a) {
     return q8k_hsum4(s[0], s[1], s[2], s[3]);
 }
 
+// Rows r0..r1 four at a time, one per lane (the last quad repeats its last row): fill(row, lane)
+// unpacks a row into the quad's lane, token(a) gives the four rows' outputs for activation row a.
+template <class Fill, class Token>
+void quad_rows_drive(const uint8_t* w, size_t wrb, int64_t r0, int64_t r1, const uint8_t* act, size_t arb, int64_t nt,
+                     float* y, int64_t ys, Fill&& fill, Token&& token) {
+    for (int64_t r = r0; r < r1; r += 4) {
+        const int nr = (int)std::min<int64_t>(4, r1 - r);
+        for (int i = 0; i < 4; ++i) fill(w + (size_t)(r + std::min(i, nr - 1)) * wrb, i);
+        for (int64_t t = 0; t < nt; ++t) {
+            float out[4];
+            vst1q_f32(out, token(act + (size_t)t * arb));
+            for (int i = 0; i < nr; ++i) y[t * ys + r + i] = out[i];
+        }
+    }
+}
+
 template <class K>
 void q8k_fill_quad(const uint8_t* row, int64_t nb, int r, bool conv, Q8kQuad* quad) {
     const float rowd = K::row_scale(row);
@@ -113,16 +129,9 @@ void q8k_quad_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int6
     const int64_t nb = ne0 / 256;
     const bool conv = K::conv && nt >= kConvMinTokens;
     std::vector<Q8kQuad> quad((size_t)std::max<int64_t>(1, nb));
-    for (int64_t r = r0; r < r1; r += 4) {
-        const int nr = (int)std::min<int64_t>(4, r1 - r);
-        for (int i = 0; i < 4; ++i)  // missing rows of the last quad repeat its last row
-            q8k_fill_quad<K>(w + (size_t)(r + std::min(i, nr - 1)) * wrb, nb, i, conv, quad.data());
-        for (int64_t t = 0; t < nt; ++t) {
-            float out[4];
-            vst1q_f32(out, q8k_quad_token<K>(quad.data(), nb, act + (size_t)t * arb, conv));
-            for (int i = 0; i < nr; ++i) y[t * ys + r + i] = out[i];
-        }
-    }
+    auto fill = [&](const uint8_t* row, int i) { q8k_fill_quad<K>(row, nb, i, conv, quad.data()); };
+    auto token = [&](const uint8_t* a) { return q8k_quad_token<K>(quad.data(), nb, a, conv); };
+    quad_rows_drive(w, wrb, r0, r1, act, arb, nt, y, ys, fill, token);
 }
 
 }  // namespace

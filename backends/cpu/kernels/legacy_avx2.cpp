@@ -18,6 +18,7 @@
 #include "kernels/legacy_sym_accum.h"
 #include "kernels/prefetch.h"
 #include "kernels/sym_lanes_avx2.h"
+#include "kernels/token_tiles.h"
 #include "quant/act_q8_0.h"
 
 namespace ikllm::cpu {
@@ -237,23 +238,16 @@ void row_tile_steps(const uint8_t* wr, int64_t ne0, const StepGroup* sg, const u
 template <class P>
 void run_sym_steps(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
                    int64_t nt, float* y, int64_t ys) {
-    constexpr int TM = 4;  // 4 tokens: 8 accumulators beside 8 weight registers fill the 16 ymm
+    // 4 tokens per tile: 8 accumulators beside 8 weight registers fill the 16 ymm
     const int64_t ng = ne0 / 128;
     std::vector<StepGroup> steps((size_t)std::max<int64_t>(1, nt * ng));
     build_steps<P>(act, arb, nt, ng, steps.data());
     for (int64_t r = r0; r < r1; ++r) {
         const uint8_t* wr = w + (size_t)r * wrb;
-        for (int64_t t = 0; t < nt; t += TM) {
-            const StepGroup* sg = steps.data() + t * ng;
-            const uint8_t* a = act + (size_t)t * arb;
-            float* yo = y + t * ys + r;
-            switch (std::min<int64_t>(TM, nt - t)) {
-                case 1: row_tile_steps<P, 1>(wr, ne0, sg, a, arb, yo, ys); break;
-                case 2: row_tile_steps<P, 2>(wr, ne0, sg, a, arb, yo, ys); break;
-                case 3: row_tile_steps<P, 3>(wr, ne0, sg, a, arb, yo, ys); break;
-                default: row_tile_steps<P, 4>(wr, ne0, sg, a, arb, yo, ys); break;
-            }
-        }
+        for_token_tiles4(nt, [&](int64_t t, auto tile) {
+            row_tile_steps<P, decltype(tile)::value>(wr, ne0, steps.data() + t * ng, act + (size_t)t * arb, arb,
+                                                     y + t * ys + r, ys);
+        });
     }
 }
 
@@ -281,7 +275,6 @@ struct LegacyLaneRows {
 template <class P>
 void run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb, int64_t nt,
          float* y, int64_t ys) {
-    constexpr int TM = 4;
     if constexpr (!P::kAffine) {
         if (nt >= kSymBatchTokens) {
             LegacyLaneRows<P> rows{w, wrb};
@@ -291,16 +284,9 @@ void run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, cons
     }
     for (int64_t r = r0; r < r1; ++r) {
         const uint8_t* wr = w + (size_t)r * wrb;
-        for (int64_t t = 0; t < nt; t += TM) {
-            const uint8_t* a = act + (size_t)t * arb;
-            float* yo = y + t * ys + r;
-            switch (std::min<int64_t>(TM, nt - t)) {
-                case 1: tile_for<P, 1>()(wr, ne0, a, arb, yo, ys); break;
-                case 2: tile_for<P, 2>()(wr, ne0, a, arb, yo, ys); break;
-                case 3: tile_for<P, 3>()(wr, ne0, a, arb, yo, ys); break;
-                default: tile_for<P, 4>()(wr, ne0, a, arb, yo, ys); break;
-            }
-        }
+        for_token_tiles4(nt, [&](int64_t t, auto tile) {
+            tile_for<P, decltype(tile)::value>()(wr, ne0, act + (size_t)t * arb, arb, y + t * ys + r, ys);
+        });
     }
 }
 

@@ -19,6 +19,7 @@
 #include "kernels/act_q8_2_x4_neon.h"
 #include "kernels/legacy_sym_accum.h"
 #include "kernels/sym_lanes_neon.h"
+#include "kernels/token_tiles.h"
 #include "quant/act_q8_0.h"
 #include "quant/legacy_blocks.h"
 
@@ -269,23 +270,15 @@ void row_tile_sym(const uint8_t* wr, int64_t ne0, const TileGroup* tg, const uin
 template <class P>
 void run_sym_tiles(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
                    int64_t nt, float* y, int64_t ys) {
-    constexpr int TM = 4;
     const int64_t ng = ne0 / 128;
     std::vector<TileGroup> groups((size_t)std::max<int64_t>(1, nt * ng));
     build_tile_groups<P>(act, arb, nt, ng, groups.data());
     for (int64_t r = r0; r < r1; ++r) {
         const uint8_t* wr = w + (size_t)r * wrb;
-        for (int64_t t = 0; t < nt; t += TM) {
-            const TileGroup* tg = groups.data() + t * ng;
-            const uint8_t* a = act + (size_t)t * arb;
-            float* yo = y + t * ys + r;
-            switch (std::min<int64_t>(TM, nt - t)) {
-                case 1: row_tile_sym<P, 1>(wr, ne0, tg, a, arb, yo, ys); break;
-                case 2: row_tile_sym<P, 2>(wr, ne0, tg, a, arb, yo, ys); break;
-                case 3: row_tile_sym<P, 3>(wr, ne0, tg, a, arb, yo, ys); break;
-                default: row_tile_sym<P, 4>(wr, ne0, tg, a, arb, yo, ys); break;
-            }
-        }
+        for_token_tiles4(nt, [&](int64_t t, auto tile) {
+            row_tile_sym<P, decltype(tile)::value>(wr, ne0, groups.data() + t * ng, act + (size_t)t * arb, arb,
+                                                   y + t * ys + r, ys);
+        });
     }
 }
 
@@ -332,19 +325,11 @@ void row_tile_affine(const uint8_t* wr, int64_t ne0, const uint8_t* act, size_t 
 template <class P>
 void run_affine(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
                 int64_t nt, float* y, int64_t ys) {
-    constexpr int TM = 4;
     for (int64_t r = r0; r < r1; ++r) {
         const uint8_t* wr = w + (size_t)r * wrb;
-        for (int64_t t = 0; t < nt; t += TM) {
-            const uint8_t* a = act + (size_t)t * arb;
-            float* yo = y + t * ys + r;
-            switch (std::min<int64_t>(TM, nt - t)) {
-                case 1: row_tile_affine<P, 1>(wr, ne0, a, arb, yo, ys); break;
-                case 2: row_tile_affine<P, 2>(wr, ne0, a, arb, yo, ys); break;
-                case 3: row_tile_affine<P, 3>(wr, ne0, a, arb, yo, ys); break;
-                default: row_tile_affine<P, 4>(wr, ne0, a, arb, yo, ys); break;
-            }
-        }
+        for_token_tiles4(nt, [&](int64_t t, auto tile) {
+            row_tile_affine<P, decltype(tile)::value>(wr, ne0, act + (size_t)t * arb, arb, y + t * ys + r, ys);
+        });
     }
 }
 

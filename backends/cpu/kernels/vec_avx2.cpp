@@ -28,18 +28,6 @@ struct Avx2Ops {
         return _mm256_and_ps(_mm256_cmp_ps(x, _mm256_set1_ps(lo), _CMP_GE_OQ), v);
     }
 };
-struct ScalarFmaOps {  // the tails: the same operations one float at a time, fused like the lanes
-    static float set1(float v) { return v; }
-    static float add(float a, float b) { return a + b; }
-    static float mul(float a, float b) { return a * b; }
-    static float fma(float a, float b, float c) { return std::fma(a, b, c); }
-    static float min(float a, float b) { return a < b ? a : b; }
-    static float max(float a, float b) { return a > b ? a : b; }
-    static float round(float v) { return std::nearbyint(v); }
-    static float pow2n(float n) { return std::ldexp(1.0f, (int)n); }
-    static float zero_below(float x, float lo, float v) { return x < lo ? 0.0f : v; }
-};
-
 void silu_mul(const float* g, const float* u, float* y, int64_t n) {
     int64_t i = 0;
     const __m256 one = _mm256_set1_ps(1.0f);
@@ -48,7 +36,7 @@ void silu_mul(const float* g, const float* u, float* y, int64_t n) {
         const __m256 e = exp_approx<Avx2Ops>(_mm256_sub_ps(_mm256_setzero_ps(), gv));
         _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_div_ps(gv, _mm256_add_ps(one, e)), _mm256_loadu_ps(u + i)));
     }
-    for (; i < n; ++i) y[i] = g[i] / (1.0f + exp_approx<ScalarFmaOps>(-g[i])) * u[i];
+    for (; i < n; ++i) y[i] = g[i] / (1.0f + exp_approx<ScalarExpOps>(-g[i])) * u[i];
 }
 float exp_shift_sum(float* s, int64_t n, float m) {
     const __m256 vm = _mm256_set1_ps(m), ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
@@ -67,7 +55,7 @@ float exp_shift_sum(float* s, int64_t n, float m) {
     h = _mm_add_ss(h, _mm_movehdup_ps(h));
     float sum = _mm_cvtss_f32(h);
     for (; i < n; ++i) {
-        s[i] = s[i] == -std::numeric_limits<float>::infinity() ? 0.0f : exp_approx<ScalarFmaOps>(s[i] - m);
+        s[i] = s[i] == -std::numeric_limits<float>::infinity() ? 0.0f : exp_approx<ScalarExpOps>(s[i] - m);
         sum += s[i];
     }
     _mm256_zeroupper();

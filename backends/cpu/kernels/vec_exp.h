@@ -6,6 +6,9 @@
 // Written once as a template over the vector type so the scalar reference and the SIMD kernels
 // run the same operations, multiply-adds fused in all of them: every table gives the same bits.
 #pragma once
+#include <cmath>
+#include <cstdint>
+#include <cstring>
 
 namespace ikllm::cpu {
 namespace {
@@ -30,6 +33,25 @@ inline V exp_approx(V x) {
     const V e = Ops::add(Ops::fma(p, r2, r), Ops::set1(1.0f));
     return Ops::zero_below(x, kExpLo, Ops::mul(e, Ops::pow2n(n)));
 }
+
+// The operations one float at a time, multiply-adds fused as in the vector lanes: the scalar
+// table, and the SIMD tables' tails.
+struct ScalarExpOps {
+    static float set1(float v) { return v; }
+    static float add(float a, float b) { return a + b; }
+    static float mul(float a, float b) { return a * b; }
+    static float fma(float a, float b, float c) { return std::fma(a, b, c); }
+    static float min(float a, float b) { return a < b ? a : b; }
+    static float max(float a, float b) { return a > b ? a : b; }
+    static float round(float v) { return std::nearbyint(v); }
+    static float pow2n(float n) {
+        const uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
+        float f;
+        std::memcpy(&f, &bits, 4);
+        return f;
+    }
+    static float zero_below(float x, float lo, float v) { return x < lo ? 0.0f : v; }
+};
 
 }  // namespace
 }  // namespace ikllm::cpu

@@ -29,18 +29,6 @@ struct NeonOps {  // min / max / compare with x86 semantics (NaN: the second ope
         return vreinterpretq_f32_u32(vandq_u32(vcgeq_f32(x, vdupq_n_f32(lo)), vreinterpretq_u32_f32(v)));
     }
 };
-struct ScalarFmaOps {  // the tails: the same operations one float at a time, fused like the lanes
-    static float set1(float v) { return v; }
-    static float add(float a, float b) { return a + b; }
-    static float mul(float a, float b) { return a * b; }
-    static float fma(float a, float b, float c) { return std::fma(a, b, c); }
-    static float min(float a, float b) { return a < b ? a : b; }
-    static float max(float a, float b) { return a > b ? a : b; }
-    static float round(float v) { return std::nearbyint(v); }
-    static float pow2n(float n) { return std::ldexp(1.0f, (int)n); }
-    static float zero_below(float x, float lo, float v) { return x < lo ? 0.0f : v; }
-};
-
 void silu_mul(const float* g, const float* u, float* y, int64_t n) {
     int64_t i = 0;
     const float32x4_t one = vdupq_n_f32(1.0f);
@@ -49,7 +37,7 @@ void silu_mul(const float* g, const float* u, float* y, int64_t n) {
         const float32x4_t e = exp_approx<NeonOps>(vsubq_f32(vdupq_n_f32(0.0f), gv));  // 0 - g as AVX2
         vst1q_f32(y + i, vmulq_f32(vdivq_f32(gv, vaddq_f32(one, e)), vld1q_f32(u + i)));
     }
-    for (; i < n; ++i) y[i] = g[i] / (1.0f + exp_approx<ScalarFmaOps>(-g[i])) * u[i];
+    for (; i < n; ++i) y[i] = g[i] / (1.0f + exp_approx<ScalarExpOps>(-g[i])) * u[i];
 }
 
 float32x4_t exp_shifted(const float* s, float32x4_t vm) {
@@ -75,7 +63,7 @@ float exp_shift_sum(float* s, int64_t n, float m) {
     const float32x2_t p = vadd_f32(vget_low_f32(h), vget_high_f32(h));
     float sum = vget_lane_f32(p, 0) + vget_lane_f32(p, 1);
     for (; i < n; ++i) {
-        s[i] = s[i] == -std::numeric_limits<float>::infinity() ? 0.0f : exp_approx<ScalarFmaOps>(s[i] - m);
+        s[i] = s[i] == -std::numeric_limits<float>::infinity() ? 0.0f : exp_approx<ScalarExpOps>(s[i] - m);
         sum += s[i];
     }
     return sum;

@@ -9,23 +9,6 @@
 namespace ikllm::cpu {
 namespace {
 
-struct ScalarOps {
-    static float set1(float v) { return v; }
-    static float add(float a, float b) { return a + b; }
-    static float mul(float a, float b) { return a * b; }
-    static float fma(float a, float b, float c) { return std::fma(a, b, c); }  // fused, as the SIMD lanes
-    static float min(float a, float b) { return a < b ? a : b; }
-    static float max(float a, float b) { return a > b ? a : b; }
-    static float round(float v) { return std::nearbyint(v); }
-    static float pow2n(float n) {
-        const uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
-        float f;
-        std::memcpy(&f, &bits, 4);
-        return f;
-    }
-    static float zero_below(float x, float lo, float v) { return x < lo ? 0.0f : v; }
-};
-
 // Horizontal sum of 8 lanes in the order of the AVX2 kernels' reduction.
 float fold8(const float (&l)[8]) {
     const float h0 = l[0] + l[4], h1 = l[1] + l[5], h2 = l[2] + l[6], h3 = l[3] + l[7];
@@ -35,14 +18,14 @@ float fold8(const float (&l)[8]) {
 void silu_mul(const float* g, const float* u, float* y, int64_t n) {
     for (int64_t i = 0; i < n; ++i) {
         const float gv = g[i];
-        y[i] = gv / (1.0f + exp_approx<ScalarOps>(-gv)) * u[i];
+        y[i] = gv / (1.0f + exp_approx<ScalarExpOps>(-gv)) * u[i];
     }
 }
 // The sum in the AVX2 table's order (8 lanes, element i into lane i % 8, folded (l + l+4), then
 // (0 + 2) + (1 + 3); the tail after that), so both give the same bits.
 float exp_shift_sum(float* s, int64_t n, float m) {
     auto e = [&](int64_t i) {
-        return s[i] = s[i] == -std::numeric_limits<float>::infinity() ? 0.0f : exp_approx<ScalarOps>(s[i] - m);
+        return s[i] = s[i] == -std::numeric_limits<float>::infinity() ? 0.0f : exp_approx<ScalarExpOps>(s[i] - m);
     };
     float lane[8] = {};
     int64_t i = 0;
