@@ -125,6 +125,7 @@ TEST_P(QuantGtiKernel, EveryIsaMatchesDequantizedProduct) {
     std::vector<Isa> isas = {Isa::scalar};
     if (cpu::detected_isa() == Isa::avx2 || cpu::detected_isa() == Isa::avx512) isas.push_back(Isa::avx2);
     if (cpu::detected_isa() == Isa::avx512) isas.push_back(Isa::avx512);
+    if (cpu::detected_isa() == Isa::neon) isas.push_back(Isa::neon);
     std::mt19937 rng(4321 + type);
     std::normal_distribution<float> nd(0.0f, 1.0f);
     const int64_t N = t->interleave;
@@ -154,6 +155,13 @@ TEST_P(QuantGtiKernel, EveryIsaMatchesDequantizedProduct) {
                     const int64_t r0 = groups > 1 ? N : 0, ys = nrows + 3;
                     std::vector<float> y((size_t)(nt * ys), -12345.0f);
                     k->run(w.data(), wrb, ne0, r0, nrows, act.data(), arb, nt, y.data(), ys);
+                    // NEON kernels run the portable kernel's float operations: the same bits.
+                    if (isa == Isa::neon && scalar->act->id == k->act->id) {
+                        std::vector<float> y0((size_t)(nt * ys), -12345.0f);
+                        scalar->run(w.data(), wrb, ne0, r0, nrows, act.data(), arb, nt, y0.data(), ys);
+                        for (size_t i = 0; i < y.size(); ++i)
+                            ASSERT_EQ(f32_to_bits(y[i]), f32_to_bits(y0[i])) << "NEON vs scalar bits at " << i;
+                    }
                     for (int64_t i = 0; i < nt; ++i)
                         for (int64_t r = 0; r < nrows; ++r) {
                             const float got = y[i * ys + r];
@@ -225,7 +233,7 @@ TEST(QuantGtiKernelKt, LargeBatchesRoundScalesToFp16) {
                 rounded = rounded || std::fabs(got - ref) > 1e-6 * mag;
             }
         EXPECT_TRUE(rounded) << t->name;
-        for (Isa isa : {Isa::avx2, Isa::avx512}) {
+        for (Isa isa : {Isa::avx2, Isa::avx512, Isa::neon}) {
             if (!(cpu::detected_isa() == isa || (isa == Isa::avx2 && cpu::detected_isa() == Isa::avx512))) continue;
             const cpu::MatmulKernel* k = cpu::find_matmul_exact(type, isa);
             if (!k) continue;
@@ -310,9 +318,10 @@ TEST(QuantGtiKernelGrid, LargeBatchesReencodeTo8Bits) {
                     wq[(size_t)(r * ne0 + 256 * b + j)] = (double)scale * (keep ? P[j] : std::nearbyint((float)P[j] * inv));
             }
         std::vector<float> ys;
-        for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+        for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::neon}) {
             if (isa == Isa::avx2 && !(cpu::detected_isa() == Isa::avx2 || cpu::detected_isa() == Isa::avx512)) continue;
             if (isa == Isa::avx512 && cpu::detected_isa() != Isa::avx512) continue;
+            if (isa == Isa::neon && cpu::detected_isa() != Isa::neon) continue;
             const cpu::MatmulKernel* k = cpu::find_matmul_exact(gd.type, isa);
             ASSERT_NE(k, nullptr);
             const size_t arb = k->act->row_bytes(ne0);

@@ -18,6 +18,9 @@
 #include "quant/grid_tables.h"
 #include "quant/grid_util.h"
 
+#if defined(__aarch64__) && defined(__ARM_FEATURE_DOTPROD)
+#include <arm_neon.h>
+#endif
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
 #define IKLLM_GRID_PANELS 1
 #include "kernels/conv_panel_avx512.h"
@@ -274,6 +277,7 @@ inline float grid_row_dot(const GridCodes* c, const uint8_t* act, int64_t nb) {
     const __m128 h = _mm_add_ps(s, _mm_movehl_ps(s, s));
     return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
 #else
+    // Portable, and NEON with the 16-weight integer sums from sdot: the same float operations.
     float acc = 0.0f;
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* ab = act + b * quant::kQ8KBlockBytes;
@@ -282,8 +286,12 @@ inline float grid_row_dot(const GridCodes* c, const uint8_t* act, int64_t nb) {
         const int8_t* a = reinterpret_cast<const int8_t*>(ab + quant::kQ8KOffQs);
         float blk = 0.0f;
         for (int k = 0; k < 16; ++k) {
+#if defined(__aarch64__) && defined(__ARM_FEATURE_DOTPROD)
+            const int32_t s = vaddvq_s32(vdotq_s32(vdupq_n_s32(0), vld1q_s8(c[b].q + 16 * k), vld1q_s8(a + 16 * k)));
+#else
             int32_t s = 0;
             for (int i = 0; i < 16; ++i) s += (int32_t)c[b].q[16 * k + i] * a[16 * k + i];
+#endif
             blk += c[b].sc[k] * (float)s;
         }
         acc += da * blk;

@@ -105,22 +105,17 @@ struct Q6N {
     }
 };
 
-// [sum x0, sum x1, sum x2, sum x3] (exact).
-inline int32x4_t hsum4(int32x4_t x0, int32x4_t x1, int32x4_t x2, int32x4_t x3) {
-    return vpaddq_s32(vpaddq_s32(x0, x1), vpaddq_s32(x2, x3));
-}
-
 // The four rows' exact dots with 16 activation codes at a (row r's codes at v[r] + off).
 inline int32x4_t dots16(const QuadBlock& q, int off, int8x16_t a) {
     const int32x4_t z = vdupq_n_s32(0);
-    return hsum4(vdotq_s32(z, vld1q_s8(q.v[0] + off), a), vdotq_s32(z, vld1q_s8(q.v[1] + off), a),
+    return hsum4_lanes(vdotq_s32(z, vld1q_s8(q.v[0] + off), a), vdotq_s32(z, vld1q_s8(q.v[1] + off), a),
                  vdotq_s32(z, vld1q_s8(q.v[2] + off), a), vdotq_s32(z, vld1q_s8(q.v[3] + off), a));
 }
 inline int32x4_t dots32(const QuadBlock& q, int off, int8x16_t a0, int8x16_t a1) {
     const int32x4_t z = vdupq_n_s32(0);
     int32x4_t s[4];
     for (int r = 0; r < 4; ++r) s[r] = vdotq_s32(vdotq_s32(z, vld1q_s8(q.v[r] + off), a0), vld1q_s8(q.v[r] + off + 16), a1);
-    return hsum4(s[0], s[1], s[2], s[3]);
+    return hsum4_lanes(s[0], s[1], s[2], s[3]);
 }
 
 // One token against four rows' blocks: acc (lane = row) in scalar_matmul_q82's order.

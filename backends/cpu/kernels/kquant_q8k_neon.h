@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels/kquant_unpack.h"
+#include "kernels/neon_common.h"
 
 namespace ikllm::cpu {
 namespace {
@@ -25,10 +26,6 @@ struct alignas(16) Q8kQuad {
     float dw[4], dc[4];
     float d8[4];  // conv: the re-encoded block scale
 };
-
-inline int32x4_t q8k_hsum4(int32x4_t x0, int32x4_t x1, int32x4_t x2, int32x4_t x3) {
-    return vpaddq_s32(vpaddq_s32(x0, x1), vpaddq_s32(x2, x3));
-}
 
 // Sum of u_i a_i over 16 weights as 4 partial lanes, each pair (2i, 2i+1) saturated to int16 first.
 inline int32x4_t sat_dot16(int8x16_t v, int8x16_t a) {
@@ -47,23 +44,7 @@ inline int32x4_t q8k_dots16(const Q8kQuad& q, int off, int8x16_t a) {
         if constexpr (K::sat) s[r] = sat_dot16(v, a);
         else s[r] = vdotq_s32(vdupq_n_s32(0), v, a);  // values below 128 (uns types) or signed
     }
-    return q8k_hsum4(s[0], s[1], s[2], s[3]);
-}
-
-// Rows r0..r1 four at a time, one per lane (the last quad repeats its last row): fill(row, lane)
-// unpacks a row into the quad's lane, token(a) gives the four rows' outputs for activation row a.
-template <class Fill, class Token>
-void quad_rows_drive(const uint8_t* w, size_t wrb, int64_t r0, int64_t r1, const uint8_t* act, size_t arb, int64_t nt,
-                     float* y, int64_t ys, Fill&& fill, Token&& token) {
-    for (int64_t r = r0; r < r1; r += 4) {
-        const int nr = (int)std::min<int64_t>(4, r1 - r);
-        for (int i = 0; i < 4; ++i) fill(w + (size_t)(r + std::min(i, nr - 1)) * wrb, i);
-        for (int64_t t = 0; t < nt; ++t) {
-            float out[4];
-            vst1q_f32(out, token(act + (size_t)t * arb));
-            for (int i = 0; i < nr; ++i) y[t * ys + r + i] = out[i];
-        }
-    }
+    return hsum4_lanes(s[0], s[1], s[2], s[3]);
 }
 
 template <class K>
@@ -103,7 +84,7 @@ float32x4_t q8k_quad_token(const Q8kQuad* quad, int64_t nb, const uint8_t* a_row
                 for (int k = 0; k < 16; ++k) x = vdotq_s32(x, vld1q_s8(q.v[r] + 16 * k), vld1q_s8(qa + 16 * k));
                 s[r] = x;
             }
-            const int32x4_t isum = q8k_hsum4(s[0], s[1], s[2], s[3]);
+            const int32x4_t isum = hsum4_lanes(s[0], s[1], s[2], s[3]);
             acc = vaddq_f32(acc, vmulq_f32(vmulq_n_f32(vld1q_f32(q.d8), d), vcvtq_f32_s32(isum)));
             continue;
         }

@@ -18,6 +18,7 @@
 
 #include "kernels/act_q8_2_x4_neon.h"
 #include "kernels/legacy_sym_accum.h"
+#include "kernels/neon_common.h"
 #include "kernels/sym_lanes_neon.h"
 #include "kernels/token_tiles.h"
 #include "quant/act_q8_0.h"
@@ -165,10 +166,6 @@ inline float32x4_t scales4(const uint8_t* wb) {
 
 // ---- shared helpers -------------------------------------------------------------------------------
 
-// [sum x0, sum x1, sum x2, sum x3] (exact).
-inline int32x4_t hsum4(int32x4_t x0, int32x4_t x1, int32x4_t x2, int32x4_t x3) {
-    return vpaddq_s32(vpaddq_s32(x0, x1), vpaddq_s32(x2, x3));
-}
 inline int32x4_t dot16(int8x16_t v, const int8_t* a) { return vdotq_s32(vdupq_n_s32(0), v, vld1q_s8(a)); }
 
 // The 4 bf16 scales and 4 int16 sums at the head of a Q8_2_X4 group.
@@ -201,8 +198,8 @@ void build_tile_groups(const uint8_t* act, size_t arb, int64_t nt, int64_t ng, T
             const uint8_t* ag = act + (size_t)t * arb + 144 * g;
             const int8_t* q = reinterpret_cast<const int8_t*>(ag + 16);
             TileGroup& tg = out[t * ng + g];
-            const int32x4_t lo = hsum4(dot16(ones, q), dot16(ones, q + 32), dot16(ones, q + 64), dot16(ones, q + 96));
-            const int32x4_t hi = hsum4(dot16(ones, q + 16), dot16(ones, q + 48), dot16(ones, q + 80), dot16(ones, q + 112));
+            const int32x4_t lo = hsum4_lanes(dot16(ones, q), dot16(ones, q + 32), dot16(ones, q + 64), dot16(ones, q + 96));
+            const int32x4_t hi = hsum4_lanes(dot16(ones, q + 16), dot16(ones, q + 48), dot16(ones, q + 80), dot16(ones, q + 112));
             vst1q_s32(tg.off_lo, vmulq_s32(lo, off));
             vst1q_s32(tg.off_hi, vmulq_s32(hi, off));
             const float32x4_t da = act_scales4(ag);
@@ -254,9 +251,9 @@ void row_tile_sym(const uint8_t* wr, int64_t ne0, const TileGroup* tg, const uin
         for (int t = 0; t < T; ++t) {
             const int8_t* q = reinterpret_cast<const int8_t*>(act + t * arb + 144 * g + 16);
             const TileGroup& G = tg[t * ng + g];
-            const int32x4_t il = vaddq_s32(vld1q_s32(G.off_lo), hsum4(dot16(vl[0], q), dot16(vl[1], q + 32),
+            const int32x4_t il = vaddq_s32(vld1q_s32(G.off_lo), hsum4_lanes(dot16(vl[0], q), dot16(vl[1], q + 32),
                                                                        dot16(vl[2], q + 64), dot16(vl[3], q + 96)));
-            const int32x4_t ih = vaddq_s32(vld1q_s32(G.off_hi), hsum4(dot16(vh[0], q + 16), dot16(vh[1], q + 48),
+            const int32x4_t ih = vaddq_s32(vld1q_s32(G.off_hi), hsum4_lanes(dot16(vh[0], q + 16), dot16(vh[1], q + 48),
                                                                        dot16(vh[2], q + 80), dot16(vh[3], q + 112)));
             const float32x4_t dd = vmulq_f32(dw, vld1q_f32(G.da));
             lo[t] = vfmaq_f32(lo[t], dd, vcvtq_f32_s32(il));
@@ -299,7 +296,7 @@ void row_tile_affine(const uint8_t* wr, int64_t ne0, const uint8_t* act, size_t 
             const int8_t* q = reinterpret_cast<const int8_t*>(ag + 16);
             int32x4_t s[4];
             for (int k = 0; k < 4; ++k) s[k] = vdotq_s32(dot16(vl[k], q + 32 * k), vh[k], vld1q_s8(q + 32 * k + 16));
-            const int32x4_t isum = hsum4(s[0], s[1], s[2], s[3]);
+            const int32x4_t isum = hsum4_lanes(s[0], s[1], s[2], s[3]);
             const float32x4_t da = act_scales4(ag);
             acc[t] = vfmaq_f32(acc[t], vmulq_f32(dw, da), vcvtq_f32_s32(isum));
             acc[t] = vfmaq_f32(acc[t], vmulq_f32(mw, da), act_sums4(ag));

@@ -136,6 +136,7 @@ const std::vector<MatmulKernel>& registry() {
             ternary_kernels_scalar(), ternary_kernels_avx2(), ternary_kernels_avx512(),
             interleaved_kernels_scalar(), interleaved_kernels_avx2(), interleaved_kernels_avx512(),
             float_kernels_neon(),     legacy_kernels_neon(),  kquant_kernels_neon(),  iqk_kernels_neon(),
+            grid_kernels_neon(),      trellis_kernels_neon(),
         };
         for (const KernelTable& t : tables)
             for (size_t i = 0; i < t.count; ++i) v.push_back(t.entries[i]);

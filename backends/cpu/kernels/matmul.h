@@ -111,5 +111,7 @@ KernelTable float_kernels_neon();
 KernelTable legacy_kernels_neon();
 KernelTable kquant_kernels_neon();
 KernelTable iqk_kernels_neon();
+KernelTable grid_kernels_neon();
+KernelTable trellis_kernels_neon();
 KernelTable amx_kernels();  // kernels/matmul_amx.cpp (empty where AMX is not compiled in)
 }  // namespace ikllm::cpu
