@@ -1,20 +1,21 @@
 #!/usr/bin/env python3
 """Code compiled for one instruction set must not stand in for code compiled for another.
 
-The kernel files *_avx2.cpp, *_avx512.cpp and *_amx.cpp (*_neon.cpp on AArch64) are compiled with
-their ISA's flags and called only after a run-time CPU check. An inline function or template
-instantiation that such a file emits as a weak symbol, and that a file of another ISA (or a
-baseline file) emits too, is kept once by the linker: possibly the AVX-512 copy, which then runs on a CPU without AVX-512
-(SIGILL). Static or anonymous-namespace helpers are immune; std::vector<...> members, inline
-header functions that were not inlined, and so on are not. This check lists every weak code
-symbol (nm type W) defined by objects of two or more ISA classes.
+The kernel files *_avx2.cpp, *_avxvnni.cpp, *_avx512.cpp and *_amx.cpp (*_neon.cpp on AArch64)
+are compiled with their ISA's flags and called only after a run-time CPU check. An inline
+function or template instantiation that such a file emits as a weak symbol, and that a file of
+another ISA (or a baseline file) emits too, is kept once by the linker: possibly the AVX-512
+copy, which then runs on a CPU without AVX-512 (SIGILL). Static or anonymous-namespace helpers
+are immune; std::vector<...> members, inline header functions that were not inlined, and so
+on are not. This check lists every weak code symbol (nm type W) defined by objects of two or
+more ISA classes.
 
 usage: check_isa_symbols.py OBJECT... | --selftest CXX
 Exit 0 when none is shared, 1 (with the symbols and their objects) otherwise.
 """
 import os, re, subprocess, sys, tempfile
 
-ISA = re.compile(r'_(avx2|avx512|amx|neon)\.(cpp|cc)\.o$')
+ISA = re.compile(r'_(avx2|avxvnni|avx512|amx|neon)\.(cpp|cc)\.o$')
 
 
 def isa_class(path):

@@ -147,6 +147,16 @@ double check_kernel(const MatmulKernel& k, const Problem& p, double rel_tol, con
     return worst;
 }
 
+// Where the CPU has AVX-VNNI, find_matmul_exact(type, avx2) gives the VNNI build of the AVX2
+// kernel (legacy_avxvnni.cpp); the plain AVX2 build is checked too, straight from its table.
+const MatmulKernel* plain_avx2_kernel(uint32_t type) {
+    if (!avxvnni_usable()) return nullptr;
+    const KernelTable t = legacy_kernels_avx2();
+    for (size_t i = 0; i < t.count; ++i)
+        if (t.entries[i].weight_type == type) return &t.entries[i];
+    return nullptr;
+}
+
 struct TypeCase {
     uint32_t type;
     double tol;
@@ -201,6 +211,10 @@ TEST(QuantCoreKernels, MatchFloat64ReferenceAndScalar) {
                 const double e = check_kernel(*k, p, c.tol, isa == Isa::scalar ? nullptr : &y_scalar,
                                               isa == Isa::scalar ? &y_scalar : nullptr, c.same_bits);
                 worst[(int)isa] = std::max(worst[(int)isa], e);
+            }
+            if (const MatmulKernel* k = plain_avx2_kernel(c.type)) {
+                SCOPED_TRACE("avx2 without AVX-VNNI");
+                check_kernel(*k, p, c.tol, &y_scalar, nullptr, c.same_bits);
             }
         }
         printf("  %-7s worst error / sum|w*a|:", find_type(c.type)->name);

@@ -60,6 +60,13 @@ Isa detect_x86() {
     return Isa::avx2;
 }
 
+// AVX-VNNI (the VEX-encoded dpbusd of 256-bit registers): CPUID.(7,1):EAX bit 4, with AVX2.
+bool detect_avxvnni() {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return false;
+    return (a & (1u << 4)) != 0;
+}
+
 // AMX-TILE + AMX-BF16 in CPUID, and the tile data state granted to this process: Linux enables
 // it per process on request (ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18).
 bool detect_amx() {
@@ -126,6 +133,10 @@ constexpr ActFormat kActQ8_2X4{T_Q8_2_X4, act_q8_2_x4_row_bytes, act_q8_2_x4_enc
 const std::vector<MatmulKernel>& registry() {
     static const std::vector<MatmulKernel> all = [] {
         std::vector<MatmulKernel> v;
+        // First match wins (find_matmul_exact): the AVX-VNNI builds of AVX2 kernels go first.
+        if (avxvnni_usable())
+            for (const KernelTable& t : {legacy_kernels_avxvnni()})
+                for (size_t i = 0; i < t.count; ++i) v.push_back(t.entries[i]);
         const KernelTable tables[] = {
             float_kernels_scalar(),   float_kernels_avx2(),   float_kernels_avx512(),
             legacy_kernels_scalar(),  legacy_kernels_avx2(),  legacy_kernels_avx512(),
@@ -251,6 +262,22 @@ const MatmulKernel* find_matmul_exact(uint32_t weight_type, Isa isa) {
     for (const MatmulKernel& k : registry())
         if (k.weight_type == weight_type && k.isa == isa) return &k;
     return nullptr;
+}
+
+bool avxvnni_usable() {
+    static const bool ok = [] {
+        const char* env = std::getenv("IKLLM_AVXVNNI");
+        if (env && std::strcmp(env, "0") == 0) return false;
+        if (legacy_kernels_avxvnni().count == 0) return false;
+        const Isa hw = detected_isa();
+        if (hw != Isa::avx2 && hw != Isa::avx512) return false;
+#ifdef IKLLM_KERNELS_X86
+        return detect_avxvnni();
+#else
+        return false;
+#endif
+    }();
+    return ok;
 }
 
 bool amx_usable() {

@@ -22,13 +22,24 @@ namespace {
 // once per call so that step s holds every token's bytes 4s..4s+3, and each of the block's 8
 // weight dwords is broadcast against a step (sign/maddubs/madd): after 8 steps every lane holds
 // its token's exact block dot, with no horizontal adds; the float sums then run lane-wise with
-// the reference's operations (bit-identical to the scalar kernel).
+// the reference's operations (bit-identical to the scalar kernel). Compiled with AVX-VNNI
+// (legacy_avxvnni.cpp) each step is one dpbusd on the codes + 128, exact in int32, and the
+// block's 128 * sum(w) comes off once: the same integers, so the same bits.
 struct alignas(32) LaneBlock {
-    uint8_t q[8][32];  // step s: the 8 tokens' code dwords s
+    uint8_t q[8][32];  // step s: the 8 tokens' code dwords s (with AVX-VNNI: codes + 128)
     int32_t off[8];    // 127 * the tokens' block code sums (the offset part of the dot)
     float da[8];       // the tokens' block scales
     float das[8];      // da * block code sum
 };
+
+#ifdef __AVXVNNI__
+inline int hsum_epi32_avx2(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+    return _mm_cvtsi128_si32(s);
+}
+#endif
 
 // Tokens [0, nt) as ceil(nt/8) lane groups x nb blocks (missing tokens of the last group: zeros).
 inline void build_lanes(const uint8_t* act, size_t arb, int64_t ne0, int64_t nt, LaneBlock* out) {
@@ -47,6 +58,9 @@ inline void build_lanes(const uint8_t* act, size_t arb, int64_t ne0, int64_t nt,
                 }
                 const quant::Q8x4BlockRef ab = quant::q8_2_x4_block(act + (size_t)t * arb, ne0, ib);
                 r[l] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs));
+#ifdef __AVXVNNI__
+                r[l] = _mm256_xor_si256(r[l], _mm256_set1_epi8((char)0x80));  // codes + 128: dpbusd's unsigned side
+#endif
                 lb.off[l] = kSymBatchOffset * (int32_t)ab.sum;
                 lb.da[l] = bf16_to_f32(ab.d_bf16);
                 lb.das[l] = lb.da[l] * (float)ab.sum;
@@ -80,13 +94,26 @@ void row_tile_lanes(const W& wrow, int64_t nb, const LaneBlock* lb, int ntok, fl
     const __m256i ones16 = _mm256_set1_epi16(1);
     __m256 a[G], b[G];
     for (int g = 0; g < G; ++g) a[g] = b[g] = _mm256_setzero_ps();
-    alignas(32) int32_t wv[8], wa[8];
+    alignas(32) int32_t wv[8];
     for (int64_t ib = 0; ib < nb; ++ib) {
         const __m256i v = wrow.values(ib);
         _mm256_store_si256(reinterpret_cast<__m256i*>(wv), v);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(wa), _mm256_sign_epi8(v, v));
         const __m256 dw = _mm256_set1_ps(wrow.scale(ib));
         __m256i isum[G];
+#ifdef __AVXVNNI__
+        // sum (a + 128) w over the block in int32 (no int16 pair sums to saturate), less 128 sum w
+        const __m256i ws = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), v), ones16);
+        const __m256i corr = _mm256_set1_epi32(-128 * hsum_epi32_avx2(ws));
+        for (int g = 0; g < G; ++g)
+            isum[g] = _mm256_add_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(lb[g * nb + ib].off)), corr);
+        for (int st = 0; st < 8; ++st) {
+            const __m256i w = _mm256_set1_epi32(wv[st]);
+            for (int g = 0; g < G; ++g)
+                isum[g] = _mm256_dpbusd_avx_epi32(isum[g], _mm256_load_si256(reinterpret_cast<const __m256i*>(lb[g * nb + ib].q[st])), w);
+        }
+#else
+        alignas(32) int32_t wa[8];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(wa), _mm256_sign_epi8(v, v));
         for (int g = 0; g < G; ++g) isum[g] = _mm256_load_si256(reinterpret_cast<const __m256i*>(lb[g * nb + ib].off));
         for (int st = 0; st < 8; ++st) {
             const __m256i w = _mm256_set1_epi32(wv[st]), aw = _mm256_set1_epi32(wa[st]);
@@ -95,6 +122,7 @@ void row_tile_lanes(const W& wrow, int64_t nb, const LaneBlock* lb, int ntok, fl
                 isum[g] = _mm256_add_epi32(isum[g], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(q, w)), ones16));
             }
         }
+#endif
         for (int g = 0; g < G; ++g) {
             const LaneBlock& B = lb[g * nb + ib];
             a[g] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_load_ps(B.da)), _mm256_cvtepi32_ps(isum[g]), a[g]);
