@@ -194,7 +194,12 @@ void build_steps(const uint8_t* act, size_t arb, int64_t nt, int64_t ng, StepGro
             to_steps(a, st);
             __m256i half = _mm256_setzero_si256();
             for (int k = 0; k < 4; ++k) {
+#ifdef __AVXVNNI__
+                // codes + 128, dpbusd's unsigned side (row_tile_steps takes 128 * sum(w) back off)
+                _mm256_store_si256(reinterpret_cast<__m256i*>(sg.q[k]), _mm256_xor_si256(st[k], _mm256_set1_epi8((char)0x80)));
+#else
                 _mm256_store_si256(reinterpret_cast<__m256i*>(sg.q[k]), st[k]);
+#endif
                 half = _mm256_add_epi32(half, _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, st[k]), ones16));
             }
             _mm256_store_si256(reinterpret_cast<__m256i*>(sg.off), _mm256_mullo_epi32(half, _mm256_set1_epi32(P::kOffset)));
@@ -216,19 +221,34 @@ void row_tile_steps(const uint8_t* wr, int64_t ne0, const StepGroup* sg, const u
     zero_sym_accs<T>(acc, side);
     for (int64_t g = 0; g < ng; ++g) {
         const uint8_t* wb = wr + 4 * g * P::kBytes;
-        __m256i v[4], vs[4], avs[4];
+        __m256i v[4], vs[4];
         for (int k = 0; k < 4; ++k) v[k] = P::values(wb + k * P::kBytes);
         to_steps(v, vs);
+#ifdef __AVXVNNI__
+        // -128 * each half-block's weight sum: dpbusd multiplies the codes + 128
+        __m256i wsum = _mm256_setzero_si256();
+        for (int k = 0; k < 4; ++k)
+            wsum = _mm256_add_epi32(wsum, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), vs[k]), ones16));
+        const __m256i wcorr = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_setzero_si256(), wsum), 7);
+#else
+        __m256i avs[4];
         for (int k = 0; k < 4; ++k) avs[k] = _mm256_sign_epi8(vs[k], vs[k]);
+#endif
         const __m128 dw = P::scales4(wb);
         const __m128 mo = _mm_mul_ps(dw, _mm_set1_ps(-(float)P::kOffset));
         for (int t = 0; t < T; ++t) {
             const StepGroup& G = sg[t * ng + g];
             __m256i z = _mm256_load_si256(reinterpret_cast<const __m256i*>(G.off));
+#ifdef __AVXVNNI__
+            z = _mm256_add_epi32(z, wcorr);
+            for (int k = 0; k < 4; ++k)
+                z = _mm256_dpbusd_avx_epi32(z, _mm256_load_si256(reinterpret_cast<const __m256i*>(G.q[k])), vs[k]);
+#else
             for (int k = 0; k < 4; ++k) {
                 const __m256i a = _mm256_load_si256(reinterpret_cast<const __m256i*>(G.q[k]));
                 z = _mm256_add_epi32(z, _mm256_madd_epi16(_mm256_maddubs_epi16(avs[k], _mm256_sign_epi8(a, vs[k])), ones16));
             }
+#endif
             const __m128 dd = _mm_mul_ps(dw, _mm_load_ps(G.da));
             acc[t] = _mm256_fmadd_ps(_mm256_set_m128(dd, dd), _mm256_cvtepi32_ps(z), acc[t]);
             side[t] = _mm_add_ps(side[t], _mm_mul_ps(mo, _mm_load_ps(G.das)));
