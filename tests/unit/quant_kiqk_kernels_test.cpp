@@ -83,6 +83,15 @@ const MatmulKernel* kernel(uint32_t id, Isa isa) {
     return nullptr;
 }
 
+// The AVX-VNNI build of a type's AVX2 kernel, where this CPU runs it.
+const MatmulKernel* avxvnni_kernel(uint32_t id) {
+    if (!avxvnni_usable()) return nullptr;
+    const KernelTable t = kquant_kernels_avxvnni();
+    for (size_t i = 0; i < t.count; ++i)
+        if (t.entries[i].weight_type == id) return &t.entries[i];
+    return nullptr;
+}
+
 bool cpu_has(Isa isa) {
     if (isa == Isa::scalar) return true;
     if (isa == Isa::neon) return detected_isa() == Isa::neon;
@@ -393,6 +402,12 @@ void check_type(const TypeCase& tc, bool random_bytes) {
                 if (!kv || !cpu_has(isa)) continue;
                 ASSERT_EQ(kv->act->id, fmt);
                 const std::vector<float> yv = run(kv, tc, p);
+                // The AVX-VNNI build of the AVX2 kernel (kquant_avxvnni.cpp): the same integers, the same bits.
+                if (const MatmulKernel* kn = isa == Isa::avx2 ? avxvnni_kernel(tc.id) : nullptr) {
+                    const std::vector<float> yn = run(kn, tc, p);
+                    for (size_t i = 0; i < yv.size(); ++i)
+                        ASSERT_EQ(f32_to_bits(yn[i]), f32_to_bits(yv[i])) << tc.name << " AVX-VNNI vs AVX2 at " << i;
+                }
                 // Q6_K batches: both re-encode the rows the same way (the AVX-512 one in vectors)
                 // and sum in one order, so a single re-encoded code that differs shows here.
                 if (tc.id == T_Q6_K && s.nt >= kConv6Tokens) {

@@ -1,5 +1,5 @@
 // SIMD matmul kernels of Q4_K, Q5_K and Q6_K against Q8_2_X4 activations (included by
-// kquant_avx2.cpp and kquant_avx512.cpp; compiled with each file's ISA flags). Numerics are
+// kquant_avx2.cpp, kquant_avxvnni.cpp and kquant_avx512.cpp; compiled with each file's ISA flags). Numerics are
 // those of scalar_matmul_q82 (kquant_unpack.h): every 32-weight activation block j has its own
 // bf16 scale d_j, so each chunk of 32 weights gets an exact integer dot that is then scaled in
 // float right away:
@@ -31,6 +31,16 @@ inline __m256 q82_sums8(const uint8_t* a) {
 }
 // Codes of 32-weight chunk c of the block (c = 0..7); chunks 2k, 2k+1 are 64 contiguous bytes.
 inline const int8_t* q82_chunk(const uint8_t* a, int c) { return (const int8_t*)(a + 144 * (c >> 2) + 16 + 32 * (c & 3)); }
+
+// sum of c * a per 4 bytes (c unsigned, a signed; the K-quant codes are small, so the int16
+// pair sums of maddubs cannot saturate): one dpbusd with AVX-VNNI (kquant_avxvnni.cpp).
+inline __m256i udot4(__m256i c, __m256i a) {
+#ifdef __AVXVNNI__
+    return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), c, a);
+#else
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(c, a), _mm256_set1_epi16(1));
+#endif
+}
 
 inline __m256 round_half8(__m256 v) { return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)); }
 
@@ -88,7 +98,6 @@ inline void q45k_tile_avx2(const uint8_t* row, int64_t nb, bool conv, const uint
     __m256 facc[T][NA];
     for (int t = 0; t < T; ++t)
         for (int i = 0; i < NA; ++i) facc[t][i] = _mm256_setzero_ps();
-    const __m256i ones = _mm256_set1_epi16(1);
     alignas(32) float f[T][8];
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* x = row + (size_t)b * bytes;
@@ -112,8 +121,8 @@ inline void q45k_tile_avx2(const uint8_t* row, int64_t nb, bool conv, const uint
             }
             for (int t = 0; t < T; ++t) {
                 const uint8_t* a = act + (size_t)t * arb + (size_t)b * kQ82BlockBytes;
-                const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(c0, ld256(q82_chunk(a, 2 * g))), ones);
-                const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(c1, ld256(q82_chunk(a, 2 * g + 1))), ones);
+                const __m256i p0 = udot4(c0, ld256(q82_chunk(a, 2 * g)));
+                const __m256i p1 = udot4(c1, ld256(q82_chunk(a, 2 * g + 1)));
                 facc[t][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_broadcast_ss(&f[t][2 * g]), facc[t][0]);
                 facc[t][NA - 1] =
                     _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_broadcast_ss(&f[t][2 * g + 1]), facc[t][NA - 1]);
@@ -136,7 +145,6 @@ inline void q45k_tile2_avx2(const uint8_t* row0, size_t wrb, int64_t nb, bool co
     __m256 facc[2][T];
     for (int r = 0; r < 2; ++r)
         for (int t = 0; t < T; ++t) facc[r][t] = _mm256_setzero_ps();
-    const __m256i ones = _mm256_set1_epi16(1);
     alignas(32) float f[2][T][8];
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* x[2] = {row0 + (size_t)b * bytes, row0 + wrb + (size_t)b * bytes};
@@ -166,8 +174,8 @@ inline void q45k_tile2_avx2(const uint8_t* row0, size_t wrb, int64_t nb, bool co
                 const uint8_t* a = act + (size_t)t * arb + (size_t)b * kQ82BlockBytes;
                 const __m256i a0 = ld256(q82_chunk(a, 2 * g)), a1 = ld256(q82_chunk(a, 2 * g + 1));
                 for (int r = 0; r < 2; ++r) {
-                    const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(c[r][0], a0), ones);
-                    const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(c[r][1], a1), ones);
+                    const __m256i p0 = udot4(c[r][0], a0);
+                    const __m256i p1 = udot4(c[r][1], a1);
                     facc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_broadcast_ss(&f[r][t][2 * g]), facc[r][t]);
                     facc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_broadcast_ss(&f[r][t][2 * g + 1]), facc[r][t]);
                 }

@@ -135,7 +135,7 @@ const std::vector<MatmulKernel>& registry() {
         std::vector<MatmulKernel> v;
         // First match wins (find_matmul_exact): the AVX-VNNI builds of AVX2 kernels go first.
         if (avxvnni_usable())
-            for (const KernelTable& t : {legacy_kernels_avxvnni()})
+            for (const KernelTable& t : {legacy_kernels_avxvnni(), kquant_kernels_avxvnni()})
                 for (size_t i = 0; i < t.count; ++i) v.push_back(t.entries[i]);
         const KernelTable tables[] = {
             float_kernels_scalar(),   float_kernels_avx2(),   float_kernels_avx512(),

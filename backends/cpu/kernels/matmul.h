@@ -108,6 +108,7 @@ IKLLM_KERNEL_FAMILY(interleaved)
 // AVX2 kernels compiled with AVX-VNNI as well (kernels/<family>_avxvnni.cpp): registered as AVX2
 // kernels ahead of the plain ones where the CPU has AVX-VNNI and IKLLM_AVXVNNI is not "0".
 KernelTable legacy_kernels_avxvnni();
+KernelTable kquant_kernels_avxvnni();
 bool avxvnni_usable();
 // AArch64 + dot product (kernels/<family>_neon.cpp; empty tables elsewhere). Families without a
 // NEON file run their scalar kernels there.
