@@ -4,19 +4,7 @@
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 namespace ikllm::cpu {
 
-KernelTable legacy_kernels_avx2() {
-    static const MatmulKernel kKernels[] = {
-        {quant::T_Q4_0, Isa::avx2, simd_act_q8_2_x4(), run<Q4_0P>},
-        {quant::T_Q4_1, Isa::avx2, simd_act_q8_2_x4(), run<Q4_1P>},
-        {quant::T_Q5_0, Isa::avx2, simd_act_q8_2_x4(), run<Q5_0P>},
-        {quant::T_Q5_1, Isa::avx2, simd_act_q8_2_x4(), run<Q5_1P>},
-        {quant::T_Q8_0, Isa::avx2, simd_act_q8_2_x4(), run<Q8_0P>},
-        {quant::T_Q6_0, Isa::avx2, simd_act_q8_2_x4(), run<Q6_0P>},
-        {quant::T_IQ4_NL, Isa::avx2, simd_act_q8_2_x4(), run<IQ4_NLP>},
-        {quant::T_MXFP4, Isa::avx2, simd_act_q8_2_x4(), run<MXFP4P>},
-    };
-    return {kKernels, sizeof(kKernels) / sizeof(kKernels[0])};
-}
+KernelTable legacy_kernels_avx2() { return legacy_avx2_table(); }
 
 }  // namespace ikllm::cpu
 

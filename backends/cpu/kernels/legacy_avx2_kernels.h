@@ -312,6 +312,22 @@ void run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, cons
     }
 }
 
+// The kernels of the including file (legacy_avx2.cpp and legacy_avxvnni.cpp publish it under
+// their own names; each has its own copy, compiled with its flags).
+inline KernelTable legacy_avx2_table() {
+    static const MatmulKernel kKernels[] = {
+        {quant::T_Q4_0, Isa::avx2, simd_act_q8_2_x4(), run<Q4_0P>},
+        {quant::T_Q4_1, Isa::avx2, simd_act_q8_2_x4(), run<Q4_1P>},
+        {quant::T_Q5_0, Isa::avx2, simd_act_q8_2_x4(), run<Q5_0P>},
+        {quant::T_Q5_1, Isa::avx2, simd_act_q8_2_x4(), run<Q5_1P>},
+        {quant::T_Q8_0, Isa::avx2, simd_act_q8_2_x4(), run<Q8_0P>},
+        {quant::T_Q6_0, Isa::avx2, simd_act_q8_2_x4(), run<Q6_0P>},
+        {quant::T_IQ4_NL, Isa::avx2, simd_act_q8_2_x4(), run<IQ4_NLP>},
+        {quant::T_MXFP4, Isa::avx2, simd_act_q8_2_x4(), run<MXFP4P>},
+    };
+    return {kKernels, sizeof(kKernels) / sizeof(kKernels[0])};
+}
+
 }  // namespace
 }  // namespace ikllm::cpu
 #endif
