@@ -26,10 +26,26 @@ namespace {
 // Four rows' 256-weight blocks: codes by row, scales and corrections by (sub-block, row).
 struct alignas(16) QuadBlock {
     int8_t v[4][256];
-    int32_t sc[16][4], corr[16][4];  // per 16 weights
+    int32_t sc[16][4], corr[16][4];  // per 16 weights (quad_finish: from the rows' raw bytes)
     float dw[4], dc[4];
     float D[8][4], M[8][4];  // conv mode (Q4_K / Q5_K batches): fp16-rounded per-32 scales
+    int8_t raw_sc[4][16], raw_m[4][16];  // by row, as unpacked (raw_m: Q4_K / Q5_K mins)
 };
+
+// [r][16] bytes of the four rows -> [16][4] int32 (one vector per 16 weights).
+inline void quad_transpose16(const int8_t (&raw)[4][16], int32_t (&out)[16][4]) {
+    const int8x16x4_t rows = {{vld1q_s8(raw[0]), vld1q_s8(raw[1]), vld1q_s8(raw[2]), vld1q_s8(raw[3])}};
+    int8_t t[64];
+    vst4q_s8(t, rows);  // t[4 s + r] = raw[r][s]
+    for (int s = 0; s < 16; s += 4) {
+        const int8x16_t x = vld1q_s8(t + 4 * s);
+        const int16x8_t lo = vmovl_s8(vget_low_s8(x)), hi = vmovl_high_s8(x);
+        vst1q_s32(out[s], vmovl_s16(vget_low_s16(lo)));
+        vst1q_s32(out[s + 1], vmovl_high_s16(lo));
+        vst1q_s32(out[s + 2], vmovl_s16(vget_low_s16(hi)));
+        vst1q_s32(out[s + 3], vmovl_high_s16(hi));
+    }
+}
 
 // ---- code unpackers (values as kval<K> gives them: unsigned, below 64, so int8 is exact) -------
 
@@ -70,6 +86,20 @@ inline void unpack_q6k_codes(const uint8_t* b, int8_t* v) {  // KQ6K::unpack
 
 // ---- per-type descriptors -----------------------------------------------------------------------------
 
+// The 8 six-bit scales and mins of a Q4_K / Q5_K block header (quant-formats.md §6.1, kscale_get):
+// j < 4: sc = S[j] & 63, m = S[j+4] & 63; j >= 4: sc = (S[j+4] & 15) | (S[j-4] >> 6) << 4,
+// m = (S[j+4] >> 4) | (S[j] >> 6) << 4.
+inline void q45k_scales8(const uint8_t* S, uint8x8_t& sc, uint8x8_t& m) {
+    static const int8_t kShift[8] = {0, 0, 0, 0, -4, -4, -4, -4};
+    const uint8x8_t s0 = vld1_u8(S);                                       // S[0..7]
+    const uint8x8_t s8 = vreinterpret_u8_u32(vdup_n_u32(rd_u32(S + 8)));  // S[8..11] twice
+    const uint8x8_t a = vand_u8(s0, vdup_n_u8(63));                        // sc 0-3 | m 0-3
+    const uint8x8_t b = vorr_u8(vand_u8(vshl_u8(s8, vld1_s8(kShift)), vdup_n_u8(15)),
+                                vshl_n_u8(vshr_n_u8(s0, 6), 4));           // sc 4-7 | m 4-7
+    sc = vreinterpret_u8_u32(vtrn1_u32(vreinterpret_u32_u8(a), vreinterpret_u32_u8(b)));
+    m = vreinterpret_u8_u32(vtrn2_u32(vreinterpret_u32_u8(a), vreinterpret_u32_u8(b)));
+}
+
 template <bool Five>
 struct Q45N {
     static constexpr int kBytes = Five ? 176 : 144;
@@ -80,16 +110,19 @@ struct Q45N {
         const float dw = h2f(b), dc = -h2f(b + 2);
         q.dw[r] = dw;
         q.dc[r] = dc;
-        for (int j = 0; j < 8; ++j) {
-            int sc, m;
-            kscale_get(b + 4, j, &sc, &m);
-            q.sc[2 * j][r] = q.sc[2 * j + 1][r] = sc;
-            q.corr[2 * j][r] = q.corr[2 * j + 1][r] = m;
-            if (conv) {
-                q.D[j][r] = round_to_half(dw * (float)sc);
-                q.M[j][r] = round_to_half(dc * (float)m);
+        uint8x8_t sc, m;
+        q45k_scales8(b + 4, sc, m);
+        vst1q_s8(q.raw_sc[r], vreinterpretq_s8_u8(vcombine_u8(vzip1_u8(sc, sc), vzip2_u8(sc, sc))));  // per 16
+        vst1q_s8(q.raw_m[r], vreinterpretq_s8_u8(vcombine_u8(vzip1_u8(m, m), vzip2_u8(m, m))));
+        if (conv)
+            for (int j = 0; j < 8; ++j) {
+                q.D[j][r] = round_to_half(dw * (float)q.raw_sc[r][2 * j]);
+                q.M[j][r] = round_to_half(dc * (float)q.raw_m[r][2 * j]);
             }
-        }
+    }
+    static void finish(QuadBlock& q) {  // after the four rows
+        quad_transpose16(q.raw_sc, q.sc);
+        quad_transpose16(q.raw_m, q.corr);
     }
 };
 struct Q6N {
@@ -97,11 +130,12 @@ struct Q6N {
     static constexpr bool kPer32 = false;
     static void unpack(const uint8_t* b, QuadBlock& q, int r, bool) {
         unpack_q6k_codes(b, q.v[r]);
-        for (int s = 0; s < 16; ++s) {
-            q.sc[s][r] = (int8_t)b[192 + s];
-            q.corr[s][r] = -32 * q.sc[s][r];
-        }
+        vst1q_s8(q.raw_sc[r], vld1q_s8(reinterpret_cast<const int8_t*>(b + 192)));
         q.dw[r] = q.dc[r] = h2f(b + 208);
+    }
+    static void finish(QuadBlock& q) {  // corr = -32 sc
+        quad_transpose16(q.raw_sc, q.sc);
+        for (int s = 0; s < 16; ++s) vst1q_s32(q.corr[s], vmulq_n_s32(vld1q_s32(q.sc[s]), -32));
     }
 };
 
@@ -162,6 +196,8 @@ void quad_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t 
     std::vector<QuadBlock> quad((size_t)std::max<int64_t>(1, nb));
     auto fill = [&](const uint8_t* row, int i) {
         for (int64_t b = 0; b < nb; ++b) K::unpack(row + (size_t)b * K::kBytes, quad[(size_t)b], i, conv);
+        if (i == 3)  // lanes 0..3 filled in order (quad_rows_drive)
+            for (QuadBlock& q : quad) K::finish(q);
     };
     auto token = [&](const uint8_t* a) { return quad_token<K>(quad.data(), nb, a, conv); };
     quad_rows_drive(w, wrb, r0, r1, act, arb, nt, y, ys, fill, token);
