@@ -21,6 +21,7 @@
 #if defined(__aarch64__) && defined(__ARM_FEATURE_DOTPROD)
 #include <arm_neon.h>
 #endif
+#include "kernels/grid_vec512.h"
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
 #define IKLLM_GRID_PANELS 1
 #include "kernels/conv_panel_avx512.h"
@@ -76,29 +77,129 @@ inline void grid_signs_512(__m512i f, uint64_t* neg, bool spread = true) {
 }
 #endif
 
+#ifdef IKLLM_GRID_VEC512
+// Pass 1 in vectors (grid_vec512.h) for the IQ2 / IQ3 types: the same GridRaw as the scalar pass.
+template <uint32_t Type>
+inline void grid_raw_vec(const uint8_t* src, GridRaw& o) {
+    using namespace quant;
+    const GridPackedTables& tabs = grid_packed_tables();
+    const float d = rd_f16(src);
+    if constexpr (Type == T_IQ2_XXS || Type == T_IQ2_XS || Type == T_IQ2_S) {
+        __m512i lh;
+        if constexpr (Type == T_IQ2_XXS) {
+            // 8 groups of 8 bytes: 4 grid indices, then the sign-and-scale word.
+            const __m512i qs = _mm512_loadu_si512(src + 2);
+            alignas(64) static const uint8_t compact[64] = {0,  1,  2,  3,  8,  9,  10, 11, 16, 17, 18, 19, 24, 25, 26, 27,
+                                                            32, 33, 34, 35, 40, 41, 42, 43, 48, 49, 50, 51, 56, 57, 58, 59};
+            lh = grid_lookup32<2>(tabs.iq2xxs, _mm512_castsi512_si256(_mm512_permutexvar_epi8(_mm512_load_si512(compact), qs)), 0, 0);
+            const __m512i words = _mm512_srli_epi64(qs, 32);
+            grid_signs_512(_mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x00000000150E0700ll), words), o.neg);
+            const __m256 s8 = _mm512_cvtepi64_ps(_mm512_srli_epi64(words, 28));
+            grid_scales_dup(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(d), _mm256_add_ps(_mm256_set1_ps(0.5f), s8)), _mm256_set1_ps(0.25f)), o.sc);
+        } else if constexpr (Type == T_IQ2_XS) {
+            // 32 16-bit entries: grid index in bits 0-8, the 7-bit sign index in bits 9-15.
+            const __m512i q = _mm512_loadu_si512(src + 2);
+            lh = grid_lookup32<4>(tabs.iq2xs, _mm512_cvtepi16_epi8(q), (uint32_t)_mm512_test_epi16_mask(q, _mm512_set1_epi16(0x100)), 0);
+            grid_signs_512(_mm512_castsi256_si512(_mm512_cvtepi16_epi8(_mm512_srli_epi16(q, 9))), o.neg, false);
+            grid_scales_nib16(src + 66, d, o.sc);
+        } else {
+            // index k: byte 2 + k, bits 8-9 at bits 2k, 2k + 1 of the 8 high-bit bytes.
+            const uint64_t qh = grid_rd_u64(src + 66);
+            lh = grid_lookup32<8>(tabs.iq2s, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 2)),
+                                  (uint32_t)_pext_u64(qh, 0x5555555555555555ull), (uint32_t)_pext_u64(qh, 0xAAAAAAAAAAAAAAAAull));
+            std::memcpy(o.neg, src + 34, 32);
+            grid_scales_nib16(src + 74, d, o.sc);
+        }
+        for (int z = 0; z < 4; ++z) _mm512_store_si512(o.g + 8 * z, grid_expand_iq2(lh, z));
+    } else {
+        static_assert(Type == T_IQ3_XXS || Type == T_IQ3_S);
+        const __m512i idx = _mm512_loadu_si512(src + 2);
+        const __mmask64 b8 = Type == T_IQ3_S ? (__mmask64)grid_rd_u64(src + 66) : 0;  // bit 8 of index k: bit k
+        constexpr int kBanks = Type == T_IQ3_S ? 4 : 2;
+        const auto& planes = [&]() -> const uint8_t(&)[2][128 * kBanks] {
+            if constexpr (Type == T_IQ3_S) return tabs.iq3s; else return tabs.iq3xxs;
+        }();
+        const __m512i lo = grid_lut8<kBanks>(planes[0], idx, b8, 0), hi = grid_lut8<kBanks>(planes[1], idx, b8, 0);
+        const __m512i mags = grid_iq3_mags(Type);
+        for (int z = 0; z < 4; ++z) _mm512_store_si512(o.g + 8 * z, grid_expand_iq3(lo, hi, z, mags));
+        if constexpr (Type == T_IQ3_XXS) {
+            // The 8 sign-and-scale words in the low halves of 8 qwords: 7-bit sign indices at
+            // bits 0, 7, 14, 21, the scale at 28.
+            const __m512i words = _mm512_cvtepu32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 66)));
+            grid_signs_512(_mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x00000000150E0700ll), words), o.neg);
+            const __m256 s8 = _mm512_cvtepi64_ps(_mm512_srli_epi64(words, 28));
+            grid_scales_dup(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(d), _mm256_add_ps(_mm256_set1_ps(0.5f), s8)), _mm256_set1_ps(0.5f)), o.sc);
+        } else {
+            std::memcpy(o.neg, src + 74, 32);
+            const __m128i b = _mm_cvtsi32_si128((int)rd_u32(src + 106)), m15 = _mm_set1_epi8(15);
+            const __m256i s = _mm256_cvtepu8_epi32(_mm_unpacklo_epi8(_mm_and_si128(b, m15), _mm_and_si128(_mm_srli_epi16(b, 4), m15)));
+            const __m256i odd = _mm256_add_epi32(_mm256_set1_epi32(1), _mm256_slli_epi32(s, 1));
+            grid_scales_dup(_mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(odd)), o.sc);
+        }
+    }
+}
+#endif
+
+#ifdef IKLLM_GRID_VEC512
+// IQ1_S / IQ1_M: 2048 grid entries are too many for register tables, so the entries are still
+// loaded one by one, their 11-bit indices built 4 at a time by pdep in general registers (indices
+// stored from a vector and loaded back one by one stall store forwarding), the scales and the
+// delta signs by vector arithmetic (the same GridRaw as the scalar pass).
+template <uint32_t Type>
+inline void grid_raw_iq1_vec(const uint8_t* src, GridRaw& o) {
+    using namespace quant;
+    uint64_t ix4[8];  // the 4 indices of 32-weight group ib in 16-bit fields (pdep: no trip through memory)
+    uint32_t neg1;    // bit k: the delta of weights 8k .. 8k + 7 is -1
+    if constexpr (Type == T_IQ1_S) {
+        // index 4 ib + l: qs[4 ib + l] | bits 3l .. 3l + 2 of the high word h[ib] << 8; the scale in
+        // bits 12-14 of h[ib], the delta's sign in bit 15.
+        const float d = rd_f16(src);
+        const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 34));
+        for (int ib = 0; ib < 8; ++ib)
+            ix4[ib] = _pdep_u64(rd_u32(src + 2 + 4 * ib), 0x00FF00FF00FF00FFull) | _pdep_u64(rd_u16(src + 34 + 2 * ib), 0x0700070007000700ull);
+        const __m256i sc = _mm256_cvtepu16_epi32(_mm_and_si128(_mm_srli_epi16(h, 12), _mm_set1_epi16(7)));
+        const __m256 odd = _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_slli_epi32(sc, 1), _mm256_set1_epi32(1)));
+        grid_scales_dup(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(d), odd), _mm256_set1_ps(0.125f)), o.sc);
+        neg1 = _pdep_u32((uint32_t)_mm_movepi16_mask(h), 0x11111111u) * 15u;
+    } else {
+        static_assert(Type == T_IQ1_M);
+        // index k: qs[k] | bits 4 (k % 2) .. + 2 of qh[k / 2] << 8; bit 4 (k % 2) + 3: the delta's
+        // sign. Scale of 16-weight group g: bits 3 (g % 4) .. + 2 of the scale word g / 4, whose top
+        // nibbles hold the fp16 block scale.
+        uint16_t sw[4];
+        std::memcpy(sw, src + 48, 8);
+        const float d = f16_to_f32((uint16_t)((sw[0] >> 12) | ((sw[1] >> 8) & 0x00F0) | ((sw[2] >> 4) & 0x0F00) | (sw[3] & 0xF000)));
+        for (int ib = 0; ib < 8; ++ib)
+            ix4[ib] = _pdep_u64(rd_u32(src + 4 * ib), 0x00FF00FF00FF00FFull) |
+                      _pdep_u64(_pext_u32(rd_u16(src + 32 + 2 * ib), 0x7777u), 0x0700070007000700ull);
+        const __m256i lane = _mm256_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        const __m256i sg = _mm256_permutexvar_epi16(_mm256_srli_epi16(lane, 2), _mm256_castsi128_si256(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + 48))));
+        const __m256i s3 = _mm256_and_si256(_mm256_srlv_epi16(sg, _mm256_mullo_epi16(_mm256_and_si256(lane, _mm256_set1_epi16(3)), _mm256_set1_epi16(3))),
+                                            _mm256_set1_epi16(7));
+        const __m512 odd = _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_slli_epi32(_mm512_cvtepu16_epi32(s3), 1), _mm512_set1_epi32(1)));
+        _mm512_storeu_ps(o.sc, _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(d), odd), _mm512_set1_ps(0.125f)));
+        neg1 = (uint32_t)_pext_u64(grid_rd_u64(src + 32), 0x8888888888888888ull) |
+               (uint32_t)_pext_u64(grid_rd_u64(src + 40), 0x8888888888888888ull) << 16;
+    }
+    for (int ib = 0; ib < 8; ++ib)
+        for (int l = 0; l < 4; ++l) o.g[4 * ib + l] = kIq1sGrid[(ix4[ib] >> (16 * l)) & 0xFFFF];
+    for (int z = 0; z < 4; ++z) o.neg[z] = _pdep_u64(neg1 >> (8 * z), 0x0101010101010101ull) * 0xFF;
+}
+#endif
+
 template <uint32_t Type>
 void grid_raw(const uint8_t* src, GridRaw& o) {
     using namespace quant;
+#ifdef IKLLM_GRID_VEC512
+    if constexpr (grid_has_vec512<Type>()) return grid_raw_vec<Type>(src, o);
+    if constexpr (Type == T_IQ1_S || Type == T_IQ1_M) return grid_raw_iq1_vec<Type>(src, o);
+#endif
     uint64_t* g = o.g;
     uint64_t* sg = o.neg;
     uint32_t neg1 = 0;  // IQ1: bit k = delta of weights 8k .. 8k + 7 is -1
     if constexpr (Type == T_IQ2_XXS || Type == T_IQ3_XXS) {
         const float d = rd_f16(src);
         const uint8_t* qs = src + 2;
-#ifdef __AVX512VBMI__
-        if constexpr (Type == T_IQ3_XXS) {  // (IQ2_XXS: measured no faster than the table lookups)
-            // The 8 sign-and-scale words in the low halves of 8 qwords: 7-bit sign indices at
-            // bits 0, 7, 14, 21, the scale at 28.
-            const __m512i words = _mm512_cvtepu32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 66)));
-            grid_signs_512(_mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x00000000150E0700ll), words), sg);
-            const __m256 s4 = _mm512_cvtepi64_ps(_mm512_srli_epi64(words, 28));
-            const __m256 db = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(d), _mm256_add_ps(_mm256_set1_ps(0.5f), s4)), _mm256_set1_ps(0.5f));
-            _mm512_storeu_ps(o.sc, _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
-                                                         _mm512_castps256_ps512(db)));
-            for (int k = 0; k < 32; ++k) g[k] = (uint64_t)kIq3xxsGrid[qs[2 * k]] | (uint64_t)kIq3xxsGrid[qs[2 * k + 1]] << 32;
-            return;
-        }
-#endif
         uint8_t s8[32];
         for (int ib = 0; ib < 8; ++ib) {
             const uint32_t a = Type == T_IQ2_XXS ? rd_u32(qs + 8 * ib + 4) : rd_u32(src + 66 + 4 * ib);
@@ -120,11 +221,6 @@ void grid_raw(const uint8_t* src, GridRaw& o) {
             const uint8_t sc = src[66 + ib];
             for (int h = 0; h < 2; ++h) set_scale(o, 2 * ib + h, (d * (0.5f + (float)nib(sc, h))) * 0.25f);
         }
-#ifdef __AVX512VBMI__
-        // 32 16-bit entries: grid index in bits 0-8, the 7-bit sign index in bits 9-15.
-        grid_signs_512(_mm512_castsi256_si512(_mm512_cvtepi16_epi8(_mm512_srli_epi16(_mm512_loadu_si512(src + 2), 9))), sg, false);
-        for (int k = 0; k < 32; ++k) g[k] = kIq2xsGrid[rd_u16(src + 2 + 2 * k) & 511];
-#else
         uint8_t s8[32];
         for (int k = 0; k < 32; ++k) {
             const uint16_t v = rd_u16(src + 2 + 2 * k);
@@ -132,7 +228,6 @@ void grid_raw(const uint8_t* src, GridRaw& o) {
             s8[k] = kKsignsIq2xs[v >> 9];
         }
         std::memcpy(sg, s8, 32);
-#endif
     } else if constexpr (Type == T_IQ2_S) {
         const float d = rd_f16(src);
         for (int ib = 0; ib < 8; ++ib) {
@@ -246,6 +341,34 @@ inline __m512 grid_block_dot512(const Codes& c, CodesOf codes_of, const uint8_t*
         blk = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(p), blk);
     }
     return _mm512_fmadd_ps(_mm512_set1_ps(da), blk, acc);
+}
+
+// grid_block_dot512 for the IQ2 / IQ3 types straight from pass 1: the activations negated under
+// the sign masks, one dpbusd with the magnitudes (the same int32 sums: no pair exceeds int16).
+inline __m512 grid_block_dot512_mag(const GridRaw& c, const uint8_t* ab, __m512 acc) {
+    const __m512i quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    float da;
+    std::memcpy(&da, ab + quant::kQ8KOffD, 4);
+    __m512 blk = _mm512_setzero_ps();
+    for (int z = 0; z < 4; ++z) {
+        const __m512i a = _mm512_loadu_si512(ab + quant::kQ8KOffQs + 64 * z);
+        const __m512i sa = _mm512_mask_sub_epi8(a, (__mmask64)c.neg[z], _mm512_setzero_si512(), a);
+#ifdef __AVX512VNNI__
+        const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_load_si512(c.g + 8 * z), sa);
+#else
+        const __m512i p = _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_load_si512(c.g + 8 * z), sa), _mm512_set1_epi16(1));
+#endif
+        const __m512 sc = _mm512_permutexvar_ps(quad, _mm512_castps128_ps512(_mm_loadu_ps(c.sc + 4 * z)));
+        blk = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(p), blk);
+    }
+    return _mm512_fmadd_ps(_mm512_set1_ps(da), blk, acc);
+}
+template <uint32_t Type>
+inline __m512 grid_raw_dot512(const GridRaw& c, const uint8_t* ab, __m512 acc) {
+    if constexpr (Type == quant::T_IQ1_S || Type == quant::T_IQ1_M)
+        return grid_block_dot512(c, [](const GridRaw& x, int z) { return grid_codes_512<Type>(x, z); }, ab, acc);
+    else
+        return grid_block_dot512_mag(c, ab, acc);
 }
 #endif
 
@@ -377,7 +500,6 @@ void grid_int_run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t
 #ifdef IKLLM_GRID_DECODE512
     if (!conv) {
         std::vector<GridRaw> raw((size_t)(nb * kRowChunk));
-        auto codes_of = [](const GridRaw& x, int z) { return grid_codes_512<Type>(x, z); };
         for (int64_t rc = r0; rc < r1; rc += kRowChunk) {
             const int64_t re = std::min(r1, rc + kRowChunk);
             for (int64_t r = rc; r < re; ++r)
@@ -387,8 +509,8 @@ void grid_int_run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t
                 for (int64_t r = rc; r < re; ++r) {
                     __m512 acc = _mm512_setzero_ps();
                     for (int64_t b = 0; b < nb; ++b)
-                        acc = grid_block_dot512(raw[(size_t)((r - rc) * nb + b)], codes_of,
-                                                act + (size_t)t * arb + (size_t)b * quant::kQ8KBlockBytes, acc);
+                        acc = grid_raw_dot512<Type>(raw[(size_t)((r - rc) * nb + b)],
+                                                    act + (size_t)t * arb + (size_t)b * quant::kQ8KBlockBytes, acc);
                     y[t * ys + r] = _mm512_reduce_add_ps(acc);
                 }
         }
@@ -461,8 +583,6 @@ void grid_r4_run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t 
                  int64_t nt, float* y, int64_t ys) {
     const int64_t nb = ne0 / 256;
     std::vector<GridRaw> raw((size_t)(4 * nb));
-    // (pass 2 of the plain IQ2 / IQ3 types: magnitudes negated under the masks)
-    auto codes_of = [](const GridRaw& x, int z) { return grid_codes_512<quant::T_IQ2_XXS>(x, z); };
     for (int64_t r = r0; r < r1; r += 4) {
         const uint8_t* grp = w + (size_t)r * wrb;
         for (int64_t b = 0; b < nb; ++b)
@@ -471,7 +591,7 @@ void grid_r4_run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t 
             for (int k = 0; k < 4; ++k) {
                 __m512 acc = _mm512_setzero_ps();
                 for (int64_t b = 0; b < nb; ++b)
-                    acc = grid_block_dot512(raw[(size_t)(k * nb + b)], codes_of, act + (size_t)t * arb + (size_t)b * quant::kQ8KBlockBytes, acc);
+                    acc = grid_block_dot512_mag(raw[(size_t)(k * nb + b)], act + (size_t)t * arb + (size_t)b * quant::kQ8KBlockBytes, acc);
                 y[t * ys + r + k] = _mm512_reduce_add_ps(acc);
             }
     }
