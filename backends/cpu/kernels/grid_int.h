@@ -343,32 +343,59 @@ inline __m512 grid_block_dot512(const Codes& c, CodesOf codes_of, const uint8_t*
     return _mm512_fmadd_ps(_mm512_set1_ps(da), blk, acc);
 }
 
-// grid_block_dot512 for the IQ2 / IQ3 types straight from pass 1: the activations negated under
-// the sign masks, one dpbusd with the magnitudes (the same int32 sums: no pair exceeds int16).
-inline __m512 grid_block_dot512_mag(const GridRaw& c, const uint8_t* ab, __m512 acc) {
+// Tokens taken together against one decoded row (grid_int_run's steps of 2..31 tokens, and single
+// tokens): each block's magnitudes, sign masks and scale lanes are loaded once for all of them,
+// and every token gets grid_raw_dot512's float operations (the same sums, so the same bits).
+constexpr int kGridTileTokens = 4;
+template <uint32_t Type, int T>
+inline void grid_row_tile512_n(const GridRaw* c, int64_t nb, const uint8_t* act, size_t arb, float* y, int64_t ys) {
     const __m512i quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-    float da;
-    std::memcpy(&da, ab + quant::kQ8KOffD, 4);
-    __m512 blk = _mm512_setzero_ps();
-    for (int z = 0; z < 4; ++z) {
-        const __m512i a = _mm512_loadu_si512(ab + quant::kQ8KOffQs + 64 * z);
-        const __m512i sa = _mm512_mask_sub_epi8(a, (__mmask64)c.neg[z], _mm512_setzero_si512(), a);
+    __m512 acc[T];
+    for (int j = 0; j < T; ++j) acc[j] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        __m512i mag[4];
+        __mmask64 neg[4];
+        __m512 sc[4];
+        for (int z = 0; z < 4; ++z) {
+            if constexpr (Type == quant::T_IQ1_S || Type == quant::T_IQ1_M) {  // codes 8g +- 1: |code| <= 9
+                const __m512i q = grid_codes_512<Type>(c[b], z);
+                mag[z] = _mm512_abs_epi8(q);
+                neg[z] = _mm512_movepi8_mask(q);
+            } else {
+                mag[z] = _mm512_load_si512(c[b].g + 8 * z);
+                neg[z] = (__mmask64)c[b].neg[z];
+            }
+            sc[z] = _mm512_permutexvar_ps(quad, _mm512_castps128_ps512(_mm_loadu_ps(c[b].sc + 4 * z)));
+        }
+        for (int j = 0; j < T; ++j) {
+            const uint8_t* ab = act + (size_t)j * arb + (size_t)b * quant::kQ8KBlockBytes;
+            float da;
+            std::memcpy(&da, ab + quant::kQ8KOffD, 4);
+            __m512 blk = _mm512_setzero_ps();
+            for (int z = 0; z < 4; ++z) {
+                const __m512i a = _mm512_loadu_si512(ab + quant::kQ8KOffQs + 64 * z);
+                const __m512i sa = _mm512_mask_sub_epi8(a, neg[z], _mm512_setzero_si512(), a);
 #ifdef __AVX512VNNI__
-        const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_load_si512(c.g + 8 * z), sa);
+                const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), mag[z], sa);
 #else
-        const __m512i p = _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_load_si512(c.g + 8 * z), sa), _mm512_set1_epi16(1));
+                const __m512i p = _mm512_madd_epi16(_mm512_maddubs_epi16(mag[z], sa), _mm512_set1_epi16(1));
 #endif
-        const __m512 sc = _mm512_permutexvar_ps(quad, _mm512_castps128_ps512(_mm_loadu_ps(c.sc + 4 * z)));
-        blk = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(p), blk);
+                blk = _mm512_fmadd_ps(sc[z], _mm512_cvtepi32_ps(p), blk);
+            }
+            acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(da), blk, acc[j]);
+        }
     }
-    return _mm512_fmadd_ps(_mm512_set1_ps(da), blk, acc);
+    for (int j = 0; j < T; ++j) y[j * ys] = _mm512_reduce_add_ps(acc[j]);
 }
 template <uint32_t Type>
-inline __m512 grid_raw_dot512(const GridRaw& c, const uint8_t* ab, __m512 acc) {
-    if constexpr (Type == quant::T_IQ1_S || Type == quant::T_IQ1_M)
-        return grid_block_dot512(c, [](const GridRaw& x, int z) { return grid_codes_512<Type>(x, z); }, ab, acc);
-    else
-        return grid_block_dot512_mag(c, ab, acc);
+inline void grid_row_tile512(const GridRaw* c, int64_t nb, const uint8_t* act, size_t arb, int tokens, float* y, int64_t ys) {
+    static_assert(kGridTileTokens == 4);
+    switch (tokens) {
+        case 1: return grid_row_tile512_n<Type, 1>(c, nb, act, arb, y, ys);
+        case 2: return grid_row_tile512_n<Type, 2>(c, nb, act, arb, y, ys);
+        case 3: return grid_row_tile512_n<Type, 3>(c, nb, act, arb, y, ys);
+        default: return grid_row_tile512_n<Type, 4>(c, nb, act, arb, y, ys);
+    }
 }
 #endif
 
@@ -505,14 +532,11 @@ void grid_int_run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t
             for (int64_t r = rc; r < re; ++r)
                 for (int64_t b = 0; b < nb; ++b)
                     grid_raw<Type>(w + (size_t)r * wrb + (size_t)b * kBlockBytes, raw[(size_t)((r - rc) * nb + b)]);
-            for (int64_t t = 0; t < nt; ++t)
-                for (int64_t r = rc; r < re; ++r) {
-                    __m512 acc = _mm512_setzero_ps();
-                    for (int64_t b = 0; b < nb; ++b)
-                        acc = grid_raw_dot512<Type>(raw[(size_t)((r - rc) * nb + b)],
-                                                    act + (size_t)t * arb + (size_t)b * quant::kQ8KBlockBytes, acc);
-                    y[t * ys + r] = _mm512_reduce_add_ps(acc);
-                }
+            for (int64_t t0 = 0; t0 < nt; t0 += kGridTileTokens) {
+                const int tile = (int)std::min<int64_t>(kGridTileTokens, nt - t0);
+                for (int64_t r = rc; r < re; ++r)
+                    grid_row_tile512<Type>(raw.data() + (r - rc) * nb, nb, act + (size_t)t0 * arb, arb, tile, y + t0 * ys + r, ys);
+            }
         }
         return;
     }
@@ -587,13 +611,11 @@ void grid_r4_run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t 
         const uint8_t* grp = w + (size_t)r * wrb;
         for (int64_t b = 0; b < nb; ++b)
             for (int k = 0; k < 4; ++k) grid_raw_r4<Type>(grp + (size_t)grid_r4_bytes<Type>() * b, k, raw[(size_t)(k * nb + b)]);
-        for (int64_t t = 0; t < nt; ++t)
-            for (int k = 0; k < 4; ++k) {
-                __m512 acc = _mm512_setzero_ps();
-                for (int64_t b = 0; b < nb; ++b)
-                    acc = grid_block_dot512_mag(raw[(size_t)(k * nb + b)], act + (size_t)t * arb + (size_t)b * quant::kQ8KBlockBytes, acc);
-                y[t * ys + r + k] = _mm512_reduce_add_ps(acc);
-            }
+        for (int64_t t0 = 0; t0 < nt; t0 += kGridTileTokens) {
+            const int tile = (int)std::min<int64_t>(kGridTileTokens, nt - t0);
+            for (int k = 0; k < 4; ++k)  // (the plain IQ2 / IQ3 types' dot: magnitudes and sign masks)
+                grid_row_tile512<quant::T_IQ2_XXS>(raw.data() + k * nb, nb, act + (size_t)t0 * arb, arb, tile, y + t0 * ys + r + k, ys);
+        }
     }
 }
 #endif
