@@ -263,6 +263,105 @@ struct ZIq3K : KIq3K {
     }
 };
 
+struct ZIq2Ks : KIq2Ks {
+    template <class S>
+    static void unpack(const uint8_t* b, float rowd, S& s) {
+        const uint16_t extra = rd_u16(b);
+        const uint64_t ls = _pdep_u64(rd_u32(b + 2), 0x0f0f0f0f0f0f0f0full) | _pdep_u64(extra >> 8, 0x1010101010101010ull);
+        __m128i sc8;
+        const __m256i corr = set_corr32(ls, 16, extra & 0xff, 5, &sc8);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+        const __m512i tab = _mm512_broadcast_i32x4(_mm_cvtsi32_si128((int)rd_u32((const uint8_t*)tabs::kIq2nl)));
+        for (int k = 0; k < 4; ++k)
+            zemit_signed(s, k, _mm512_shuffle_epi8(tab, zp2(b + 6 + 32 * (k >> 1), k & 1)), zscale(sc16, k));
+        s.end(rowd, rowd, corr);
+    }
+};
+
+struct ZIq3Ks : KIq3Ks {
+    template <class S>
+    static void unpack(const uint8_t* b, float rowd, S& s) {
+        const uint16_t extra = rd_u16(b);
+        const uint32_t sl = rd_u32(b + 2);
+        const uint64_t nib = (uint64_t)(sl & 0x0f0f0f0fu) | (uint64_t)((sl >> 4) & 0x0f0f0f0fu) << 32;
+        __m128i sc8;
+        const __m256i corr = set_corr32(nib | _pdep_u64(extra & 0xff, 0x1010101010101010ull), 16, extra >> 8, 4, &sc8);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+        const __m512i tab = _mm512_broadcast_i32x4(_mm_loadl_epi64((const __m128i*)tabs::kIq3nl));
+        const __m512i hb2 = zbcast256(b + 70);
+        for (int k = 0; k < 4; ++k) {
+            __m512i q = zp2(b + 6 + 32 * (k >> 1), k & 1);
+            q = _mm512_mask_add_epi8(q, zhb(hb2, 2 * k), q, zset1(4));
+            zemit_signed(s, k, _mm512_shuffle_epi8(tab, q), zscale(sc16, k));
+        }
+        s.end(rowd, rowd, corr);
+    }
+};
+
+struct ZIq4Kss : KIq4Kss {
+    template <class S>
+    static void unpack(const uint8_t* b, float rowd, S& s) {
+        // bit 0 of the 8 words of sub-block j = scale byte j; the rest is a Gray code of the
+        // sub-block's 16 NL4 bytes (as SIq4Kss), then the 512-bit P4N lookups.
+        uint64_t s8 = 0;
+        alignas(64) uint8_t codes[128];
+        for (int k = 0; k < 2; ++k) {
+            const __m512i u = _mm512_loadu_si512((const void*)(b + 64 * k));
+            s8 |= _pext_u64(_mm512_movepi8_mask(_mm512_slli_epi16(u, 15)), 0xAAAAAAAAAAAAAAAAull) << (32 * k);
+            const __m512i e = _mm512_and_si512(u, _mm512_set1_epi16((short)0xFFFE));
+            _mm512_store_si512((void*)(codes + 64 * k), _mm512_xor_si512(e, _mm512_srli_epi16(e, 1)));
+        }
+        __m128i sc8;
+        __m256i corr;
+        alignas(8) uint8_t sb[8];
+        std::memcpy(sb, &s8, 8);
+        ks_scale_vectors(sb, 4, &sc8, &corr);
+        zp4n_blocks(codes, tabs::kIq4k, _mm256_cvtepi8_epi16(sc8), s);
+        s.end(rowd, rowd, sat_corr(corr, sc8));
+    }
+};
+
+// IQ2_KL: a 5-bit code per weight pair (low nibble / high nibble of the 64 bytes at 6, bit c of
+// the 16 bytes at 70 for chunk c) naming one of 32 pairs. The 64-byte table holds the pairs'
+// first weights at 0..31 and their second weights at 32..63, so one vpermb gives both.
+struct Iq2KlBytes {
+    alignas(64) int8_t v[64];
+};
+constexpr Iq2KlBytes make_iq2kl_bytes() {
+    Iq2KlBytes t{};
+    for (int k = 0; k < 32; ++k) {
+        t.v[k] = (int8_t)(tabs::kIq2kl[k] & 255);
+        t.v[32 + k] = (int8_t)(tabs::kIq2kl[k] >> 8);
+    }
+    return t;
+}
+inline constexpr Iq2KlBytes kIq2klBytes = make_iq2kl_bytes();
+
+struct ZIq2Kl : KIq2Kl {
+    template <class S>
+    static void unpack(const uint8_t* b, float rowd, S& s) {
+        const uint32_t sl = rd_u32(b + 2);
+        const uint64_t nib = (uint64_t)(sl & 0x0f0f0f0fu) | (uint64_t)((sl >> 4) & 0x0f0f0f0fu) << 32;
+        const __m128i sc8 = _mm_sub_epi8(dup8(nib | _pdep_u64(rd_u16(b), 0x3030303030303030ull)), _mm_set1_epi8(32));
+        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+        // lane L of chunk pair (2m, 2m + 1): code byte (L % 32) / 2; odd lanes take the second weight
+        alignas(64) static const uint8_t spread[64] = {
+            0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15,
+            0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15};
+        const __m512i place = _mm512_load_si512((const void*)spread);
+        const __m512i second = _mm512_set1_epi16((short)0x2000);
+        const __m512i tab = _mm512_load_si512((const void*)kIq2klBytes.v);
+        const __m512i qh = _mm512_permutexvar_epi8(place, _mm512_castsi128_si512(ld128(b + 70)));
+        for (int m = 0; m < 4; ++m) {
+            const __m512i q = _mm512_permutexvar_epi8(place, _mm512_castsi128_si512(ld128(b + 6 + 16 * m)));
+            __m512i c = _mm512_and_si512(_mm512_srlv_epi16(q, zshift2(0, 4)), zset1(15));
+            c = _mm512_mask_add_epi8(c, zhb(qh, 2 * m), c, zset1(16));
+            zemit_signed(s, m, _mm512_permutexvar_epi8(_mm512_or_si512(c, second), tab), zscale(sc16, m));
+        }
+        s.end(rowd);
+    }
+};
+
 // U: the natural-order unpacker (conv path of big batches), N: its nibble-order twin (tiles).
 template <class U, class N, template <int, bool> class Tile, int TMax>
 void simd_matmul_nib(const uint8_t* w, size_t w_row_bytes, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
