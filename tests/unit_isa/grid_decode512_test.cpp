@@ -1,3 +1,4 @@
+// Grid i-quant decoders against their scalar twins, byte for byte.
 // The AVX-512 VBMI decoder of the grid i-quants (grid_vec512.h; IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS,
 // IQ3_S by register table lookups, IQ1_S / IQ1_M by pdep indices) must give the scalar decoder's
 // GridRaw byte for byte: the same grid magnitudes, negation masks and float scales, so the
@@ -15,26 +16,33 @@
 namespace ikllm::cpu {
 bool grid_decode_block_vec512(uint32_t type, const uint8_t* src, uint8_t* out, size_t* n);
 bool grid_decode_block_ref(uint32_t type, const uint8_t* src, uint8_t* out, size_t* n);
+bool grid_reencode_avx2_matches(uint32_t type, const uint8_t* src);
 }  // namespace ikllm::cpu
 
 namespace {
 using namespace ikllm;
 
+const uint32_t kGridTypes[] = {quant::T_IQ2_XXS, quant::T_IQ2_XS, quant::T_IQ2_S, quant::T_IQ3_XXS,
+                               quant::T_IQ3_S,   quant::T_IQ1_S,  quant::T_IQ1_M};
+
+// A random block; the fp16 scale (IQ1_M: in the scale words' top nibbles, random anyway) normal,
+// near 1 or subnormal.
+void random_block(uint32_t type, int it, std::mt19937& rng, uint8_t* blk, size_t n) {
+    for (size_t i = 0; i < n; ++i) blk[i] = (uint8_t)rng();
+    const uint16_t h = (uint16_t)(it % 3 == 0 ? rng() & 0x7BFF : it % 3 == 1 ? 0x3C00 + (rng() & 0x3FF) : rng() & 0x3FF);
+    if (type != quant::T_IQ1_M) std::memcpy(blk, &h, 2);
+}
+
 TEST(GridDecode512, VectorDecoderMatchesScalarBytes) {
     if (cpu::detected_isa() != cpu::Isa::avx512) GTEST_SKIP() << "this CPU has no AVX-512 VBMI (the vector decoder's ISA)";
-    const uint32_t types[] = {quant::T_IQ2_XXS, quant::T_IQ2_XS, quant::T_IQ2_S, quant::T_IQ3_XXS,
-                              quant::T_IQ3_S,   quant::T_IQ1_S,  quant::T_IQ1_M};
     std::mt19937 rng(2026);
-    for (uint32_t type : types) {
+    for (uint32_t type : kGridTypes) {
         const quant::TypeTraits* t = quant::find_type(type);
         ASSERT_NE(t, nullptr);
         int mismatches = 0;
         for (int it = 0; it < 20000; ++it) {
             alignas(64) uint8_t blk[128];
-            for (auto& b : blk) b = (uint8_t)rng();
-            // fp16 scale: random finite value (IQ1_M keeps it in the scale words' top nibbles: random anyway)
-            const uint16_t h = (uint16_t)(it % 3 == 0 ? rng() & 0x7BFF : it % 3 == 1 ? 0x3C00 + (rng() & 0x3FF) : rng() & 0x3FF);
-            if (type != quant::T_IQ1_M) std::memcpy(blk, &h, 2);
+            random_block(type, it, rng, blk, sizeof blk);
             uint8_t a[512], b[512];
             size_t na = 0, nb = 0;
             ASSERT_TRUE(cpu::grid_decode_block_vec512(type, blk, a, &na));
@@ -47,6 +55,23 @@ TEST(GridDecode512, VectorDecoderMatchesScalarBytes) {
             }
         }
         EXPECT_EQ(mismatches, 0) << t->name;
+    }
+}
+
+// Prompt batches on AVX2: the vector re-encoding (8-bit codes, one scale per block) must give the
+// scalar one's codes and scale exactly.
+TEST(GridDecodeAvx2, ReencodingMatchesScalar) {
+    if (cpu::detected_isa() != cpu::Isa::avx2 && cpu::detected_isa() != cpu::Isa::avx512) GTEST_SKIP() << "this CPU has no AVX2";
+    std::mt19937 rng(77);
+    for (uint32_t type : kGridTypes) {
+        int mismatches = 0;
+        for (int it = 0; it < 20000; ++it) {
+            alignas(64) uint8_t blk[128];
+            random_block(type, it, rng, blk, sizeof blk);
+            if (!cpu::grid_reencode_avx2_matches(type, blk) && mismatches++ < 3)
+                ADD_FAILURE() << quant::find_type(type)->name << ": block " << it << " re-encoded differently";
+        }
+        EXPECT_EQ(mismatches, 0) << quant::find_type(type)->name;
     }
 }
 

@@ -22,6 +22,10 @@
 #include <arm_neon.h>
 #endif
 #include "kernels/grid_vec512.h"
+#if defined(__AVX2__) && defined(__FMA__) && !(defined(__AVX512F__) && defined(__AVX512BW__))
+#define IKLLM_GRID_AVX2 1
+#include "kernels/kquant_simd.h"  // ConvRow, conv_tile: the re-encoded rows' exact AVX2 GEMM
+#endif
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
 #define IKLLM_GRID_PANELS 1
 #include "kernels/conv_panel_avx512.h"
@@ -388,7 +392,7 @@ inline void grid_row_tile512_n(const GridRaw* c, int64_t nb, const uint8_t* act,
     for (int j = 0; j < T; ++j) y[j * ys] = _mm512_reduce_add_ps(acc[j]);
 }
 template <uint32_t Type>
-inline void grid_row_tile512(const GridRaw* c, int64_t nb, const uint8_t* act, size_t arb, int tokens, float* y, int64_t ys) {
+inline void grid_row_tile(const GridRaw* c, int64_t nb, const uint8_t* act, size_t arb, int tokens, float* y, int64_t ys) {
     static_assert(kGridTileTokens == 4);
     switch (tokens) {
         case 1: return grid_row_tile512_n<Type, 1>(c, nb, act, arb, y, ys);
@@ -399,33 +403,139 @@ inline void grid_row_tile512(const GridRaw* c, int64_t nb, const uint8_t* act, s
 }
 #endif
 
+#ifdef IKLLM_GRID_AVX2
+// AVX2 twin of grid_row_tile512: tokens taken together against one decoded row, 32 weights a step
+// (magnitudes loaded from pass 1 and the activations negated under the sign masks; IQ1: the
+// codes 8g +- 1 formed here), per token the float operations of the AVX2 kernel before it: each
+// 32 weights' 8 four-weight sums times their scale lanes into the block sum, then d_a times
+// that.
+// Byte i of the result: 0xFF where bit i of m is set.
+inline __m256i grid_mask32_256(uint32_t m) {
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bits = _mm256_set1_epi64x(0x8040201008040201ll);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)m), spread), bits), bits);
+}
+template <uint32_t Type, int T>
+inline void grid_row_tile256_n(const GridRaw* c, int64_t nb, const uint8_t* act, size_t arb, float* y, int64_t ys) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i pair = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);  // lane i: 4 codes of group i / 4
+    __m256 acc[T];
+    for (int j = 0; j < T; ++j) acc[j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const GridRaw& r = c[b];
+        __m256 blk[T];
+        for (int j = 0; j < T; ++j) blk[j] = _mm256_setzero_ps();
+        for (int z = 0; z < 8; ++z) {
+            const __m256i m = grid_mask32_256((uint32_t)(r.neg[z >> 1] >> (32 * (z & 1))));
+            const __m256i g = _mm256_load_si256(reinterpret_cast<const __m256i*>(r.g + 4 * z));
+            __m256i u = g;
+            if constexpr (Type == quant::T_IQ1_S || Type == quant::T_IQ1_M) {  // 8g + 1, or 8g - 1 under m
+                const __m256i q = _mm256_add_epi8(_mm256_and_si256(_mm256_slli_epi16(g, 3), _mm256_set1_epi8((char)0xF8)),
+                                                  _mm256_or_si256(m, _mm256_set1_epi8(1)));
+                u = _mm256_sign_epi8(q, q);
+                // the sign of the product is the code's: negate the activation where q < 0
+                const __m256i qneg = _mm256_cmpgt_epi8(_mm256_setzero_si256(), q);
+                const __m256 sc = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(r.sc + 2 * z)))), pair);
+                for (int j = 0; j < T; ++j) {
+                    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act + (size_t)j * arb + (size_t)b * quant::kQ8KBlockBytes + quant::kQ8KOffQs + 32 * z));
+                    const __m256i sa = _mm256_sub_epi8(_mm256_xor_si256(a, qneg), qneg);
+                    blk[j] = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(u, sa), ones)), blk[j]);
+                }
+                continue;
+            }
+            const __m256 sc = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(r.sc + 2 * z)))), pair);
+            for (int j = 0; j < T; ++j) {
+                const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act + (size_t)j * arb + (size_t)b * quant::kQ8KBlockBytes + quant::kQ8KOffQs + 32 * z));
+                const __m256i sa = _mm256_sub_epi8(_mm256_xor_si256(a, m), m);
+                blk[j] = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(u, sa), ones)), blk[j]);
+            }
+        }
+        for (int j = 0; j < T; ++j) {
+            float da;
+            std::memcpy(&da, act + (size_t)j * arb + (size_t)b * quant::kQ8KBlockBytes + quant::kQ8KOffD, 4);
+            acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(da), blk[j], acc[j]);
+        }
+    }
+    for (int j = 0; j < T; ++j) {
+        const __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1));
+        const __m128 h = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        y[j * ys] = _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+    }
+}
+constexpr int kGridTileTokens = 4;
+template <uint32_t Type>
+inline void grid_row_tile(const GridRaw* c, int64_t nb, const uint8_t* act, size_t arb, int tokens, float* y, int64_t ys) {
+    switch (tokens) {
+        case 1: return grid_row_tile256_n<Type, 1>(c, nb, act, arb, y, ys);
+        case 2: return grid_row_tile256_n<Type, 2>(c, nb, act, arb, y, ys);
+        case 3: return grid_row_tile256_n<Type, 3>(c, nb, act, arb, y, ys);
+        default: return grid_row_tile256_n<Type, 4>(c, nb, act, arb, y, ys);
+    }
+}
+
+// grid_decode_conv in AVX2 vectors, the same integers (as grid_reencode_block for AVX-512): the
+// codes times each 16-weight group's integer multiplier scale / u are the block's P; dnew =
+// max|P| * d0; P kept when dnew < 1, else RNE(float(P) * (1 / dnew)). Writes the codes and their
+// magnitudes, returns the block scale.
+template <uint32_t Type>
+inline float grid_reencode_avx2(const uint8_t* src, int8_t* q, uint8_t* aq) {
+    constexpr GridConv gc = grid_conv(Type);
+    GridCodes c;
+    grid_decode_codes<Type>(src, c);
+    const float u = grid_block_d(Type, src) * gc.unit;
+    __m256i P[16], mx = _mm256_setzero_si256();
+    for (int k = 0; k < 16; ++k) {
+        const int16_t m = u == 0.0f ? 0 : (int16_t)(c.sc[k] / u);
+        P[k] = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c.q + 16 * k))), _mm256_set1_epi16(m));
+        mx = _mm256_max_epi16(mx, _mm256_abs_epi16(P[k]));
+    }
+    __m128i m8 = _mm_max_epi16(_mm256_castsi256_si128(mx), _mm256_extracti128_si256(mx, 1));
+    m8 = _mm_max_epi16(m8, _mm_srli_si128(m8, 8));
+    m8 = _mm_max_epi16(m8, _mm_srli_si128(m8, 4));
+    m8 = _mm_max_epi16(m8, _mm_srli_si128(m8, 2));
+    float dnew = (float)(_mm_cvtsi128_si32(m8) & 0xFFFF) * gc.d0;
+    const bool keep = dnew < 1.0f;
+    if (keep) dnew = 1.0f;
+    const __m256 inv = _mm256_set1_ps(1.0f / dnew);
+    auto requant = [&](__m256i p) {  // 16 int16 -> RNE(p / dnew) as int16, in order
+        const __m256i lo = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(p))), inv));
+        const __m256i hi = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(p, 1))), inv));
+        return _mm256_permute4x64_epi64(_mm256_packs_epi32(lo, hi), 0xD8);
+    };
+    for (int i = 0; i < 8; ++i) {
+        const __m256i a = keep ? P[2 * i] : requant(P[2 * i]), b = keep ? P[2 * i + 1] : requant(P[2 * i + 1]);
+        const __m256i v = _mm256_permute4x64_epi64(_mm256_packs_epi16(a, b), 0xD8);  // |v| <= 127
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 32 * i), v);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(aq + 32 * i), _mm256_abs_epi8(v));
+    }
+    return gti_round_half(u * dnew);
+}
+
+// Batches of kGridConvMinTokens or more: each row re-encoded once (grid_reencode_avx2), then the
+// K-quants' exact AVX2 GEMM of re-encoded rows (kquant_simd.h: integer block sums, one float
+// scale per block and token).
+template <uint32_t Type>
+void grid_conv_avx2(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
+                    int64_t nt, float* y, int64_t ys) {
+    constexpr int kBlockBytes = grid_conv(Type).block_bytes;
+    const int64_t nb = ne0 / 256;
+    ConvRow cr(ne0);
+    for (int64_t r = r0; r < r1; ++r) {
+        for (int64_t b = 0; b < nb; ++b)
+            cr.d[b] = grid_reencode_avx2<Type>(w + (size_t)r * wrb + (size_t)b * kBlockBytes, cr.q + 256 * b, cr.aq + 256 * b);
+        int64_t t = 0;
+        for (; t + 4 <= nt; t += 4) conv_tile<4>(cr, nb, act + (size_t)t * arb, arb, y + t * ys + r, ys);
+        for (; t < nt; ++t) conv_tile<1>(cr, nb, act + (size_t)t * arb, arb, y + t * ys + r, ys);
+    }
+}
+#endif
+
 inline float grid_row_dot(const GridCodes* c, const uint8_t* act, int64_t nb) {
 #if defined(__AVX512F__) && defined(__AVX512BW__)
     __m512 acc = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b)
         acc = grid_block_dot512(c[b], [](const GridCodes& x, int z) { return grid_codes_of(x, z); }, act + b * quant::kQ8KBlockBytes, acc);
     return _mm512_reduce_add_ps(acc);
-#elif defined(__AVX2__) && defined(__FMA__)
-    const __m256i ones = _mm256_set1_epi16(1);
-    const __m256i pair = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);  // lane i: 4 codes of group i / 4
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* ab = act + b * quant::kQ8KBlockBytes;
-        float da;
-        std::memcpy(&da, ab + quant::kQ8KOffD, 4);
-        __m256 blk = _mm256_setzero_ps();
-        for (int z = 0; z < 8; ++z) {
-            const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c[b].q + 32 * z));
-            const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab + quant::kQ8KOffQs + 32 * z));
-            const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(a, q)), ones);
-            const __m256 sc = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(c[b].sc + 2 * z)))), pair);
-            blk = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(p), blk);
-        }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(da), blk, acc);
-    }
-    const __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-    const __m128 h = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
 #else
     // Portable, and NEON with the 16-weight integer sums from sdot: the same float operations.
     float acc = 0.0f;
@@ -524,7 +634,10 @@ void grid_int_run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t
         return;
     }
 #endif
-#ifdef IKLLM_GRID_DECODE512
+#ifdef IKLLM_GRID_AVX2
+    if (conv) return grid_conv_avx2<Type>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+#endif
+#if defined(IKLLM_GRID_DECODE512) || defined(IKLLM_GRID_AVX2)
     if (!conv) {
         std::vector<GridRaw> raw((size_t)(nb * kRowChunk));
         for (int64_t rc = r0; rc < r1; rc += kRowChunk) {
@@ -535,7 +648,7 @@ void grid_int_run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t
             for (int64_t t0 = 0; t0 < nt; t0 += kGridTileTokens) {
                 const int tile = (int)std::min<int64_t>(kGridTileTokens, nt - t0);
                 for (int64_t r = rc; r < re; ++r)
-                    grid_row_tile512<Type>(raw.data() + (r - rc) * nb, nb, act + (size_t)t0 * arb, arb, tile, y + t0 * ys + r, ys);
+                    grid_row_tile<Type>(raw.data() + (r - rc) * nb, nb, act + (size_t)t0 * arb, arb, tile, y + t0 * ys + r, ys);
             }
         }
         return;
@@ -614,7 +727,7 @@ void grid_r4_run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t 
         for (int64_t t0 = 0; t0 < nt; t0 += kGridTileTokens) {
             const int tile = (int)std::min<int64_t>(kGridTileTokens, nt - t0);
             for (int k = 0; k < 4; ++k)  // (the plain IQ2 / IQ3 types' dot: magnitudes and sign masks)
-                grid_row_tile512<quant::T_IQ2_XXS>(raw.data() + k * nb, nb, act + (size_t)t0 * arb, arb, tile, y + t0 * ys + r + k, ys);
+                grid_row_tile<quant::T_IQ2_XXS>(raw.data() + k * nb, nb, act + (size_t)t0 * arb, arb, tile, y + t0 * ys + r + k, ys);
         }
     }
 }
