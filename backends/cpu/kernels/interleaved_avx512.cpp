@@ -1,6 +1,6 @@
 // AVX-512 kernels of the row-interleaved types (quant-formats.md §12): the kernels of
 // interleaved_simd.h built with VNNI dot products (vpdpbusd on 256-bit vectors) for IQ4_XS_R8,
-// Q4_K_R4, IQ4_K_R4, IQ4_KS_R4 (Q4_0_R8, Q8_0_R8: legacy_avx512.cpp, legacy_r8_avx512.h), and of
+// Q4_K_R4, and their 512-bit forms for IQ4_K_R4, IQ4_KS_R4 (interleaved_iq4_r4_512.h) (Q4_0_R8, Q8_0_R8: legacy_avx512.cpp, legacy_r8_avx512.h), and of
 // interleaved_simd_kquant.h (VNNI, VBMI table lookups) for Q5_K_R4, Q6_K_R4, IQ4_NL_R4,
 // IQ5_KS_R4; IQ2_K_R4, IQ3_K_R4, IQ5_K_R4 on 512-bit vectors (interleaved_simd_iqk512.h, via
 // interleaved_simd_iqk.h); BF16_R16 with vdpbf16ps (16 rows per zmm, one bf16 column pair per
@@ -15,6 +15,7 @@
 #include "kernels/grid_int.h"
 #include "kernels/iq1_r4_avx512.h"
 #include "kernels/interleaved_simd.h"
+#include "kernels/interleaved_iq4_r4_512.h"
 #include "kernels/interleaved_simd_iqk.h"
 #include "kernels/interleaved_simd_kquant.h"
 namespace ikllm::cpu {
@@ -54,8 +55,8 @@ KernelTable interleaved_kernels_avx512() {
     static const MatmulKernel kKernels[] = {
         {T_IQ4_XS_R8, Isa::avx512, &kGtiActQ8K32, run_interleaved<KIQ4XSR8>},
         {T_Q4_K_R4, Isa::avx512, &kGtiActQ8K32, run_interleaved<KQ4KR4>},
-        {T_IQ4_K_R4, Isa::avx512, &kGtiActQ8K, run_interleaved<KIQ4KR4>},
-        {T_IQ4_KS_R4, Isa::avx512, &kGtiActQ8K32, run_interleaved<KIQ4KSR4>},
+        {T_IQ4_K_R4, Isa::avx512, &kGtiActQ8K, run_interleaved<KIQ4KR4Z>},
+        {T_IQ4_KS_R4, Isa::avx512, &kGtiActQ8K32, run_interleaved<KIQ4KSR4Z>},
         {T_Q5_K_R4, Isa::avx512, simd_act_q8_k32_rows(), run_interleaved_fused<KQ5KR4>},
         {T_Q6_K_R4, Isa::avx512, simd_act_q8_k_rows(), run_interleaved_fused<KQ6KR4>},
         {T_IQ4_NL_R4, Isa::avx512, simd_act_q8_2_x4(), run_interleaved_fused<KIQ4NLR4>},
