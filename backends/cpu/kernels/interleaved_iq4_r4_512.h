@@ -24,9 +24,9 @@ inline void nib4_pairs(const uint8_t* qa, Nib4Pairs& o) {
     const __m512i tbl = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(vals::kIq4k)));
     const __m512i q = _mm512_loadu_si512(qa);
     const __m512i shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
+    const __m512i both[2] = {_mm512_shuffle_i64x2(q, q, 0x44), _mm512_shuffle_i64x2(q, q, 0xEE)};  // q01, q23 in both halves
     for (int p = 0; p < 2; ++p) {
-        const __m512i both = _mm512_shuffle_i64x2(q, q, p ? 0xEE : 0x44);  // q01 (q23) in both halves
-        const __m512i v = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srlv_epi16(both, shift), _mm512_set1_epi8(15)));
+        const __m512i v = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srlv_epi16(both[p], shift), _mm512_set1_epi8(15)));
         o.av[p] = _mm512_abs_epi8(v);
         o.neg[p] = _mm512_movepi8_mask(v);
     }
