@@ -233,15 +233,33 @@ inline void nib4_values(const uint8_t* qa, __m256i v[4], __m256i av[4]) {
     }
 }
 
+// The four NIB4 vectors of a sub-block as signed iq4k values, and their integer sums against a
+// sub-block of activation codes per (column half, row) lane (the 256-bit form; AVX-512 has its
+// own, interleaved_iq4_r4_512.h).
+struct Nib4Vals256 {
+    struct Vals {
+        __m256i v[4], av[4];
+    };
+    static void load(const uint8_t* qa, Vals& o) { nib4_values(qa, o.v, o.av); }
+    static __m256i dot(const Vals& w, const int8_t* a32) {
+        __m256i aq[4];
+        nib4_acts(a32, aq);
+        __m256i s = _mm256_setzero_si256();
+        for (int j = 0; j < 4; ++j) s = dot_ss(s, w.av[j], w.v[j], aq[j]);
+        return s;
+    }
+};
+
 // IQ4_K_R4 x Q8_K: 576 bytes per 256 columns; lanes = (column half h, row k), scale per 16 columns.
 // The second value set is the first + 4, added as 4 * (16-column code sum).
-struct KIQ4KR4 {
+template <class W>
+struct KIQ4KR4T {
     static constexpr int N = 4, kCols = 256, kGroupMeta = 0, kBlockBytes = 576;
     static constexpr bool kDupHalves = true;
     struct Prep {
         __m256 dl[8];
         __m256i xm[8];  // all-ones in lanes whose value set is shifted
-        __m256i v[8][4], av[8][4];
+        typename W::Vals w[8];
     };
     static void begin(const uint8_t*, Prep&) {}
     static void prepare(const uint8_t* blk, Prep& p) {
@@ -252,7 +270,7 @@ struct KIQ4KR4 {
             p.dl[ib] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(sc));
             const __m256i x = _mm256_and_si256(_mm256_srli_epi32(u8x8_epi32(blk + 8), ib), _mm256_set1_epi32(1));
             p.xm[ib] = _mm256_sub_epi32(_mm256_setzero_si256(), x);
-            nib4_values(blk + 64 + 64 * ib, p.v[ib], p.av[ib]);
+            W::load(blk + 64 + 64 * ib, p.w[ib]);
         }
     }
     static __m256 accum(const Prep& p, const uint8_t* arow, int64_t, int64_t b, __m256 acc) {
@@ -262,28 +280,27 @@ struct KIQ4KR4 {
         const __m256i bs_lo = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i*)(a + kQ8KOffBsums)));
         const __m256i bs_hi = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i*)(a + kQ8KOffBsums + 16)));
         for (int ib = 0; ib < 8; ++ib) {
-            __m256i aq[4];
-            nib4_acts(qs + 32 * ib, aq);
             const int s0 = 2 * (ib % 4);
             const __m256i bs = _mm256_permutevar8x32_epi32(
                 ib < 4 ? bs_lo : bs_hi, _mm256_setr_epi32(s0, s0, s0, s0, s0 + 1, s0 + 1, s0 + 1, s0 + 1));
-            __m256i s = _mm256_slli_epi32(_mm256_and_si256(bs, p.xm[ib]), 2);
-            for (int j = 0; j < 4; ++j) s = dot_ss(s, p.av[ib][j], p.v[ib][j], aq[j]);
+            const __m256i s = _mm256_add_epi32(_mm256_slli_epi32(_mm256_and_si256(bs, p.xm[ib]), 2), W::dot(p.w[ib], qs + 32 * ib));
             acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(p.dl[ib], da), acc);
         }
         return acc;
     }
 };
+using KIQ4KR4 = KIQ4KR4T<Nib4Vals256>;
 
 // IQ4_KS_R4 x Q8_K32: group = 4 float32 row scales, then 544 bytes per 256 columns; one scale
 // byte per (row, 32 columns): bits 1-7 scale, bit 0 value set (+4, added via the block sums).
-struct KIQ4KSR4 {
+template <class W>
+struct KIQ4KSR4T {
     static constexpr int N = 4, kCols = 256, kGroupMeta = 16, kBlockBytes = 544;
     static constexpr bool kDupHalves = true;
     struct Prep {
         __m128 d;
         __m256 dl[8], fx[8];
-        __m256i v[8][4], av[8][4];
+        typename W::Vals w[8];
     };
     static void begin(const uint8_t* group, Prep& p) { p.d = _mm_loadu_ps((const float*)group); }
     static void prepare(const uint8_t* blk, Prep& p) {
@@ -294,7 +311,7 @@ struct KIQ4KSR4 {
             const __m128 dl = _mm_mul_ps(p.d, _mm_cvtepi32_ps(sc));
             p.dl[ib] = dup4(dl);
             p.fx[ib] = _mm256_set_m128(_mm_setzero_ps(), _mm_mul_ps(dl, _mm_cvtepi32_ps(x4)));
-            nib4_values(blk + 32 + 64 * ib, p.v[ib], p.av[ib]);
+            W::load(blk + 32 + 64 * ib, p.w[ib]);
         }
     }
     static __m256 accum(const Prep& p, const uint8_t* arow, int64_t, int64_t b, __m256 acc) {
@@ -302,16 +319,13 @@ struct KIQ4KSR4 {
         const int8_t* qs = (const int8_t*)(a + kQ8KOffQs);
         const __m256 da = _mm256_set1_ps(rd_f32(a + kQ8KOffD));
         for (int ib = 0; ib < 8; ++ib) {
-            __m256i aq[4];
-            nib4_acts(qs + 32 * ib, aq);
-            __m256i s = _mm256_setzero_si256();
-            for (int j = 0; j < 4; ++j) s = dot_ss(s, p.av[ib][j], p.v[ib][j], aq[j]);
-            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(p.dl[ib], da), acc);
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(W::dot(p.w[ib], qs + 32 * ib)), _mm256_mul_ps(p.dl[ib], da), acc);
             acc = _mm256_fmadd_ps(p.fx[ib], _mm256_set1_ps(rd_f32(a + kQ8KOffBsums + 4 * ib)), acc);
         }
         return acc;
     }
 };
+using KIQ4KSR4 = KIQ4KSR4T<Nib4Vals256>;
 
 // ---- driver: token tiles x row groups x block columns ------------------------------------------
 template <class K>

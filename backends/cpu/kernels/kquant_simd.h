@@ -374,14 +374,28 @@ inline __m256i set_corr32(uint64_t biased, int bias, unsigned sets, int shift, _
                             _mm256_mullo_epi16(_mm256_cvtepi8_epi16(*sc8), _mm256_set1_epi16((short)shift)));
 }
 
+// Block scales of the KS types (and IQ2_KL): the 16 per-16 scales, and the value-set correction.
+inline __m256i iq2ks_scales(const uint8_t* b, __m128i* sc8) {
+    const uint16_t extra = rd_u16(b);
+    const uint64_t ls = _pdep_u64(rd_u32(b + 2), 0x0f0f0f0f0f0f0f0full) | _pdep_u64(extra >> 8, 0x1010101010101010ull);
+    return set_corr32(ls, 16, extra & 0xff, 5, sc8);
+}
+inline uint64_t nib8_of(uint32_t sl) {  // 8 nibbles: low nibbles of the 4 bytes, then their high nibbles
+    return (uint64_t)(sl & 0x0f0f0f0fu) | (uint64_t)((sl >> 4) & 0x0f0f0f0fu) << 32;
+}
+inline __m256i iq3ks_scales(const uint8_t* b, __m128i* sc8) {
+    const uint16_t extra = rd_u16(b);
+    return set_corr32(nib8_of(rd_u32(b + 2)) | _pdep_u64(extra & 0xff, 0x1010101010101010ull), 16, extra >> 8, 4, sc8);
+}
+inline __m128i iq2kl_scales(const uint8_t* b) {
+    return _mm_sub_epi8(dup8(nib8_of(rd_u32(b + 2)) | _pdep_u64(rd_u16(b), 0x3030303030303030ull)), _mm_set1_epi8(32));
+}
+
 struct SIq2Ks : KIq2Ks {
     template <class S>
     static void unpack(const uint8_t* b, float rowd, S& s) {
-        const uint16_t extra = rd_u16(b);
-        const uint64_t ls = _pdep_u64(rd_u32(b + 2), 0x0f0f0f0f0f0f0f0full) |
-                            _pdep_u64(extra >> 8, 0x1010101010101010ull);
         __m128i sc8;
-        const __m256i corr = set_corr32(ls, 16, extra & 0xff, 5, &sc8);
+        const __m256i corr = iq2ks_scales(b, &sc8);
         const ScaleVec sv(sc8);
         const __m256i tab = _mm256_broadcastsi128_si256(_mm_cvtsi32_si128((int)rd_u32((const uint8_t*)tabs::kIq2nl)));
         p2_pairs(b + 6, nullptr, &tab, sv, s);
@@ -392,12 +406,8 @@ struct SIq2Ks : KIq2Ks {
 struct SIq3Ks : KIq3Ks {
     template <class S>
     static void unpack(const uint8_t* b, float rowd, S& s) {
-        const uint16_t extra = rd_u16(b);
-        const uint32_t sl = rd_u32(b + 2);
-        const uint64_t nib = (uint64_t)(sl & 0x0f0f0f0fu) | (uint64_t)((sl >> 4) & 0x0f0f0f0fu) << 32;
-        const uint64_t ls = nib | _pdep_u64(extra & 0xff, 0x1010101010101010ull);
         __m128i sc8;
-        const __m256i corr = set_corr32(ls, 16, extra >> 8, 4, &sc8);
+        const __m256i corr = iq3ks_scales(b, &sc8);
         const ScaleVec sv(sc8);
         const __m256i tab = _mm256_broadcastsi128_si256(_mm_loadl_epi64((const __m128i*)tabs::kIq3nl));
         p2_pairs(b + 6, b + 70, &tab, sv, s);
@@ -433,10 +443,7 @@ struct SIq4Kss : KIq4Kss {
 struct SIq2Kl : KIq2Kl {
     template <class S>
     static void unpack(const uint8_t* b, float rowd, S& s) {
-        const uint32_t sl = rd_u32(b + 2);
-        const uint64_t nib = (uint64_t)(sl & 0x0f0f0f0fu) | (uint64_t)((sl >> 4) & 0x0f0f0f0fu) << 32;
-        const uint64_t ls = nib | _pdep_u64(rd_u16(b), 0x3030303030303030ull);
-        const ScaleVec sv(_mm_sub_epi8(dup8(ls), _mm_set1_epi8(32)));
+        const ScaleVec sv(iq2kl_scales(b));
         // first / second weight of every codebook pair, split by the code's 5th bit
         alignas(16) int8_t t1[32], t2[32];
         for (int k = 0; k < 32; ++k) {

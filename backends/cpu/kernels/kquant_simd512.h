@@ -228,6 +228,24 @@ inline __m512i zp2(const uint8_t* q32, int j) {
     return _mm512_and_si512(_mm512_srlv_epi16(zbcast256(q32), zshift2(4 * j, 4 * j + 2)), zset1(3));
 }
 
+// IQ2 codes (P2, 64 bytes at q64) through the 4-entry IQ2 table, signed, into the sink.
+template <class S>
+inline void zp2_blocks(const uint8_t* q64, __m256i sc16, S& s) {
+    const __m512i tab = _mm512_broadcast_i32x4(_mm_cvtsi32_si128((int)rd_u32((const uint8_t*)tabs::kIq2nl)));
+    for (int k = 0; k < 4; ++k) zemit_signed(s, k, _mm512_shuffle_epi8(tab, zp2(q64 + 32 * (k >> 1), k & 1)), zscale(sc16, k));
+}
+// IQ3 codes: P2 plus bit c of the 32 bytes at hb32 for chunk c, through the 8-entry IQ3 table.
+template <class S>
+inline void zp3_blocks(const uint8_t* q64, const uint8_t* hb32, __m256i sc16, S& s) {
+    const __m512i tab = _mm512_broadcast_i32x4(_mm_loadl_epi64((const __m128i*)tabs::kIq3nl));
+    const __m512i hb2 = zbcast256(hb32);
+    for (int k = 0; k < 4; ++k) {
+        __m512i q = zp2(q64 + 32 * (k >> 1), k & 1);
+        q = _mm512_mask_add_epi8(q, zhb(hb2, 2 * k), q, zset1(4));
+        zemit_signed(s, k, _mm512_shuffle_epi8(tab, q), zscale(sc16, k));
+    }
+}
+
 struct ZIq2K : KIq2K {
     template <class S>
     static void unpack(const uint8_t* b, float, S& s) {
@@ -235,9 +253,7 @@ struct ZIq2K : KIq2K {
         const uint64_t hi = _pdep_u64(rd_u32(b + 8), 0x0f0f0f0f0f0f0f0full);
         const __m128i sc8 = _mm_sub_epi8(_mm_set_epi64x((long long)hi, (long long)lo), _mm_set1_epi8(8));
         const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
-        const __m512i tab = _mm512_broadcast_i32x4(_mm_cvtsi32_si128((int)rd_u32((const uint8_t*)tabs::kIq2nl)));
-        for (int k = 0; k < 4; ++k)
-            zemit_signed(s, k, _mm512_shuffle_epi8(tab, zp2(b + 12 + 32 * (k >> 1), k & 1)), zscale(sc16, k));
+        zp2_blocks(b + 12, sc16, s);
         s.end(hf(b), hf(b), extra_corr(rd_u16(b + 2), sc8, 5));
     }
 };
@@ -252,13 +268,7 @@ struct ZIq3K : KIq3K {
         const uint16_t sh = rd_u16(b + 4);
         const __m128i sc8 = _mm_mask_sub_epi8(mag, (__mmask16)sh, _mm_setzero_si128(), mag);
         const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
-        const __m512i tab = _mm512_broadcast_i32x4(_mm_loadl_epi64((const __m128i*)tabs::kIq3nl));
-        const __m512i hb2 = zbcast256(b + 78);
-        for (int k = 0; k < 4; ++k) {
-            __m512i q = zp2(b + 14 + 32 * (k >> 1), k & 1);
-            q = _mm512_mask_add_epi8(q, zhb(hb2, 2 * k), q, zset1(4));
-            zemit_signed(s, k, _mm512_shuffle_epi8(tab, q), zscale(sc16, k));
-        }
+        zp3_blocks(b + 14, b + 78, sc16, s);
         s.end(hf(b), hf(b), extra_corr(rd_u16(b + 2), sc8, 4));
     }
 };
@@ -266,14 +276,9 @@ struct ZIq3K : KIq3K {
 struct ZIq2Ks : KIq2Ks {
     template <class S>
     static void unpack(const uint8_t* b, float rowd, S& s) {
-        const uint16_t extra = rd_u16(b);
-        const uint64_t ls = _pdep_u64(rd_u32(b + 2), 0x0f0f0f0f0f0f0f0full) | _pdep_u64(extra >> 8, 0x1010101010101010ull);
         __m128i sc8;
-        const __m256i corr = set_corr32(ls, 16, extra & 0xff, 5, &sc8);
-        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
-        const __m512i tab = _mm512_broadcast_i32x4(_mm_cvtsi32_si128((int)rd_u32((const uint8_t*)tabs::kIq2nl)));
-        for (int k = 0; k < 4; ++k)
-            zemit_signed(s, k, _mm512_shuffle_epi8(tab, zp2(b + 6 + 32 * (k >> 1), k & 1)), zscale(sc16, k));
+        const __m256i corr = iq2ks_scales(b, &sc8);
+        zp2_blocks(b + 6, _mm256_cvtepi8_epi16(sc8), s);
         s.end(rowd, rowd, corr);
     }
 };
@@ -281,43 +286,10 @@ struct ZIq2Ks : KIq2Ks {
 struct ZIq3Ks : KIq3Ks {
     template <class S>
     static void unpack(const uint8_t* b, float rowd, S& s) {
-        const uint16_t extra = rd_u16(b);
-        const uint32_t sl = rd_u32(b + 2);
-        const uint64_t nib = (uint64_t)(sl & 0x0f0f0f0fu) | (uint64_t)((sl >> 4) & 0x0f0f0f0fu) << 32;
         __m128i sc8;
-        const __m256i corr = set_corr32(nib | _pdep_u64(extra & 0xff, 0x1010101010101010ull), 16, extra >> 8, 4, &sc8);
-        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
-        const __m512i tab = _mm512_broadcast_i32x4(_mm_loadl_epi64((const __m128i*)tabs::kIq3nl));
-        const __m512i hb2 = zbcast256(b + 70);
-        for (int k = 0; k < 4; ++k) {
-            __m512i q = zp2(b + 6 + 32 * (k >> 1), k & 1);
-            q = _mm512_mask_add_epi8(q, zhb(hb2, 2 * k), q, zset1(4));
-            zemit_signed(s, k, _mm512_shuffle_epi8(tab, q), zscale(sc16, k));
-        }
+        const __m256i corr = iq3ks_scales(b, &sc8);
+        zp3_blocks(b + 6, b + 70, _mm256_cvtepi8_epi16(sc8), s);
         s.end(rowd, rowd, corr);
-    }
-};
-
-struct ZIq4Kss : KIq4Kss {
-    template <class S>
-    static void unpack(const uint8_t* b, float rowd, S& s) {
-        // bit 0 of the 8 words of sub-block j = scale byte j; the rest is a Gray code of the
-        // sub-block's 16 NL4 bytes (as SIq4Kss), then the 512-bit P4N lookups.
-        uint64_t s8 = 0;
-        alignas(64) uint8_t codes[128];
-        for (int k = 0; k < 2; ++k) {
-            const __m512i u = _mm512_loadu_si512((const void*)(b + 64 * k));
-            s8 |= _pext_u64(_mm512_movepi8_mask(_mm512_slli_epi16(u, 15)), 0xAAAAAAAAAAAAAAAAull) << (32 * k);
-            const __m512i e = _mm512_and_si512(u, _mm512_set1_epi16((short)0xFFFE));
-            _mm512_store_si512((void*)(codes + 64 * k), _mm512_xor_si512(e, _mm512_srli_epi16(e, 1)));
-        }
-        __m128i sc8;
-        __m256i corr;
-        alignas(8) uint8_t sb[8];
-        std::memcpy(sb, &s8, 8);
-        ks_scale_vectors(sb, 4, &sc8, &corr);
-        zp4n_blocks(codes, tabs::kIq4k, _mm256_cvtepi8_epi16(sc8), s);
-        s.end(rowd, rowd, sat_corr(corr, sc8));
     }
 };
 
@@ -340,10 +312,7 @@ inline constexpr Iq2KlBytes kIq2klBytes = make_iq2kl_bytes();
 struct ZIq2Kl : KIq2Kl {
     template <class S>
     static void unpack(const uint8_t* b, float rowd, S& s) {
-        const uint32_t sl = rd_u32(b + 2);
-        const uint64_t nib = (uint64_t)(sl & 0x0f0f0f0fu) | (uint64_t)((sl >> 4) & 0x0f0f0f0fu) << 32;
-        const __m128i sc8 = _mm_sub_epi8(dup8(nib | _pdep_u64(rd_u16(b), 0x3030303030303030ull)), _mm_set1_epi8(32));
-        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(iq2kl_scales(b));
         // lane L of chunk pair (2m, 2m + 1): code byte (L % 32) / 2; odd lanes take the second weight
         alignas(64) static const uint8_t spread[64] = {
             0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15,
