@@ -9,6 +9,7 @@
 // Anonymous namespace like the other kernel headers: each ISA file compiles its own copy.
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -33,6 +34,15 @@
 
 namespace ikllm::cpu {
 namespace {
+
+// Integer multiplier of a 16-weight group in the re-encoding: its scale over the block unit u (an
+// exact small integer for finite scales). A corrupt block's inf / NaN scale gives 0, as the scalar
+// re-encoding's lround does (no undefined float-to-int conversion).
+inline int16_t grid_group_mult(float scale, float u) {
+    if (u == 0.0f) return 0;
+    const float r = scale / u;
+    return std::fabs(r) < 32768.0f ? (int16_t)r : 0;
+}
 
 struct GridCodes {
     int8_t q[256];
@@ -485,7 +495,7 @@ inline float grid_reencode_avx2(const uint8_t* src, int8_t* q, uint8_t* aq) {
     const float u = grid_block_d(Type, src) * gc.unit;
     __m256i P[16], mx = _mm256_setzero_si256();
     for (int k = 0; k < 16; ++k) {
-        const int16_t m = u == 0.0f ? 0 : (int16_t)(c.sc[k] / u);
+        const int16_t m = grid_group_mult(c.sc[k], u);
         P[k] = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c.q + 16 * k))), _mm256_set1_epi16(m));
         mx = _mm256_max_epi16(mx, _mm256_abs_epi16(P[k]));
     }
@@ -588,7 +598,7 @@ inline float grid_reencode_block(const uint8_t* src, uint8_t* out) {
     const float u = grid_block_d(Type, src) * gc.unit;
     __m512i P[8];  // 32 int16 each: weights 32i .. 32i + 31
     for (int i = 0; i < 8; ++i) {
-        const int16_t m0 = u == 0.0f ? 0 : (int16_t)(c.sc[2 * i] / u), m1 = u == 0.0f ? 0 : (int16_t)(c.sc[2 * i + 1] / u);
+        const int16_t m0 = grid_group_mult(c.sc[2 * i], u), m1 = grid_group_mult(c.sc[2 * i + 1], u);
         const __m512i m = _mm512_inserti64x4(_mm512_set1_epi16(m0), _mm256_set1_epi16(m1), 1);
         const __m512i q = grid_codes_512<Type>(c, i / 2);
         P[i] = _mm512_mullo_epi16(_mm512_cvtepi8_epi16(i % 2 ? _mm512_extracti64x4_epi64(q, 1) : _mm512_castsi512_si256(q)), m);
