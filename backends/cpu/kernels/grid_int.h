@@ -2,8 +2,8 @@
 // quant-formats.md §9) against Q8_K activations. Each 256-weight block is decoded once per row into
 // int8 codes with one float scale per 16 weights, weight = scale * code exactly (the IQ2/IQ3 grid
 // magnitudes with their signs; IQ1: codes 8g +- 1 with scale dl/8, since dl * (g +- 1/8) is
-// exact both ways), and every token's product is then integer per 4 weights (maddubs with the
-// sign trick, |code| <= 127) and float per lane. The generic path (dequantize to floats, float
+// exact both ways), and every token's product is then integer per 4 weights (vpdpbusd or maddubs,
+// |code| <= 127) and float per lane. The generic path (dequantize to floats, float
 // dot) spent ~10x longer. Batches of kGridConvMinTokens or more take the reference's re-encoding
 // (grid_conv_block) of the same codes.
 // Anonymous namespace like the other kernel headers: each ISA file compiles its own copy.
@@ -58,13 +58,14 @@ inline uint64_t grid_byte_mask(uint32_t b) {
     return (((x + 0x7F7F7F7F7F7F7F7Full) & 0x8080808080808080ull) >> 7) * 0xFF;
 }
 
-// Decoding in two passes. Pass 1 (scalar, grid_raw):
-// the grid entries by table loads and every weight's sign as one bit (IQ2 / IQ3: the sign bytes,
-// stored or looked up; IQ1: the delta's sign per 8 weights). Pass 2 (grid_codes_512, per 64
-// codes with AVX-512; grid_decode_codes: per 8 codes in 64-bit words elsewhere): one masked
-// negation, or 8 g +- 1 for IQ1. Per-8-weight sign arithmetic in the first pass was most of a
-// token's product time. The AVX-512 kernel runs pass 1 over a chunk of rows before pass 2 reads
-// them back: wide loads right after narrow stores to the same bytes would stall on store
+// Decoding in two passes. Pass 1 (grid_raw): the grid entries (IQ2 / IQ3: magnitudes) and every
+// weight's sign as one bit (IQ2 / IQ3: the sign bytes, stored or looked up; IQ1: the delta's sign
+// per 8 weights), and 16 scales -- scalar table loads, or with AVX-512 VBMI vectors
+// (grid_vec512.h, the same bytes). Pass 2: the dot takes the magnitudes with the activations
+// negated under the masks (AVX-512, AVX2; IQ1 forms its codes 8 g +- 1 there), or
+// grid_decode_codes writes signed codes per 8 weights in 64-bit words (scalar, NEON, the
+// re-encoding). The kernels run pass 1 over a chunk of rows before pass 2 reads them back: wide
+// loads right after the scalar pass's narrow stores to the same bytes would stall on store
 // forwarding.
 struct GridRaw {
     alignas(64) uint64_t g[32];  // entry of weights 8k .. 8k + 7
