@@ -5,6 +5,8 @@
 // follow trellis_kt.h (the reference's matmul factors, fp16 rounding for large batches).
 #include "kernels/interleaved_common.h"
 
+#include <vector>
+
 #if defined(__AVX2__)
 #include "quant/grid_util.h"
 #include "quant/interleaved_values.h"
@@ -19,7 +21,7 @@ using namespace quant;
 // u_j = bytesum((x0 * mpow_j) & 0x3f3f3f3f) in each 32-bit lane (0..252).
 inline __m256i kt_lanes(__m256i x0, __m256i mpow) {
     const __m256i x = _mm256_and_si256(_mm256_mullo_epi32(x0, mpow), _mm256_set1_epi32((int)kKtMask));
-    return _mm256_srli_epi32(_mm256_mullo_epi32(x, _mm256_set1_epi32(0x01010101)), 24);
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(x, _mm256_set1_epi8(1)), _mm256_set1_epi16(1));  // byte pairs, then pairs of pairs
 }
 
 // Four vectors of 8 lane values (in order a, b, c, d) -> 32 signed bytes v = u - 126.
@@ -55,14 +57,27 @@ struct Block {
     float s[8];
 };
 
+// IQ1_KT's 13-bit codes of sub-blocks 2c, 2c+1 (groups i = 0..7): ql byte 8 + 8c + i, nibble c / 2
+// of qh byte 40 + 4 (2c mod 4) + i, bit 4 + i mod 4 of sh[2c + i / 4].
+inline __m256i iq1_kt_codes(const uint8_t* b, int c) {
+    const __m256i ql = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(b + 8 + 8 * c)));
+    const __m256i qh = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(b + 40 + 4 * ((2 * c) % 4))));
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi32(qh, 4 * (c / 2)), _mm256_set1_epi32(15));
+    const __m256i sh = _mm256_setr_epi32(b[2 * c], b[2 * c], b[2 * c], b[2 * c], b[2 * c + 1], b[2 * c + 1], b[2 * c + 1], b[2 * c + 1]);
+    const __m256i top = _mm256_and_si256(_mm256_srlv_epi32(sh, _mm256_setr_epi32(4, 5, 6, 7, 4, 5, 6, 7)), _mm256_set1_epi32(1));
+    return _mm256_or_si256(ql, _mm256_or_si256(_mm256_slli_epi32(hi, 8), _mm256_slli_epi32(top, 12)));
+}
+
 void decode_iq1_kt(const uint8_t* b, float d, Block& o) {
     const __m256i mp = mpow8();
+    alignas(16) uint16_t c[32];  // code of 8-weight group 4 ib + g
+    for (int ch = 0; ch < 4; ++ch) {
+        const __m256i cv = iq1_kt_codes(b, ch);
+        _mm_store_si128((__m128i*)(c + 8 * ch), _mm_packus_epi32(_mm256_castsi256_si128(cv), _mm256_extracti128_si256(cv, 1)));
+    }
     for (int ib = 0; ib < 8; ++ib) {
         o.s[ib] = kt_scale<T_IQ1_KT>(d, vals::kIq4nl[b[ib] & 15]);
-        alignas(8) uint16_t c[4];
-        for (int g = 0; g < 4; ++g)
-            c[g] = (uint16_t)(b[8 + 4 * ib + g] | nib(b[40 + 4 * (ib % 4) + g], ib / 4) << 8 | bit(b[ib], 4 + g) << 12);
-        _mm256_store_si256((__m256i*)(o.v + 32 * ib), kt_gen32((const uint8_t*)c, mp));
+        _mm256_store_si256((__m256i*)(o.v + 32 * ib), kt_gen32((const uint8_t*)(c + 4 * ib), mp));
     }
 }
 
@@ -140,7 +155,123 @@ inline __m256 dot_block(const Block& o, const uint8_t* a, __m256 acc) {
     return acc;
 }
 
-template <void (*Decode)(const uint8_t*, float, Block&)>
+// ---- Direct form for a few tokens: no decoded block ------------------------------------------
+// For IQ1_KT / IQ2_KT / IQ4_KT a weight is (byte sum of t) - 126 with t = (seed * MULT^(j+1)) & mask,
+// so a * v = maddubs(t, a in all four bytes) summed over the lane - 126 a: the masked state goes
+// straight into the products, against activations rearranged once per call (direct_act). Lane l
+// of part k (k = 0..3) holds weight 4 l + k of the 32-weight sub-block, so the four parts summed
+// give lane l dot_block's 4-weight integer sum, and the same float operations follow. Two parts
+// share an int16 sum (<= 2 x 2 x 63 x 127 = 32 004) before widening.
+
+struct Seeds {
+    __m256i x[8];  // per sub-block: lane l's seed (code + offset)
+    float s[8];
+};
+
+inline __m256i mult8(int k) {  // lane l: MULT^(4 (l mod 2) + k + 1), for G = 8
+    const int a = (int)kt_mult_pow(k), b = (int)kt_mult_pow(4 + k);
+    return _mm256_setr_epi32(a, b, a, b, a, b, a, b);
+}
+inline __m256i mult4(int k) { return _mm256_set1_epi32((int)kt_mult_pow(k)); }
+
+// G = 8: four codes (uint32 lanes 0-3 of c4) -> lane l takes code l / 2.
+inline __m256i seeds8(__m128i c4) {
+    return _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(c4), _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
+}
+
+void seeds_iq2_kt(const uint8_t* b, float d, Seeds& o) {
+    const __m128i off = _mm_set1_epi32((int)kKtOffset);
+    for (int ib = 0; ib < 8; ++ib) {
+        o.s[ib] = kt_scale<T_IQ2_KT>(d, vals::kIq4nl[nib(b[ib % 4], ib / 4)]);
+        o.x[ib] = seeds8(_mm_add_epi32(_mm_cvtepu16_epi32(_mm_loadl_epi64((const __m128i*)(b + 4 + 8 * ib))), off));
+    }
+}
+
+void seeds_iq1_kt(const uint8_t* b, float d, Seeds& o) {
+    const __m256i off = _mm256_set1_epi32((int)kKtOffset);
+    for (int c = 0; c < 4; ++c) {
+        const __m256i cv = _mm256_add_epi32(iq1_kt_codes(b, c), off);
+        o.x[2 * c] = seeds8(_mm256_castsi256_si128(cv));
+        o.x[2 * c + 1] = seeds8(_mm256_extracti128_si256(cv, 1));
+    }
+    for (int ib = 0; ib < 8; ++ib) o.s[ib] = kt_scale<T_IQ1_KT>(d, vals::kIq4nl[b[ib] & 15]);
+}
+
+void seeds_iq4_kt(const uint8_t* b, float d, Seeds& o) {  // G = 4: lane l is code l of the sub-block
+    for (int ib = 0; ib < 8; ++ib) {
+        const uint32_t S = rd_u32(b + 4 * ib);
+        o.s[ib] = kt_scale<T_IQ4_KT>(d, (int)((S & 255) >> 1) - 64);
+        o.x[ib] = kt4_codes(b, ib, S, (S & 1) ? kKtOffsetIq4Odd : kKtOffset);
+    }
+}
+
+// One token's activations for the direct form: per 32 codes, four parts (part k lane l: code
+// 4 l + k in all four bytes) and -126 x the lane's 4-code sum; the Q8_2_X4 headers stay in act.
+constexpr size_t kDirectSubBytes = 5 * 32;
+inline void direct_act(const uint8_t* act, int64_t nb, uint8_t* out) {
+    const __m256i lanes = _mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0C0C0C0C, 0, 0x04040404, 0x08080808, 0x0C0C0C0C);
+    const __m256i bias = _mm256_set1_epi8((char)kKtBias), ones = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < nb; ++b)
+        for (int ib = 0; ib < 8; ++ib) {
+            const __m256i q = _mm256_loadu_si256((const __m256i*)(act + 288 * b + 144 * (ib / 4) + 16 + 32 * (ib % 4)));
+            uint8_t* o = out + ((size_t)b * 8 + ib) * kDirectSubBytes;
+            for (int k = 0; k < 4; ++k)  // in-lane shuffle: code 4 l + k stays in l's 128-bit lane
+                _mm256_store_si256((__m256i*)(o + 32 * k), _mm256_shuffle_epi8(q, _mm256_add_epi8(lanes, _mm256_set1_epi8((char)k))));
+            const __m256i sum = _mm256_madd_epi16(_mm256_maddubs_epi16(bias, q), ones);  // 126 x 4-code sums
+            _mm256_store_si256((__m256i*)(o + 128), _mm256_sub_epi32(_mm256_setzero_si256(), sum));
+        }
+}
+
+template <int G, int TN>
+inline void dot_direct(const Seeds& o, const uint8_t* pa, size_t pstride, const uint8_t* a, size_t arb, __m256* acc) {
+    const __m256i mask = _mm256_set1_epi32((int)kKtMask), ones = _mm256_set1_epi16(1);
+    for (int ib = 0; ib < 8; ++ib) {
+        __m256i t[4];
+        for (int k = 0; k < 4; ++k)
+            t[k] = _mm256_and_si256(_mm256_mullo_epi32(o.x[ib], G == 8 ? mult8(k) : mult4(k)), mask);
+        for (int i = 0; i < TN; ++i) {
+            const uint8_t* P = pa + (size_t)i * pstride + (size_t)ib * kDirectSubBytes;
+            const __m256i s01 = _mm256_add_epi16(_mm256_maddubs_epi16(t[0], _mm256_load_si256((const __m256i*)P)),
+                                                 _mm256_maddubs_epi16(t[1], _mm256_load_si256((const __m256i*)(P + 32))));
+            const __m256i s23 = _mm256_add_epi16(_mm256_maddubs_epi16(t[2], _mm256_load_si256((const __m256i*)(P + 64))),
+                                                 _mm256_maddubs_epi16(t[3], _mm256_load_si256((const __m256i*)(P + 96))));
+            const __m256i p = _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(s01, ones), _mm256_madd_epi16(s23, ones)),
+                                               _mm256_load_si256((const __m256i*)(P + 128)));
+            const float da = rd_bf16(a + (size_t)i * arb + 144 * (ib / 4) + 2 * (ib % 4));
+            acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(o.s[ib] * da), acc[i]);
+        }
+    }
+}
+
+// Tiles of at most this many tokens take the direct form (types with seeds).
+inline constexpr int64_t kKtDirectMaxTokens = 3;
+
+template <void (*SeedsOf)(const uint8_t*, float, Seeds&), int G, int TN>
+void run_kt_direct(const uint8_t* w, size_t wrb, int64_t nb, size_t bb, int64_t r0, int64_t r1, const uint8_t* a,
+                   size_t arb, bool conv, float* y, int64_t ys) {
+    const size_t pstride = (size_t)nb * 8 * kDirectSubBytes;
+    struct alignas(32) Line { uint8_t b[32]; };
+    thread_local std::vector<Line> prep;  // direct_act rows of the tile's tokens (32-byte aligned)
+    if (prep.size() * 32 < (size_t)TN * pstride) prep.resize((size_t)TN * pstride / 32);
+    uint8_t* pa = reinterpret_cast<uint8_t*>(prep.data());
+    for (int i = 0; i < TN; ++i) direct_act(a + (size_t)i * arb, nb, pa + (size_t)i * pstride);
+    Seeds sd;
+    __m256 acc[TN];
+    for (int64_t r = r0; r < r1; ++r) {
+        const uint8_t* row = w + (size_t)r * wrb;
+        const float d = rd_f32(row);
+        for (int i = 0; i < TN; ++i) acc[i] = _mm256_setzero_ps();
+        for (int64_t b = 0; b < nb; ++b) {
+            SeedsOf(row + 4 + (size_t)b * bb, d, sd);
+            if (conv)  // a small last tile of a big batch (very long rows): run_kt's scales
+                for (int i = 0; i < 8; ++i) sd.s[i] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(sd.s[i]), 0)));
+            dot_direct<G, TN>(sd, pa + (size_t)b * 8 * kDirectSubBytes, pstride, a + 288 * b, arb, acc);
+        }
+        for (int i = 0; i < TN; ++i) y[i * ys + r] = hsum8(acc[i]);
+    }
+}
+
+template <void (*Decode)(const uint8_t*, float, Block&), void (*SeedsOf)(const uint8_t*, float, Seeds&) = nullptr, int G = 8>
 void run_kt(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
             int64_t nt, float* y, int64_t ys) {
     const int64_t nb = ne0 / 256;
@@ -151,6 +282,16 @@ void run_kt(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, c
     __m256 acc[64];
     for (int64_t t0 = 0; t0 < nt; t0 += tile) {
         const int64_t tn = std::min(tile, nt - t0);
+        if constexpr (SeedsOf != nullptr)
+            if (tn <= kKtDirectMaxTokens) {
+                const uint8_t* a0 = act + (size_t)t0 * arb;
+                switch (tn) {
+                    case 1: run_kt_direct<SeedsOf, G, 1>(w, wrb, nb, bb, r0, r1, a0, arb, conv, y + t0 * ys, ys); break;
+                    case 2: run_kt_direct<SeedsOf, G, 2>(w, wrb, nb, bb, r0, r1, a0, arb, conv, y + t0 * ys, ys); break;
+                    default: run_kt_direct<SeedsOf, G, 3>(w, wrb, nb, bb, r0, r1, a0, arb, conv, y + t0 * ys, ys); break;
+                }
+                continue;
+            }
         for (int64_t r = r0; r < r1; ++r) {
             const uint8_t* row = w + (size_t)r * wrb;
             const float d = rd_f32(row);
@@ -174,10 +315,10 @@ void run_kt(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, c
 
 KernelTable trellis_kernels_avx2() {
     static const MatmulKernel kKernels[] = {
-        {T_IQ1_KT, Isa::avx2, act_format_q8_2_x4(), run_kt<decode_iq1_kt>},
-        {T_IQ2_KT, Isa::avx2, act_format_q8_2_x4(), run_kt<decode_iq2_kt>},
+        {T_IQ1_KT, Isa::avx2, act_format_q8_2_x4(), run_kt<decode_iq1_kt, seeds_iq1_kt, 8>},
+        {T_IQ2_KT, Isa::avx2, act_format_q8_2_x4(), run_kt<decode_iq2_kt, seeds_iq2_kt, 8>},
         {T_IQ3_KT, Isa::avx2, act_format_q8_2_x4(), run_kt<decode_iq3_kt>},
-        {T_IQ4_KT, Isa::avx2, act_format_q8_2_x4(), run_kt<decode_iq4_kt>},
+        {T_IQ4_KT, Isa::avx2, act_format_q8_2_x4(), run_kt<decode_iq4_kt, seeds_iq4_kt, 4>},
     };
     return {kKernels, sizeof(kKernels) / sizeof(kKernels[0])};
 }

@@ -51,11 +51,20 @@ inline void gen8(const uint8_t* codes, uint8_t* out) {
     }
 }
 
+// IQ1_KT's 13-bit codes of chunk c (sub-blocks 2c, 2c+1; groups i = 0..7 of the chunk):
+// ql byte 8 + 8c + i, nibble c / 2 of qh byte 40 + 4 (2c mod 4) + i, bit 4 + i mod 4 of sh[2c + i / 4].
+inline __m256i iq1_kt_codes(const uint8_t* b, int c) {
+    const __m256i ql = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(b + 8 + 8 * c)));
+    const __m256i qh = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(b + 40 + 4 * ((2 * c) % 4))));
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi32(qh, 4 * (c / 2)), _mm256_set1_epi32(15));
+    const __m256i sh = _mm256_setr_epi32(b[2 * c], b[2 * c], b[2 * c], b[2 * c], b[2 * c + 1], b[2 * c + 1], b[2 * c + 1], b[2 * c + 1]);
+    const __m256i top = _mm256_and_si256(_mm256_srlv_epi32(sh, _mm256_setr_epi32(4, 5, 6, 7, 4, 5, 6, 7)), _mm256_set1_epi32(1));
+    return _mm256_or_si256(ql, _mm256_or_si256(_mm256_slli_epi32(hi, 8), _mm256_slli_epi32(top, 12)));
+}
+
 void decode_iq1_kt(const uint8_t* b, float d, Block& o) {
     alignas(64) uint16_t c[32];  // code of 8-weight group 4 ib + g
-    for (int ib = 0; ib < 8; ++ib)
-        for (int g = 0; g < 4; ++g)
-            c[4 * ib + g] = (uint16_t)(b[8 + 4 * ib + g] | nib(b[40 + 4 * (ib % 4) + g], ib / 4) << 8 | bit(b[ib], 4 + g) << 12);
+    for (int ch = 0; ch < 4; ++ch) _mm_store_si128((__m128i*)(c + 8 * ch), _mm256_cvtepi32_epi16(iq1_kt_codes(b, ch)));
     gen8((const uint8_t*)c, o.u);
     const __m512i two = _mm512_set1_epi8(2);  // byte sum - 126 + 128
     for (int i = 0; i < 4; ++i)
@@ -160,11 +169,153 @@ inline void dot_block(const Block& o, const SignedBlock* sb, const uint8_t* a, _
     }
 }
 
+// ---- Direct form for a few tokens: no decoded block ------------------------------------------
+// For IQ1_KT / IQ2_KT / IQ4_KT a weight is (byte sum of t) - 126 with t = (seed * MULT^(j+1)) & mask,
+// so a * v = vpdpbusd(t, a in all four bytes) - 126 a: the masked state goes straight into the
+// dot product, against activations rearranged once per call (DirectAct). Lane l of chunk part k
+// (k = 0..3) holds weight 4 l + k of the 64-weight chunk, so the four parts summed give lane l
+// the same 4-weight integer sums as dot_block's lanes, and the same float operations follow.
+
+// The seeds (code + offset) of a 64-weight chunk, lane l taking the code of weight 4 l (+ k),
+// and the multipliers of the four parts.
+struct Seeds {
+    __m512i x[4];  // chunk c = 0..3 of the block
+    float s[8];
+};
+
+// G = 8 (IQ1_KT, IQ2_KT): lane l in code group l / 2, position 4 (l mod 2) + k.
+inline __m512i seeds8(__m256i codes8) {  // 8 codes (offset added) of one chunk, one per 32-bit lane
+    const __m512i idx = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+    return _mm512_permutexvar_epi32(idx, _mm512_zextsi256_si512(codes8));
+}
+struct Mult8Table {
+    alignas(64) uint32_t m[4][16];
+    constexpr Mult8Table() : m{} {
+        for (int k = 0; k < 4; ++k)
+            for (int l = 0; l < 16; ++l) m[k][l] = kt_mult_pow(4 * (l % 2) + k);
+    }
+};
+inline constexpr Mult8Table kMult8{};
+inline __m512i mult8(int k) { return _mm512_load_si512(kMult8.m[k]); }
+
+void seeds_iq2_kt(const uint8_t* b, float d, Seeds& o) {
+    const __m256i off = _mm256_set1_epi32((int)kKtOffset);
+    for (int c = 0; c < 4; ++c)
+        o.x[c] = seeds8(_mm256_add_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)(b + 4 + 16 * c))), off));
+    for (int ib = 0; ib < 8; ++ib) o.s[ib] = kt_scale<T_IQ2_KT>(d, vals::kIq4nl[nib(b[ib % 4], ib / 4)]);
+}
+
+void seeds_iq1_kt(const uint8_t* b, float d, Seeds& o) {
+    const __m256i off = _mm256_set1_epi32((int)kKtOffset);
+    for (int c = 0; c < 4; ++c) o.x[c] = seeds8(_mm256_add_epi32(iq1_kt_codes(b, c), off));
+    for (int ib = 0; ib < 8; ++ib) o.s[ib] = kt_scale<T_IQ1_KT>(d, vals::kIq4nl[b[ib] & 15]);
+}
+
+// G = 4 (IQ4_KT): lane l is code group l of the chunk (sub-block 2c + l / 8), position k.
+inline __m512i mult4(int k) {
+    static constexpr uint32_t kPow[4] = {kt_mult_pow(0), kt_mult_pow(1), kt_mult_pow(2), kt_mult_pow(3)};
+    return _mm512_set1_epi32((int)kPow[k]);
+}
+
+// IQ4_KT per 64-weight chunk c (sub-blocks 2c, 2c+1; lane i = group jj = 16c + i): ql byte 32 + jj,
+// nibble c / 2 of qh byte 96 + jj mod 32, bits 8 + 3 (i mod 8) of S_(2c + i / 8), offset by S & 1.
+void seeds_iq4_kt(const uint8_t* b, float d, Seeds& o) {
+    const __m256i S = _mm256_loadu_si256((const __m256i*)b);
+    const __m256i ls = _mm256_sub_epi32(_mm256_srli_epi32(_mm256_and_si256(S, _mm256_set1_epi32(255)), 1), _mm256_set1_epi32(64));
+    _mm256_storeu_ps(o.s, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(ls)));  // kt_scale<IQ4_KT>: d * s
+    const __m512i S2 = _mm512_castsi256_si512(S);
+    const __m512i shift = _mm512_setr_epi32(8, 11, 14, 17, 20, 23, 26, 29, 8, 11, 14, 17, 20, 23, 26, 29);
+    const __m512i seven = _mm512_set1_epi32(7), fifteen = _mm512_set1_epi32(15), one = _mm512_set1_epi32(1);
+    for (int c = 0; c < 4; ++c) {
+        const __m512i Sl = _mm512_permutexvar_epi32(_mm512_inserti64x4(_mm512_set1_epi32(2 * c), _mm256_set1_epi32(2 * c + 1), 1), S2);
+        const __m512i ql = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(b + 32 + 16 * c)));
+        const __m512i qh = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(b + 96 + 16 * (c % 2))));
+        const __m512i hi4 = _mm512_and_si512(_mm512_srli_epi32(qh, 4 * (c / 2)), fifteen);
+        const __m512i top = _mm512_and_si512(_mm512_srlv_epi32(Sl, shift), seven);
+        // code | (S & 1) << 15, offset 4096 (quant-formats.md §10.5)
+        const __m512i code = _mm512_or_si512(_mm512_or_si512(ql, _mm512_slli_epi32(hi4, 8)),
+                                             _mm512_or_si512(_mm512_slli_epi32(top, 12), _mm512_slli_epi32(_mm512_and_si512(Sl, one), 15)));
+        o.x[c] = _mm512_add_epi32(code, _mm512_set1_epi32((int)kKtOffset));
+    }
+}
+
+// One token's activations for the direct form: per 64 codes, four parts (part k lane l: code
+// 4 l + k in all four bytes) and -126 x the lane's 4-code sum; the Q8_2_X4 headers stay in act.
+constexpr size_t kDirectChunkBytes = 5 * 64;
+inline void direct_act(const uint8_t* act, int64_t nb, uint8_t* out) {
+    const __m512i bias = _mm512_set1_epi8((char)kKtBias);
+    for (int64_t b = 0; b < nb; ++b)
+        for (int c = 0; c < 4; ++c) {
+            const __m512i q = _mm512_loadu_si512(act + 288 * b + 144 * (c / 2) + 16 + 64 * (c % 2));
+            uint8_t* o = out + ((size_t)b * 4 + c) * kDirectChunkBytes;
+            const __m512i lanes = _mm512_broadcast_i32x4(_mm_setr_epi32(0, 0x04040404, 0x08080808, 0x0C0C0C0C));
+            for (int k = 0; k < 4; ++k)  // in-lane shuffle: code 4 l + k stays in l's 128-bit lane
+                _mm512_store_si512(o + 64 * k, _mm512_shuffle_epi8(q, _mm512_add_epi8(lanes, _mm512_set1_epi8((char)k))));
+            _mm512_store_si512(o + 256, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, q)));
+        }
+}
+
+// acc[t] += the block's products for tokens t < tn: dot_block's integer lane sums (4-weight
+// groups, each exact) and float operations. pa: token 0's DirectAct data of this block.
+template <int G, int TN>
+inline void dot_direct(const Seeds& o, const uint8_t* pa, size_t pstride, const uint8_t* a, size_t arb, __m512* acc) {
+    const __m512i mask = _mm512_set1_epi32((int)kKtMask);
+    __m512i m[4];
+    for (int k = 0; k < 4; ++k) m[k] = G == 8 ? mult8(k) : mult4(k);
+    for (int grp = 0; grp < 2; ++grp) {  // 128 weights: chunks 2 grp + h, one Q8_2_X4 group
+        __m512i t[2][4];
+        for (int h = 0; h < 2; ++h)
+            for (int k = 0; k < 4; ++k) t[h][k] = _mm512_and_si512(_mm512_mullo_epi32(o.x[2 * grp + h], m[k]), mask);
+        const __m128 s4 = _mm_loadu_ps(o.s + 4 * grp);
+        for (int i = 0; i < TN; ++i) {
+            const uint8_t* G0 = a + (size_t)i * arb + 144 * grp;
+            const __m128 da = _mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu16_epi32(_mm_loadl_epi64((const __m128i*)G0)), 16));
+            const __m512 c = _mm512_castps128_ps512(_mm_mul_ps(s4, da));
+            for (int h = 0; h < 2; ++h) {
+                const uint8_t* P = pa + (size_t)i * pstride + (size_t)(2 * grp + h) * kDirectChunkBytes;
+                __m512i p = _mm512_load_si512(P + 256);
+                for (int k = 0; k < 4; ++k) p = _mm512_dpbusd_epi32(p, t[h][k], _mm512_load_si512(P + 64 * k));
+                const __m512i idx = _mm512_inserti64x4(_mm512_set1_epi32(2 * h), _mm256_set1_epi32(2 * h + 1), 1);
+                acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_permutexvar_ps(idx, c), acc[i]);
+            }
+        }
+    }
+}
+
+// Tiles of at most this many tokens take the direct form (types with seeds).
+inline constexpr int64_t kKtDirectMaxTokens = 3;
+
 // Tiles of this many tokens or more take the flipped dot (measured one core, 2048 x 2048: +13-20 %
 // at 64 tokens, level at 16, slower at 1-4 where the per-block flip and the copy do not pay).
 inline constexpr int64_t kKtFlipMinTokens = 32;
 
-template <void (*Decode)(const uint8_t*, float, Block&)>
+template <void (*SeedsOf)(const uint8_t*, float, Seeds&), int G, int TN>
+void run_kt_direct(const uint8_t* w, size_t wrb, int64_t nb, size_t bb, int64_t r0, int64_t r1, const uint8_t* a,
+                   size_t arb, bool conv, float* y, int64_t ys) {
+    constexpr int64_t tn = TN;
+    const size_t pstride = (size_t)nb * 4 * kDirectChunkBytes;
+    struct alignas(64) Line { uint8_t b[64]; };
+    thread_local std::vector<Line> prep;  // direct_act rows of the tile's tokens (64-byte aligned)
+    if (prep.size() * 64 < (size_t)tn * pstride) prep.resize((size_t)tn * pstride / 64);
+    uint8_t* pa = reinterpret_cast<uint8_t*>(prep.data());
+    for (int64_t i = 0; i < tn; ++i) direct_act(a + (size_t)i * arb, nb, pa + (size_t)i * pstride);
+    Seeds sd;
+    __m512 acc[TN];
+    for (int64_t r = r0; r < r1; ++r) {
+        const uint8_t* row = w + (size_t)r * wrb;
+        const float d = rd_f32(row);
+        for (int64_t i = 0; i < tn; ++i) acc[i] = _mm512_setzero_ps();
+        for (int64_t b = 0; b < nb; ++b) {
+            SeedsOf(row + 4 + (size_t)b * bb, d, sd);
+            if (conv)  // a small last tile of a big batch (very long rows): run_kt's scales
+                for (int i = 0; i < 8; ++i) sd.s[i] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(sd.s[i]), 0)));
+            dot_direct<G, TN>(sd, pa + (size_t)b * 4 * kDirectChunkBytes, pstride, a + 288 * b, arb, acc);
+        }
+        for (int64_t i = 0; i < tn; ++i) y[i * ys + r] = gti_hsum512(acc[i]);
+    }
+}
+
+template <void (*Decode)(const uint8_t*, float, Block&), void (*SeedsOf)(const uint8_t*, float, Seeds&) = nullptr, int G = 8>
 void run_kt(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
             int64_t nt, float* y, int64_t ys) {
     const int64_t nb = ne0 / 256;
@@ -183,6 +334,15 @@ void run_kt(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, c
             for (int64_t t = 0; t < tn; ++t) act_plus128(act + (size_t)(t0 + t) * arb, (size_t)nb * 288, ua.data() + (size_t)t * arb);
         }
         const uint8_t* a0 = flip ? ua.data() : act + (size_t)t0 * arb;
+        if constexpr (SeedsOf != nullptr)
+            if (tn <= kKtDirectMaxTokens) {
+                switch (tn) {
+                    case 1: run_kt_direct<SeedsOf, G, 1>(w, wrb, nb, bb, r0, r1, a0, arb, conv, y + t0 * ys, ys); break;
+                    case 2: run_kt_direct<SeedsOf, G, 2>(w, wrb, nb, bb, r0, r1, a0, arb, conv, y + t0 * ys, ys); break;
+                    default: run_kt_direct<SeedsOf, G, 3>(w, wrb, nb, bb, r0, r1, a0, arb, conv, y + t0 * ys, ys); break;
+                }
+                continue;
+            }
         for (int64_t r = r0; r < r1; ++r) {
             const uint8_t* row = w + (size_t)r * wrb;
             const float d = rd_f32(row);
@@ -207,10 +367,10 @@ void run_kt(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, c
 
 KernelTable trellis_kernels_avx512() {
     static const MatmulKernel kKernels[] = {
-        {T_IQ1_KT, Isa::avx512, act_format_q8_2_x4(), run_kt<decode_iq1_kt>},
-        {T_IQ2_KT, Isa::avx512, act_format_q8_2_x4(), run_kt<decode_iq2_kt>},
+        {T_IQ1_KT, Isa::avx512, act_format_q8_2_x4(), run_kt<decode_iq1_kt, seeds_iq1_kt, 8>},
+        {T_IQ2_KT, Isa::avx512, act_format_q8_2_x4(), run_kt<decode_iq2_kt, seeds_iq2_kt, 8>},
         {T_IQ3_KT, Isa::avx512, act_format_q8_2_x4(), run_kt<decode_iq3_kt>},
-        {T_IQ4_KT, Isa::avx512, act_format_q8_2_x4(), run_kt<decode_iq4_kt>},
+        {T_IQ4_KT, Isa::avx512, act_format_q8_2_x4(), run_kt<decode_iq4_kt, seeds_iq4_kt, 4>},
     };
     return {kKernels, sizeof(kKernels) / sizeof(kKernels[0])};
 }
