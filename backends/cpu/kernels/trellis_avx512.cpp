@@ -1,9 +1,13 @@
-// AVX-512 kernels of the trellis types (quant-formats.md §10) against Q8_2_X4 activations (§15).
-// A 256-weight block of a row is generated 16 values per zmm (two codes, lane j multiplies the
-// seed by MULT^(j+1)); the byte sum of the masked state is one VNNI dot product with 0x01010101.
-// Weights are decoded as unsigned v + 128, flipped to signed v once per block, and multiplied
-// with the activation codes stored as a + 128 by one vpdpbusd; 128 * Σ v per lane (once per
-// block) is taken off, keeping every 32-weight dot exact. Sub-block scales follow trellis_kt.h.
+// AVX-512 kernels of the trellis types (quant-formats.md §10) against Q8_2_X4 activations (§15),
+// in three forms by the number of tokens of a call:
+//  * 1-3 tokens (IQ1/2/4_KT): the generator's masked state dotted straight with the activations
+//    (dot_direct), no decoded block;
+//  * up to 31: each 256-weight block decoded to bytes v + 128 (16 values per zmm: two codes, lane
+//    j multiplies the seed by MULT^(j+1); the byte sum of the masked state is one VNNI dot product
+//    with 0x01010101), then dotted with every token of the tile (dot_block);
+//  * 32 and more: rows decoded into panels of the Q8_0 family's GEMM, as the reference repacks
+//    them to Q8_0_R8 (fill_kt_panel).
+// Sub-block scales follow trellis_kt.h.
 #include "kernels/interleaved_common.h"
 
 #include <cstring>
@@ -14,6 +18,7 @@
 #include "quant/interleaved_values.h"
 #include "quant/trellis_gen.h"
 #include "kernels/trellis_kt.h"
+#include "kernels/legacy_panel_avx512.h"
 
 namespace ikllm::cpu {
 namespace {
@@ -121,38 +126,9 @@ void decode_iq4_kt(const uint8_t* b, float d, Block& o) {
     }
 }
 
-// The block's weights as signed bytes v (the decoders' u = v + 128 flipped) and, per 4-weight
-// lane, 128 * their sum: against activation codes stored as a + 128 (unsigned, act_plus128) one
-// vpdpbusd gives Σ (a + 128) v, and the lane's 128 Σ v taken off leaves Σ a v exactly. The
-// correction depends on the weights only, so it is formed once per block for every token (before:
-// a second vpdpbusd per 64 weights and token removed 128 Σ a).
-struct SignedBlock {
-    alignas(64) int8_t v[256];
-    __m512i corr[4];
-};
-inline void sign_block(const Block& o, SignedBlock& sb) {
-    const __m512i flip = _mm512_set1_epi8((char)0x80);
-    for (int i = 0; i < 4; ++i) {
-        const __m512i v = _mm512_xor_si512(_mm512_load_si512(o.u + 64 * i), flip);
-        _mm512_store_si512(sb.v + 64 * i, v);
-        sb.corr[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), flip, v);
-    }
-}
-// Q8_2_X4 rows (144-byte groups: 16-byte header, 128 codes) with every code + 128.
-inline void act_plus128(const uint8_t* act, size_t bytes, uint8_t* out) {
-    const __m512i flip = _mm512_set1_epi8((char)0x80);
-    for (size_t g = 0; g + 144 <= bytes; g += 144) {
-        std::memcpy(out + g, act + g, 16);
-        for (int h = 0; h < 2; ++h)
-            _mm512_storeu_si512(out + g + 16 + 64 * h, _mm512_xor_si512(_mm512_loadu_si512(act + g + 16 + 64 * h), flip));
-    }
-}
-
-// acc += Σ_ib (s_ib * d_act) * dot(v_ib, a_ib), every dot exact. Flipped (sb given): a holds
-// codes + 128 (act_plus128); otherwise the plain codes against u = v + 128, the offset removed
-// by a second vpdpbusd (cheaper for a token or three: no per-block flip, no activation copy).
-template <bool Flip>
-inline void dot_block(const Block& o, const SignedBlock* sb, const uint8_t* a, __m512& acc) {
+// acc += Σ_ib (s_ib * d_act) * dot(v_ib, a_ib), every dot exact: the plain activation codes
+// against u = v + 128, the offset 128 Σ a removed by a second vpdpbusd.
+inline void dot_block(const Block& o, const uint8_t* a, __m512& acc) {
     const __m512i off = _mm512_set1_epi8((char)0x80), zero = _mm512_setzero_si512();
     for (int grp = 0; grp < 2; ++grp) {
         const uint8_t* G = a + 144 * grp;
@@ -160,9 +136,8 @@ inline void dot_block(const Block& o, const SignedBlock* sb, const uint8_t* a, _
         const __m512 c = _mm512_castps128_ps512(_mm_mul_ps(_mm_loadu_ps(o.s + 4 * grp), da));
         for (int h = 0; h < 2; ++h) {
             const __m512i q = _mm512_loadu_si512(G + 16 + 64 * h);
-            const __m512i p =
-                Flip ? _mm512_sub_epi32(_mm512_dpbusd_epi32(zero, q, _mm512_load_si512(sb->v + 128 * grp + 64 * h)), sb->corr[2 * grp + h])
-                   : _mm512_sub_epi32(_mm512_dpbusd_epi32(zero, _mm512_load_si512(o.u + 128 * grp + 64 * h), q), _mm512_dpbusd_epi32(zero, off, q));
+            const __m512i p = _mm512_sub_epi32(_mm512_dpbusd_epi32(zero, _mm512_load_si512(o.u + 128 * grp + 64 * h), q),
+                                               _mm512_dpbusd_epi32(zero, off, q));
             const __m512i idx = _mm512_inserti64x4(_mm512_set1_epi32(2 * h), _mm256_set1_epi32(2 * h + 1), 1);
             acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_permutexvar_ps(idx, c), acc);
         }
@@ -282,16 +257,18 @@ inline void dot_direct(const Seeds& o, const uint8_t* pa, size_t pstride, const 
     }
 }
 
+// Calls of this many tokens or more go through the panels (with exact scales below
+// kKtConvMinTokens): from 16 on they beat the decoded-block tiles. Batch-invariant calls stay
+// below (kInvariantTokens = 15, matmul_rows.h).
+inline constexpr int64_t kKtPanelMinTokens = 16;
+
 // Tiles of at most this many tokens take the direct form (types with seeds).
 inline constexpr int64_t kKtDirectMaxTokens = 3;
 
-// Tiles of this many tokens or more take the flipped dot (measured one core, 2048 x 2048: +13-20 %
-// at 64 tokens, level at 16, slower at 1-4 where the per-block flip and the copy do not pay).
-inline constexpr int64_t kKtFlipMinTokens = 32;
 
 template <void (*SeedsOf)(const uint8_t*, float, Seeds&), int G, int TN>
 void run_kt_direct(const uint8_t* w, size_t wrb, int64_t nb, size_t bb, int64_t r0, int64_t r1, const uint8_t* a,
-                   size_t arb, bool conv, float* y, int64_t ys) {
+                   size_t arb, float* y, int64_t ys) {
     constexpr int64_t tn = TN;
     const size_t pstride = (size_t)nb * 4 * kDirectChunkBytes;
     struct alignas(64) Line { uint8_t b[64]; };
@@ -307,11 +284,36 @@ void run_kt_direct(const uint8_t* w, size_t wrb, int64_t nb, size_t bb, int64_t 
         for (int64_t i = 0; i < tn; ++i) acc[i] = _mm512_setzero_ps();
         for (int64_t b = 0; b < nb; ++b) {
             SeedsOf(row + 4 + (size_t)b * bb, d, sd);
-            if (conv)  // a small last tile of a big batch (very long rows): run_kt's scales
-                for (int i = 0; i < 8; ++i) sd.s[i] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(sd.s[i]), 0)));
             dot_direct<G, TN>(sd, pa + (size_t)b * 4 * kDirectChunkBytes, pstride, a + 288 * b, arb, acc);
         }
         for (int64_t i = 0; i < tn; ++i) y[i * ys + r] = gti_hsum512(acc[i]);
+    }
+}
+
+// ---- Prompt batches: the reference's repack to 8-bit rows ----------------------------------------
+// For kKtConvMinTokens tokens or more a row is what the reference multiplies after repacking it to
+// Q8_0_R8: the values v (|v| <= 126) with one fp16 scale per 32 weights. That is a symmetric
+// 32-weight block type, so 16 decoded rows fill a panel of the Q8_0 family's VNNI GEMM
+// (legacy_panel_avx512.h): the decoders' u = v + 128 are its codes as they are.
+template <void (*Decode)(const uint8_t*, float, Block&)>
+void fill_kt_panel(const uint8_t* w, size_t wrb, size_t bb, int64_t r0, int rows, int64_t nb, bool fp16, LegacyPanel& pn) {
+    alignas(64) uint8_t tmp[kP32Rows * 256];
+    Block blk;
+    for (int64_t b = 0; b < nb; ++b) {
+        for (int k = 0; k < kP32Rows; ++k) {
+            float* d = pn.d.data() + (size_t)b * 8 * kP32Rows + k;  // scale of 32-block 8b + i at d[16 i]
+            if (k >= rows) {  // padding rows: value 0, scale 0
+                std::memset(tmp + 256 * k, 0x80, 256);
+                for (int i = 0; i < 8; ++i) d[kP32Rows * i] = 0.0f;
+                continue;
+            }
+            const uint8_t* row = w + (size_t)(r0 + k) * wrb;
+            Decode(row + 4 + (size_t)b * bb, rd_f32(row), blk);
+            std::memcpy(tmp + 256 * k, blk.u, 256);
+            for (int i = 0; i < 8; ++i)
+                d[kP32Rows * i] = fp16 ? _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(blk.s[i]), 0))) : blk.s[i];
+        }
+        simd512::panel_put_codes(tmp, 256, pn.q.data() + (size_t)b * 256 * kP32Rows, 64);
     }
 }
 
@@ -320,26 +322,25 @@ void run_kt(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, c
             int64_t nt, float* y, int64_t ys) {
     const int64_t nb = ne0 / 256;
     const size_t bb = (wrb - 4) / (size_t)nb;
-    const bool conv = nt >= kKtConvMinTokens;
-    const int64_t tile = std::clamp<int64_t>((int64_t)(196608 / std::max<size_t>(arb, 1)), 1, 64);
+    if (nt >= kKtPanelMinTokens) {
+        const bool fp16 = nt >= kKtConvMinTokens;  // the reference's repack; exact scales below
+        if (r1 > r0)
+            panel_gemm<false>([&](int64_t r, int rows, LegacyPanel& pn) { fill_kt_panel<Decode>(w, wrb, bb, r, rows, nb, fp16, pn); },
+                              nb * 8, act, arb, nt, r0, r1, y, ys);
+        return;
+    }
+    const int64_t tile = std::clamp<int64_t>((int64_t)(196608 / std::max<size_t>(arb, 1)), 1, kKtPanelMinTokens - 1);
     Block blk;
-    SignedBlock sb;
-    __m512 acc[64];
-    thread_local std::vector<uint8_t> ua;  // the tile's activation rows, codes + 128
+    __m512 acc[kKtPanelMinTokens - 1];
     for (int64_t t0 = 0; t0 < nt; t0 += tile) {
         const int64_t tn = std::min(tile, nt - t0);
-        const bool flip = tn >= kKtFlipMinTokens;
-        if (flip) {
-            if (ua.size() < (size_t)tn * arb) ua.resize((size_t)tn * arb);
-            for (int64_t t = 0; t < tn; ++t) act_plus128(act + (size_t)(t0 + t) * arb, (size_t)nb * 288, ua.data() + (size_t)t * arb);
-        }
-        const uint8_t* a0 = flip ? ua.data() : act + (size_t)t0 * arb;
+        const uint8_t* a0 = act + (size_t)t0 * arb;
         if constexpr (SeedsOf != nullptr)
             if (tn <= kKtDirectMaxTokens) {
                 switch (tn) {
-                    case 1: run_kt_direct<SeedsOf, G, 1>(w, wrb, nb, bb, r0, r1, a0, arb, conv, y + t0 * ys, ys); break;
-                    case 2: run_kt_direct<SeedsOf, G, 2>(w, wrb, nb, bb, r0, r1, a0, arb, conv, y + t0 * ys, ys); break;
-                    default: run_kt_direct<SeedsOf, G, 3>(w, wrb, nb, bb, r0, r1, a0, arb, conv, y + t0 * ys, ys); break;
+                    case 1: run_kt_direct<SeedsOf, G, 1>(w, wrb, nb, bb, r0, r1, a0, arb, y + t0 * ys, ys); break;
+                    case 2: run_kt_direct<SeedsOf, G, 2>(w, wrb, nb, bb, r0, r1, a0, arb, y + t0 * ys, ys); break;
+                    default: run_kt_direct<SeedsOf, G, 3>(w, wrb, nb, bb, r0, r1, a0, arb, y + t0 * ys, ys); break;
                 }
                 continue;
             }
@@ -349,14 +350,7 @@ void run_kt(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, c
             for (int64_t t = 0; t < tn; ++t) acc[t] = _mm512_setzero_ps();
             for (int64_t b = 0; b < nb; ++b) {
                 Decode(row + 4 + (size_t)b * bb, d, blk);
-                if (conv)
-                    for (int i = 0; i < 8; ++i) blk.s[i] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(blk.s[i]), 0)));
-                if (flip) {
-                    sign_block(blk, sb);
-                    for (int64_t t = 0; t < tn; ++t) dot_block<true>(blk, &sb, a0 + (size_t)t * arb + 288 * b, acc[t]);
-                } else {
-                    for (int64_t t = 0; t < tn; ++t) dot_block<false>(blk, nullptr, a0 + (size_t)t * arb + 288 * b, acc[t]);
-                }
+                for (int64_t t = 0; t < tn; ++t) dot_block(blk, a0 + (size_t)t * arb + 288 * b, acc[t]);
             }
             for (int64_t t = 0; t < tn; ++t) y[(t0 + t) * ys + r] = gti_hsum512(acc[t]);
         }
@@ -367,10 +361,10 @@ void run_kt(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, c
 
 KernelTable trellis_kernels_avx512() {
     static const MatmulKernel kKernels[] = {
-        {T_IQ1_KT, Isa::avx512, act_format_q8_2_x4(), run_kt<decode_iq1_kt, seeds_iq1_kt, 8>},
-        {T_IQ2_KT, Isa::avx512, act_format_q8_2_x4(), run_kt<decode_iq2_kt, seeds_iq2_kt, 8>},
-        {T_IQ3_KT, Isa::avx512, act_format_q8_2_x4(), run_kt<decode_iq3_kt>},
-        {T_IQ4_KT, Isa::avx512, act_format_q8_2_x4(), run_kt<decode_iq4_kt, seeds_iq4_kt, 4>},
+        {T_IQ1_KT, Isa::avx512, act_format_q8_2_x4(), run_kt<decode_iq1_kt, seeds_iq1_kt, 8>, true},
+        {T_IQ2_KT, Isa::avx512, act_format_q8_2_x4(), run_kt<decode_iq2_kt, seeds_iq2_kt, 8>, true},
+        {T_IQ3_KT, Isa::avx512, act_format_q8_2_x4(), run_kt<decode_iq3_kt>, true},
+        {T_IQ4_KT, Isa::avx512, act_format_q8_2_x4(), run_kt<decode_iq4_kt, seeds_iq4_kt, 4>, true},
     };
     return {kKernels, sizeof(kKernels) / sizeof(kKernels[0])};
 }
