@@ -233,19 +233,44 @@ TEST(QuantGtiKernelKt, LargeBatchesRoundScalesToFp16) {
                 rounded = rounded || std::fabs(got - ref) > 1e-6 * mag;
             }
         EXPECT_TRUE(rounded) << t->name;
-        for (Isa isa : {Isa::avx2, Isa::avx512, Isa::neon}) {
-            if (!(cpu::detected_isa() == isa || (isa == Isa::avx2 && cpu::detected_isa() == Isa::avx512))) continue;
-            const cpu::MatmulKernel* k = cpu::find_matmul_exact(type, isa);
-            if (!k) continue;
-            std::vector<float> yv((size_t)(nt * nrows));
-            k->run(w.data(), wrb, ne0, 0, nrows, act.data(), arb, nt, yv.data(), nrows);
-            for (int64_t i = 0; i < nt; ++i)
-                for (int64_t r = 0; r < nrows; ++r) {
-                    double mag = 0;
-                    for (int64_t c = 0; c < ne0; ++c) mag += std::fabs((double)wf[r * ne0 + c] * xf[i * ne0 + c]);
-                    ASSERT_NEAR(yv[i * nrows + r], ys[i * nrows + r], 1e-5 * mag + 1e-30)
-                        << t->name << " " << cpu::isa_name(isa) << " r=" << r << " t=" << i;
+    }
+}
+
+// Trellis calls of 16+ tokens sum in the symmetric 32-weight types' batch order (SymBatchAccum;
+// the SIMD kernels run them through the Q8_0 family's panels / lanes), fp16 scales from 32: every
+// ISA gives the scalar kernel's bits, with exact scales (17 tokens) and rounded ones (40).
+TEST(QuantGtiKernelKt, BatchesMatchScalarBits) {
+    for (uint32_t type : {(uint32_t)T_IQ1_KT, (uint32_t)T_IQ2_KT, (uint32_t)T_IQ3_KT, (uint32_t)T_IQ4_KT}) {
+        const TypeTraits* t = find_type(type);
+        std::mt19937 rng(5 + type);
+        std::normal_distribution<float> nd(0.0f, 1.0f);
+        const cpu::MatmulKernel* ks = cpu::find_matmul_exact(type, Isa::scalar);
+        ASSERT_NE(ks, nullptr);
+        for (int64_t ne0 : {256, 768}) {
+            const int64_t nrows = 37;  // two full 16-row panels and a partial one
+            const std::vector<uint8_t> w = random_weights(*t, ne0, nrows, rng);
+            const size_t wrb = row_bytes(*t, ne0), arb = ks->act->row_bytes(ne0);
+            for (int64_t nt : {16, 17, 40}) {
+                std::vector<float> x((size_t)(nt * ne0));
+                for (auto& v : x) v = nd(rng);
+                std::vector<uint8_t> act(arb * (size_t)nt);
+                for (int64_t i = 0; i < nt; ++i) ks->act->encode_row(x.data() + i * ne0, act.data() + arb * i, ne0);
+                const int64_t r0 = 3, ysd = nrows + 2;
+                std::vector<float> y0((size_t)(nt * ysd), -7.0f);
+                ks->run(w.data(), wrb, ne0, r0, nrows, act.data(), arb, nt, y0.data(), ysd);
+                for (Isa isa : {Isa::avx2, Isa::avx512, Isa::neon}) {
+                    const Isa hw = cpu::detected_isa();
+                    if (!(hw == isa || (isa == Isa::avx2 && hw == Isa::avx512))) continue;
+                    const cpu::MatmulKernel* k = cpu::find_matmul_exact(type, isa);
+                    if (!k) continue;
+                    std::vector<float> yv((size_t)(nt * ysd), -7.0f);
+                    k->run(w.data(), wrb, ne0, r0, nrows, act.data(), arb, nt, yv.data(), ysd);
+                    for (size_t i = 0; i < yv.size(); ++i)
+                        ASSERT_EQ(f32_to_bits(yv[i]), f32_to_bits(y0[i]))
+                            << t->name << " " << cpu::isa_name(isa) << " ne0=" << ne0 << " nt=" << nt << " token "
+                            << i / ysd << " row " << i % ysd;
                 }
+            }
         }
     }
 }

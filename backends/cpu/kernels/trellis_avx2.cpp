@@ -12,6 +12,7 @@
 #include "quant/interleaved_values.h"
 #include "quant/trellis_gen.h"
 #include "kernels/trellis_kt.h"
+#include "kernels/sym_lanes_avx2.h"
 
 namespace ikllm::cpu {
 namespace {
@@ -248,7 +249,7 @@ inline constexpr int64_t kKtDirectMaxTokens = 3;
 
 template <void (*SeedsOf)(const uint8_t*, float, Seeds&), int G, int TN>
 void run_kt_direct(const uint8_t* w, size_t wrb, int64_t nb, size_t bb, int64_t r0, int64_t r1, const uint8_t* a,
-                   size_t arb, bool conv, float* y, int64_t ys) {
+                   size_t arb, float* y, int64_t ys) {
     const size_t pstride = (size_t)nb * 8 * kDirectSubBytes;
     struct alignas(32) Line { uint8_t b[32]; };
     thread_local std::vector<Line> prep;  // direct_act rows of the tile's tokens (32-byte aligned)
@@ -263,32 +264,67 @@ void run_kt_direct(const uint8_t* w, size_t wrb, int64_t nb, size_t bb, int64_t 
         for (int i = 0; i < TN; ++i) acc[i] = _mm256_setzero_ps();
         for (int64_t b = 0; b < nb; ++b) {
             SeedsOf(row + 4 + (size_t)b * bb, d, sd);
-            if (conv)  // a small last tile of a big batch (very long rows): run_kt's scales
-                for (int i = 0; i < 8; ++i) sd.s[i] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(sd.s[i]), 0)));
             dot_direct<G, TN>(sd, pa + (size_t)b * 8 * kDirectSubBytes, pstride, a + 288 * b, arb, acc);
         }
         for (int i = 0; i < TN; ++i) y[i * ys + r] = hsum8(acc[i]);
     }
 }
 
+// ---- Calls of kKtBatchMinTokens tokens or more -------------------------------------------------
+// A row is then what the reference multiplies after repacking it to Q8_0_R8 (from kKtConvMinTokens
+// on; fp16 scales there): 32 signed values and one scale per block, the shape of the symmetric
+// 32-weight types, so decoded rows go through their lane batch kernel (sym_lanes_avx2.h) in its
+// order (SymBatchAccum, as the scalar kernel).
+template <void (*Decode)(const uint8_t*, float, Block&)>
+struct KtLaneRows {
+    const uint8_t* w;
+    size_t wrb, bb;
+    int64_t nb;  // 256-weight blocks per row
+    bool fp16;
+    std::vector<Block> blocks;  // the prepared rows' blocks
+    int64_t first = 0;
+    void prepare(int64_t ra, int64_t rb) {
+        blocks.resize((size_t)((rb - ra) * nb));
+        for (int64_t r = ra; r < rb; ++r) {
+            const uint8_t* row = w + (size_t)r * wrb;
+            for (int64_t b = 0; b < nb; ++b) {
+                Block& o = blocks[(size_t)((r - ra) * nb + b)];
+                Decode(row + 4 + (size_t)b * bb, rd_f32(row), o);
+                if (fp16)
+                    for (float& sc : o.s) sc = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(sc), 0)));
+            }
+        }
+        first = ra;
+    }
+    struct Row {
+        const Block* blk;
+        __m256i values(int64_t ib) const { return _mm256_load_si256((const __m256i*)(blk[ib / 8].v + 32 * (ib % 8))); }
+        float scale(int64_t ib) const { return blk[ib / 8].s[ib % 8]; }
+    };
+    Row row(int64_t r) const { return {blocks.data() + (r - first) * nb}; }
+};
+
 template <void (*Decode)(const uint8_t*, float, Block&), void (*SeedsOf)(const uint8_t*, float, Seeds&) = nullptr, int G = 8>
 void run_kt(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
             int64_t nt, float* y, int64_t ys) {
     const int64_t nb = ne0 / 256;
     const size_t bb = (wrb - 4) / (size_t)nb;  // block bytes after the row's float32 scale
-    const bool conv = nt >= kKtConvMinTokens;
-    const int64_t tile = std::clamp<int64_t>((int64_t)(196608 / std::max<size_t>(arb, 1)), 1, 64);
+    if (nt >= kKtBatchMinTokens) {
+        KtLaneRows<Decode> rows{w, wrb, bb, nb, nt >= kKtConvMinTokens, {}, 0};
+        return lanes_matmul(rows, ne0, r0, r1, act, arb, nt, y, ys);
+    }
+    const int64_t tile = std::clamp<int64_t>((int64_t)(196608 / std::max<size_t>(arb, 1)), 1, kKtBatchMinTokens - 1);
     Block blk;
-    __m256 acc[64];
+    __m256 acc[kKtBatchMinTokens - 1];
     for (int64_t t0 = 0; t0 < nt; t0 += tile) {
         const int64_t tn = std::min(tile, nt - t0);
         if constexpr (SeedsOf != nullptr)
             if (tn <= kKtDirectMaxTokens) {
                 const uint8_t* a0 = act + (size_t)t0 * arb;
                 switch (tn) {
-                    case 1: run_kt_direct<SeedsOf, G, 1>(w, wrb, nb, bb, r0, r1, a0, arb, conv, y + t0 * ys, ys); break;
-                    case 2: run_kt_direct<SeedsOf, G, 2>(w, wrb, nb, bb, r0, r1, a0, arb, conv, y + t0 * ys, ys); break;
-                    default: run_kt_direct<SeedsOf, G, 3>(w, wrb, nb, bb, r0, r1, a0, arb, conv, y + t0 * ys, ys); break;
+                    case 1: run_kt_direct<SeedsOf, G, 1>(w, wrb, nb, bb, r0, r1, a0, arb, y + t0 * ys, ys); break;
+                    case 2: run_kt_direct<SeedsOf, G, 2>(w, wrb, nb, bb, r0, r1, a0, arb, y + t0 * ys, ys); break;
+                    default: run_kt_direct<SeedsOf, G, 3>(w, wrb, nb, bb, r0, r1, a0, arb, y + t0 * ys, ys); break;
                 }
                 continue;
             }
@@ -298,8 +334,6 @@ void run_kt(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, c
             for (int64_t t = 0; t < tn; ++t) acc[t] = _mm256_setzero_ps();
             for (int64_t b = 0; b < nb; ++b) {
                 Decode(row + 4 + (size_t)b * bb, d, blk);
-                if (conv)
-                    for (int i = 0; i < 8; ++i) blk.s[i] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(blk.s[i]), 0)));
                 for (int i = 0; i < 8; ++i) {
                     const __m256i v = _mm256_load_si256((const __m256i*)(blk.v + 32 * i));
                     _mm256_store_si256((__m256i*)(blk.absv + 32 * i), _mm256_abs_epi8(v));

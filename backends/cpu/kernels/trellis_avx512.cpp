@@ -257,11 +257,6 @@ inline void dot_direct(const Seeds& o, const uint8_t* pa, size_t pstride, const 
     }
 }
 
-// Calls of this many tokens or more go through the panels (with exact scales below
-// kKtConvMinTokens): from 16 on they beat the decoded-block tiles. Batch-invariant calls stay
-// below (kInvariantTokens = 15, matmul_rows.h).
-inline constexpr int64_t kKtPanelMinTokens = 16;
-
 // Tiles of at most this many tokens take the direct form (types with seeds).
 inline constexpr int64_t kKtDirectMaxTokens = 3;
 
@@ -322,16 +317,16 @@ void run_kt(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, c
             int64_t nt, float* y, int64_t ys) {
     const int64_t nb = ne0 / 256;
     const size_t bb = (wrb - 4) / (size_t)nb;
-    if (nt >= kKtPanelMinTokens) {
+    if (nt >= kKtBatchMinTokens) {
         const bool fp16 = nt >= kKtConvMinTokens;  // the reference's repack; exact scales below
         if (r1 > r0)
             panel_gemm<false>([&](int64_t r, int rows, LegacyPanel& pn) { fill_kt_panel<Decode>(w, wrb, bb, r, rows, nb, fp16, pn); },
                               nb * 8, act, arb, nt, r0, r1, y, ys);
         return;
     }
-    const int64_t tile = std::clamp<int64_t>((int64_t)(196608 / std::max<size_t>(arb, 1)), 1, kKtPanelMinTokens - 1);
+    const int64_t tile = std::clamp<int64_t>((int64_t)(196608 / std::max<size_t>(arb, 1)), 1, kKtBatchMinTokens - 1);
     Block blk;
-    __m512 acc[kKtPanelMinTokens - 1];
+    __m512 acc[kKtBatchMinTokens - 1];
     for (int64_t t0 = 0; t0 < nt; t0 += tile) {
         const int64_t tn = std::min(tile, nt - t0);
         const uint8_t* a0 = act + (size_t)t0 * arb;

@@ -5,7 +5,8 @@
 //    The reference's to_float (dequantization) has no such factor, so a matmul is not the dot
 //    product of the dequantized row: IQ2_KT's factor alone moves logits by ~9e-2 rms;
 //  * for batches of kKtConvMinTokens tokens or more the reference repacks the rows to an
-//    8-bit format with fp16 scales (Q8_0_R8): the sub-block scale is rounded to fp16 (RNE).
+//    8-bit format with fp16 scales (Q8_0_R8): the sub-block scale is rounded to fp16 (RNE), and
+//    the sums follow that format's batch order (from kKtBatchMinTokens on here).
 // Everything is internal to each including file (see interleaved_common.h).
 #pragma once
 #include <cstdint>
@@ -15,6 +16,10 @@ namespace ikllm::cpu {
 namespace {
 
 inline constexpr int64_t kKtConvMinTokens = 32;
+// From this many tokens a call sums in the symmetric 32-weight batch order (SymBatchAccum,
+// legacy_sym_accum.h), the order of the panels the SIMD kernels run such calls through (with
+// exact scales below kKtConvMinTokens). Batch-invariant calls stay below (kInvariantTokens = 15).
+inline constexpr int64_t kKtBatchMinTokens = 16;
 
 template <uint32_t Type>
 inline float kt_scale(float d, int s) {

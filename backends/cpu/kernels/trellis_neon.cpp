@@ -7,10 +7,12 @@
 #if defined(__aarch64__) && defined(__ARM_FEATURE_DOTPROD)
 #include <arm_neon.h>
 
+#include <cstring>
 #include <vector>
 
 #include "kernels/neon_common.h"
 #include "kernels/trellis_kt.h"
+#include "kernels/sym_lanes_neon.h"
 #include "quant/grid_util.h"
 #include "quant/interleaved_values.h"
 #include "quant/trellis_gen.h"
@@ -120,12 +122,58 @@ float32x4_t kt_quad_token(const KtQuad* quad, int64_t nb, const uint8_t* a_row) 
     return y;
 }
 
+// Calls of kKtBatchMinTokens tokens or more: decoded rows (32 signed values and one scale per
+// block, fp16 scales from kKtConvMinTokens as the reference's Q8_0_R8 repack) through the
+// symmetric 32-weight types' lane batch kernel (sym_lanes_neon.h), in its order (SymBatchAccum,
+// as the scalar kernel).
+struct KtRowBlock {
+    int8_t v[256];
+    float s[8];
+};
+template <KtDecode Decode>
+struct KtLaneRows {
+    const uint8_t* w;
+    size_t wrb, bb;
+    int64_t nb;  // 256-weight blocks per row
+    bool fp16;
+    std::vector<KtRowBlock> blocks;  // the prepared rows' blocks
+    int64_t first = 0;
+    void prepare(int64_t ra, int64_t rb) {
+        const Mpow m;
+        KtQuad q;
+        blocks.resize((size_t)((rb - ra) * nb));
+        for (int64_t r = ra; r < rb; ++r) {
+            const uint8_t* row = w + (size_t)r * wrb;
+            for (int64_t b = 0; b < nb; ++b) {
+                Decode(row + 4 + (size_t)b * bb, rd_f32(row), q, 0, m);
+                KtRowBlock& o = blocks[(size_t)((r - ra) * nb + b)];
+                std::memcpy(o.v, q.v[0], 256);
+                for (int i = 0; i < 8; ++i) o.s[i] = fp16 ? gti_round_half(q.s[i][0]) : q.s[i][0];
+            }
+        }
+        first = ra;
+    }
+    struct Row {
+        const KtRowBlock* blk;
+        void values(int64_t ib, int8x16_t& lo, int8x16_t& hi) const {
+            const int8_t* p = blk[ib / 8].v + 32 * (ib % 8);
+            lo = vld1q_s8(p);
+            hi = vld1q_s8(p + 16);
+        }
+        float scale(int64_t ib) const { return blk[ib / 8].s[ib % 8]; }
+    };
+    Row row(int64_t r) const { return {blocks.data() + (r - first) * nb}; }
+};
+
 template <KtDecode Decode>
 void run_kt(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
             int64_t nt, float* y, int64_t ys) {
     const int64_t nb = ne0 / 256;
     const size_t bb = (wrb - 4) / (size_t)nb;  // block bytes after the row's float32 scale
-    const bool conv = nt >= kKtConvMinTokens;
+    if (nt >= kKtBatchMinTokens) {
+        KtLaneRows<Decode> rows{w, wrb, bb, nb, nt >= kKtConvMinTokens, {}, 0};
+        return lanes4_matmul(rows, ne0, r0, r1, act, arb, nt, y, ys);
+    }
     const Mpow m;
     std::vector<KtQuad> quad((size_t)nb);
     auto fill = [&](const uint8_t* row, int i) {
@@ -133,8 +181,6 @@ void run_kt(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, c
         for (int64_t b = 0; b < nb; ++b) {
             KtQuad& q = quad[(size_t)b];
             Decode(row + 4 + (size_t)b * bb, d, q, i, m);
-            if (conv)
-                for (int k = 0; k < 8; ++k) q.s[k][i] = gti_round_half(q.s[k][i]);  // large-batch repacking
         }
     };
     auto token = [&](const uint8_t* a) { return kt_quad_token(quad.data(), nb, a); };

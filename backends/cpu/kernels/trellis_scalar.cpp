@@ -1,12 +1,18 @@
 // Portable kernels of the trellis types IQ1_KT..IQ4_KT against Q8_2_X4 activations
 // (quant-formats.md §10, §15), the numerical reference of the SIMD kernels: each 256-weight
 // block is generated into 256 integer values with one scale per 32 weights (trellis_kt.h), and
-// every 32-weight dot with the activation codes is exact before it is scaled.
+// every 32-weight dot with the activation codes is exact before it is scaled. Calls of
+// kKtBatchMinTokens tokens or more sum in the order of the symmetric 32-weight types' batches
+// (SymBatchAccum), as the reference's Q8_0_R8 repack does from kKtConvMinTokens on.
 #include "kernels/interleaved_common.h"
+#include "kernels/legacy_sym_accum.h"
 #include "kernels/trellis_kt.h"
 #include "quant/grid_util.h"
 #include "quant/interleaved_values.h"
 #include "quant/trellis_gen.h"
+#include "quant/act_q8_0.h"
+
+#include <vector>
 
 namespace ikllm::cpu {
 namespace {
@@ -60,16 +66,38 @@ void run_kt(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, c
             int64_t nt, float* y, int64_t ys) {
     const int64_t nb = ne0 / 256;
     const size_t bb = (wrb - 4) / (size_t)nb;  // block bytes after the row's float32 scale
-    const bool conv = nt >= kKtConvMinTokens;
     KtBlock blk;
+    if (nt >= kKtBatchMinTokens) {
+        const bool conv = nt >= kKtConvMinTokens;
+        std::vector<KtBlock> row_blocks((size_t)nb);
+        for (int64_t r = r0; r < r1; ++r) {
+            const uint8_t* row = w + (size_t)r * wrb;
+            for (int64_t b = 0; b < nb; ++b) {
+                Decode(row + 4 + (size_t)b * bb, rd_f32(row), row_blocks[(size_t)b]);
+                if (conv)
+                    for (float& sc : row_blocks[(size_t)b].s) sc = gti_round_half(sc);  // large-batch repacking
+            }
+            for (int64_t t = 0; t < nt; ++t) {
+                const uint8_t* a = act + (size_t)t * arb;
+                SymBatchAccum acc;
+                for (int64_t ib = 0; ib < nb * 8; ++ib) {
+                    const KtBlock& kb = row_blocks[(size_t)(ib / 8)];
+                    const Q8x4BlockRef ab = q8_2_x4_block(a, ne0, ib);
+                    int32_t dot = 0;  // sum of (v + 127) * a
+                    for (int j = 0; j < 32; ++j) dot += (kb.v[32 * (ib % 8) + j] + kSymBatchOffset) * ab.qs[j];
+                    acc.add(kb.s[ib % 8], bf16_to_f32(ab.d_bf16), ab.sum, dot);
+                }
+                y[t * ys + r] = acc.result();
+            }
+        }
+        return;
+    }
     for (int64_t r = r0; r < r1; ++r) {
         const uint8_t* row = w + (size_t)r * wrb;
         const float d = rd_f32(row);
         for (int64_t t = 0; t < nt; ++t) y[t * ys + r] = 0.0f;
         for (int64_t b = 0; b < nb; ++b) {
             Decode(row + 4 + (size_t)b * bb, d, blk);
-            if (conv)
-                for (int i = 0; i < 8; ++i) blk.s[i] = gti_round_half(blk.s[i]);  // large-batch repacking
             for (int64_t t = 0; t < nt; ++t) {
                 const uint8_t* a = act + (size_t)t * arb + 288 * (size_t)b;  // two 144-byte groups
                 float acc = 0.0f;
