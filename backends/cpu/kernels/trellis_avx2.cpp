@@ -169,11 +169,19 @@ struct Seeds {
     float s[8];
 };
 
-inline __m256i mult8(int k) {  // lane l: MULT^(4 (l mod 2) + k + 1), for G = 8
-    const int a = (int)kt_mult_pow(k), b = (int)kt_mult_pow(4 + k);
-    return _mm256_setr_epi32(a, b, a, b, a, b, a, b);
-}
-inline __m256i mult4(int k) { return _mm256_set1_epi32((int)kt_mult_pow(k)); }
+struct MultTables {  // part k: lane l multiplies by MULT^(4 (l mod 2) + k + 1) (G = 8), MULT^(k + 1) (G = 4)
+    alignas(32) uint32_t g8[4][8], g4[4][8];
+    constexpr MultTables() : g8{}, g4{} {
+        for (int k = 0; k < 4; ++k)
+            for (int l = 0; l < 8; ++l) {
+                g8[k][l] = kt_mult_pow(4 * (l % 2) + k);
+                g4[k][l] = kt_mult_pow(k);
+            }
+    }
+};
+inline constexpr MultTables kMult{};
+inline __m256i mult8(int k) { return _mm256_load_si256((const __m256i*)kMult.g8[k]); }
+inline __m256i mult4(int k) { return _mm256_load_si256((const __m256i*)kMult.g4[k]); }
 
 // G = 8: four codes (uint32 lanes 0-3 of c4) -> lane l takes code l / 2.
 inline __m256i seeds8(__m128i c4) {

@@ -147,7 +147,7 @@ inline void dot_block(const Block& o, const uint8_t* a, __m512& acc) {
 // ---- Direct form for a few tokens: no decoded block ------------------------------------------
 // For IQ1_KT / IQ2_KT / IQ4_KT a weight is (byte sum of t) - 126 with t = (seed * MULT^(j+1)) & mask,
 // so a * v = vpdpbusd(t, a in all four bytes) - 126 a: the masked state goes straight into the
-// dot product, against activations rearranged once per call (DirectAct). Lane l of chunk part k
+// dot product, against activations rearranged once per call (direct_act). Lane l of chunk part k
 // (k = 0..3) holds weight 4 l + k of the 64-weight chunk, so the four parts summed give lane l
 // the same 4-weight integer sums as dot_block's lanes, and the same float operations follow.
 
