@@ -12,6 +12,7 @@
 #include "quant/interleaved_values.h"
 #include "quant/trellis_gen.h"
 #include "kernels/trellis_kt.h"
+#include "kernels/trellis_direct.h"
 #include "kernels/sym_lanes_avx2.h"
 
 namespace ikllm::cpu {
@@ -252,37 +253,22 @@ inline void dot_direct(const Seeds& o, const uint8_t* pa, size_t pstride, const 
     }
 }
 
-// Tiles of at most this many tokens take the direct form (types with seeds).
-inline constexpr int64_t kKtDirectMaxTokens = 3;
-
-template <void (*SeedsOf)(const uint8_t*, float, Seeds&), int G, int TN>
-void run_kt_direct(const uint8_t* w, size_t wrb, int64_t nb, size_t bb, int64_t r0, int64_t r1, const uint8_t* a,
-                   size_t arb, float* y, int64_t ys) {
-    const size_t pstride = (size_t)nb * 8 * kDirectSubBytes;
-    struct alignas(32) Line { uint8_t b[32]; };
-    thread_local std::vector<Line> prep;  // direct_act rows of the tile's tokens (32-byte aligned)
-    if (prep.size() * 32 < (size_t)TN * pstride) prep.resize((size_t)TN * pstride / 32);
-    uint8_t* pa = reinterpret_cast<uint8_t*>(prep.data());
-    for (int i = 0; i < TN; ++i) direct_act(a + (size_t)i * arb, nb, pa + (size_t)i * pstride);
-    Seeds sd;
-    __m256 acc[TN];
-    for (int64_t r = r0; r < r1; ++r) {
-        const uint8_t* row = w + (size_t)r * wrb;
-        const float d = rd_f32(row);
-        for (int i = 0; i < TN; ++i) acc[i] = _mm256_setzero_ps();
-        for (int64_t b = 0; b < nb; ++b) {
-            SeedsOf(row + 4 + (size_t)b * bb, d, sd);
-            dot_direct<G, TN>(sd, pa + (size_t)b * 8 * kDirectSubBytes, pstride, a + 288 * b, arb, acc);
-        }
-        for (int i = 0; i < TN; ++i) y[i * ys + r] = hsum8(acc[i]);
+// The direct form's pieces for trellis_direct.h.
+template <void (*SeedsOf)(const uint8_t*, float, Seeds&), int G>
+struct Direct {
+    using Acc = __m256;
+    using Seeds = ::ikllm::cpu::Seeds;
+    static constexpr size_t kPrepBytes = 8 * kDirectSubBytes;
+    static Acc zero() { return _mm256_setzero_ps(); }
+    static float hsum(Acc v) { return hsum8(v); }
+    static void prep(const uint8_t* act, int64_t nb, uint8_t* out) { direct_act(act, nb, out); }
+    static void seeds(const uint8_t* b, float d, Seeds& s) { SeedsOf(b, d, s); }
+    template <int TN>
+    static void dot(const Seeds& o, const uint8_t* pa, size_t pstride, const uint8_t* a, size_t arb, Acc* acc) {
+        dot_direct<G, TN>(o, pa, pstride, a, arb, acc);
     }
-}
+};
 
-// ---- Calls of kKtBatchMinTokens tokens or more -------------------------------------------------
-// A row is then what the reference multiplies after repacking it to Q8_0_R8 (from kKtConvMinTokens
-// on; fp16 scales there): 32 signed values and one scale per block, the shape of the symmetric
-// 32-weight types, so decoded rows go through their lane batch kernel (sym_lanes_avx2.h) in its
-// order (SymBatchAccum, as the scalar kernel).
 template <void (*Decode)(const uint8_t*, float, Block&)>
 struct KtLaneRows {
     const uint8_t* w;
@@ -327,15 +313,8 @@ void run_kt(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, c
     for (int64_t t0 = 0; t0 < nt; t0 += tile) {
         const int64_t tn = std::min(tile, nt - t0);
         if constexpr (SeedsOf != nullptr)
-            if (tn <= kKtDirectMaxTokens) {
-                const uint8_t* a0 = act + (size_t)t0 * arb;
-                switch (tn) {
-                    case 1: run_kt_direct<SeedsOf, G, 1>(w, wrb, nb, bb, r0, r1, a0, arb, y + t0 * ys, ys); break;
-                    case 2: run_kt_direct<SeedsOf, G, 2>(w, wrb, nb, bb, r0, r1, a0, arb, y + t0 * ys, ys); break;
-                    default: run_kt_direct<SeedsOf, G, 3>(w, wrb, nb, bb, r0, r1, a0, arb, y + t0 * ys, ys); break;
-                }
+            if (kt_direct_tile<Direct<SeedsOf, G>>(tn, w, wrb, nb, bb, r0, r1, act + (size_t)t0 * arb, arb, y + t0 * ys, ys))
                 continue;
-            }
         for (int64_t r = r0; r < r1; ++r) {
             const uint8_t* row = w + (size_t)r * wrb;
             const float d = rd_f32(row);

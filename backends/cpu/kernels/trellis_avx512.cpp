@@ -18,6 +18,7 @@
 #include "quant/interleaved_values.h"
 #include "quant/trellis_gen.h"
 #include "kernels/trellis_kt.h"
+#include "kernels/trellis_direct.h"
 #include "kernels/legacy_panel_avx512.h"
 
 namespace ikllm::cpu {
@@ -257,39 +258,22 @@ inline void dot_direct(const Seeds& o, const uint8_t* pa, size_t pstride, const 
     }
 }
 
-// Tiles of at most this many tokens take the direct form (types with seeds).
-inline constexpr int64_t kKtDirectMaxTokens = 3;
-
-
-template <void (*SeedsOf)(const uint8_t*, float, Seeds&), int G, int TN>
-void run_kt_direct(const uint8_t* w, size_t wrb, int64_t nb, size_t bb, int64_t r0, int64_t r1, const uint8_t* a,
-                   size_t arb, float* y, int64_t ys) {
-    constexpr int64_t tn = TN;
-    const size_t pstride = (size_t)nb * 4 * kDirectChunkBytes;
-    struct alignas(64) Line { uint8_t b[64]; };
-    thread_local std::vector<Line> prep;  // direct_act rows of the tile's tokens (64-byte aligned)
-    if (prep.size() * 64 < (size_t)tn * pstride) prep.resize((size_t)tn * pstride / 64);
-    uint8_t* pa = reinterpret_cast<uint8_t*>(prep.data());
-    for (int64_t i = 0; i < tn; ++i) direct_act(a + (size_t)i * arb, nb, pa + (size_t)i * pstride);
-    Seeds sd;
-    __m512 acc[TN];
-    for (int64_t r = r0; r < r1; ++r) {
-        const uint8_t* row = w + (size_t)r * wrb;
-        const float d = rd_f32(row);
-        for (int64_t i = 0; i < tn; ++i) acc[i] = _mm512_setzero_ps();
-        for (int64_t b = 0; b < nb; ++b) {
-            SeedsOf(row + 4 + (size_t)b * bb, d, sd);
-            dot_direct<G, TN>(sd, pa + (size_t)b * 4 * kDirectChunkBytes, pstride, a + 288 * b, arb, acc);
-        }
-        for (int64_t i = 0; i < tn; ++i) y[i * ys + r] = gti_hsum512(acc[i]);
+// The direct form's pieces for trellis_direct.h.
+template <void (*SeedsOf)(const uint8_t*, float, Seeds&), int G>
+struct Direct {
+    using Acc = __m512;
+    using Seeds = ::ikllm::cpu::Seeds;
+    static constexpr size_t kPrepBytes = 4 * kDirectChunkBytes;
+    static Acc zero() { return _mm512_setzero_ps(); }
+    static float hsum(Acc v) { return gti_hsum512(v); }
+    static void prep(const uint8_t* act, int64_t nb, uint8_t* out) { direct_act(act, nb, out); }
+    static void seeds(const uint8_t* b, float d, Seeds& s) { SeedsOf(b, d, s); }
+    template <int TN>
+    static void dot(const Seeds& o, const uint8_t* pa, size_t pstride, const uint8_t* a, size_t arb, Acc* acc) {
+        dot_direct<G, TN>(o, pa, pstride, a, arb, acc);
     }
-}
+};
 
-// ---- Prompt batches: the reference's repack to 8-bit rows ----------------------------------------
-// For kKtConvMinTokens tokens or more a row is what the reference multiplies after repacking it to
-// Q8_0_R8: the values v (|v| <= 126) with one fp16 scale per 32 weights. That is a symmetric
-// 32-weight block type, so 16 decoded rows fill a panel of the Q8_0 family's VNNI GEMM
-// (legacy_panel_avx512.h): the decoders' u = v + 128 are its codes as they are.
 template <void (*Decode)(const uint8_t*, float, Block&)>
 void fill_kt_panel(const uint8_t* w, size_t wrb, size_t bb, int64_t r0, int rows, int64_t nb, bool fp16, LegacyPanel& pn) {
     alignas(64) uint8_t tmp[kP32Rows * 256];
@@ -331,14 +315,7 @@ void run_kt(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, c
         const int64_t tn = std::min(tile, nt - t0);
         const uint8_t* a0 = act + (size_t)t0 * arb;
         if constexpr (SeedsOf != nullptr)
-            if (tn <= kKtDirectMaxTokens) {
-                switch (tn) {
-                    case 1: run_kt_direct<SeedsOf, G, 1>(w, wrb, nb, bb, r0, r1, a0, arb, y + t0 * ys, ys); break;
-                    case 2: run_kt_direct<SeedsOf, G, 2>(w, wrb, nb, bb, r0, r1, a0, arb, y + t0 * ys, ys); break;
-                    default: run_kt_direct<SeedsOf, G, 3>(w, wrb, nb, bb, r0, r1, a0, arb, y + t0 * ys, ys); break;
-                }
-                continue;
-            }
+            if (kt_direct_tile<Direct<SeedsOf, G>>(tn, w, wrb, nb, bb, r0, r1, a0, arb, y + t0 * ys, ys)) continue;
         for (int64_t r = r0; r < r1; ++r) {
             const uint8_t* row = w + (size_t)r * wrb;
             const float d = rd_f32(row);
