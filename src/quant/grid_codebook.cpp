@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace ikllm::quant {
 namespace {
@@ -20,23 +21,47 @@ inline float wdist(const float* t, const float* w, const P* p, int G) {
 constexpr int kIters = 6;
 constexpr int kMaxClusters = 256;
 
+// kLanes floats (GCC / Clang vector extension: SSE2 on x86-64, NEON on AArch64). With
+// -ffp-contract=off each lane runs wdist's operations: e = t - p, s = s + (w * e) * e in order j.
+typedef float Lanes __attribute__((vector_size(16)));
+
+template <int G>
+inline Lanes wdist_lanes(const float* t, const float* w, const float* group) {
+    Lanes s = {0, 0, 0, 0};
+    for (int j = 0; j < G; ++j) {
+        Lanes p;
+        std::memcpy(&p, group + 4 * j, sizeof p);
+        const Lanes e = t[j] - p;
+        s = s + (w[j] * e) * e;
+    }
+    return s;
+}
+
 }  // namespace
 
 Codebook::Codebook(int G, std::vector<int8_t> points, int clusters, int probes)
     : G_(G), n_((uint32_t)(points.size() / (size_t)G)), k_(std::max(1, std::min({clusters, (int)n_, kMaxClusters}))),
       probes_(std::max(1, std::min(probes, k_))), pts_(std::move(points)) {
     build_index();
+    build_lanes();
 }
 
 namespace {
 
 // The search of Codebook::nearest for a group size known at compile time (4 and 8 cover every
-// code book): the distance loops unroll and vectorise. Results are those of the generic form.
+// code book), four distances at a time from the lane layouts (build_lanes): each lane computes
+// wdist's operations in its order, and candidates are compared in the generic form's order, so
+// the results are the generic form's.
 template <int G>
-uint32_t nearest_fixed(const float* t, const float* w, const float* cent, int k_count, int probes, const uint32_t* start,
-                       const uint32_t* members, const int8_t* pts, float* err) {
-    float cd[kMaxClusters];
-    for (int k = 0; k < k_count; ++k) cd[k] = wdist(t, w, cent + (size_t)k * G, G);
+uint32_t nearest_fixed(const float* t, const float* w, const float* cent_lanes, int k_count, int probes,
+                       const uint32_t* lane_start, const uint32_t* start, const uint32_t* members,
+                       const float* member_lanes, float* err) {
+    constexpr int L = 4;
+    alignas(16) float cd[kMaxClusters + L];
+    for (int k = 0; k < k_count; k += L) {
+        const Lanes d = wdist_lanes<G>(t, w, cent_lanes + (size_t)(k / L) * G * L);
+        std::memcpy(cd + k, &d, sizeof d);
+    }
     // The probes closest clusters in order of (distance, index): one pass, insertion into a
     // sorted list (strictly closer, or as close with a smaller index, goes first).
     int probe[16];
@@ -52,15 +77,21 @@ uint32_t nearest_fixed(const float* t, const float* w, const float* cent, int k_
     }
     float best_err = INFINITY;
     uint32_t best_i = 0;
-    for (int p = 0; p < np; ++p)
-        for (uint32_t m = start[probe[p]]; m < start[probe[p] + 1]; ++m) {
-            const uint32_t i = members[m];
-            const float e = wdist(t, w, pts + (size_t)i * G, G);
-            if (e < best_err) {
-                best_err = e;
-                best_i = i;
-            }
+    for (int p = 0; p < np; ++p) {
+        const int k = probe[p];
+        const uint32_t m0 = start[k], m1 = start[k + 1];
+        for (uint32_t g = lane_start[k], m = m0; m < m1; ++g, m += L) {
+            alignas(16) float d[L];
+            const Lanes v = wdist_lanes<G>(t, w, member_lanes + (size_t)g * G * L);
+            std::memcpy(d, &v, sizeof v);
+            const int n = (int)std::min<uint32_t>(L, m1 - m);
+            for (int l = 0; l < n; ++l)
+                if (d[l] < best_err) {
+                    best_err = d[l];
+                    best_i = members[m + l];
+                }
         }
+    }
     *err = best_err;
     return best_i;
 }
@@ -69,8 +100,12 @@ uint32_t nearest_fixed(const float* t, const float* w, const float* cent, int k_
 
 uint32_t Codebook::nearest(const float* t, const float* w, float* err) const {
     const int np = std::min(probes_, 16);
-    if (G_ == 8) return nearest_fixed<8>(t, w, cent_.data(), k_, np, start_.data(), members_.data(), pts_.data(), err);
-    if (G_ == 4) return nearest_fixed<4>(t, w, cent_.data(), k_, np, start_.data(), members_.data(), pts_.data(), err);
+    if (G_ == 8)
+        return nearest_fixed<8>(t, w, cent_lanes_.data(), k_, np, lane_start_.data(), start_.data(), members_.data(),
+                                member_lanes_.data(), err);
+    if (G_ == 4)
+        return nearest_fixed<4>(t, w, cent_lanes_.data(), k_, np, lane_start_.data(), start_.data(), members_.data(),
+                                member_lanes_.data(), err);
     float cd[kMaxClusters];
     for (int k = 0; k < k_; ++k) cd[k] = wdist(t, w, &cent_[(size_t)k * G_], G_);
     int probe[16];
@@ -135,6 +170,26 @@ void Codebook::build_index() {
     members_.resize(n_);
     std::vector<uint32_t> pos(start_.begin(), start_.end() - 1);
     for (uint32_t c = 0; c < n_; ++c) members_[pos[assign[c]]++] = c;
+}
+
+void Codebook::build_lanes() {
+    // Centroids: groups of kLanes clusters (padding clusters repeat the last one; never probed).
+    const int kg = (k_ + kLanes - 1) / kLanes;
+    cent_lanes_.assign((size_t)kg * G_ * kLanes, 0.0f);
+    for (int k = 0; k < kg * kLanes; ++k)
+        for (int j = 0; j < G_; ++j)
+            cent_lanes_[(size_t)(k / kLanes) * G_ * kLanes + (size_t)j * kLanes + k % kLanes] =
+                cent_[(size_t)std::min(k, k_ - 1) * G_ + j];
+    // Members: each cluster's points in groups of kLanes, in members_ order.
+    lane_start_.assign((size_t)k_ + 1, 0);
+    for (int k = 0; k < k_; ++k) lane_start_[(size_t)k + 1] = lane_start_[(size_t)k] + (start_[(size_t)k + 1] - start_[(size_t)k] + kLanes - 1) / kLanes;
+    member_lanes_.assign((size_t)lane_start_[(size_t)k_] * G_ * kLanes, 0.0f);
+    for (int k = 0; k < k_; ++k)
+        for (uint32_t m = start_[(size_t)k]; m < start_[(size_t)k + 1]; ++m) {
+            const uint32_t slot = m - start_[(size_t)k], g = lane_start_[(size_t)k] + slot / kLanes;
+            for (int j = 0; j < G_; ++j)
+                member_lanes_[(size_t)g * G_ * kLanes + (size_t)j * kLanes + slot % kLanes] = pts_[(size_t)members_[m] * G_ + j];
+        }
 }
 
 }  // namespace ikllm::quant
