@@ -43,7 +43,8 @@ Codebook::Codebook(int G, std::vector<int8_t> points, int clusters, int probes)
     : G_(G), n_((uint32_t)(points.size() / (size_t)G)), k_(std::max(1, std::min({clusters, (int)n_, kMaxClusters}))),
       probes_(std::max(1, std::min(probes, k_))), pts_(std::move(points)) {
     build_index();
-    build_lanes();
+    build_centroid_lanes();
+    build_member_lanes();
 }
 
 namespace {
@@ -138,18 +139,27 @@ void Codebook::build_index() {
     std::vector<uint32_t> assign(n_, 0);
     const float ones[8] = {1, 1, 1, 1, 1, 1, 1, 1};
     for (int it = 0; it <= kIters && k_ > 1; ++it) {
+        build_centroid_lanes();
         for (uint32_t c = 0; c < n_; ++c) {
             float tc[8];
             for (int j = 0; j < G_; ++j) tc[j] = pts_[(size_t)c * G_ + j];
+            alignas(16) float cd[kMaxClusters + 4];
+            if (G_ == 8 || G_ == 4) {  // four centroids at a time, each lane in wdist's order
+                for (int k = 0; k < k_; k += 4) {
+                    const Lanes d = G_ == 8 ? wdist_lanes<8>(tc, ones, &cent_lanes_[(size_t)(k / 4) * 8 * 4])
+                                            : wdist_lanes<4>(tc, ones, &cent_lanes_[(size_t)(k / 4) * 4 * 4]);
+                    std::memcpy(cd + k, &d, sizeof d);
+                }
+            } else {
+                for (int k = 0; k < k_; ++k) cd[k] = wdist(tc, ones, &cent_[(size_t)k * G_], G_);
+            }
             int best = 0;
             float bd = INFINITY;
-            for (int k = 0; k < k_; ++k) {
-                const float d = wdist(tc, ones, &cent_[(size_t)k * G_], G_);
-                if (d < bd) {
-                    bd = d;
+            for (int k = 0; k < k_; ++k)
+                if (cd[k] < bd) {
+                    bd = cd[k];
                     best = k;
                 }
-            }
             assign[c] = (uint32_t)best;
         }
         if (it == kIters) break;
@@ -172,15 +182,18 @@ void Codebook::build_index() {
     for (uint32_t c = 0; c < n_; ++c) members_[pos[assign[c]]++] = c;
 }
 
-void Codebook::build_lanes() {
-    // Centroids: groups of kLanes clusters (padding clusters repeat the last one; never probed).
+void Codebook::build_centroid_lanes() {
+    // Groups of kLanes clusters (padding clusters repeat the last one; never chosen).
     const int kg = (k_ + kLanes - 1) / kLanes;
     cent_lanes_.assign((size_t)kg * G_ * kLanes, 0.0f);
     for (int k = 0; k < kg * kLanes; ++k)
         for (int j = 0; j < G_; ++j)
             cent_lanes_[(size_t)(k / kLanes) * G_ * kLanes + (size_t)j * kLanes + k % kLanes] =
                 cent_[(size_t)std::min(k, k_ - 1) * G_ + j];
-    // Members: each cluster's points in groups of kLanes, in members_ order.
+}
+
+void Codebook::build_member_lanes() {
+    // Each cluster's points in groups of kLanes, in members_ order.
     lane_start_.assign((size_t)k_ + 1, 0);
     for (int k = 0; k < k_; ++k) lane_start_[(size_t)k + 1] = lane_start_[(size_t)k] + (start_[(size_t)k + 1] - start_[(size_t)k] + kLanes - 1) / kLanes;
     member_lanes_.assign((size_t)lane_start_[(size_t)k_] * G_ * kLanes, 0.0f);

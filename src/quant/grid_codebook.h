@@ -20,7 +20,8 @@ public:
 
 private:
     void build_index();
-    void build_lanes();
+    void build_centroid_lanes();
+    void build_member_lanes();
 
     int G_;
     uint32_t n_;
@@ -28,8 +29,8 @@ private:
     std::vector<int8_t> pts_;
     std::vector<float> cent_;
     std::vector<uint32_t> start_, members_;
-    // The same data in groups of kLanes (the searches compute kLanes distances at once, each
-    // lane in the scalar order): per group, value j of its points at [j * kLanes + lane].
+    // The same data in groups of kLanes (searches and k-means compute kLanes distances at once,
+    // each lane in the scalar order): per group, value j of its points at [j * kLanes + lane].
     // Cluster k's members fill groups lane_start_[k] .. lane_start_[k + 1] (last one padded).
     static constexpr int kLanes = 4;
     std::vector<float> cent_lanes_, member_lanes_;
