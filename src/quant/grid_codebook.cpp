@@ -24,6 +24,7 @@ constexpr int kMaxClusters = 256;
 // kLanes floats (GCC / Clang vector extension: SSE2 on x86-64, NEON on AArch64). With
 // -ffp-contract=off each lane runs wdist's operations: e = t - p, s = s + (w * e) * e in order j.
 typedef float Lanes __attribute__((vector_size(16)));
+typedef int32_t LaneMask __attribute__((vector_size(16)));  // a comparison's lanes: -1 / 0
 
 template <int G>
 inline Lanes wdist_lanes(const float* t, const float* w, const float* group) {
@@ -84,6 +85,8 @@ uint32_t nearest_fixed(const float* t, const float* w, const float* cent_lanes, 
         for (uint32_t g = lane_start[k], m = m0; m < m1; ++g, m += L) {
             alignas(16) float d[L];
             const Lanes v = wdist_lanes<G>(t, w, member_lanes + (size_t)g * G * L);
+            const LaneMask lt = v < best_err;
+            if (!(lt[0] | lt[1] | lt[2] | lt[3])) continue;  // no lane improves (most groups)
             std::memcpy(d, &v, sizeof v);
             const int n = (int)std::min<uint32_t>(L, m1 - m);
             for (int l = 0; l < n; ++l)
