@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace ikllm::quant {
 namespace {
@@ -25,6 +28,17 @@ constexpr int kMaxClusters = 256;
 // -ffp-contract=off each lane runs wdist's operations: e = t - p, s = s + (w * e) * e in order j.
 typedef float Lanes __attribute__((vector_size(16)));
 typedef int32_t LaneMask __attribute__((vector_size(16)));  // a comparison's lanes: -1 / 0
+
+inline bool any_below(Lanes v, float x) {
+#if defined(__SSE2__)
+    __m128 m;
+    std::memcpy(&m, &v, sizeof m);
+    return _mm_movemask_ps(_mm_cmplt_ps(m, _mm_set1_ps(x))) != 0;
+#else
+    const LaneMask lt = v < x;
+    return (lt[0] | lt[1] | lt[2] | lt[3]) != 0;
+#endif
+}
 
 template <int G>
 inline Lanes wdist_lanes(const float* t, const float* w, const float* group) {
@@ -60,22 +74,30 @@ uint32_t nearest_fixed(const float* t, const float* w, const float* cent_lanes, 
                        const float* member_lanes, float* err) {
     constexpr int L = 4;
     alignas(16) float cd[kMaxClusters + L];
+    Lanes cdl[kMaxClusters / L + 1];
     for (int k = 0; k < k_count; k += L) {
-        const Lanes d = wdist_lanes<G>(t, w, cent_lanes + (size_t)(k / L) * G * L);
-        std::memcpy(cd + k, &d, sizeof d);
+        cdl[k / L] = wdist_lanes<G>(t, w, cent_lanes + (size_t)(k / L) * G * L);
+        std::memcpy(cd + k, &cdl[k / L], sizeof(Lanes));
     }
     // The probes closest clusters in order of (distance, index): one pass, insertion into a
-    // sorted list (strictly closer, or as close with a smaller index, goes first).
+    // sorted list (strictly closer, or as close with a smaller index, goes first). Once the list
+    // is full, a cluster enters only below its last distance (thr): groups of four with none
+    // below it are skipped.
     int probe[16];
     int np = 0;
-    for (int k = 0; k < k_count; ++k) {
-        if (np == probes && !(cd[k] < cd[probe[np - 1]])) continue;
-        int pos = np < probes ? np++ : np - 1;
-        while (pos > 0 && cd[k] < cd[probe[pos - 1]]) {
-            probe[pos] = probe[pos - 1];
-            --pos;
+    float thr = 0;
+    for (int k0 = 0; k0 < k_count; k0 += L) {
+        if (np == probes && !any_below(cdl[k0 / L], thr)) continue;
+        for (int k = k0; k < std::min(k0 + L, k_count); ++k) {
+            if (np == probes && !(cd[k] < thr)) continue;
+            int pos = np < probes ? np++ : np - 1;
+            while (pos > 0 && cd[k] < cd[probe[pos - 1]]) {
+                probe[pos] = probe[pos - 1];
+                --pos;
+            }
+            probe[pos] = k;
+            if (np == probes) thr = cd[probe[np - 1]];
         }
-        probe[pos] = k;
     }
     float best_err = INFINITY;
     uint32_t best_i = 0;
@@ -85,8 +107,7 @@ uint32_t nearest_fixed(const float* t, const float* w, const float* cent_lanes, 
         for (uint32_t g = lane_start[k], m = m0; m < m1; ++g, m += L) {
             alignas(16) float d[L];
             const Lanes v = wdist_lanes<G>(t, w, member_lanes + (size_t)g * G * L);
-            const LaneMask lt = v < best_err;
-            if (!(lt[0] | lt[1] | lt[2] | lt[3])) continue;  // no lane improves (most groups)
+            if (!any_below(v, best_err)) continue;  // no lane improves (most groups)
             std::memcpy(d, &v, sizeof v);
             const int n = (int)std::min<uint32_t>(L, m1 - m);
             for (int l = 0; l < n; ++l)
