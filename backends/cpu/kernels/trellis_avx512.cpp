@@ -38,10 +38,12 @@ inline __m512i mpow_pattern(int G) {  // lanes j: MULT^((j mod G) + 1)
     for (int j = 0; j < 16; ++j) m[j] = kt_mult_pow(j % G);
     return _mm512_load_si512(m);
 }
-// Decoded block: u = v + 128 (unsigned bytes) and float scales per 32 weights.
+// Decoded block: u = v + 128 (unsigned bytes) and float scales per 32 weights; or (IQ3_KT's
+// tiles, decode_iq3_kt_signs) u = |v| with neg: per 64 weights, the lanes where v < 0.
 struct Block {
     alignas(64) uint8_t u[256];
     float s[8];
+    uint64_t neg[4];
 };
 
 // IQ2_KT / IQ3_KT: 32 codes of 8 weights; out[i] = byte sums of code i's lanes, in order.
@@ -99,6 +101,22 @@ void decode_iq3_kt(const uint8_t* b, float d, Block& o) {
     }
 }
 
+// IQ3_KT for the tiles: magnitudes |v| and the sign masks, so a token's dot is one vpdpbusd on
+// its codes negated under the masks (the same 4-weight integer sums as v + 128 against the
+// codes less 128 x their sum, without the second vpdpbusd).
+void decode_iq3_kt_signs(const uint8_t* b, float d, Block& o) {
+    gen8(b + 4, o.u);
+    const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i*)(b + 68)));
+    const __m512i bias = _mm512_set1_epi8((char)kKtBias);
+    for (int c = 0; c < 4; ++c) {  // 64 weights: sub-blocks 2c (bytes 0-31), 2c + 1 (32-63)
+        const __m512i v = _mm512_sub_epi8(_mm512_load_si512(o.u + 64 * c), bias);
+        _mm512_store_si512(o.u + 64 * c, _mm512_abs_epi8(v));
+        const __m512i bit = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << (2 * c))), _mm256_set1_epi8((char)(1 << (2 * c + 1))), 1);
+        o.neg[c] = _mm512_test_epi8_mask(qh, bit);
+    }
+    for (int ib = 0; ib < 8; ++ib) o.s[ib] = kt_scale<T_IQ3_KT>(d, nib(b[ib % 4], ib / 4));
+}
+
 // The 8 IQ4_KT codes of sub-block ib (§10.5), offset included, one per lane.
 inline __m256i kt4_codes(const uint8_t* b, int ib, uint32_t S, uint32_t offset) {
     const __m256i ql = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(b + 32 + 8 * ib)));
@@ -139,6 +157,23 @@ inline void dot_block(const Block& o, const uint8_t* a, __m512& acc) {
             const __m512i q = _mm512_loadu_si512(G + 16 + 64 * h);
             const __m512i p = _mm512_sub_epi32(_mm512_dpbusd_epi32(zero, _mm512_load_si512(o.u + 128 * grp + 64 * h), q),
                                                _mm512_dpbusd_epi32(zero, off, q));
+            const __m512i idx = _mm512_inserti64x4(_mm512_set1_epi32(2 * h), _mm256_set1_epi32(2 * h + 1), 1);
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_permutexvar_ps(idx, c), acc);
+        }
+    }
+}
+
+// dot_block for decode_iq3_kt_signs blocks: the codes negated under the sign masks against |v|.
+inline void dot_block_signs(const Block& o, const uint8_t* a, __m512& acc) {
+    const __m512i zero = _mm512_setzero_si512();
+    for (int grp = 0; grp < 2; ++grp) {
+        const uint8_t* G = a + 144 * grp;
+        const __m128 da = _mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu16_epi32(_mm_loadl_epi64((const __m128i*)G)), 16));
+        const __m512 c = _mm512_castps128_ps512(_mm_mul_ps(_mm_loadu_ps(o.s + 4 * grp), da));
+        for (int h = 0; h < 2; ++h) {
+            const __m512i q = _mm512_loadu_si512(G + 16 + 64 * h);
+            const __m512i qs = _mm512_mask_sub_epi8(q, o.neg[2 * grp + h], zero, q);
+            const __m512i p = _mm512_dpbusd_epi32(zero, _mm512_load_si512(o.u + 128 * grp + 64 * h), qs);
             const __m512i idx = _mm512_inserti64x4(_mm512_set1_epi32(2 * h), _mm256_set1_epi32(2 * h + 1), 1);
             acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_permutexvar_ps(idx, c), acc);
         }
@@ -296,7 +331,8 @@ void fill_kt_panel(const uint8_t* w, size_t wrb, size_t bb, int64_t r0, int rows
     }
 }
 
-template <void (*Decode)(const uint8_t*, float, Block&), void (*SeedsOf)(const uint8_t*, float, Seeds&) = nullptr, int G = 8>
+template <void (*Decode)(const uint8_t*, float, Block&), void (*SeedsOf)(const uint8_t*, float, Seeds&) = nullptr, int G = 8,
+          void (*SignsDecode)(const uint8_t*, float, Block&) = nullptr>
 void run_kt(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
             int64_t nt, float* y, int64_t ys) {
     const int64_t nb = ne0 / 256;
@@ -321,8 +357,13 @@ void run_kt(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, c
             const float d = rd_f32(row);
             for (int64_t t = 0; t < tn; ++t) acc[t] = _mm512_setzero_ps();
             for (int64_t b = 0; b < nb; ++b) {
-                Decode(row + 4 + (size_t)b * bb, d, blk);
-                for (int64_t t = 0; t < tn; ++t) dot_block(blk, a0 + (size_t)t * arb + 288 * b, acc[t]);
+                if constexpr (SignsDecode != nullptr) {
+                    SignsDecode(row + 4 + (size_t)b * bb, d, blk);
+                    for (int64_t t = 0; t < tn; ++t) dot_block_signs(blk, a0 + (size_t)t * arb + 288 * b, acc[t]);
+                } else {
+                    Decode(row + 4 + (size_t)b * bb, d, blk);
+                    for (int64_t t = 0; t < tn; ++t) dot_block(blk, a0 + (size_t)t * arb + 288 * b, acc[t]);
+                }
             }
             for (int64_t t = 0; t < tn; ++t) y[(t0 + t) * ys + r] = gti_hsum512(acc[t]);
         }
@@ -335,7 +376,7 @@ KernelTable trellis_kernels_avx512() {
     static const MatmulKernel kKernels[] = {
         {T_IQ1_KT, Isa::avx512, act_format_q8_2_x4(), run_kt<decode_iq1_kt, seeds_iq1_kt, 8>, true},
         {T_IQ2_KT, Isa::avx512, act_format_q8_2_x4(), run_kt<decode_iq2_kt, seeds_iq2_kt, 8>, true},
-        {T_IQ3_KT, Isa::avx512, act_format_q8_2_x4(), run_kt<decode_iq3_kt>, true},
+        {T_IQ3_KT, Isa::avx512, act_format_q8_2_x4(), run_kt<decode_iq3_kt, nullptr, 8, decode_iq3_kt_signs>, true},
         {T_IQ4_KT, Isa::avx512, act_format_q8_2_x4(), run_kt<decode_iq4_kt, seeds_iq4_kt, 4>, true},
     };
     return {kKernels, sizeof(kKernels) / sizeof(kKernels[0])};
