@@ -2,11 +2,12 @@
 // in three forms by the number of tokens of a call:
 //  * 1-3 tokens (IQ1/2/4_KT): the generator's masked state dotted straight with the activations
 //    (dot_direct), no decoded block;
-//  * up to 31: each 256-weight block decoded to bytes v + 128 (16 values per zmm: two codes, lane
-//    j multiplies the seed by MULT^(j+1); the byte sum of the masked state is one VNNI dot product
-//    with 0x01010101), then dotted with every token of the tile (dot_block);
-//  * 32 and more: rows decoded into panels of the Q8_0 family's GEMM, as the reference repacks
-//    them to Q8_0_R8 (fill_kt_panel).
+//  * up to 15: each 256-weight block decoded to bytes (16 values per zmm: two codes, lane j
+//    multiplies the seed by MULT^(j+1); the byte sum of the masked state is one VNNI dot product
+//    with 0x01010101), as magnitudes and sign masks, then dotted with every token of the tile
+//    (dot_block_signs);
+//  * 16 and more: rows decoded into panels of the Q8_0 family's GEMM, as the reference repacks
+//    them to Q8_0_R8 from 32 (fill_kt_panel).
 // Sub-block scales follow trellis_kt.h.
 #include "kernels/interleaved_common.h"
 
@@ -145,25 +146,17 @@ void decode_iq4_kt(const uint8_t* b, float d, Block& o) {
     }
 }
 
-// acc += Σ_ib (s_ib * d_act) * dot(v_ib, a_ib), every dot exact: the plain activation codes
-// against u = v + 128, the offset 128 Σ a removed by a second vpdpbusd.
-inline void dot_block(const Block& o, const uint8_t* a, __m512& acc) {
-    const __m512i off = _mm512_set1_epi8((char)0x80), zero = _mm512_setzero_si512();
-    for (int grp = 0; grp < 2; ++grp) {
-        const uint8_t* G = a + 144 * grp;
-        const __m128 da = _mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu16_epi32(_mm_loadl_epi64((const __m128i*)G)), 16));
-        const __m512 c = _mm512_castps128_ps512(_mm_mul_ps(_mm_loadu_ps(o.s + 4 * grp), da));
-        for (int h = 0; h < 2; ++h) {
-            const __m512i q = _mm512_loadu_si512(G + 16 + 64 * h);
-            const __m512i p = _mm512_sub_epi32(_mm512_dpbusd_epi32(zero, _mm512_load_si512(o.u + 128 * grp + 64 * h), q),
-                                               _mm512_dpbusd_epi32(zero, off, q));
-            const __m512i idx = _mm512_inserti64x4(_mm512_set1_epi32(2 * h), _mm256_set1_epi32(2 * h + 1), 1);
-            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_permutexvar_ps(idx, c), acc);
-        }
+// A decoded block (u = v + 128) in the sign form of decode_iq3_kt_signs.
+inline void to_signs(Block& o) {
+    for (int c = 0; c < 4; ++c) {
+        const __m512i v = _mm512_xor_si512(_mm512_load_si512(o.u + 64 * c), _mm512_set1_epi8((char)0x80));
+        o.neg[c] = _mm512_movepi8_mask(v);
+        _mm512_store_si512(o.u + 64 * c, _mm512_abs_epi8(v));
     }
 }
 
-// dot_block for decode_iq3_kt_signs blocks: the codes negated under the sign masks against |v|.
+// acc += Σ_ib (s_ib * d_act) * dot(v_ib, a_ib) for a block in the sign form: every 4-weight dot
+// exact (|v| against the codes negated under the sign masks, one vpdpbusd per 64 weights).
 inline void dot_block_signs(const Block& o, const uint8_t* a, __m512& acc) {
     const __m512i zero = _mm512_setzero_si512();
     for (int grp = 0; grp < 2; ++grp) {
@@ -185,7 +178,7 @@ inline void dot_block_signs(const Block& o, const uint8_t* a, __m512& acc) {
 // so a * v = vpdpbusd(t, a in all four bytes) - 126 a: the masked state goes straight into the
 // dot product, against activations rearranged once per call (direct_act). Lane l of chunk part k
 // (k = 0..3) holds weight 4 l + k of the 64-weight chunk, so the four parts summed give lane l
-// the same 4-weight integer sums as dot_block's lanes, and the same float operations follow.
+// the same 4-weight integer sums as dot_block_signs' lanes, and the same float operations follow.
 
 // The seeds (code + offset) of a 64-weight chunk, lane l taking the code of weight 4 l (+ k),
 // and the multipliers of the four parts.
@@ -266,7 +259,7 @@ inline void direct_act(const uint8_t* act, int64_t nb, uint8_t* out) {
         }
 }
 
-// acc[t] += the block's products for tokens t < tn: dot_block's integer lane sums (4-weight
+// acc[t] += the block's products for tokens t < tn: dot_block_signs' integer lane sums (4-weight
 // groups, each exact) and float operations. pa: token 0's DirectAct data of this block.
 template <int G, int TN>
 inline void dot_direct(const Seeds& o, const uint8_t* pa, size_t pstride, const uint8_t* a, size_t arb, __m512* acc) {
@@ -362,7 +355,8 @@ void run_kt(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, c
                     for (int64_t t = 0; t < tn; ++t) dot_block_signs(blk, a0 + (size_t)t * arb + 288 * b, acc[t]);
                 } else {
                     Decode(row + 4 + (size_t)b * bb, d, blk);
-                    for (int64_t t = 0; t < tn; ++t) dot_block(blk, a0 + (size_t)t * arb + 288 * b, acc[t]);
+                    to_signs(blk);
+                    for (int64_t t = 0; t < tn; ++t) dot_block_signs(blk, a0 + (size_t)t * arb + 288 * b, acc[t]);
                 }
             }
             for (int64_t t = 0; t < tn; ++t) y[(t0 + t) * ys + r] = gti_hsum512(acc[t]);
