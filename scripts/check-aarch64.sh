@@ -48,7 +48,7 @@ chmod +x "$build/qemu-run"
 cmake --build "$build" -j"$(nproc)" --target ikllm ikllm_cli
 if [ $unit = 1 ]; then
   kernel_tests=(quant_core_kernels_test quant_kiqk_kernels_test quant_gti_kernel_test cpu_vec_kernels_test
-                quant_attn_kernels_test)
+                quant_attn_kernels_test quant_codebook_test)
   cmake --build "$build" -j"$(nproc)" --target "${kernel_tests[@]}"
   (cd "$build" && ctest --output-on-failure -R "^($(IFS='|'; echo "${kernel_tests[*]}")|isa_symbol_isolation)\$")
 fi
