@@ -24,12 +24,13 @@
 //    rest), multiplied exactly. Q2_K the same from its float values (kConvFloat).
 //  * kConvF16Scales types (Q4_K, Q5_K), calls of 32 tokens or more: the per-32 scale and bias
 //    rounded to fp16 (F16ScaleCodes).
-//  * kSymBatch types (Q8_0, Q4_0, IQ4_NL, Q5_0, Q6_0, MXFP4), calls of 32 tokens or more: the exact per-32 sums
+//  * kSymBatch types (Q8_0, Q4_0, IQ4_NL, Q5_0, Q6_0, MXFP4, the KT types), calls of 32 tokens or more: the exact per-32 sums
 //    accumulated in the reference's float order with its offset of 127 (SymBatchCodes; CPU:
 //    legacy_sym_accum.h, SymBatchAccum): per block a = fma(dw * da, sum((v + 127) q), a),
 //    b = fma(dw, da * sum(q), b); the product is fma(-127, b, a).
 //  * KT types: the scale of a 32-weight sub-block times 1.05 (IQ2_KT) or 1.01 (IQ3_KT)
-//    (matmul_scale; CPU: trellis_kt.h), fp16-rounded from 32 tokens on (kConvF16Scales).
+//    (matmul_scale; CPU: trellis_kt.h), fp16-rounded from 32 tokens on (kBatchF16Scale) and then
+//    accumulated like kSymBatch, as the reference's Q8_0_R8 repack (CPU: trellis_*.cpp).
 //  * kConv32 types (Q6_K), calls of kConv32MinTokens (64) tokens or more: every 32 weights
 //    re-encoded to int8 with one fp16 scale (conv32_encode_kernel; CPU: kquant_q6k_conv.h),
 //    then accumulated like kSymBatch.
@@ -143,7 +144,7 @@ struct Int8Codes;  // types without an integer view use the decode-to-float kern
 struct Int8Plain {
     static constexpr bool kSat = false, kConv = false, kConvF16Scales = false, kSymBatch = false, kConv32 = false;
     static constexpr bool kSymAccum = false;  // the kernel accumulates in the SymBatchAccum order
-    static constexpr bool kE8M0 = false;      // power-of-two block scale (MXFP4): fp16-rounded in the batch form
+    static constexpr bool kBatchF16Scale = false;  // block scale fp16-rounded in the batch form (MXFP4's power of two, KT)
     // The scale a product uses for codes8's scale (the KT types' reference matmul multiplies
     // theirs by a factor their dequantization does not have).
     IKLLM_HD static float matmul_scale(float s) { return s; }
@@ -364,7 +365,7 @@ template <>
 struct Int8Codes<quant::T_MXFP4> : Int8Plain {
     using D = BlockDecoder<quant::T_MXFP4>;
     static constexpr bool kSymBatch = true;
-    static constexpr bool kE8M0 = true;
+    static constexpr bool kBatchF16Scale = true;
     static constexpr bool kHasBias = false;
     static constexpr bool kScale16 = false;
     IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
@@ -548,9 +549,10 @@ struct Int8Codes<quant::T_Q2_K> : Int8Plain {
 template <class C>
 struct SymBatchCodes : C {
     static constexpr bool kSymAccum = true;
-    // (the reference's batch form rounds a power-of-two block scale to fp16: sym_batch_scale)
+    // (the reference's batch form rounds a power-of-two block scale to fp16, sym_batch_scale,
+    // and a KT sub-block scale (with its factor), the Q8_0_R8 repack: trellis_kt.h)
     IKLLM_HD static float matmul_scale(float s) {
-        if constexpr (C::kE8M0) return bd::round_f16(C::matmul_scale(s));
+        if constexpr (C::kBatchF16Scale) return bd::round_f16(C::matmul_scale(s));
         else return C::matmul_scale(s);
     }
 };

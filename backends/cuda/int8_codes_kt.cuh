@@ -1,8 +1,9 @@
 // Integer views (int8_codes.cuh) of the trellis types IQ1_KT..IQ4_KT: the generated integers
 // (|v| <= 126) as codes, the sub-block scale d * s per 32 weights. Their reference matmul
 // (CPU: trellis_kt.h, trellis_scalar.cpp) multiplies that scale by 1.05 (IQ2_KT) or 1.01
-// (IQ3_KT), a factor the dequantization does not have (matmul_scale), and rounds it to fp16 in
-// calls of 32 tokens or more (kConvF16Scales). Products are exact integer sums per 32.
+// (IQ3_KT), a factor the dequantization does not have (matmul_scale), and in calls of 32 tokens or
+// more multiplies the rows as Q8_0_R8: that scale rounded to fp16 (kBatchF16Scale), the sums in
+// the symmetric types' batch order (kSymBatch). Products are exact integer sums per 32.
 #pragma once
 #include "int8_codes.cuh"
 
@@ -13,7 +14,7 @@ struct KtCodes : Int8Plain {
     using D = BlockDecoder<TYPE>;
     static constexpr bool kHasBias = false;
     static constexpr bool kScale16 = false;
-    static constexpr bool kConvF16Scales = true;
+    static constexpr bool kSymBatch = true, kBatchF16Scale = true;
     IKLLM_HD static void codes8(const uint8_t* row, int64_t ib, int chunk, uint32_t& lo, uint32_t& hi, float& scale,
                                 float& bias) {
         int v[8];
