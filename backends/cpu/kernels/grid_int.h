@@ -682,7 +682,7 @@ void grid_int_run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t
 }
 
 
-#ifdef IKLLM_GRID_DECODE512
+#if defined(IKLLM_GRID_DECODE512) || defined(IKLLM_GRID_AVX2)
 // ---- the reference's 4-row forms with scrambled signs (quant-formats.md §12.7) -------------------
 // IQ2_XXS_R4, IQ2_XS_R4 and IQ3_XXS_R4 cannot be converted back to their plain types by run-time
 // repack (their repack transforms the sign indices, unpack_interleaved.h), so they get the grid
