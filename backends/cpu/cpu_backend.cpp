@@ -256,12 +256,16 @@ public:
     }
     // The reference's interleaved file forms this CPU multiplies slower than their plain type or
     // than ikllm's own layout of it (bench/quant_matmul_bench, one core, from cache: Q2_K_R4 /
-    // Q3_K_R4 / Q5_0_R4 / Q6_0_R4 / IQ2_S_R4 / IQ3_S_R4 / MXFP4_R8 have only the generic
-    // dequantize-and-dot kernel, 0.1-0.9 GB/s; with AVX-512 Q4_K_R4 13.6 GB/s against Q4_K_R8
-    // 55, Q6_K_R4 37 against Q6_K_R8 47) and whose repack only moves bits, so run-time repack
-    // can undo it (quant/unpack_interleaved.h). Not IQ4_K_R4 / IQ4_XS_R8 (10 and 17 GB/s): the
-    // reference multiplies them without the saturating pair sums of its plain kernels, and its
-    // logits for such files are those of the interleaved forms (refdata conformance).
+    // Q3_K_R4 / Q5_0_R4 / Q6_0_R4 / MXFP4_R8 have only the generic dequantize-and-dot kernel,
+    // 0.1-0.9 GB/s; with AVX-512 Q4_K_R4 13.6 GB/s against Q4_K_R8 55, Q6_K_R4 37 against
+    // Q6_K_R8 47) and whose repack only moves bits, so run-time repack can undo it
+    // (quant/unpack_interleaved.h). Not IQ4_K_R4 / IQ4_XS_R8 (10 and 17 GB/s): the reference
+    // multiplies them without the saturating pair sums of its plain kernels, and its logits for
+    // such files are those of the interleaved forms (refdata conformance). IQ2_S_R4 / IQ3_S_R4
+    // likewise where AVX2 / AVX-512 have their exact grid kernel (grid_int.h: 1.8-2.5 GB/s for
+    // 1 token, plain 2.2-7.2): the plain types re-encode prompt batches, the reference does not
+    // for these forms (llama-q-IQ2_M_R4 converted: rms 2e-2 from the reference's logits, as
+    // stored 2e-3); elsewhere only the generic kernel, so they are converted.
     static bool stored_form_slower(uint32_t type) {
         bool slower = false;
         switch (type) {
@@ -269,9 +273,9 @@ public:
             case quant::T_Q3_K_R4:
             case quant::T_Q5_0_R4:
             case quant::T_Q6_0_R4:
-            case quant::T_IQ2_S_R4:
-            case quant::T_IQ3_S_R4:
             case quant::T_MXFP4_R8: slower = true; break;
+            case quant::T_IQ2_S_R4:
+            case quant::T_IQ3_S_R4: slower = cpu::best_isa() != cpu::Isa::avx2 && cpu::best_isa() != cpu::Isa::avx512; break;
             case quant::T_Q4_K_R4:
             case quant::T_Q6_K_R4: slower = cpu::best_isa() == cpu::Isa::avx512; break;
             default: break;

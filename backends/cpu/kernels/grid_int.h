@@ -683,14 +683,32 @@ void grid_int_run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t
 
 
 #if defined(IKLLM_GRID_DECODE512) || defined(IKLLM_GRID_AVX2)
-// ---- the reference's 4-row forms with scrambled signs (quant-formats.md §12.7) -------------------
+// ---- the reference's 4-row grid forms (quant-formats.md §12.7) -----------------------------------
 // IQ2_XXS_R4, IQ2_XS_R4 and IQ3_XXS_R4 cannot be converted back to their plain types by run-time
-// repack (their repack transforms the sign indices, unpack_interleaved.h), so they get the grid
-// kernel itself: pass 1 decodes row k of a 4-row group block into the GridRaw of the plain types
-// (sign mask of an 8-weight group = (tau ^ (tau << 1)) & 0xff), pass 2 and the dot are shared.
+// repack (their repack transforms the sign indices, unpack_interleaved.h); IQ2_S_R4 and IQ3_S_R4
+// could be, but the plain types' kernels re-encode prompt batches (grid_conv_block, as the
+// reference does for the plain types) where the reference multiplies these forms exactly, so
+// converted files gave other logits (refdata llama-q-IQ2_M_R4: rms 2e-2 from the reference's).
+// All five get the grid kernel itself at every batch size: pass 1 decodes row k of a 4-row
+// group block into the GridRaw of the plain types (scrambled sign index tau: mask
+// (tau ^ (tau << 1)) & 0xff), pass 2 and the dot are shared.
 template <uint32_t Type>
 constexpr int grid_r4_bytes() {
-    return Type == quant::T_IQ2_XXS_R4 ? 264 : Type == quant::T_IQ2_XS_R4 ? 296 : 392;
+    using namespace quant;
+    return Type == T_IQ2_XXS_R4 ? 264 : Type == T_IQ2_XS_R4 ? 296 : Type == T_IQ2_S_R4 ? 328 : Type == T_IQ3_S_R4 ? 440 : 392;
+}
+
+// IQ3_S_R4's sign bytes: bit m of byte j (j < 4) is the sign of weight 4m + j; returned in weight
+// order (bit 4m + j).
+inline uint32_t grid_iq3s_r4_signs(const uint8_t* s) {
+    uint32_t w = 0;
+#ifdef __BMI2__
+    for (int j = 0; j < 4; ++j) w |= _pdep_u32(s[j], 0x11111111u << j);
+#else
+    for (int j = 0; j < 4; ++j)
+        for (int m = 0; m < 8; ++m) w |= (uint32_t)((s[j] >> m) & 1) << (4 * m + j);
+#endif
+    return w;
 }
 
 template <uint32_t Type>
@@ -699,7 +717,24 @@ void grid_raw_r4(const uint8_t* b, int k, GridRaw& o) {
     const float d = rd_f16(b + 2 * k);
     uint8_t s8[32];
     for (int ib = 0; ib < 8; ++ib) {
-        if constexpr (Type == T_IQ2_XS_R4) {
+        if constexpr (Type == T_IQ2_S_R4) {  // index low bytes at 8, qh at 136, signs at 168, scales at 296
+            const uint8_t sc = b[296 + 4 * ib + k], qh = b[136 + 4 * ib + k];
+            for (int h = 0; h < 2; ++h) set_scale(o, 2 * ib + h, (0.125f * d) * (float)(2 * nib(sc, h) + 1));
+            for (int l = 0; l < 4; ++l) {
+                o.g[4 * ib + l] = kIq2sGrid[b[8 + 16 * ib + 4 * k + l] | bits(qh, 2 * l, 2) << 8];
+                s8[4 * ib + l] = b[168 + 16 * ib + 4 * k + l];
+            }
+        } else if constexpr (Type == T_IQ3_S_R4) {  // index low bytes at 8, qh at 264, signs at 296, scales at 424
+            const int ls = 4 * ib + k;
+            const float dl = d * (float)(1 + 2 * nib(b[424 + ls % 16], ls / 16));
+            set_scale(o, 2 * ib, dl);
+            set_scale(o, 2 * ib + 1, dl);
+            const uint8_t qh = b[264 + 4 * ib + k];
+            auto idx = [&](int m) { return b[8 + 32 * ib + 8 * (m % 4) + 4 * (m / 4) + k] | bit(qh, m) << 8; };
+            for (int l = 0; l < 4; ++l) o.g[4 * ib + l] = (uint64_t)kIq3sGrid[idx(2 * l)] | (uint64_t)kIq3sGrid[idx(2 * l + 1)] << 32;
+            const uint32_t sw = grid_iq3s_r4_signs(b + 296 + 16 * ib + 4 * k);
+            std::memcpy(s8 + 4 * ib, &sw, 4);
+        } else if constexpr (Type == T_IQ2_XS_R4) {
             const uint8_t sc = b[264 + 4 * ib + k];
             for (int h = 0; h < 2; ++h) set_scale(o, 2 * ib + h, (0.125f * d) * (float)(2 * nib(sc, h) + 1));
             for (int l = 0; l < 4; ++l) {

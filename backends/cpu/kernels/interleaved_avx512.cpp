@@ -5,7 +5,7 @@
 // IQ5_KS_R4; IQ2_K_R4, IQ3_K_R4, IQ5_K_R4 on 512-bit vectors (interleaved_simd_iqk512.h, via
 // interleaved_simd_iqk.h); BF16_R16 with vdpbf16ps (16 rows per zmm, one bf16 column pair per
 // instruction); IQ1_S_R4 / IQ1_M_R4 with integer codes (iq1_r4_avx512.h), IQ2_XXS_R4 / IQ2_XS_R4 /
-// IQ3_XXS_R4 with the grid i-quants' decoder and dot (grid_int.h); every other
+// IQ3_XXS_R4 / IQ2_S_R4 / IQ3_S_R4 with the grid i-quants' decoder and dot (grid_int.h); every other
 // interleaved type uses the generic dequantize-and-dot kernel with AVX-512 dot products.
 #include "kernels/matmul.h"
 
@@ -70,6 +70,8 @@ KernelTable interleaved_kernels_avx512() {
         {T_IQ2_XXS_R4, Isa::avx512, simd_act_q8_k_rows(), grid_r4_run<T_IQ2_XXS_R4>},
         {T_IQ2_XS_R4, Isa::avx512, simd_act_q8_k_rows(), grid_r4_run<T_IQ2_XS_R4>},
         {T_IQ3_XXS_R4, Isa::avx512, simd_act_q8_k_rows(), grid_r4_run<T_IQ3_XXS_R4>},
+        {T_IQ2_S_R4, Isa::avx512, simd_act_q8_k_rows(), grid_r4_run<T_IQ2_S_R4>},
+        {T_IQ3_S_R4, Isa::avx512, simd_act_q8_k_rows(), grid_r4_run<T_IQ3_S_R4>},
         IKLLM_INTERLEAVED_GENERIC_ENTRIES(Isa::avx512),
     };
     return {kKernels, sizeof(kKernels) / sizeof(kKernels[0])};
