@@ -316,6 +316,49 @@ TEST(QuantGtiKernelKt, TileSizeDoesNotChangeBits) {
     }
 }
 
+// IQ1_S_R4 / IQ1_M_R4 (exact integers per 128 columns at every batch size, the reference's
+// numerics): every ISA keeps the scalar kernel's integer lanes and float operations, whichever
+// form it takes (AVX-512: codes formed per tile below 8 tokens, prepared |c| m bytes from 8), so
+// every ISA and every split of the tokens into calls gives the scalar kernel's bits.
+TEST(QuantGtiKernelIq1R4, EveryIsaAndSplitMatchesScalarBits) {
+    for (uint32_t type : {(uint32_t)T_IQ1_S_R4, (uint32_t)T_IQ1_M_R4}) {
+        const TypeTraits* t = find_type(type);
+        std::mt19937 rng(11 + type);
+        std::normal_distribution<float> nd(0.0f, 1.0f);
+        const cpu::MatmulKernel* ks = cpu::find_matmul_exact(type, Isa::scalar);
+        ASSERT_NE(ks, nullptr);
+        for (int64_t ne0 : {128, 640}) {
+            const int64_t nrows = 12, nt = 21;
+            const std::vector<uint8_t> w = random_weights(*t, ne0, nrows, rng);
+            const size_t wrb = row_bytes(*t, ne0), arb = ks->act->row_bytes(ne0);
+            std::vector<float> x((size_t)(nt * ne0));
+            for (auto& v : x) v = nd(rng);
+            std::vector<uint8_t> act(arb * (size_t)nt);
+            for (int64_t i = 0; i < nt; ++i) ks->act->encode_row(x.data() + i * ne0, act.data() + arb * i, ne0);
+            std::vector<float> y0((size_t)(nt * nrows));
+            ks->run(w.data(), wrb, ne0, 0, nrows, act.data(), arb, nt, y0.data(), nrows);
+            for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::neon}) {
+                const Isa hw = cpu::detected_isa();
+                const bool runs_here = isa == Isa::scalar || isa == hw || (isa == Isa::avx2 && hw == Isa::avx512);
+                const cpu::MatmulKernel* k = cpu::find_matmul_exact(type, isa);
+                if (!k || !runs_here) continue;
+                ASSERT_EQ(k->act->id, ks->act->id);
+                for (int64_t part : {1, 2, 3, 5, 8, 9, 21}) {
+                    std::vector<float> y((size_t)(nt * nrows), -1.0f);
+                    for (int64_t t0 = 0; t0 < nt; t0 += part) {
+                        const int64_t n = std::min(part, nt - t0);
+                        k->run(w.data(), wrb, ne0, 0, nrows, act.data() + arb * t0, arb, n, y.data() + t0 * nrows, nrows);
+                    }
+                    for (size_t i = 0; i < y.size(); ++i)
+                        ASSERT_EQ(f32_to_bits(y[i]), f32_to_bits(y0[i]))
+                            << t->name << " " << cpu::isa_name(isa) << " ne0=" << ne0 << " calls of " << part
+                            << ": token " << i / nrows << " row " << i % nrows;
+                }
+            }
+        }
+    }
+}
+
 // Grid i-quants in large batches (>= 32 tokens) are re-encoded like the reference's Q8_K_R8
 // repack (interleaved_common.h grid_conv_row): modelled here from the dequantized weights, which
 // are exact multiples of the block unit u = d * unit.

@@ -1,7 +1,7 @@
 // AVX2 kernels of the row-interleaved types (quant-formats.md §12): fast paths for Q4_0_R8,
 // Q8_0_R8, IQ4_XS_R8, Q4_K_R4, IQ4_K_R4, IQ4_KS_R4 and BF16_R16 (interleaved_simd.h), Q5_K_R4,
 // Q6_K_R4, IQ4_NL_R4 and IQ5_KS_R4 (interleaved_simd_kquant.h), IQ2_K_R4, IQ3_K_R4 and IQ5_K_R4
-// (interleaved_simd_iqk.h), IQ2_XXS_R4 / IQ2_XS_R4 / IQ3_XXS_R4 / IQ2_S_R4 / IQ3_S_R4 with the grid i-quants' decoder
+// (interleaved_simd_iqk.h), IQ1_S_R4 / IQ1_M_R4 with integer codes (iq1_r4_avx2.h), IQ2_XXS_R4 / IQ2_XS_R4 / IQ3_XXS_R4 / IQ2_S_R4 / IQ3_S_R4 with the grid i-quants' decoder
 // and dot (grid_int.h); every other interleaved type uses the generic dequantize-and-dot kernel
 // with AVX2 dot products.
 #include "kernels/interleaved_generic_entries.h"
@@ -11,6 +11,7 @@
 
 #if defined(__AVX2__)
 #include "kernels/grid_int.h"
+#include "kernels/iq1_r4_avx2.h"
 namespace ikllm::cpu {
 
 KernelTable interleaved_kernels_avx2() {
@@ -30,8 +31,8 @@ KernelTable interleaved_kernels_avx2() {
         {T_IQ3_K_R4, Isa::avx2, &kGtiActQ8K, run_interleaved<KIQ3KR4>},
         {T_IQ5_K_R4, Isa::avx2, &kGtiActQ8K, run_interleaved<KIQ5KR4>},
         {T_BF16_R16, Isa::avx2, act_format_bf16(), run_bf16_r16_avx2},
-        IKLLM_GTI_K128(Isa::avx2, T_IQ1_S_R4),
-        IKLLM_GTI_K128(Isa::avx2, T_IQ1_M_R4),
+        {T_IQ1_S_R4, Isa::avx2, &kGtiActQ8K128, iq1r4_matmul_avx2<T_IQ1_S_R4>},
+        {T_IQ1_M_R4, Isa::avx2, &kGtiActQ8K128, iq1r4_matmul_avx2<T_IQ1_M_R4>},
         {T_IQ2_XXS_R4, Isa::avx2, simd_act_q8_k_rows(), grid_r4_run<T_IQ2_XXS_R4>},
         {T_IQ2_XS_R4, Isa::avx2, simd_act_q8_k_rows(), grid_r4_run<T_IQ2_XS_R4>},
         {T_IQ3_XXS_R4, Isa::avx2, simd_act_q8_k_rows(), grid_r4_run<T_IQ3_XXS_R4>},

@@ -1,6 +1,8 @@
 // Portable kernels of the row-interleaved types (quant-formats.md §12): decode one row group,
-// then multiply with the decoded activations of the format §15 assigns to the type.
+// then multiply with the decoded activations of the format §15 assigns to the type; IQ1_S_R4 /
+// IQ1_M_R4 with the SIMD kernels' exact integers (iq1_r4_common.h).
 #include "kernels/interleaved_common.h"
+#include "kernels/iq1_r4_common.h"
 
 namespace ikllm::cpu {
 
@@ -10,14 +12,14 @@ KernelTable interleaved_kernels_scalar() {
 #define KX4(T) {T, Isa::scalar, act_format_q8_2_x4(), gti_generic_run<T, gti_decode_q8_2_x4>}
 #define KK(T) {T, Isa::scalar, &kGtiActQ8K, gti_generic_run<T, decode_q8_k_row>}
 #define KK32(T) {T, Isa::scalar, &kGtiActQ8K32, gti_generic_run<T, decode_q8_k_row>}
-#define KK128(T) {T, Isa::scalar, &kGtiActQ8K128, gti_generic_run<T, decode_q8_k128_row>}
 #define KQ80(T) {T, Isa::scalar, act_format_q8_0(), gti_generic_run<T, gti_decode_q8_0>}
         KX4(T_Q4_0_R8), KX4(T_Q8_0_R8), KX4(T_Q5_0_R4), KX4(T_Q6_0_R4), KX4(T_IQ4_NL_R4), KX4(T_MXFP4_R8),
         KK(T_Q2_K_R4), KK(T_Q3_K_R4), KK(T_Q6_K_R4), KK(T_IQ2_XXS_R4), KK(T_IQ2_XS_R4), KK(T_IQ2_S_R4),
         KK(T_IQ3_XXS_R4), KK(T_IQ3_S_R4), KK(T_IQ2_K_R4), KK(T_IQ3_K_R4), KK(T_IQ4_K_R4), KK(T_IQ5_K_R4),
         KK(T_Q8_K_R8), KK(T_Q8_K_R16),
         KK32(T_Q4_K_R4), KK32(T_Q5_K_R4), KK32(T_IQ4_XS_R8), KK32(T_IQ4_KS_R4), KK32(T_IQ5_KS_R4),
-        KK128(T_IQ1_S_R4), KK128(T_IQ1_M_R4),
+        {T_IQ1_S_R4, Isa::scalar, &kGtiActQ8K128, iq1r4_run<T_IQ1_S_R4, Iq1R4TileScalar>},
+        {T_IQ1_M_R4, Isa::scalar, &kGtiActQ8K128, iq1r4_run<T_IQ1_M_R4, Iq1R4TileScalar>},
         KQ80(T_Q4_0_4X4), KQ80(T_Q4_0_4X8), KQ80(T_Q4_0_8X8),
         {T_IQ2_BN_R4, Isa::scalar, &kGtiActQ8K16, gti_generic_run<T_IQ2_BN_R4, decode_q8_k16_row>},
         {T_Q8_KV_R8, Isa::scalar, &kGtiActQ8KV, gti_generic_run<T_Q8_KV_R8, decode_q8_kv_row>},
@@ -25,7 +27,6 @@ KernelTable interleaved_kernels_scalar() {
 #undef KX4
 #undef KK
 #undef KK32
-#undef KK128
 #undef KQ80
     };
     return {kKernels, sizeof(kKernels) / sizeof(kKernels[0])};

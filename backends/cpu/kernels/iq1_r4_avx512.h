@@ -1,25 +1,14 @@
-// IQ1_S_R4 and IQ1_M_R4 (quant-formats.md §12.8: the reference's own 4-row formats, no plain
-// base to convert to) against Q8_K128 activations on AVX-512. The generic dequantize-and-dot
-// kernel ran at ~4 GFLOP/s; here every weight is the integer code c = 8 g +- 1 (g the signed grid
-// byte, the delta +-1/8 scaled by 8) times an integer multiplier m per 16 columns (IQ1_S_R4: 2s + 1
-// per 32, IQ1_M_R4: the 4-bit scale per 16) times d_k / 8 per row, so a row's product is exact
-// integers per 128-column activation block, one float multiply-add per block and token:
-//   y_k = d_k / 8 * sum_blocks d_a * sum_16 m * sum (c . a).
-// Two passes per 4-row group as in grid_int.h: the grid entries by scalar table loads (and the
-// delta signs, multipliers) for the whole row length, then per token the codes in vectors (rows
-// 0-1 and 2-3 in the halves of two registers), |c| x (a signed by c) pair sums, vpdpwssd by m.
+// IQ1_S_R4 / IQ1_M_R4 on AVX-512 VNNI (iq1_r4_common.h): rows 0-1 and 2-3 of a 32-column block
+// in the halves of two registers. Pass 1 leaves per block the products |c| m as unsigned bytes
+// and the codes' sign masks, so a token's product is one vpdpbusd per two rows and 32 columns
+// (the activations negated under the mask): the same integer lanes as maddubs + vpdpwssd by m
+// (calls of fewer than 8 tokens, where forming the codes per tile is cheaper), so the same bits. (Before: codes, magnitudes and multipliers formed again for every token,
+// then maddubs and vpdpwssd: 53-60 GFLOP/s at 16-64 tokens on one core.)
 // Included by interleaved_avx512.cpp (anonymous namespace: its own ISA flags).
 #pragma once
 #include <immintrin.h>
 
-#include <algorithm>
-#include <cstdint>
-#include <cstring>
-#include <vector>
-
-#include "quant/act_q8_k.h"
-#include "quant/grid_tables.h"
-#include "quant/type_traits.h"
+#include "kernels/iq1_r4_common.h"
 
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12's AVX-512 intrinsics seed results with _mm*_undefined_*(), which -Wmaybe-uninitialized
@@ -30,40 +19,6 @@
 
 namespace ikllm::cpu {
 namespace {
-
-// One 32-column block of the 4 rows after pass 1.
-struct Iq1R4Raw {
-    alignas(64) uint64_t g[16];  // row k's 4 grid entries (columns 8i .. 8i + 7) at 4k + i
-    int16_t m[8];                // multiplier of columns 16h .. 16h + 15 of row k at 2k + h
-    uint16_t neg;                // bit 4k + i: the delta of row k's columns 8i .. is -1
-};
-
-template <uint32_t Type>
-inline void iq1r4_raw(const uint8_t* b, Iq1R4Raw& o) {
-    using quant::kIq1sGrid;
-    o.neg = 0;
-    if constexpr (Type == quant::T_IQ1_S_R4) {  // qs[16], h_k at 16 + 2k
-        for (int k = 0; k < 4; ++k) {
-            uint16_t h;
-            std::memcpy(&h, b + 16 + 2 * k, 2);
-            o.m[2 * k] = o.m[2 * k + 1] = (int16_t)(2 * ((h >> 12) & 7) + 1);
-            if (h >> 15) o.neg |= (uint16_t)(15u << (4 * k));
-            for (int i = 0; i < 4; ++i) o.g[4 * k + i] = kIq1sGrid[b[4 * i + k] | ((h >> (3 * i)) & 7) << 8];
-        }
-    } else {  // IQ1_M_R4: qs[16], qh[8] at 16, scales[4] at 24
-        for (int k = 0; k < 4; ++k) {
-            const uint8_t sc = b[24 + k];
-            o.m[2 * k] = (int16_t)(sc & 15);
-            o.m[2 * k + 1] = (int16_t)(sc >> 4);
-            for (int i = 0; i < 2; ++i) {
-                const uint8_t hq = b[16 + 4 * i + k];
-                o.g[4 * k + 2 * i] = kIq1sGrid[b[8 * i + k] | (hq & 7) << 8];
-                o.g[4 * k + 2 * i + 1] = kIq1sGrid[b[8 * i + 4 + k] | ((hq >> 4) & 7) << 8];
-                o.neg |= (uint16_t)((((hq >> 3) & 1) | ((hq >> 7) & 1) << 1) << (4 * k + 2 * i));
-            }
-        }
-    }
-}
 
 inline uint64_t iq1r4_byte_mask(uint32_t b) {  // bit j of b (j < 8) -> byte j = 0xff
     const uint64_t x = ((uint64_t)(b & 255u) * 0x0101010101010101ull) & 0x8040201008040201ull;
@@ -90,49 +45,117 @@ inline float iq1r4_hsum8(__m256 v) {
     return _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)));
 }
 
+// A 128-column block's integer lanes into the float lanes, token by token; the rows' results.
+template <int T>
+inline void iq1r4_accumulate(const uint8_t* act, size_t arb, size_t ab, const __m512i* i01, const __m512i* i23, __m512* f01, __m512* f23) {
+    for (int t = 0; t < T; ++t) {
+        float da;
+        std::memcpy(&da, act + (size_t)t * arb + ab + quant::kQ8K128OffD, 4);
+        f01[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i01[t]), _mm512_set1_ps(da), f01[t]);
+        f23[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i23[t]), _mm512_set1_ps(da), f23[t]);
+    }
+}
+template <int T>
+inline void iq1r4_store(const __m512* f01, const __m512* f23, const float dk[4], float* y, int64_t ys) {
+    for (int t = 0; t < T; ++t) {  // lanes 0-7 row 2p, 8-15 row 2p + 1
+        y[t * ys] = dk[0] * iq1r4_hsum8(_mm512_castps512_ps256(f01[t]));
+        y[t * ys + 1] = dk[1] * iq1r4_hsum8(_mm512_extractf32x8_ps(f01[t], 1));
+        y[t * ys + 2] = dk[2] * iq1r4_hsum8(_mm512_castps512_ps256(f23[t]));
+        y[t * ys + 3] = dk[3] * iq1r4_hsum8(_mm512_extractf32x8_ps(f23[t], 1));
+    }
+}
+
+// Few tokens: each block's codes, magnitudes, sign masks and multipliers formed from the raw
+// block once for the tile's tokens, then per token |c| x (a signed by c) pair sums (maddubs)
+// and vpdpwssd by m.
+struct Iq1R4Tile512Codes {
+    using Prep = Iq1R4Raw;
+    template <int T>
+    static void run(const Prep* raw, int64_t nb, const uint8_t* act, size_t arb, const float dk[4], float* y, int64_t ys) {
+        __m512 f01[T], f23[T];
+        for (int t = 0; t < T; ++t) f01[t] = f23[t] = _mm512_setzero_ps();
+        for (int64_t c = 0; c < nb / 4; ++c) {  // 128-column activation blocks
+            const size_t ab = (size_t)quant::kQ8K128BlockBytes * c;
+            __m512i i01[T], i23[T];
+            for (int t = 0; t < T; ++t) i01[t] = i23[t] = _mm512_setzero_si512();
+            for (int s = 0; s < 4; ++s) {
+                const Iq1R4Raw& o = raw[4 * c + s];
+                const __m512i c01 = iq1r4_codes(o, 0), c23 = iq1r4_codes(o, 1);
+                const __mmask64 n01 = _mm512_movepi8_mask(c01), n23 = _mm512_movepi8_mask(c23);
+                const __m512i u01 = _mm512_abs_epi8(c01), u23 = _mm512_abs_epi8(c23);
+                const __m512i m01 = iq1r4_mults(o, 0), m23 = iq1r4_mults(o, 1);
+                for (int t = 0; t < T; ++t) {
+                    const __m512i a = _mm512_broadcast_i64x4(
+                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act + (size_t)t * arb + ab + quant::kQ8K128OffQs + 32 * s)));
+                    const __m512i s01 = _mm512_mask_sub_epi8(a, n01, _mm512_setzero_si512(), a);
+                    const __m512i s23 = _mm512_mask_sub_epi8(a, n23, _mm512_setzero_si512(), a);
+                    i01[t] = _mm512_dpwssd_epi32(i01[t], _mm512_maddubs_epi16(u01, s01), m01);
+                    i23[t] = _mm512_dpwssd_epi32(i23[t], _mm512_maddubs_epi16(u23, s23), m23);
+                }
+            }
+            iq1r4_accumulate<T>(act, arb, ab, i01, i23, f01, f23);
+        }
+        iq1r4_store<T>(f01, f23, dk, y, ys);
+    }
+};
+
+// Many tokens: a block after pass 1: per pair of rows the products |c| m as bytes (<= 9 x 15 = 135: unsigned
+// 8-bit, so one vpdpbusd takes them against the activations signed by c, exactly) and the
+// negative codes' mask.
+struct Iq1R4Prep512 {
+    __m512i mc[2];
+    __mmask64 neg[2];
+};
+
+struct Iq1R4Tile512 {
+    using Prep = Iq1R4Prep512;
+    static void prepare(const Iq1R4Raw* raw, int64_t nb, Prep* out) {
+        for (int64_t b = 0; b < nb; ++b) prepare_block(raw[b], out[b]);
+    }
+    static void prepare_block(const Iq1R4Raw& r, Prep& o) {
+        for (int p = 0; p < 2; ++p) {
+            const __m512i c = iq1r4_codes(r, p), m = iq1r4_mults(r, p), u = _mm512_abs_epi8(c);
+            // |c| x m per byte: even bytes in the low halves of the int16 lanes, odd in the high
+            const __m512i lo = _mm512_mullo_epi16(_mm512_and_si512(u, _mm512_set1_epi16(0x00FF)), m);
+            const __m512i hi = _mm512_mullo_epi16(_mm512_srli_epi16(u, 8), m);
+            o.mc[p] = _mm512_or_si512(_mm512_and_si512(lo, _mm512_set1_epi16(0x00FF)), _mm512_slli_epi16(hi, 8));
+            o.neg[p] = _mm512_movepi8_mask(c);
+        }
+    }
+    template <int T>
+    static void run(const Prep* raw, int64_t nb, const uint8_t* act, size_t arb, const float dk[4], float* y, int64_t ys) {
+        __m512 f01[T], f23[T];
+        for (int t = 0; t < T; ++t) f01[t] = f23[t] = _mm512_setzero_ps();
+        for (int64_t c = 0; c < nb / 4; ++c) {  // 128-column activation blocks
+            const size_t ab = (size_t)quant::kQ8K128BlockBytes * c;
+            __m512i i01[T], i23[T];
+            for (int t = 0; t < T; ++t) i01[t] = i23[t] = _mm512_setzero_si512();
+            for (int s = 0; s < 4; ++s) {
+                const Prep& o = raw[4 * c + s];
+                const __m512i mc01 = _mm512_load_si512(&o.mc[0]), mc23 = _mm512_load_si512(&o.mc[1]);
+                const __mmask64 n01 = o.neg[0], n23 = o.neg[1];
+                for (int t = 0; t < T; ++t) {
+                    const __m512i a = _mm512_broadcast_i64x4(
+                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act + (size_t)t * arb + ab + quant::kQ8K128OffQs + 32 * s)));
+                    // |c| m x (a with c's sign): a negated where c < 0 (c is never 0)
+                    i01[t] = _mm512_dpbusd_epi32(i01[t], mc01, _mm512_mask_sub_epi8(a, n01, _mm512_setzero_si512(), a));
+                    i23[t] = _mm512_dpbusd_epi32(i23[t], mc23, _mm512_mask_sub_epi8(a, n23, _mm512_setzero_si512(), a));
+                }
+            }
+            iq1r4_accumulate<T>(act, arb, ab, i01, i23, f01, f23);
+        }
+        iq1r4_store<T>(f01, f23, dk, y, ys);
+    }
+};
+
+// The prepared blocks pay from 8 tokens (one core, 2048 x 2048: 4 tokens 58 GFLOP/s with the codes
+// formed per tile, 54 prepared; 16 tokens 91 and 114).
+constexpr int64_t kIq1R4PrepMinTokens = 8;
 template <uint32_t Type>
 void iq1r4_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
                   int64_t nt, float* y, int64_t ys) {
-    constexpr int kBlockBytes = Type == quant::T_IQ1_S_R4 ? 24 : 28;
-    const int64_t nb = ne0 / 32;
-    std::vector<Iq1R4Raw> raw((size_t)nb);
-    for (int64_t r = r0; r < r1; r += 4) {
-        const uint8_t* grp = w + (size_t)r * wrb;  // 4 fp16 d_k, then the 32-column blocks
-        for (int64_t b = 0; b < nb; ++b) iq1r4_raw<Type>(grp + 8 + (size_t)kBlockBytes * b, raw[(size_t)b]);
-        float dk[4];
-        for (int k = 0; k < 4; ++k) {
-            uint16_t h;
-            std::memcpy(&h, grp + 2 * k, 2);
-            dk[k] = _cvtsh_ss(h) * 0.125f;
-        }
-        for (int64_t t = 0; t < nt; ++t) {
-            const uint8_t* at = act + (size_t)t * arb;
-            __m512 f01 = _mm512_setzero_ps(), f23 = _mm512_setzero_ps();
-            for (int64_t c = 0; c < nb / 4; ++c) {  // 128-column activation blocks
-                const uint8_t* ab = at + (size_t)quant::kQ8K128BlockBytes * c;
-                __m512i i01 = _mm512_setzero_si512(), i23 = _mm512_setzero_si512();
-                for (int s = 0; s < 4; ++s) {
-                    const Iq1R4Raw& o = raw[(size_t)(4 * c + s)];
-                    const __m512i a = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab + quant::kQ8K128OffQs + 32 * s)));
-                    const __m512i c01 = iq1r4_codes(o, 0), c23 = iq1r4_codes(o, 1);
-                    // |c| x (a with c's sign): a negated where c < 0 (c == 0 gives 0 anyway)
-                    const __m512i s01 = _mm512_mask_sub_epi8(a, _mm512_movepi8_mask(c01), _mm512_setzero_si512(), a);
-                    const __m512i s23 = _mm512_mask_sub_epi8(a, _mm512_movepi8_mask(c23), _mm512_setzero_si512(), a);
-                    i01 = _mm512_dpwssd_epi32(i01, _mm512_maddubs_epi16(_mm512_abs_epi8(c01), s01), iq1r4_mults(o, 0));
-                    i23 = _mm512_dpwssd_epi32(i23, _mm512_maddubs_epi16(_mm512_abs_epi8(c23), s23), iq1r4_mults(o, 1));
-                }
-                float da;
-                std::memcpy(&da, ab + quant::kQ8K128OffD, 4);
-                f01 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i01), _mm512_set1_ps(da), f01);
-                f23 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i23), _mm512_set1_ps(da), f23);
-            }
-            // lanes 0-7 row 2p, 8-15 row 2p + 1
-            y[t * ys + r] = dk[0] * iq1r4_hsum8(_mm512_castps512_ps256(f01));
-            y[t * ys + r + 1] = dk[1] * iq1r4_hsum8(_mm512_extractf32x8_ps(f01, 1));
-            y[t * ys + r + 2] = dk[2] * iq1r4_hsum8(_mm512_castps512_ps256(f23));
-            y[t * ys + r + 3] = dk[3] * iq1r4_hsum8(_mm512_extractf32x8_ps(f23, 1));
-        }
-    }
+    if (nt >= kIq1R4PrepMinTokens) iq1r4_run<Type, Iq1R4Tile512>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+    else iq1r4_run<Type, Iq1R4Tile512Codes>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
 }
 
 }  // namespace
