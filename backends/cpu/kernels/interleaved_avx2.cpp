@@ -12,6 +12,7 @@
 #if defined(__AVX2__)
 #include "kernels/grid_int.h"
 #include "kernels/iq1_r4_avx2.h"
+#include "kernels/q8k_r8.h"
 namespace ikllm::cpu {
 
 KernelTable interleaved_kernels_avx2() {
@@ -38,6 +39,8 @@ KernelTable interleaved_kernels_avx2() {
         {T_IQ3_XXS_R4, Isa::avx2, simd_act_q8_k_rows(), grid_r4_run<T_IQ3_XXS_R4>},
         {T_IQ2_S_R4, Isa::avx2, simd_act_q8_k_rows(), grid_r4_run<T_IQ2_S_R4>},
         {T_IQ3_S_R4, Isa::avx2, simd_act_q8_k_rows(), grid_r4_run<T_IQ3_S_R4>},
+        {T_Q8_K_R8, Isa::avx2, &kGtiActQ8K, q8kr_run<T_Q8_K_R8>},
+        {T_Q8_K_R16, Isa::avx2, &kGtiActQ8K, q8kr_run<T_Q8_K_R16>},
         IKLLM_INTERLEAVED_GENERIC_ENTRIES(Isa::avx2),
     };
     return {kKernels, sizeof(kKernels) / sizeof(kKernels[0])};

@@ -14,6 +14,7 @@
 #include "kernels/interleaved_generic_entries.h"
 #include "kernels/grid_int.h"
 #include "kernels/iq1_r4_avx512.h"
+#include "kernels/q8k_r8.h"
 #include "kernels/interleaved_simd.h"
 #include "kernels/interleaved_iq4_r4_512.h"
 #include "kernels/interleaved_simd_iqk.h"
@@ -72,6 +73,8 @@ KernelTable interleaved_kernels_avx512() {
         {T_IQ3_XXS_R4, Isa::avx512, simd_act_q8_k_rows(), grid_r4_run<T_IQ3_XXS_R4>},
         {T_IQ2_S_R4, Isa::avx512, simd_act_q8_k_rows(), grid_r4_run<T_IQ2_S_R4>},
         {T_IQ3_S_R4, Isa::avx512, simd_act_q8_k_rows(), grid_r4_run<T_IQ3_S_R4>},
+        {T_Q8_K_R8, Isa::avx512, &kGtiActQ8K, q8kr_run<T_Q8_K_R8>},
+        {T_Q8_K_R16, Isa::avx512, &kGtiActQ8K, q8kr_run<T_Q8_K_R16>},
         IKLLM_INTERLEAVED_GENERIC_ENTRIES(Isa::avx512),
     };
     return {kKernels, sizeof(kKernels) / sizeof(kKernels[0])};

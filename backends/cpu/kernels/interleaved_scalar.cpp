@@ -1,8 +1,10 @@
 // Portable kernels of the row-interleaved types (quant-formats.md §12): decode one row group,
 // then multiply with the decoded activations of the format §15 assigns to the type; IQ1_S_R4 /
-// IQ1_M_R4 with the SIMD kernels' exact integers (iq1_r4_common.h).
+// IQ1_M_R4 and Q8_K_R8 / Q8_K_R16 with the SIMD kernels' exact integers (iq1_r4_common.h,
+// q8k_r8.h).
 #include "kernels/interleaved_common.h"
 #include "kernels/iq1_r4_common.h"
+#include "kernels/q8k_r8.h"
 
 namespace ikllm::cpu {
 
@@ -16,7 +18,8 @@ KernelTable interleaved_kernels_scalar() {
         KX4(T_Q4_0_R8), KX4(T_Q8_0_R8), KX4(T_Q5_0_R4), KX4(T_Q6_0_R4), KX4(T_IQ4_NL_R4), KX4(T_MXFP4_R8),
         KK(T_Q2_K_R4), KK(T_Q3_K_R4), KK(T_Q6_K_R4), KK(T_IQ2_XXS_R4), KK(T_IQ2_XS_R4), KK(T_IQ2_S_R4),
         KK(T_IQ3_XXS_R4), KK(T_IQ3_S_R4), KK(T_IQ2_K_R4), KK(T_IQ3_K_R4), KK(T_IQ4_K_R4), KK(T_IQ5_K_R4),
-        KK(T_Q8_K_R8), KK(T_Q8_K_R16),
+        {T_Q8_K_R8, Isa::scalar, &kGtiActQ8K, q8kr_run<T_Q8_K_R8>},
+        {T_Q8_K_R16, Isa::scalar, &kGtiActQ8K, q8kr_run<T_Q8_K_R16>},
         KK32(T_Q4_K_R4), KK32(T_Q5_K_R4), KK32(T_IQ4_XS_R8), KK32(T_IQ4_KS_R4), KK32(T_IQ5_KS_R4),
         {T_IQ1_S_R4, Isa::scalar, &kGtiActQ8K128, iq1r4_run<T_IQ1_S_R4, Iq1R4TileScalar>},
         {T_IQ1_M_R4, Isa::scalar, &kGtiActQ8K128, iq1r4_run<T_IQ1_M_R4, Iq1R4TileScalar>},
