@@ -316,22 +316,23 @@ TEST(QuantGtiKernelKt, TileSizeDoesNotChangeBits) {
     }
 }
 
-// Interleaved types multiplied in exact integers per activation block at every batch size (the
-// reference's numerics): IQ1_S_R4 / IQ1_M_R4 (per 128 columns) and Q8_K_R8 / Q8_K_R16 (per 256).
-// Every ISA keeps the scalar kernel's integer lanes and float operations, whichever form it
-// takes (IQ1 on AVX-512: codes formed per tile below 8 tokens, prepared |c| m bytes from 8; Q8_K
-// on VNNI: q + 128 and a bsum correction), so every ISA and every split of the tokens into calls
-// gives the scalar kernel's bits.
+// Types multiplied in exact integers per activation block at every batch size (the reference's
+// numerics): IQ1_S_R4 / IQ1_M_R4 (per 128 columns), Q8_K_R8 / Q8_K_R16 (per 256), Q8_KV /
+// Q8_KV_R8 (per row). Every ISA keeps the scalar kernel's integer lanes and float operations,
+// whichever form it takes (IQ1 on AVX-512: codes formed per tile below 8 tokens, prepared |c| m
+// bytes from 8; the 8-bit types on VNNI: q + 128 and an activation-sum correction), so every ISA
+// and every split of the tokens into calls gives the scalar kernel's bits.
 TEST(QuantGtiKernelExactR, EveryIsaAndSplitMatchesScalarBits) {
-    for (uint32_t type : {(uint32_t)T_IQ1_S_R4, (uint32_t)T_IQ1_M_R4, (uint32_t)T_Q8_K_R8, (uint32_t)T_Q8_K_R16}) {
+    for (uint32_t type : {(uint32_t)T_IQ1_S_R4, (uint32_t)T_IQ1_M_R4, (uint32_t)T_Q8_K_R8, (uint32_t)T_Q8_K_R16,
+                          (uint32_t)T_Q8_KV, (uint32_t)T_Q8_KV_R8}) {
         const TypeTraits* t = find_type(type);
         std::mt19937 rng(11 + type);
         std::normal_distribution<float> nd(0.0f, 1.0f);
         const cpu::MatmulKernel* ks = cpu::find_matmul_exact(type, Isa::scalar);
         ASSERT_NE(ks, nullptr);
-        const bool k128 = type == T_IQ1_S_R4 || type == T_IQ1_M_R4;
-        for (int64_t ne0 : {k128 ? 128 : 256, k128 ? 640 : 768}) {
-            const int64_t nrows = 2 * t->interleave + (k128 ? 4 : 0), nt = 21;
+        const bool k128 = type == T_IQ1_S_R4 || type == T_IQ1_M_R4, kv = type == T_Q8_KV || type == T_Q8_KV_R8;
+        for (int64_t ne0 : {k128 ? 128 : kv ? 96 : 256, k128 ? 640 : 768}) {
+            const int64_t nrows = std::max<int64_t>(3 * t->interleave, 5), nt = 21;
             const std::vector<uint8_t> w = random_weights(*t, ne0, nrows, rng);
             const size_t wrb = row_bytes(*t, ne0), arb = ks->act->row_bytes(ne0);
             std::vector<float> x((size_t)(nt * ne0));

@@ -75,6 +75,7 @@ KernelTable interleaved_kernels_avx512() {
         {T_IQ3_S_R4, Isa::avx512, simd_act_q8_k_rows(), grid_r4_run<T_IQ3_S_R4>},
         {T_Q8_K_R8, Isa::avx512, &kGtiActQ8K, q8kr_run<T_Q8_K_R8>},
         {T_Q8_K_R16, Isa::avx512, &kGtiActQ8K, q8kr_run<T_Q8_K_R16>},
+        {T_Q8_KV_R8, Isa::avx512, &kGtiActQ8KV, q8kv_r8_run},
         IKLLM_INTERLEAVED_GENERIC_ENTRIES(Isa::avx512),
     };
     return {kKernels, sizeof(kKernels) / sizeof(kKernels[0])};

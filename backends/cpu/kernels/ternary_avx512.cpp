@@ -1,6 +1,7 @@
 // AVX512 kernels of IQ1_BN / IQ2_BN (Q8_K64 activations) and Q8_KV (Q8_KV activations),
 // quant-formats.md §11, §15: the generic dequantize-and-dot kernel with AVX512 dot products.
 #include "kernels/interleaved_common.h"
+#include "kernels/q8k_r8.h"
 
 namespace ikllm::cpu {
 
@@ -9,7 +10,7 @@ KernelTable ternary_kernels_avx512() {
     static const MatmulKernel kKernels[] = {
         {T_IQ1_BN, Isa::avx512, &kGtiActQ8K64, gti_generic_run<T_IQ1_BN, decode_q8_k64_row>},
         {T_IQ2_BN, Isa::avx512, &kGtiActQ8K64, gti_generic_run<T_IQ2_BN, decode_q8_k64_row>},
-        {T_Q8_KV, Isa::avx512, &kGtiActQ8KV, gti_generic_run<T_Q8_KV, decode_q8_kv_row>},
+        {T_Q8_KV, Isa::avx512, &kGtiActQ8KV, q8kv_run},
     };
     return {kKernels, sizeof(kKernels) / sizeof(kKernels[0])};
 }
