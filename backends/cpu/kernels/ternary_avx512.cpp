@@ -1,5 +1,6 @@
 // AVX512 kernels of IQ1_BN / IQ2_BN (Q8_K64 activations) and Q8_KV (Q8_KV activations),
-// quant-formats.md §11, §15: the generic dequantize-and-dot kernel with AVX512 dot products.
+// quant-formats.md §11, §15: IQ1_BN / IQ2_BN by the generic dequantize-and-dot kernel with
+// AVX512 dot products, Q8_KV in exact integers (q8k_r8.h, VNNI).
 #include "kernels/interleaved_common.h"
 #include "kernels/q8k_r8.h"
 

@@ -1,5 +1,6 @@
 // Portable kernels of IQ1_BN / IQ2_BN (Q8_K64 activations) and Q8_KV (Q8_KV activations),
-// quant-formats.md §11, §15: dequantize, then multiply with the decoded activations.
+// quant-formats.md §11, §15: IQ1_BN / IQ2_BN dequantized, then multiplied with the decoded
+// activations; Q8_KV in exact integers (q8k_r8.h).
 #include "kernels/interleaved_common.h"
 #include "kernels/q8k_r8.h"
 
