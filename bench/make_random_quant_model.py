@@ -8,7 +8,7 @@ scale for the trellis types, an fp16 block scale for the grid types. The results
 shapes, sizes and memory traffic are the real model's.
 
 usage: make_random_quant_model.py SRC.gguf OUT.gguf TYPE [--seed N]
-  TYPE: IQ1_KT IQ2_KT IQ3_KT IQ4_KT IQ2_XXS IQ2_XS IQ2_S IQ3_XXS IQ3_S IQ1_S
+  TYPE: IQ1_KT IQ2_KT IQ3_KT IQ4_KT IQ2_XXS IQ2_XS IQ2_S IQ3_XXS IQ3_S IQ1_S IQ1_S_R4 IQ1_M_R4
 Tensors named blk.*.weight with 2 dimensions and rows of a multiple of 256 are replaced; the
 rest (embeddings, norms, output) are copied as they are. Needs python3-numpy and the GGUF
 reader/writer of ../shared/tools (found next to this repository, or via GGUF_TOOLS=DIR).
@@ -31,6 +31,20 @@ TYPES = {
 }
 
 
+# The reference's own 4-row IQ1 forms: type id, bytes per 32 columns of a 4-row group (after the
+# group's 4 fp16 row scales).
+R4_TYPES = {'IQ1_S_R4': (219, 24), 'IQ1_M_R4': (229, 28)}
+
+
+def random_r4_rows(rng, rows, ne0, spec):
+    type_id, block_bytes = spec
+    groups, nb = rows // 4, ne0 // 32
+    blocks = rng.integers(0, 256, size=(groups, nb * block_bytes), dtype=np.uint8)
+    # weight = d_k x multiplier (<= 15) x (grid value +- 1/8): |w| ~ 1 / sqrt(ne0)
+    d = np.full((groups, 4), 1.0 / np.sqrt(ne0) / 8.0, dtype=np.float16)
+    return np.concatenate([d.view(np.uint8), blocks], axis=1).tobytes()
+
+
 def random_rows(rng, rows, ne0, spec):
     type_id, block_bytes, row_scale, d_off = spec
     nb = ne0 // 256
@@ -45,11 +59,12 @@ def random_rows(rng, rows, ne0, spec):
 
 
 def main(argv):
-    if len(argv) < 4 or argv[3] not in TYPES:
+    if len(argv) < 4 or (argv[3] not in TYPES and argv[3] not in R4_TYPES):
         sys.exit(__doc__.strip())
     src, out, tname = argv[1], argv[2], argv[3]
     seed = int(argv[argv.index('--seed') + 1]) if '--seed' in argv else 1
-    spec = TYPES[tname]
+    r4 = tname in R4_TYPES
+    spec = R4_TYPES[tname] if r4 else TYPES[tname]
     rng = np.random.default_rng(seed)
     r = gguf.Reader(src)
     w = gguf.Writer(align=r.get('general.alignment', 32))
@@ -60,8 +75,10 @@ def main(argv):
     replaced = 0
     for name, dims, ty, off in r.tensors:
         nxt = offs[offs.index(off) + 1]
-        if name.startswith('blk.') and name.endswith('.weight') and len(dims) == 2 and dims[0] % 256 == 0:
-            w.tensor(name, None, spec[0], dims, random_rows(rng, dims[1], dims[0], spec))
+        if name.startswith('blk.') and name.endswith('.weight') and len(dims) == 2 and dims[0] % 256 == 0 and \
+                (not r4 or dims[1] % 4 == 0):
+            make = random_r4_rows if r4 else random_rows
+            w.tensor(name, None, spec[0], dims, make(rng, dims[1], dims[0], spec))
             replaced += 1
         else:
             w.tensor(name, None, ty, dims, r.buf[r.data_start + off:r.data_start + nxt])
