@@ -25,6 +25,9 @@
 #include "quant/act_q8_k.h"
 #include "quant/grid_tables.h"
 #include "quant/type_traits.h"
+#if defined(__BMI2__) && defined(__SSE4_1__)
+#include <immintrin.h>
+#endif
 
 namespace ikllm::cpu {
 namespace {
@@ -42,6 +45,42 @@ template <uint32_t Type>
 inline void iq1r4_raw(const uint8_t* b, Iq1R4Raw& o) {
     using quant::kIq1sGrid;
     o.neg = 0;
+#if defined(__BMI2__) && defined(__SSE4_1__)
+    // Row k's 4 indices built at once in 16-bit fields: its 4 low bytes (qs transposed to row
+    // order by one shuffle) and its 4 3-bit high parts deposited by pdep (~1/4 fewer operations
+    // than one index at a time; pass 1 is ~70 % of a token's time).
+    const __m128i qt = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)),
+                                        _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+    uint32_t lo[4];
+    lo[0] = (uint32_t)_mm_cvtsi128_si32(qt);
+    lo[1] = (uint32_t)_mm_extract_epi32(qt, 1);
+    lo[2] = (uint32_t)_mm_extract_epi32(qt, 2);
+    lo[3] = (uint32_t)_mm_extract_epi32(qt, 3);
+    auto put = [&](int k, uint64_t idx4) {
+        for (int i = 0; i < 4; ++i) o.g[4 * k + i] = kIq1sGrid[(idx4 >> (16 * i)) & 0xFFFF];
+    };
+    if constexpr (Type == quant::T_IQ1_S_R4) {
+        uint64_t h4;
+        std::memcpy(&h4, b + 16, 8);
+        for (int k = 0; k < 4; ++k) {
+            const uint32_t h = (uint32_t)(h4 >> (16 * k)) & 0xFFFF;
+            o.m[2 * k] = o.m[2 * k + 1] = (int16_t)(2 * ((h >> 12) & 7) + 1);
+            if (h >> 15) o.neg |= (uint16_t)(15u << (4 * k));
+            put(k, _pdep_u64(lo[k], 0x00FF00FF00FF00FFull) | _pdep_u64(h, 0x0700070007000700ull));
+        }
+    } else {  // IQ1_M_R4: group i of row k at qs[8 (i / 2) + 4 (i % 2) + k], high parts in qh[4 (i / 2) + k]
+        for (int k = 0; k < 4; ++k) {
+            const uint8_t sc = b[24 + k];
+            o.m[2 * k] = (int16_t)(sc & 15);
+            o.m[2 * k + 1] = (int16_t)(sc >> 4);
+            const uint32_t hq = (uint32_t)b[16 + k] | (uint32_t)b[20 + k] << 8;  // groups 0, 1 | 2, 3
+            o.neg |= (uint16_t)(_pext_u32(hq, 0x8888u) << (4 * k));
+            // qt (transposed qs) row k bytes: qs[k], qs[4 + k], qs[8 + k], qs[12 + k] = groups 0, 1, 2, 3
+            put(k, _pdep_u64(lo[k], 0x00FF00FF00FF00FFull) | _pdep_u64(_pext_u32(hq, 0x7777u), 0x0700070007000700ull));
+        }
+    }
+    return;
+#endif
     if constexpr (Type == quant::T_IQ1_S_R4) {  // qs[16], h_k at 16 + 2k
         for (int k = 0; k < 4; ++k) {
             uint16_t h;
