@@ -1,6 +1,7 @@
-// The scalar decoder: the AVX-512 kernel flags without VBMI, which grid_int.h's vector pass needs.
-#ifdef __AVX512VBMI__
-#error "compile without VBMI"
+// The scalar decoder: the AVX-512 kernel flags without VBMI, which grid_int.h's vector pass needs,
+// and without BMI2, which the AVX2 build's pass needs.
+#if defined(__AVX512VBMI__) || defined(__BMI2__)
+#error "compile without VBMI and BMI2"
 #endif
 #define GRID_DECODE_FN grid_decode_block_ref
 #include "grid_decode512_entry.inc"

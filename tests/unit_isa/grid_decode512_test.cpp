@@ -16,6 +16,7 @@
 namespace ikllm::cpu {
 bool grid_decode_block_vec512(uint32_t type, const uint8_t* src, uint8_t* out, size_t* n);
 bool grid_decode_block_ref(uint32_t type, const uint8_t* src, uint8_t* out, size_t* n);
+bool grid_decode_block_avx2(uint32_t type, const uint8_t* src, uint8_t* out, size_t* n);
 bool grid_reencode_avx2_matches(uint32_t type, const uint8_t* src);
 }  // namespace ikllm::cpu
 
@@ -33,9 +34,10 @@ void random_block(uint32_t type, int it, std::mt19937& rng, uint8_t* blk, size_t
     if (type != quant::T_IQ1_M) std::memcpy(blk, &h, 2);
 }
 
-TEST(GridDecode512, VectorDecoderMatchesScalarBytes) {
-    if (cpu::detected_isa() != cpu::Isa::avx512) GTEST_SKIP() << "this CPU has no AVX-512 VBMI (the vector decoder's ISA)";
-    std::mt19937 rng(2026);
+// Decoders `fn` and the scalar reference agree byte for byte on random blocks of every grid type.
+using DecodeFn = bool (*)(uint32_t, const uint8_t*, uint8_t*, size_t*);
+void expect_same_bytes(DecodeFn fn, uint32_t seed) {
+    std::mt19937 rng(seed);
     for (uint32_t type : kGridTypes) {
         const quant::TypeTraits* t = quant::find_type(type);
         ASSERT_NE(t, nullptr);
@@ -45,7 +47,7 @@ TEST(GridDecode512, VectorDecoderMatchesScalarBytes) {
             random_block(type, it, rng, blk, sizeof blk);
             uint8_t a[512], b[512];
             size_t na = 0, nb = 0;
-            ASSERT_TRUE(cpu::grid_decode_block_vec512(type, blk, a, &na));
+            ASSERT_TRUE(fn(type, blk, a, &na));
             ASSERT_TRUE(cpu::grid_decode_block_ref(type, blk, b, &nb));
             ASSERT_EQ(na, nb);
             if (std::memcmp(a, b, na) != 0 && mismatches++ < 3) {
@@ -56,6 +58,18 @@ TEST(GridDecode512, VectorDecoderMatchesScalarBytes) {
         }
         EXPECT_EQ(mismatches, 0) << t->name;
     }
+}
+
+TEST(GridDecode512, VectorDecoderMatchesScalarBytes) {
+    if (cpu::detected_isa() != cpu::Isa::avx512) GTEST_SKIP() << "this CPU has no AVX-512 VBMI (the vector decoder's ISA)";
+    expect_same_bytes(cpu::grid_decode_block_vec512, 2026);
+}
+
+// The AVX2 build's pass 1 (sign masks of IQ2_XXS / IQ2_XS / IQ3_XXS computed in vectors, IQ1_S /
+// IQ1_M indices by pdep) likewise.
+TEST(GridDecodeAvx2, DecoderMatchesScalarBytes) {
+    if (cpu::detected_isa() != cpu::Isa::avx2 && cpu::detected_isa() != cpu::Isa::avx512) GTEST_SKIP() << "this CPU has no AVX2";
+    expect_same_bytes(cpu::grid_decode_block_avx2, 2027);
 }
 
 // Prompt batches on AVX2: the vector re-encoding (8-bit codes, one scale per block) must give the

@@ -202,6 +202,28 @@ inline void grid_raw_iq1_vec(const uint8_t* src, GridRaw& o) {
 }
 #endif
 
+#if defined(__AVX2__) && defined(__BMI2__) && !defined(IKLLM_GRID_VEC512)
+#define IKLLM_GRID_RAW_AVX2 1
+// Pass 1 helpers without VBMI (AVX2 builds): the 8-bit sign masks kKsignsIq2xs[s] = s |
+// parity(s) << 7 of 32 7-bit sign indices held in bytes (4 ib + l of `s7`), computed instead of
+// looked up one by one.
+inline void grid_signs_avx2(__m256i s7, uint64_t* neg) {
+    const __m256i par = _mm256_broadcastsi128_si256(_mm_setr_epi8(0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0));
+    const __m256i m15 = _mm256_set1_epi8(15);
+    const __m256i p = _mm256_xor_si256(_mm256_shuffle_epi8(par, _mm256_and_si256(s7, m15)),
+                                       _mm256_shuffle_epi8(par, _mm256_and_si256(_mm256_srli_epi16(s7, 4), m15)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(neg), _mm256_or_si256(s7, p));
+}
+// The 4 7-bit sign indices at bits 0, 7, 14, 21 of each of 8 words, into bytes 4 ib + l.
+inline __m256i grid_sign_fields_avx2(__m256i a) {
+    const __m256i f0 = _mm256_and_si256(a, _mm256_set1_epi32(0x7F));
+    const __m256i f1 = _mm256_and_si256(_mm256_slli_epi32(a, 1), _mm256_set1_epi32(0x7F00));
+    const __m256i f2 = _mm256_and_si256(_mm256_slli_epi32(a, 2), _mm256_set1_epi32(0x7F0000));
+    const __m256i f3 = _mm256_and_si256(_mm256_slli_epi32(a, 3), _mm256_set1_epi32(0x7F000000));
+    return _mm256_or_si256(_mm256_or_si256(f0, f1), _mm256_or_si256(f2, f3));
+}
+#endif
+
 template <uint32_t Type>
 void grid_raw(const uint8_t* src, GridRaw& o) {
     using namespace quant;
@@ -215,7 +237,20 @@ void grid_raw(const uint8_t* src, GridRaw& o) {
     if constexpr (Type == T_IQ2_XXS || Type == T_IQ3_XXS) {
         const float d = rd_f16(src);
         const uint8_t* qs = src + 2;
+#ifdef IKLLM_GRID_RAW_AVX2
+        __m256i words;  // the 8 sign-and-scale words
+        if constexpr (Type == T_IQ2_XXS) {  // the odd dwords of the 64 bytes at qs
+            const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs));
+            const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32));
+            const __m256i odd = _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7);
+            words = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(lo, odd), _mm256_permutevar8x32_epi32(hi, odd), 0xF0);
+        } else {
+            words = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 66));
+        }
+        grid_signs_avx2(grid_sign_fields_avx2(words), sg);
+#else
         uint8_t s8[32];
+#endif
         for (int ib = 0; ib < 8; ++ib) {
             const uint32_t a = Type == T_IQ2_XXS ? rd_u32(qs + 8 * ib + 4) : rd_u32(src + 66 + 4 * ib);
             const float db = Type == T_IQ2_XXS ? (d * (0.5f + (float)(a >> 28))) * 0.25f : (d * (0.5f + (float)(a >> 28))) * 0.5f;
@@ -226,16 +261,27 @@ void grid_raw(const uint8_t* src, GridRaw& o) {
                     g[4 * ib + l] = kIq2xxsGrid[qs[8 * ib + l]];
                 else
                     g[4 * ib + l] = (uint64_t)kIq3xxsGrid[qs[8 * ib + 2 * l]] | (uint64_t)kIq3xxsGrid[qs[8 * ib + 2 * l + 1]] << 32;
+#ifndef IKLLM_GRID_RAW_AVX2
                 s8[4 * ib + l] = kKsignsIq2xs[bits(a, 7 * l, 7)];
+#endif
             }
         }
+#ifndef IKLLM_GRID_RAW_AVX2
         std::memcpy(sg, s8, 32);
+#endif
     } else if constexpr (Type == T_IQ2_XS) {
         const float d = rd_f16(src);
         for (int ib = 0; ib < 8; ++ib) {
             const uint8_t sc = src[66 + ib];
             for (int h = 0; h < 2; ++h) set_scale(o, 2 * ib + h, (d * (0.5f + (float)nib(sc, h))) * 0.25f);
         }
+#ifdef IKLLM_GRID_RAW_AVX2
+        // sign indices: the top 7 bits of the 32 16-bit entries, packed to bytes in order
+        const __m256i v0 = _mm256_srli_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 2)), 9);
+        const __m256i v1 = _mm256_srli_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 34)), 9);
+        grid_signs_avx2(_mm256_permute4x64_epi64(_mm256_packus_epi16(v0, v1), 0xD8), sg);
+        for (int k = 0; k < 32; ++k) g[k] = kIq2xsGrid[rd_u16(src + 2 + 2 * k) & 511];
+#else
         uint8_t s8[32];
         for (int k = 0; k < 32; ++k) {
             const uint16_t v = rd_u16(src + 2 + 2 * k);
@@ -243,6 +289,7 @@ void grid_raw(const uint8_t* src, GridRaw& o) {
             s8[k] = kKsignsIq2xs[v >> 9];
         }
         std::memcpy(sg, s8, 32);
+#endif
     } else if constexpr (Type == T_IQ2_S) {
         const float d = rd_f16(src);
         for (int ib = 0; ib < 8; ++ib) {
@@ -272,7 +319,12 @@ void grid_raw(const uint8_t* src, GridRaw& o) {
             set_scale(o, 2 * ib, sc);
             set_scale(o, 2 * ib + 1, sc);
             if (bit(h, 15)) neg1 |= 15u << (4 * ib);
+#ifdef IKLLM_GRID_RAW_AVX2  // the 4 11-bit indices at once in 16-bit fields (pdep)
+            const uint64_t ix4 = _pdep_u64(rd_u32(src + 2 + 4 * ib), 0x00FF00FF00FF00FFull) | _pdep_u64(h, 0x0700070007000700ull);
+            for (int l = 0; l < 4; ++l) g[4 * ib + l] = kIq1sGrid[(ix4 >> (16 * l)) & 0xFFFF];
+#else
             for (int l = 0; l < 4; ++l) g[4 * ib + l] = kIq1sGrid[src[2 + 4 * ib + l] | bits(h, 3 * l, 3) << 8];
+#endif
         }
     } else if constexpr (Type == T_IQ1_M) {
         uint16_t sc[4];
@@ -284,12 +336,19 @@ void grid_raw(const uint8_t* src, GridRaw& o) {
             const int off = 6 * (ib % 2);
             set_scale(o, 2 * ib, (d * (float)(2 * bits(t, off, 3) + 1)) * 0.125f);
             set_scale(o, 2 * ib + 1, (d * (float)(2 * bits(t, off + 3, 3) + 1)) * 0.125f);
+#ifdef IKLLM_GRID_RAW_AVX2  // the 4 11-bit indices at once in 16-bit fields (pdep)
+            const uint16_t hh = rd_u16(src + 32 + 2 * ib);
+            const uint64_t ix4 = _pdep_u64(rd_u32(src + 4 * ib), 0x00FF00FF00FF00FFull) | _pdep_u64(_pext_u32(hh, 0x7777u), 0x0700070007000700ull);
+            for (int l = 0; l < 4; ++l) g[4 * ib + l] = kIq1sGrid[(ix4 >> (16 * l)) & 0xFFFF];
+            neg1 |= _pext_u32(hh, 0x8888u) << (4 * ib);
+#else
             const uint8_t h0 = src[32 + 2 * ib], h1 = src[33 + 2 * ib];
             g[4 * ib] = kIq1sGrid[src[4 * ib] | bits(h0, 0, 3) << 8];
             g[4 * ib + 1] = kIq1sGrid[src[4 * ib + 1] | bits(h0, 4, 3) << 8];
             g[4 * ib + 2] = kIq1sGrid[src[4 * ib + 2] | bits(h1, 0, 3) << 8];
             g[4 * ib + 3] = kIq1sGrid[src[4 * ib + 3] | bits(h1, 4, 3) << 8];
             neg1 |= (uint32_t)(bit(h0, 3) | bit(h0, 7) << 1 | bit(h1, 3) << 2 | bit(h1, 7) << 3) << (4 * ib);
+#endif
         }
     }
     if constexpr (Type == T_IQ1_S || Type == T_IQ1_M)
