@@ -4,4 +4,5 @@
 #error "compile without VBMI and BMI2"
 #endif
 #define GRID_DECODE_FN grid_decode_block_ref
+#define GRID_DECODE_R4_FN grid_decode_r4_ref
 #include "grid_decode512_entry.inc"

@@ -17,6 +17,9 @@ namespace ikllm::cpu {
 bool grid_decode_block_vec512(uint32_t type, const uint8_t* src, uint8_t* out, size_t* n);
 bool grid_decode_block_ref(uint32_t type, const uint8_t* src, uint8_t* out, size_t* n);
 bool grid_decode_block_avx2(uint32_t type, const uint8_t* src, uint8_t* out, size_t* n);
+bool grid_decode_r4_vec512(uint32_t type, const uint8_t* src, int k, uint8_t* out, size_t* n);
+bool grid_decode_r4_ref(uint32_t type, const uint8_t* src, int k, uint8_t* out, size_t* n);
+bool grid_decode_r4_avx2(uint32_t type, const uint8_t* src, int k, uint8_t* out, size_t* n);
 bool grid_reencode_avx2_matches(uint32_t type, const uint8_t* src);
 }  // namespace ikllm::cpu
 
@@ -70,6 +73,50 @@ TEST(GridDecode512, VectorDecoderMatchesScalarBytes) {
 TEST(GridDecodeAvx2, DecoderMatchesScalarBytes) {
     if (cpu::detected_isa() != cpu::Isa::avx2 && cpu::detected_isa() != cpu::Isa::avx512) GTEST_SKIP() << "this CPU has no AVX2";
     expect_same_bytes(cpu::grid_decode_block_avx2, 2027);
+}
+
+// The reference's 4-row forms: pass 1 of each row of a group block (AVX-512: permutes of the
+// group's bytes into the plain types' vector lookups) against the scalar pass, byte for byte.
+using DecodeR4Fn = bool (*)(uint32_t, const uint8_t*, int, uint8_t*, size_t*);
+void expect_same_r4_bytes(DecodeR4Fn fn, uint32_t seed) {
+    std::mt19937 rng(seed);
+    const uint32_t types[] = {quant::T_IQ2_XXS_R4, quant::T_IQ2_XS_R4, quant::T_IQ2_S_R4, quant::T_IQ3_XXS_R4, quant::T_IQ3_S_R4};
+    for (uint32_t type : types) {
+        const quant::TypeTraits* t = quant::find_type(type);
+        ASSERT_NE(t, nullptr);
+        int mismatches = 0;
+        for (int it = 0; it < 5000; ++it) {
+            alignas(64) uint8_t blk[512];
+            for (uint8_t& b : blk) b = (uint8_t)rng();
+            for (int k = 0; k < 4; ++k) {  // row scales: normal, near 1 or subnormal
+                const uint16_t h = (uint16_t)(it % 3 == 0 ? rng() & 0x7BFF : it % 3 == 1 ? 0x3C00 + (rng() & 0x3FF) : rng() & 0x3FF);
+                std::memcpy(blk + 2 * k, &h, 2);
+            }
+            for (int k = 0; k < 4; ++k) {
+                uint8_t a[512], b[512];
+                size_t na = 0, nb = 0;
+                ASSERT_TRUE(fn(type, blk, k, a, &na));
+                ASSERT_TRUE(cpu::grid_decode_r4_ref(type, blk, k, b, &nb));
+                ASSERT_EQ(na, nb);
+                if (std::memcmp(a, b, na) != 0 && mismatches++ < 3) {
+                    size_t i = 0;
+                    while (a[i] == b[i]) ++i;
+                    ADD_FAILURE() << t->name << ": block " << it << " row " << k << " differs at byte " << i << " of the decoded form";
+                }
+            }
+        }
+        EXPECT_EQ(mismatches, 0) << t->name;
+    }
+}
+
+TEST(GridDecode512, R4VectorDecoderMatchesScalarBytes) {
+    if (cpu::detected_isa() != cpu::Isa::avx512) GTEST_SKIP() << "this CPU has no AVX-512 VBMI (the vector decoder's ISA)";
+    expect_same_r4_bytes(cpu::grid_decode_r4_vec512, 2028);
+}
+
+TEST(GridDecodeAvx2, R4DecoderMatchesScalarBytes) {
+    if (cpu::detected_isa() != cpu::Isa::avx2 && cpu::detected_isa() != cpu::Isa::avx512) GTEST_SKIP() << "this CPU has no AVX2";
+    expect_same_r4_bytes(cpu::grid_decode_r4_avx2, 2029);
 }
 
 // Prompt batches on AVX2: the vector re-encoding (8-bit codes, one scale per block) must give the

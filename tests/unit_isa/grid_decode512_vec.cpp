@@ -3,4 +3,5 @@
 #error "compile with the AVX-512 kernel flags"
 #endif
 #define GRID_DECODE_FN grid_decode_block_vec512
+#define GRID_DECODE_R4_FN grid_decode_r4_vec512
 #include "grid_decode512_entry.inc"

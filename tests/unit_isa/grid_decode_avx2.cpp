@@ -4,4 +4,5 @@
 #error "compile with the AVX2 kernel flags"
 #endif
 #define GRID_DECODE_FN grid_decode_block_avx2
+#define GRID_DECODE_R4_FN grid_decode_r4_avx2
 #include "grid_decode512_entry.inc"

@@ -770,9 +770,125 @@ inline uint32_t grid_iq3s_r4_signs(const uint8_t* s) {
     return w;
 }
 
+#ifdef IKLLM_GRID_VEC512
+// Pass 1 of the R4 forms in vectors (AVX-512 VBMI): row k's grid indices gathered from the group
+// block by byte / word permutes, then the plain types' register-table lookups (grid_vec512.h);
+// scrambled sign indices unscrambled in vectors. The same GridRaw as the scalar pass below.
+// Bytes 4 ib + l of the result: byte 16 ib + 4 k + l of the 128 at p (rows' 4-byte groups per ib).
+inline __m256i grid_r4_rows16(const uint8_t* p, int k) {
+    const __m512i i = _mm512_setr_epi32(0x03020100, 0x13121110, 0x23222120, 0x33323130, 0x43424140, 0x53525150, 0x63626160,
+                                        0x73727170, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i idx = _mm512_add_epi8(i, _mm512_set1_epi8((char)(4 * k)));
+    return _mm512_castsi512_si256(_mm512_permutex2var_epi8(_mm512_loadu_si512(p), idx, _mm512_loadu_si512(p + 64)));
+}
+// Byte l of each result dword: the 8-bit sign mask of the scrambled index in bits 1-7 of byte l
+// of row k's sign-and-scale word ib (at p + 16 ib + 4 k): tau ^ (tau << 1).
+inline __m256i grid_r4_unscramble(__m256i words) {
+    const __m256i t = _mm256_and_si256(_mm256_srli_epi16(words, 1), _mm256_set1_epi8(0x7F));
+    return _mm256_xor_si256(t, _mm256_add_epi8(t, t));
+}
+// (u d) (2 s + 1) for the 4-bit scale s in bit 0 of each byte of the 8 words.
+inline void grid_r4_word_scales(__m256i words, float ud, float* out) {
+    const __m256i one = _mm256_set1_epi32(1);
+    const __m256i s = _mm256_or_si256(_mm256_or_si256(_mm256_and_si256(words, one), _mm256_and_si256(_mm256_srli_epi32(words, 7), _mm256_set1_epi32(2))),
+                                      _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(words, 14), _mm256_set1_epi32(4)),
+                                                      _mm256_and_si256(_mm256_srli_epi32(words, 21), _mm256_set1_epi32(8))));
+    grid_scales_dup(_mm256_mul_ps(_mm256_set1_ps(ud), _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_slli_epi32(s, 1), one))), out);
+}
+// 64 bytes: byte 8 ib + m = byte p[32 ib + base[8 (ib % 4) + m] - 32 (ib % 4) + kofs] of 256, i.e.
+// base[i] = 32 ((i / 8) % 4) + the type's offset of index m = i % 8 within a 32-byte group.
+struct GridR4Base64 {
+    alignas(64) uint8_t b[64];
+};
+inline GridR4Base64 grid_r4_base64(const uint8_t (&off)[8]) {
+    GridR4Base64 r{};
+    for (int i = 0; i < 64; ++i) r.b[i] = (uint8_t)(32 * ((i / 8) % 4) + off[i % 8]);
+    return r;
+}
+inline __m512i grid_r4_rows64(const uint8_t* p, int kofs, const GridR4Base64& base) {
+    const __m512i idx = _mm512_add_epi8(_mm512_load_si512(base.b), _mm512_set1_epi8((char)kofs));
+    const __m512i lo = _mm512_permutex2var_epi8(_mm512_loadu_si512(p), idx, _mm512_loadu_si512(p + 64));
+    const __m512i hi = _mm512_permutex2var_epi8(_mm512_loadu_si512(p + 128), idx, _mm512_loadu_si512(p + 192));
+    return _mm512_mask_blend_epi8((__mmask64)0xFFFFFFFF00000000ull, lo, hi);
+}
+inline uint64_t grid_r4_stride4_bytes(const uint8_t* p, int k) {  // bytes p[4 ib + k], ib < 8
+    uint64_t v = 0;
+    for (int ib = 0; ib < 8; ++ib) v |= (uint64_t)p[4 * ib + k] << (8 * ib);
+    return v;
+}
+inline void grid_r4_nib_scales(const uint8_t* p, int k, float ud, float* out) {  // (u d) (2 nib + 1), 2 per byte
+    for (int ib = 0; ib < 8; ++ib)
+        for (int h = 0; h < 2; ++h) out[2 * ib + h] = ud * (float)(2 * ((p[4 * ib + k] >> (4 * h)) & 15) + 1);
+}
+
+template <uint32_t Type>
+inline void grid_raw_r4_vec(const uint8_t* b, int k, GridRaw& o) {
+    using namespace quant;
+    const GridPackedTables& tabs = grid_packed_tables();
+    const float d = rd_f16(b + 2 * k);
+    if constexpr (Type == T_IQ2_XXS_R4 || Type == T_IQ3_XXS_R4) {
+        const __m512i wi = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0);
+        const __m256i words = _mm512_castsi512_si256(_mm512_permutex2var_epi32(
+            _mm512_loadu_si512(b + 8), _mm512_add_epi32(wi, _mm512_set1_epi32(k)), _mm512_loadu_si512(b + 72)));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(o.neg), grid_r4_unscramble(words));
+        grid_r4_word_scales(words, (Type == T_IQ2_XXS_R4 ? 0.125f : 0.25f) * d, o.sc);
+        if constexpr (Type == T_IQ2_XXS_R4) {
+            const __m512i lh = grid_lookup32<2>(tabs.iq2xxs, grid_r4_rows16(b + 136, k), 0, 0);
+            for (int z = 0; z < 4; ++z) _mm512_store_si512(o.g + 8 * z, grid_expand_iq2(lh, z));
+        } else {
+            static const GridR4Base64 base = grid_r4_base64({0, 1, 2, 3, 4, 5, 6, 7});  // index m of row k at 32 ib + 8 k + m
+            const __m512i idx = grid_r4_rows64(b + 136, 8 * k, base);
+            const __m512i lo = grid_lut8<2>(tabs.iq3xxs[0], idx, 0, 0), hi = grid_lut8<2>(tabs.iq3xxs[1], idx, 0, 0);
+            const __m512i mags = grid_iq3_mags(T_IQ3_XXS);
+            for (int z = 0; z < 4; ++z) _mm512_store_si512(o.g + 8 * z, grid_expand_iq3(lo, hi, z, mags));
+        }
+    } else if constexpr (Type == T_IQ2_XS_R4) {
+        // 16-bit entries 16 ib + 4 k + l: grid index in bits 0-8, scrambled sign index in 9-15
+        alignas(64) static const uint16_t wi[32] = {0, 1, 2, 3, 16, 17, 18, 19, 32, 33, 34, 35, 48, 49, 50, 51,
+                                                    0, 1, 2, 3, 16, 17, 18, 19, 32, 33, 34, 35, 48, 49, 50, 51};
+        const __m512i idx = _mm512_add_epi16(_mm512_load_si512(wi), _mm512_set1_epi16((short)(4 * k)));
+        const __m512i v = _mm512_mask_blend_epi16(
+            (__mmask32)0xFFFF0000u, _mm512_permutex2var_epi16(_mm512_loadu_si512(b + 8), idx, _mm512_loadu_si512(b + 72)),
+            _mm512_permutex2var_epi16(_mm512_loadu_si512(b + 136), idx, _mm512_loadu_si512(b + 200)));
+        const __m512i lh = grid_lookup32<4>(tabs.iq2xs, _mm512_cvtepi16_epi8(v), (uint32_t)_mm512_test_epi16_mask(v, _mm512_set1_epi16(0x100)), 0);
+        for (int z = 0; z < 4; ++z) _mm512_store_si512(o.g + 8 * z, grid_expand_iq2(lh, z));
+        const __m256i t = _mm512_cvtepi16_epi8(_mm512_srli_epi16(v, 9));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(o.neg), _mm256_xor_si256(t, _mm256_add_epi8(t, t)));
+        grid_r4_nib_scales(b + 264, k, 0.125f * d, o.sc);
+    } else if constexpr (Type == T_IQ2_S_R4) {
+        const uint64_t qh = grid_r4_stride4_bytes(b + 136, k);  // bits 2l, 2l + 1 of byte ib: index bits 8, 9
+        const __m512i lh = grid_lookup32<8>(tabs.iq2s, grid_r4_rows16(b + 8, k), (uint32_t)_pext_u64(qh, 0x5555555555555555ull),
+                                            (uint32_t)_pext_u64(qh, 0xAAAAAAAAAAAAAAAAull));
+        for (int z = 0; z < 4; ++z) _mm512_store_si512(o.g + 8 * z, grid_expand_iq2(lh, z));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(o.neg), grid_r4_rows16(b + 168, k));
+        grid_r4_nib_scales(b + 296, k, 0.125f * d, o.sc);
+    } else {
+        static_assert(Type == T_IQ3_S_R4);
+        static const GridR4Base64 base = grid_r4_base64({0, 8, 16, 24, 4, 12, 20, 28});  // index m at 32 ib + 8 (m % 4) + 4 (m / 4) + k
+        const __m512i idx = grid_r4_rows64(b + 8, k, base);
+        const __mmask64 b8 = (__mmask64)grid_r4_stride4_bytes(b + 264, k);  // bit m of byte ib: index 8 ib + m
+        const __m512i lo = grid_lut8<4>(tabs.iq3s[0], idx, b8, 0), hi = grid_lut8<4>(tabs.iq3s[1], idx, b8, 0);
+        const __m512i mags = grid_iq3_mags(T_IQ3_S);
+        for (int z = 0; z < 4; ++z) _mm512_store_si512(o.g + 8 * z, grid_expand_iq3(lo, hi, z, mags));
+        uint32_t sw[8];
+        for (int ib = 0; ib < 8; ++ib) sw[ib] = grid_iq3s_r4_signs(b + 296 + 16 * ib + 4 * k);
+        std::memcpy(o.neg, sw, 32);
+        for (int ib = 0; ib < 8; ++ib) {
+            const int ls = 4 * ib + k;
+            const float dl = d * (float)(1 + 2 * nib(b[424 + ls % 16], ls / 16));
+            set_scale(o, 2 * ib, dl);
+            set_scale(o, 2 * ib + 1, dl);
+        }
+    }
+}
+#endif
+
 template <uint32_t Type>
 void grid_raw_r4(const uint8_t* b, int k, GridRaw& o) {
     using namespace quant;
+#ifdef IKLLM_GRID_VEC512
+    return grid_raw_r4_vec<Type>(b, k, o);
+#endif
     const float d = rd_f16(b + 2 * k);
     uint8_t s8[32];
     for (int ib = 0; ib < 8; ++ib) {
