@@ -65,62 +65,31 @@ inline void iq1r4_store(const __m512* f01, const __m512* f23, const float dk[4],
     }
 }
 
-// Few tokens: each block's codes, magnitudes, sign masks and multipliers formed from the raw
-// block once for the tile's tokens, then per token |c| x (a signed by c) pair sums (maddubs)
-// and vpdpwssd by m.
-struct Iq1R4Tile512Codes {
-    using Prep = Iq1R4Raw;
-    template <int T>
-    static void run(const Prep* raw, int64_t nb, const uint8_t* act, size_t arb, const float dk[4], float* y, int64_t ys) {
-        __m512 f01[T], f23[T];
-        for (int t = 0; t < T; ++t) f01[t] = f23[t] = _mm512_setzero_ps();
-        for (int64_t c = 0; c < nb / 4; ++c) {  // 128-column activation blocks
-            const size_t ab = (size_t)quant::kQ8K128BlockBytes * c;
-            __m512i i01[T], i23[T];
-            for (int t = 0; t < T; ++t) i01[t] = i23[t] = _mm512_setzero_si512();
-            for (int s = 0; s < 4; ++s) {
-                const Iq1R4Raw& o = raw[4 * c + s];
-                const __m512i c01 = iq1r4_codes(o, 0), c23 = iq1r4_codes(o, 1);
-                const __mmask64 n01 = _mm512_movepi8_mask(c01), n23 = _mm512_movepi8_mask(c23);
-                const __m512i u01 = _mm512_abs_epi8(c01), u23 = _mm512_abs_epi8(c23);
-                const __m512i m01 = iq1r4_mults(o, 0), m23 = iq1r4_mults(o, 1);
-                for (int t = 0; t < T; ++t) {
-                    const __m512i a = _mm512_broadcast_i64x4(
-                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act + (size_t)t * arb + ab + quant::kQ8K128OffQs + 32 * s)));
-                    const __m512i s01 = _mm512_mask_sub_epi8(a, n01, _mm512_setzero_si512(), a);
-                    const __m512i s23 = _mm512_mask_sub_epi8(a, n23, _mm512_setzero_si512(), a);
-                    i01[t] = _mm512_dpwssd_epi32(i01[t], _mm512_maddubs_epi16(u01, s01), m01);
-                    i23[t] = _mm512_dpwssd_epi32(i23[t], _mm512_maddubs_epi16(u23, s23), m23);
-                }
-            }
-            iq1r4_accumulate<T>(act, arb, ab, i01, i23, f01, f23);
-        }
-        iq1r4_store<T>(f01, f23, dk, y, ys);
-    }
-};
-
-// Many tokens: a block after pass 1: per pair of rows the products |c| m as bytes (<= 9 x 15 = 135: unsigned
-// 8-bit, so one vpdpbusd takes them against the activations signed by c, exactly) and the
-// negative codes' mask.
+// A block after pass 1 for many tokens: per pair of rows the products |c| m as bytes (<= 9 x 15 =
+// 135: unsigned 8-bit, so one vpdpbusd takes them against the activations signed by c, exactly)
+// and the negative codes' mask.
 struct Iq1R4Prep512 {
     __m512i mc[2];
     __mmask64 neg[2];
 };
 
+// kPrepared = false (few tokens): each block's codes, magnitudes, sign masks and multipliers
+// formed from the raw block once for the tile's tokens, then per token |c| x (a signed by c) pair
+// sums (maddubs) and vpdpwssd by m. kPrepared = true: the Iq1R4Prep512 bytes, one vpdpbusd.
+template <bool kPrepared>
 struct Iq1R4Tile512 {
-    using Prep = Iq1R4Prep512;
+    using Prep = std::conditional_t<kPrepared, Iq1R4Prep512, Iq1R4Raw>;
     static void prepare(const Iq1R4Raw* raw, int64_t nb, Prep* out) {
-        for (int64_t b = 0; b < nb; ++b) prepare_block(raw[b], out[b]);
-    }
-    static void prepare_block(const Iq1R4Raw& r, Prep& o) {
-        for (int p = 0; p < 2; ++p) {
-            const __m512i c = iq1r4_codes(r, p), m = iq1r4_mults(r, p), u = _mm512_abs_epi8(c);
-            // |c| x m per byte: even bytes in the low halves of the int16 lanes, odd in the high
-            const __m512i lo = _mm512_mullo_epi16(_mm512_and_si512(u, _mm512_set1_epi16(0x00FF)), m);
-            const __m512i hi = _mm512_mullo_epi16(_mm512_srli_epi16(u, 8), m);
-            o.mc[p] = _mm512_or_si512(_mm512_and_si512(lo, _mm512_set1_epi16(0x00FF)), _mm512_slli_epi16(hi, 8));
-            o.neg[p] = _mm512_movepi8_mask(c);
-        }
+        if constexpr (kPrepared)
+            for (int64_t b = 0; b < nb; ++b)
+                for (int p = 0; p < 2; ++p) {
+                    const __m512i c = iq1r4_codes(raw[b], p), m = iq1r4_mults(raw[b], p), u = _mm512_abs_epi8(c);
+                    // |c| x m per byte: even bytes in the low halves of the int16 lanes, odd in the high
+                    const __m512i lo = _mm512_mullo_epi16(_mm512_and_si512(u, _mm512_set1_epi16(0x00FF)), m);
+                    const __m512i hi = _mm512_mullo_epi16(_mm512_srli_epi16(u, 8), m);
+                    out[b].mc[p] = _mm512_or_si512(_mm512_and_si512(lo, _mm512_set1_epi16(0x00FF)), _mm512_slli_epi16(hi, 8));
+                    out[b].neg[p] = _mm512_movepi8_mask(c);
+                }
     }
     template <int T>
     static void run(const Prep* raw, int64_t nb, const uint8_t* act, size_t arb, const float dk[4], float* y, int64_t ys) {
@@ -132,14 +101,36 @@ struct Iq1R4Tile512 {
             for (int t = 0; t < T; ++t) i01[t] = i23[t] = _mm512_setzero_si512();
             for (int s = 0; s < 4; ++s) {
                 const Prep& o = raw[4 * c + s];
-                const __m512i mc01 = _mm512_load_si512(&o.mc[0]), mc23 = _mm512_load_si512(&o.mc[1]);
-                const __mmask64 n01 = o.neg[0], n23 = o.neg[1];
+                __m512i u01, u23, m01, m23;
+                __mmask64 n01, n23;
+                if constexpr (kPrepared) {
+                    u01 = _mm512_load_si512(&o.mc[0]);
+                    u23 = _mm512_load_si512(&o.mc[1]);
+                    n01 = o.neg[0];
+                    n23 = o.neg[1];
+                    m01 = m23 = _mm512_setzero_si512();
+                } else {
+                    const __m512i c01 = iq1r4_codes(o, 0), c23 = iq1r4_codes(o, 1);
+                    n01 = _mm512_movepi8_mask(c01);
+                    n23 = _mm512_movepi8_mask(c23);
+                    u01 = _mm512_abs_epi8(c01);
+                    u23 = _mm512_abs_epi8(c23);
+                    m01 = iq1r4_mults(o, 0);
+                    m23 = iq1r4_mults(o, 1);
+                }
                 for (int t = 0; t < T; ++t) {
                     const __m512i a = _mm512_broadcast_i64x4(
                         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act + (size_t)t * arb + ab + quant::kQ8K128OffQs + 32 * s)));
-                    // |c| m x (a with c's sign): a negated where c < 0 (c is never 0)
-                    i01[t] = _mm512_dpbusd_epi32(i01[t], mc01, _mm512_mask_sub_epi8(a, n01, _mm512_setzero_si512(), a));
-                    i23[t] = _mm512_dpbusd_epi32(i23[t], mc23, _mm512_mask_sub_epi8(a, n23, _mm512_setzero_si512(), a));
+                    // a negated where c < 0 (c is never 0)
+                    const __m512i s01 = _mm512_mask_sub_epi8(a, n01, _mm512_setzero_si512(), a);
+                    const __m512i s23 = _mm512_mask_sub_epi8(a, n23, _mm512_setzero_si512(), a);
+                    if constexpr (kPrepared) {  // |c| m x (a with c's sign)
+                        i01[t] = _mm512_dpbusd_epi32(i01[t], u01, s01);
+                        i23[t] = _mm512_dpbusd_epi32(i23[t], u23, s23);
+                    } else {  // (|c| x (a with c's sign), pairwise) x m
+                        i01[t] = _mm512_dpwssd_epi32(i01[t], _mm512_maddubs_epi16(u01, s01), m01);
+                        i23[t] = _mm512_dpwssd_epi32(i23[t], _mm512_maddubs_epi16(u23, s23), m23);
+                    }
                 }
             }
             iq1r4_accumulate<T>(act, arb, ab, i01, i23, f01, f23);
@@ -154,8 +145,8 @@ constexpr int64_t kIq1R4PrepMinTokens = 8;
 template <uint32_t Type>
 void iq1r4_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
                   int64_t nt, float* y, int64_t ys) {
-    if (nt >= kIq1R4PrepMinTokens) iq1r4_run<Type, Iq1R4Tile512>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
-    else iq1r4_run<Type, Iq1R4Tile512Codes>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+    if (nt >= kIq1R4PrepMinTokens) iq1r4_run<Type, Iq1R4Tile512<true>>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+    else iq1r4_run<Type, Iq1R4Tile512<false>>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
 }
 
 }  // namespace
