@@ -261,11 +261,11 @@ public:
     // Q6_K_R8 47) and whose repack only moves bits, so run-time repack can undo it
     // (quant/unpack_interleaved.h). Not IQ4_K_R4 / IQ4_XS_R8 (10 and 17 GB/s): the reference
     // multiplies them without the saturating pair sums of its plain kernels, and its logits for
-    // such files are those of the interleaved forms (refdata conformance). IQ2_S_R4 / IQ3_S_R4
-    // likewise where AVX2 / AVX-512 have their exact grid kernel (grid_int.h: 1.8-2.5 GB/s for
-    // 1 token, plain 2.2-7.2): the plain types re-encode prompt batches, the reference does not
-    // for these forms (llama-q-IQ2_M_R4 converted: rms 2e-2 from the reference's logits, as
-    // stored 2e-3); elsewhere only the generic kernel, so they are converted.
+    // such files are those of the interleaved forms (refdata conformance). Not IQ2_S_R4 /
+    // IQ3_S_R4 either: they have the grid kernel on every ISA (grid_int.h, exact at every batch
+    // size; AVX-512 1 token 3.5 / 4.0 GB/s, plain 3.9 / 7.2), and the plain types re-encode
+    // prompt batches where the reference multiplies these forms exactly (llama-q-IQ2_M_R4
+    // converted: rms 2e-2 from the reference's logits, as stored 2e-3).
     static bool stored_form_slower(uint32_t type) {
         bool slower = false;
         switch (type) {
@@ -274,8 +274,6 @@ public:
             case quant::T_Q5_0_R4:
             case quant::T_Q6_0_R4:
             case quant::T_MXFP4_R8: slower = true; break;
-            case quant::T_IQ2_S_R4:
-            case quant::T_IQ3_S_R4: slower = cpu::best_isa() != cpu::Isa::avx2 && cpu::best_isa() != cpu::Isa::avx512; break;
             case quant::T_Q4_K_R4:
             case quant::T_Q6_K_R4: slower = cpu::best_isa() == cpu::Isa::avx512; break;
             default: break;

@@ -372,9 +372,7 @@ inline __m512i grid_codes_512(const GridRaw& o, int z) {
 
 // Pass 2 in 64-bit words (AVX2 and scalar kernels, and the re-encoding below): 8 codes at a time.
 template <uint32_t Type>
-void grid_decode_codes(const uint8_t* src, GridCodes& o) {
-    GridRaw r;
-    grid_raw<Type>(src, r);
+void grid_codes_of_raw(const GridRaw& r, GridCodes& o) {
     constexpr uint64_t kOne = 0x0101010101010101ull, kLow5 = 0x1F1F1F1F1F1F1F1Full;
     for (int k = 0; k < 32; ++k) {
         const uint64_t g = r.g[k], m = grid_byte_mask((uint32_t)(r.neg[k >> 3] >> (8 * (k & 7))));
@@ -390,6 +388,12 @@ void grid_decode_codes(const uint8_t* src, GridCodes& o) {
         std::memcpy(o.q + 8 * k, &v, 8);
     }
     std::memcpy(o.sc, r.sc, sizeof o.sc);
+}
+template <uint32_t Type>
+void grid_decode_codes(const uint8_t* src, GridCodes& o) {
+    GridRaw r;
+    grid_raw<Type>(src, r);
+    grid_codes_of_raw<Type>(r, o);
 }
 
 // One decoded row (nb blocks) against one token's Q8_K row.
@@ -741,7 +745,6 @@ void grid_int_run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t
 }
 
 
-#if defined(IKLLM_GRID_DECODE512) || defined(IKLLM_GRID_AVX2)
 // ---- the reference's 4-row grid forms (quant-formats.md §12.7) -----------------------------------
 // IQ2_XXS_R4, IQ2_XS_R4 and IQ3_XXS_R4 cannot be converted back to their plain types by run-time
 // repack (their repack transforms the sign indices, unpack_interleaved.h); IQ2_S_R4 and IQ3_S_R4
@@ -940,6 +943,21 @@ template <uint32_t Type>
 void grid_r4_run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
                  int64_t nt, float* y, int64_t ys) {
     const int64_t nb = ne0 / 256;
+#if !defined(IKLLM_GRID_DECODE512) && !defined(IKLLM_GRID_AVX2)
+    // Portable (scalar, NEON): the decoded rows' signed codes, the plain types' row dot.
+    std::vector<GridCodes> codes((size_t)(4 * nb));
+    for (int64_t r = r0; r < r1; r += 4) {
+        const uint8_t* grp = w + (size_t)r * wrb;
+        for (int k = 0; k < 4; ++k)
+            for (int64_t b = 0; b < nb; ++b) {
+                GridRaw raw;
+                grid_raw_r4<Type>(grp + (size_t)grid_r4_bytes<Type>() * b, k, raw);
+                grid_codes_of_raw<quant::T_IQ2_XXS>(raw, codes[(size_t)(k * nb + b)]);  // magnitudes and signs
+            }
+        for (int64_t t = 0; t < nt; ++t)
+            for (int k = 0; k < 4; ++k) y[t * ys + r + k] = grid_row_dot(codes.data() + k * nb, act + (size_t)t * arb, nb);
+    }
+#else
     std::vector<GridRaw> raw((size_t)(4 * nb));
     for (int64_t r = r0; r < r1; r += 4) {
         const uint8_t* grp = w + (size_t)r * wrb;
@@ -951,8 +969,8 @@ void grid_r4_run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t 
                 grid_row_tile<quant::T_IQ2_XXS>(raw.data() + k * nb, nb, act + (size_t)t0 * arb, arb, tile, y + t0 * ys + r + k, ys);
         }
     }
-}
 #endif
+}
 
 }  // namespace
 }  // namespace ikllm::cpu

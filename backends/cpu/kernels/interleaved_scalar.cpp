@@ -1,7 +1,7 @@
 // Portable kernels of the row-interleaved types (quant-formats.md §12): decode one row group,
 // then multiply with the decoded activations of the format §15 assigns to the type; IQ1_S_R4 /
 // IQ1_M_R4, Q8_K_R8 / Q8_K_R16 and Q8_KV_R8 with the SIMD kernels' exact integers (iq1_r4_common.h,
-// q8k_r8.h).
+// q8k_r8.h); the grid R4 forms are in grid_scalar.cpp (grid_int.h).
 #include "kernels/interleaved_common.h"
 #include "kernels/iq1_r4_common.h"
 #include "kernels/q8k_r8.h"
@@ -16,8 +16,7 @@ KernelTable interleaved_kernels_scalar() {
 #define KK32(T) {T, Isa::scalar, &kGtiActQ8K32, gti_generic_run<T, decode_q8_k_row>}
 #define KQ80(T) {T, Isa::scalar, act_format_q8_0(), gti_generic_run<T, gti_decode_q8_0>}
         KX4(T_Q4_0_R8), KX4(T_Q8_0_R8), KX4(T_Q5_0_R4), KX4(T_Q6_0_R4), KX4(T_IQ4_NL_R4), KX4(T_MXFP4_R8),
-        KK(T_Q2_K_R4), KK(T_Q3_K_R4), KK(T_Q6_K_R4), KK(T_IQ2_XXS_R4), KK(T_IQ2_XS_R4), KK(T_IQ2_S_R4),
-        KK(T_IQ3_XXS_R4), KK(T_IQ3_S_R4), KK(T_IQ2_K_R4), KK(T_IQ3_K_R4), KK(T_IQ4_K_R4), KK(T_IQ5_K_R4),
+        KK(T_Q2_K_R4), KK(T_Q3_K_R4), KK(T_Q6_K_R4), KK(T_IQ2_K_R4), KK(T_IQ3_K_R4), KK(T_IQ4_K_R4), KK(T_IQ5_K_R4),
         {T_Q8_K_R8, Isa::scalar, &kGtiActQ8K, q8kr_run<T_Q8_K_R8>},
         {T_Q8_K_R16, Isa::scalar, &kGtiActQ8K, q8kr_run<T_Q8_K_R16>},
         {T_Q8_KV_R8, Isa::scalar, &kGtiActQ8KV, q8kv_r8_run},
