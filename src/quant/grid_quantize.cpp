@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "quant/grid_codebook.h"
+#include "quant/grid_ternary.h"
 #include "quant/grid_tables.h"
 #include "quant/grid_util.h"
 
@@ -35,7 +36,8 @@ const Codebook& book_iq2xs() { static const Codebook b = grid_book(kIq2xsGrid, 5
 const Codebook& book_iq2s() { static const Codebook b = grid_book(kIq2sGrid, 1024, 8, 32, false); return b; }
 const Codebook& book_iq3xxs() { static const Codebook b = grid_book(kIq3xxsGrid, 256, 4, 1, false); return b; }
 const Codebook& book_iq3s() { static const Codebook b = grid_book(kIq3sGrid, 512, 4, 1, false); return b; }
-const Codebook& book_iq1s() { static const Codebook b = grid_book(kIq1sGrid, 2048, 8, 64, true); return b; }
+// IQ1_S / IQ1_M: ternary entries, searched exactly (grid_ternary.h).
+const TernaryBook& book_iq1s() { static const TernaryBook b(kIq1sGrid, 2048); return b; }
 
 // Per-weight importance: imatrix (or 1) times sqrt(sigma^2 + x^2) over the 256-block.
 void block_weights(const float* x, const float* imatrix, float* w) {
