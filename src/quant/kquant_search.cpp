@@ -10,9 +10,11 @@ namespace ikllm::quant::search {
 namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// Round to nearest (ties to even) without a libm call; NaN and huge values are clamped first.
+// Round to nearest (ties to even) without a libm call; NaN and huge values are clamped first
+// (by comparisons: std::fmin / std::fmax are calls to libm at the baseline ISA; NaN -> -4e6).
 inline int iround(float v) {
-    v = std::fmin(std::fmax(v, -4.0e6f), 4.0e6f);
+    v = v > -4.0e6f ? v : -4.0e6f;
+    v = v < 4.0e6f ? v : 4.0e6f;
     return (int)(v + 12582912.0f) - 12582912;  // 1.5 * 2^23 keeps the integer in the mantissa
 }
 
