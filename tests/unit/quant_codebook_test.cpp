@@ -53,7 +53,8 @@ TEST(QuantCodebook, ExhaustiveSearchIsTheScalarArgmin) {
     for (int G : {4, 6, 8}) {
         for (int n : {1, 5, 258, 1001}) {
             const std::vector<int8_t> pts = random_points(G, n, rng);
-            const Codebook book(G, pts, 1, 1);
+            for (int lanes : {4, 0}) {  // four at a time, and the CPU's widest
+            const Codebook book(G, pts, 1, 1, lanes);
             ASSERT_EQ(book.size(), (uint32_t)n);
             for (int trial = 0; trial < 300; ++trial) {
                 float t[8], w[8];
@@ -73,7 +74,35 @@ TEST(QuantCodebook, ExhaustiveSearchIsTheScalarArgmin) {
                 float err = -1;
                 const uint32_t got = book.nearest(t, w, &err);
                 ASSERT_EQ(got, bi) << "G=" << G << " n=" << n << " trial " << trial;
-                ASSERT_EQ(f32_bits(err), f32_bits(best)) << "G=" << G << " n=" << n << " trial " << trial;
+                ASSERT_EQ(f32_bits(err), f32_bits(best)) << "G=" << G << " n=" << n << " lanes " << book.lanes() << " trial " << trial;
+            }
+            }
+        }
+    }
+}
+
+// The clustered search at the CPU's widest lanes (8 with AVX2) gives the four-lane search's
+// index and error bits: same probed clusters, same candidates in the same order. Random
+// importance weights, exact hits, and cluster sizes that leave last lane groups part-empty.
+TEST(QuantCodebook, EveryLaneWidthGivesTheSameResults) {
+    std::mt19937 rng(29);
+    std::normal_distribution<float> nd(0.0f, 40.0f);
+    std::uniform_real_distribution<float> uw(0.0f, 3.0f);
+    for (int G : {4, 8}) {
+        for (int n : {300, 4097}) {
+            const std::vector<int8_t> pts = random_points(G, n, rng);
+            const Codebook narrow(G, pts, 61, 4, 4), wide(G, pts, 61, 4, 0);
+            if (wide.lanes() == 4) GTEST_SKIP() << "this CPU has no wider search than four lanes";
+            for (int trial = 0; trial < 2000; ++trial) {
+                float t[8], w[8];
+                for (int j = 0; j < G; ++j) {
+                    t[j] = trial % 9 == 0 ? (float)pts[(size_t)(trial % n) * G + j] : nd(rng);
+                    w[j] = uw(rng);
+                }
+                float e4 = -1, ew = -2;
+                const uint32_t i4 = narrow.nearest(t, w, &e4), iw = wide.nearest(t, w, &ew);
+                ASSERT_EQ(iw, i4) << "G=" << G << " n=" << n << " trial " << trial;
+                ASSERT_EQ(f32_bits(ew), f32_bits(e4)) << "G=" << G << " n=" << n << " trial " << trial;
             }
         }
     }
