@@ -10,6 +10,7 @@
 
 #include "quant/act_q8_0.h"
 #include "quant/families.h"
+#include "quant/iq4nl_nearest.h"
 #include "quant/legacy_blocks.h"
 
 namespace ikllm::quant {
@@ -372,16 +373,6 @@ void q8_0_quantize(const float* x, uint8_t* dst, int64_t n, const float* imatrix
 
 // ---- IQ4_NL / MXFP4: non-uniform levels ------------------------------------------------------
 
-// Index of the level nearest to v in an ascending table of 16 values.
-int nearest_sorted(const float* lv, float v) {
-    int lo = 0, hi = 15;
-    while (hi - lo > 1) {
-        const int mid = (lo + hi) / 2;
-        (v < lv[mid] ? hi : lo) = mid;
-    }
-    return (v - lv[lo] <= lv[hi] - v) ? lo : hi;
-}
-
 // IQ4_NL: try scales mapping the extreme value to the table's ends, refit d by least squares
 // for each candidate, keep the smallest weighted error.
 void iq4_nl_block(const float* x, const float* w, uint8_t* dst) {
@@ -398,7 +389,7 @@ void iq4_nl_block(const float* x, const float* w, uint8_t* dst) {
                 const float id = target / max;
                 double sxl = 0, sll = 0;
                 for (int j = 0; j < 32; ++j) {
-                    q[j] = (uint8_t)nearest_sorted(kLevels, x[j] * id);
+                    q[j] = (uint8_t)iq4nl_nearest(x[j] * id);
                     sxl += (double)w[j] * x[j] * kLevels[q[j]];
                     sll += (double)w[j] * kLevels[q[j]] * kLevels[q[j]];
                 }
@@ -409,7 +400,7 @@ void iq4_nl_block(const float* x, const float* w, uint8_t* dst) {
                     const float id2 = 1.0f / d;
                     sxl = sll = 0;
                     for (int j = 0; j < 32; ++j) {
-                        q[j] = (uint8_t)nearest_sorted(kLevels, x[j] * id2);
+                        q[j] = (uint8_t)iq4nl_nearest(x[j] * id2);
                         sxl += (double)w[j] * x[j] * kLevels[q[j]];
                         sll += (double)w[j] * kLevels[q[j]] * kLevels[q[j]];
                     }
