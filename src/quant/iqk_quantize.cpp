@@ -85,12 +85,19 @@ float pick_pairs(const void* ctx, const float* x, const float* w, int n, int, fl
     const PairBook& P = *(const PairBook*)ctx;
     float err = 0;
     for (int j = 0; j < n; j += 2) {
+        // All 32 errors first (independent lanes: the compiler vectorizes them), then the first
+        // strictly smallest by selects, not branches.
+        float e[32];
+        for (int k = 0; k < 32; ++k) {
+            const float e0 = x[j] - scale * P.a[k], e1 = x[j + 1] - scale * P.b[k];
+            e[k] = w[j] * e0 * e0 + w[j + 1] * e1 * e1;
+        }
         float best = INFINITY;
         int bk = 0;
         for (int k = 0; k < 32; ++k) {
-            const float e0 = x[j] - scale * P.a[k], e1 = x[j + 1] - scale * P.b[k];
-            const float e = w[j] * e0 * e0 + w[j + 1] * e1 * e1;
-            if (e < best) { best = e; bk = k; }
+            const bool lt = e[k] < best;
+            best = lt ? e[k] : best;
+            bk = lt ? k : bk;
         }
         q[j] = q[j + 1] = (uint8_t)bk;
         lv[j] = P.a[bk];
@@ -102,6 +109,22 @@ float pick_pairs(const void* ctx, const float* x, const float* w, int n, int, fl
 
 // ---- IQ4_KSS picker: nearest levels under the storage constraint that every group of four
 // codes {2k, 2k+1, 16+2k, 17+2k} of a 32-weight sub-block has an even number of set bits ----
+// next[0][k] / next[1][k]: the closest code below / above k of the other parity (popcount of
+// the 4-bit code), -1 / 16 where there is none.
+struct OppositeParity {
+    int8_t next[2][16];
+    constexpr OppositeParity() : next() {
+        for (int k = 0; k < 16; ++k)
+            for (int side = 0; side < 2; ++side) {
+                const int step = side ? 1 : -1;
+                int m = k + step;
+                while (m >= 0 && m < 16 && (__builtin_popcount(m) & 1) == (__builtin_popcount(k) & 1)) m += step;
+                next[side][k] = (int8_t)m;
+            }
+    }
+};
+constexpr OppositeParity kOppositeParity;
+
 float pick_even_parity(const void* ctx, const float* x, const float* w, int n, int set, float scale, uint8_t* q,
                        float* lv) {
     const Levels& L = ((const Levels*)ctx)[set];
@@ -117,16 +140,16 @@ float pick_even_parity(const void* ctx, const float* x, const float* w, int n, i
         // nearest level, and the nearest one of opposite parity on either side (the error is
         // convex in the level, and no three consecutive codes share a parity)
         const int k0 = L.nearest(x[j] * inv);
-        const int p0 = __builtin_popcount(k0) & 1;
         const float e0 = cost(j, k0);
         float ea = INFINITY;
         int ka = k0;
-        for (int side : {-1, 1}) {
-            int k = k0 + side;
-            while (k >= 0 && k < 16 && (__builtin_popcount(k) & 1) == p0) k += side;
-            if (k < 0 || k > 15) continue;
-            const float e = cost(j, k);
-            if (e < ea) { ea = e; ka = k; }
+        for (int side = 0; side < 2; ++side) {  // below, then above; selects, not branches
+            const int k = kOppositeParity.next[side][k0];
+            const bool ok = k >= 0 && k < 16;
+            const float e = cost(j, ok ? k : k0);
+            const bool take = ok && e < ea;
+            ea = take ? e : ea;
+            ka = take ? k : ka;
         }
         q[j] = (uint8_t)k0;
         alt[j] = (uint8_t)ka;

@@ -64,6 +64,7 @@ void Levels::set(const float* values, int count) {
         mid[i] = 0.5f * (v[i] + v[i + 1]);
         gap = std::min(gap, v[i + 1] - v[i]);
     }
+    mid[n - 1] = INFINITY;  // nearest() steps past the last level never
     // grid over [v0 - gap, v_last + gap]; for every table used here the cells are narrower than
     // the smallest gap (span <= 260, gap >= 1), so a cell contains at most one midpoint
     lo = v[0] - (n > 1 ? gap : 1.0f);

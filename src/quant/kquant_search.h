@@ -18,7 +18,7 @@ void make_weights(const float* x, const float* imatrix, int n, float* w);
 struct Levels {
     static constexpr int kCells = 512;
     float v[64];
-    float mid[64];  // mid[i] = (v[i] + v[i+1]) / 2
+    float mid[64];  // mid[i] = (v[i] + v[i+1]) / 2; mid[n-1] = +inf
     int n = 0;
     float lo = 0, cell_scale = 0;
     uint8_t cell[kCells + 1];
@@ -28,9 +28,8 @@ struct Levels {
         float c = (t - lo) * cell_scale;
         if (!(c >= 0.0f)) c = 0.0f;  // also NaN
         else if (c > (float)kCells) c = (float)kCells;
-        int i = cell[(int)c];
-        if (i + 1 < n && t > mid[i]) ++i;
-        return i;
+        const int i = cell[(int)c];
+        return i + (int)(t > mid[i]);  // a flag, not a branch (to a predictor, a coin flip)
     }
 };
 
