@@ -53,7 +53,6 @@ int main(int argc, char** argv) {
     }
     if (types.empty()) types = {"iq1_s", "iq1_m", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s"};
 
-    std::mt19937 rng(seed);
     std::student_t_distribution<float> dist(5.0f);
     std::uniform_real_distribution<float> imd(0.05f, 4.0f);
     std::printf("| type | first row ms | us / 256 weights | M weights / s | rel rms | weighted rel rms | hash |\n|---|---|---|---|---|---|---|\n");
@@ -65,6 +64,7 @@ int main(int argc, char** argv) {
         }
         const int64_t groups = (rows + tt->interleave - 1) / tt->interleave, n = groups * tt->interleave;
         std::vector<float> x((size_t)(n * ne0)), im((size_t)ne0, 1.0f), y(x.size());
+        std::mt19937 rng(seed);  // every type encodes the same rows: hashes compare across type lists
         for (float& v : x) v = 0.02f * dist(rng);
         if (use_imatrix)
             for (float& v : im) v = imd(rng);

@@ -4,19 +4,14 @@
 #include <cmath>
 #include <limits>
 #include "core/fp16.h"
+#include "quant/round_int.h"
 
 namespace ikllm::quant::search {
 
 namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// Round to nearest (ties to even) without a libm call; NaN and huge values are clamped first
-// (by comparisons: std::fmin / std::fmax are calls to libm at the baseline ISA; NaN -> -4e6).
-inline int iround(float v) {
-    v = v > -4.0e6f ? v : -4.0e6f;
-    v = v < 4.0e6f ? v : 4.0e6f;
-    return (int)(v + 12582912.0f) - 12582912;  // 1.5 * 2^23 keeps the integer in the mantissa
-}
+inline int iround(float v) { return round_int(v); }
 
 // Weighted sums of a code assignment: sxl = sum w x lv, sll = sum w lv^2.
 inline void lsq_sums(const float* x, const float* w, const float* lv, int n, double* sxl, double* sll) {

@@ -11,6 +11,7 @@
 #include "quant/act_q8_0.h"
 #include "quant/families.h"
 #include "quant/iq4nl_nearest.h"
+#include "quant/round_int.h"
 #include "quant/legacy_blocks.h"
 
 namespace ikllm::quant {
@@ -131,54 +132,70 @@ float signed_absmax(const float* x, int n) {
     return max;
 }
 
-// Weighted error of levels L with scale d (as stored: fp16-rounded).
-double level_error(const float* x, const float* w, int n, const int* L, float d) {
-    const double dh = f16_to_f32(f32_to_f16(d));
-    double err = 0;
-    for (int j = 0; j < n; ++j) {
-        const double e = x[j] - dh * L[j];
-        err += w[j] * e * e;
-    }
-    return err;
+// Levels for K inverse scales id[c] at once, clamped to [-nmax, nmax-1], and the least-squares d
+// for each (0 when all levels are 0). Candidate c's sums are the same chain of additions it would
+// be alone (same bits); K independent chains keep the adder busy where one waits on the latency
+// of each double addition.
+template <int K>
+void assign_symmetric(const float* x, const float* w, int n, int nmax, const float* id, int (*L)[128], float* d) {
+    double sxl[K] = {}, sll[K] = {};
+    for (int j = 0; j < n; ++j)
+        for (int c = 0; c < K; ++c) {
+            int l = round_int(id[c] * x[j]);
+            l = l < -nmax ? -nmax : (l > nmax - 1 ? nmax - 1 : l);
+            L[c][j] = l;
+            sxl[c] += (double)w[j] * x[j] * l;
+            sll[c] += (double)w[j] * l * l;
+        }
+    for (int c = 0; c < K; ++c) d[c] = sll[c] > 0 ? (float)(sxl[c] / sll[c]) : 0.0f;
 }
 
-// Levels for inverse scale id, clamped to [-nmax, nmax-1]; returns the least-squares d for them.
-float assign_symmetric(const float* x, const float* w, int n, int nmax, float id, int* L) {
-    double sxl = 0, sll = 0;
-    for (int j = 0; j < n; ++j) {
-        int l = (int)std::nearbyint(id * x[j]);
-        l = l < -nmax ? -nmax : (l > nmax - 1 ? nmax - 1 : l);
-        L[j] = l;
-        sxl += (double)w[j] * x[j] * l;
-        sll += (double)w[j] * l * l;
-    }
-    return sll > 0 ? (float)(sxl / sll) : 0.0f;
+// Weighted errors of K level sets L[c] with scales d[c] (as stored: fp16-rounded), interleaved.
+template <int K>
+void level_errors(const float* x, const float* w, int n, const int (*L)[128], const float* d, double* err) {
+    double dh[K];
+    for (int c = 0; c < K; ++c) dh[c] = f16_to_f32(f32_to_f16(d[c])), err[c] = 0;
+    for (int j = 0; j < n; ++j)
+        for (int c = 0; c < K; ++c) {
+            const double e = x[j] - dh[c] * L[c][j];
+            err[c] += w[j] * e * e;
+        }
 }
 
 // Symmetric uniform levels L in [-nmax, nmax-1] with scale d: weighted search over candidate
 // scales that map the extreme value near either end of the range; every candidate's d is refit
-// by least squares and its levels re-assigned once. Returns d.
+// by least squares and its levels re-assigned once. Returns d. Candidates run eight at a time
+// (assign_symmetric), compared in order.
 float search_symmetric(const float* x, const float* w, int n, int nmax, int* L) {
     const float max = signed_absmax(x, n);
     for (int j = 0; j < n; ++j) L[j] = 0;
     if (max == 0.0f) return 0.0f;
+    constexpr int kCands = 38, K = 8;
+    float target[kCands + K] = {};
+    for (int side = 0, c = 0; side < 2; ++side)
+        for (int t = -9; t <= 9; ++t, ++c)
+            target[c] = side == 0 ? -((float)nmax + 0.1f * (float)t) : ((float)nmax - 1 + 0.1f * (float)t);
     double best_err = DBL_MAX;
     float best_d = 0;
-    int tmp[128];
-    for (int side = 0; side < 2; ++side) {
-        for (int t = -9; t <= 9; ++t) {
-            const float target = side == 0 ? -((float)nmax + 0.1f * (float)t) : ((float)nmax - 1 + 0.1f * (float)t);
-            float d = assign_symmetric(x, w, n, nmax, target / max, tmp);
-            if (d == 0.0f) continue;
-            d = assign_symmetric(x, w, n, nmax, 1.0f / d, tmp);
-            if (d == 0.0f) continue;
-            const double err = level_error(x, w, n, tmp, d);
-            if (err < best_err) {
-                best_err = err;
-                best_d = d;
-                for (int j = 0; j < n; ++j) L[j] = tmp[j];
-            }
+    int tmp[K][128];
+    for (int c0 = 0; c0 < kCands; c0 += K) {
+        float id[K], d[K];
+        bool ok[K];
+        for (int c = 0; c < K; ++c) id[c] = target[c0 + c] / max;  // past the end: unused lanes
+        assign_symmetric<K>(x, w, n, nmax, id, tmp, d);
+        for (int c = 0; c < K; ++c) {
+            ok[c] = c0 + c < kCands && d[c] != 0.0f;
+            id[c] = ok[c] ? 1.0f / d[c] : 0.0f;
         }
+        assign_symmetric<K>(x, w, n, nmax, id, tmp, d);
+        double err[K];
+        level_errors<K>(x, w, n, tmp, d, err);
+        for (int c = 0; c < K; ++c)
+            if (ok[c] && d[c] != 0.0f && err[c] < best_err) {
+                best_err = err[c];
+                best_d = d[c];
+                for (int j = 0; j < n; ++j) L[j] = tmp[c][j];
+            }
     }
     return best_d;
 }
