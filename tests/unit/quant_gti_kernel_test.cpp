@@ -275,18 +275,16 @@ TEST(QuantGtiKernelKt, BatchesMatchScalarBits) {
     }
 }
 
-// Trellis types in calls of up to 15 tokens (kInvariantTokens, the batch-invariant ops' cap): a
-// token's result must not depend on how many tokens share its call. The SIMD kernels take a
-// different form for 1-3 tokens (the generator's state dotted straight with rearranged
-// activations) than for larger tiles (blocks decoded to bytes first); both must give the same
-// integer lane sums and float operations, so the same bits.
-TEST(QuantGtiKernelKt, TileSizeDoesNotChangeBits) {
-    for (uint32_t type : {(uint32_t)T_IQ1_KT, (uint32_t)T_IQ2_KT, (uint32_t)T_IQ3_KT, (uint32_t)T_IQ4_KT}) {
+// Calls of up to 15 tokens (kInvariantTokens, the batch-invariant ops' cap): a token's result must
+// not depend on how many tokens share its call -- 15 tokens in calls of 1, 2, 3, 4 or 7 give the
+// bits of one call of 15 (every ISA here).
+static void expect_tile_size_keeps_bits(uint32_t type, std::initializer_list<int64_t> ne0s) {
+    {
         const TypeTraits* t = find_type(type);
         std::mt19937 rng(7 + type);
         std::normal_distribution<float> nd(0.0f, 1.0f);
         const int64_t nrows = 6, nt = 15;
-        for (int64_t ne0 : {256, 1024}) {
+        for (int64_t ne0 : ne0s) {
             const std::vector<uint8_t> w = random_weights(*t, ne0, nrows, rng);
             for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::neon}) {
                 const cpu::MatmulKernel* k = cpu::find_matmul_exact(type, isa);
@@ -314,6 +312,24 @@ TEST(QuantGtiKernelKt, TileSizeDoesNotChangeBits) {
             }
         }
     }
+}
+
+// Trellis types: the SIMD kernels take a different form for 1-3 tokens (the generator's state
+// dotted straight with rearranged activations) than for larger tiles (blocks decoded to bytes
+// first); both must give the same integer lane sums and float operations, so the same bits.
+TEST(QuantGtiKernelKt, TileSizeDoesNotChangeBits) {
+    for (uint32_t type : {(uint32_t)T_IQ1_KT, (uint32_t)T_IQ2_KT, (uint32_t)T_IQ3_KT, (uint32_t)T_IQ4_KT})
+        expect_tile_size_keeps_bits(type, {256, 1024});
+}
+
+// The grid i-quants below kGridConvMinTokens: single tokens of IQ1_S / IQ1_M take their own dot
+// (grid_row_iq1_token) and pass 1 decodes blocks in pairs on AVX-512 VBMI (an odd last block
+// alone: 3 blocks), tiles of 2-4 tokens the shared one -- the same integer lanes and float
+// operations either way.
+TEST(QuantGtiKernelGrid, TileSizeDoesNotChangeBits) {
+    for (uint32_t type : {(uint32_t)T_IQ1_S, (uint32_t)T_IQ1_M, (uint32_t)T_IQ2_XXS, (uint32_t)T_IQ2_XS, (uint32_t)T_IQ2_S,
+                          (uint32_t)T_IQ3_XXS, (uint32_t)T_IQ3_S})
+        expect_tile_size_keeps_bits(type, {256, 768, 1024});
 }
 
 // Types multiplied in exact integers per activation block at every batch size (the reference's

@@ -156,37 +156,27 @@ inline void grid_raw_vec(const uint8_t* src, GridRaw& o) {
 #endif
 
 #ifdef IKLLM_GRID_VEC512
-// IQ1_S / IQ1_M: 2048 grid entries are too many for register tables, so the entries are still
-// loaded one by one, their 11-bit indices built 4 at a time by pdep in general registers (indices
-// stored from a vector and loaded back one by one stall store forwarding), the scales and the
-// delta signs by vector arithmetic (the same GridRaw as the scalar pass).
+// IQ1_S / IQ1_M pass 1: the scales and the delta signs by vector arithmetic (the same GridRaw as
+// the scalar pass).
 template <uint32_t Type>
-inline void grid_raw_iq1_vec(const uint8_t* src, GridRaw& o) {
+inline void grid_iq1_scales_neg(const uint8_t* src, GridRaw& o) {
     using namespace quant;
-    uint64_t ix4[8];  // the 4 indices of 32-weight group ib in 16-bit fields (pdep: no trip through memory)
-    uint32_t neg1;    // bit k: the delta of weights 8k .. 8k + 7 is -1
+    uint32_t neg1;  // bit k: the delta of weights 8k .. 8k + 7 is -1
     if constexpr (Type == T_IQ1_S) {
-        // index 4 ib + l: qs[4 ib + l] | bits 3l .. 3l + 2 of the high word h[ib] << 8; the scale in
-        // bits 12-14 of h[ib], the delta's sign in bit 15.
+        // The high word h[ib]: the scale in bits 12-14, the delta's sign in bit 15.
         const float d = rd_f16(src);
         const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 34));
-        for (int ib = 0; ib < 8; ++ib)
-            ix4[ib] = _pdep_u64(rd_u32(src + 2 + 4 * ib), 0x00FF00FF00FF00FFull) | _pdep_u64(rd_u16(src + 34 + 2 * ib), 0x0700070007000700ull);
         const __m256i sc = _mm256_cvtepu16_epi32(_mm_and_si128(_mm_srli_epi16(h, 12), _mm_set1_epi16(7)));
         const __m256 odd = _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_slli_epi32(sc, 1), _mm256_set1_epi32(1)));
         grid_scales_dup(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(d), odd), _mm256_set1_ps(0.125f)), o.sc);
         neg1 = _pdep_u32((uint32_t)_mm_movepi16_mask(h), 0x11111111u) * 15u;
     } else {
         static_assert(Type == T_IQ1_M);
-        // index k: qs[k] | bits 4 (k % 2) .. + 2 of qh[k / 2] << 8; bit 4 (k % 2) + 3: the delta's
-        // sign. Scale of 16-weight group g: bits 3 (g % 4) .. + 2 of the scale word g / 4, whose top
-        // nibbles hold the fp16 block scale.
+        // Bit 4 (k % 2) + 3 of qh[k / 2]: the delta's sign of entry k. Scale of 16-weight group g:
+        // bits 3 (g % 4) .. + 2 of the scale word g / 4, whose top nibbles hold the fp16 block scale.
         uint16_t sw[4];
         std::memcpy(sw, src + 48, 8);
         const float d = f16_to_f32((uint16_t)((sw[0] >> 12) | ((sw[1] >> 8) & 0x00F0) | ((sw[2] >> 4) & 0x0F00) | (sw[3] & 0xF000)));
-        for (int ib = 0; ib < 8; ++ib)
-            ix4[ib] = _pdep_u64(rd_u32(src + 4 * ib), 0x00FF00FF00FF00FFull) |
-                      _pdep_u64(_pext_u32(rd_u16(src + 32 + 2 * ib), 0x7777u), 0x0700070007000700ull);
         const __m256i lane = _mm256_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
         const __m256i sg = _mm256_permutexvar_epi16(_mm256_srli_epi16(lane, 2), _mm256_castsi128_si256(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + 48))));
         const __m256i s3 = _mm256_and_si256(_mm256_srlv_epi16(sg, _mm256_mullo_epi16(_mm256_and_si256(lane, _mm256_set1_epi16(3)), _mm256_set1_epi16(3))),
@@ -196,9 +186,51 @@ inline void grid_raw_iq1_vec(const uint8_t* src, GridRaw& o) {
         neg1 = (uint32_t)_pext_u64(grid_rd_u64(src + 32), 0x8888888888888888ull) |
                (uint32_t)_pext_u64(grid_rd_u64(src + 40), 0x8888888888888888ull) << 16;
     }
+    for (int z = 0; z < 4; ++z) o.neg[z] = _pdep_u64(neg1 >> (8 * z), 0x0101010101010101ull) * 0xFF;
+}
+
+// One block: the 2048 entries are loaded one by one, their 11-bit indices built 4 at a time by
+// pdep in general registers (indices stored from a vector and loaded back one by one stall store
+// forwarding). Used for a row's odd last block; pairs of blocks take grid_raw_iq1_pair.
+template <uint32_t Type>
+inline void grid_raw_iq1_vec(const uint8_t* src, GridRaw& o) {
+    using namespace quant;
+    uint64_t ix4[8];  // the 4 indices of 32-weight group ib in 16-bit fields
+    for (int ib = 0; ib < 8; ++ib)
+        if constexpr (Type == T_IQ1_S)  // index 4 ib + l: qs[4 ib + l] | bits 3l .. 3l + 2 of h[ib] << 8
+            ix4[ib] = _pdep_u64(rd_u32(src + 2 + 4 * ib), 0x00FF00FF00FF00FFull) | _pdep_u64(rd_u16(src + 34 + 2 * ib), 0x0700070007000700ull);
+        else  // index k: qs[k] | bits 4 (k % 2) .. + 2 of qh[k / 2] << 8
+            ix4[ib] = _pdep_u64(rd_u32(src + 4 * ib), 0x00FF00FF00FF00FFull) |
+                      _pdep_u64(_pext_u32(rd_u16(src + 32 + 2 * ib), 0x7777u), 0x0700070007000700ull);
     for (int ib = 0; ib < 8; ++ib)
         for (int l = 0; l < 4; ++l) o.g[4 * ib + l] = kIq1sGrid[(ix4[ib] >> (16 * l)) & 0xFFFF];
-    for (int z = 0; z < 4; ++z) o.neg[z] = _pdep_u64(neg1 >> (8 * z), 0x0101010101010101ull) * 0xFF;
+    grid_iq1_scales_neg<Type>(src, o);
+}
+
+// Two blocks at once: their 64 indices look up the grid packed 2 bits a weight in register
+// tables (grid_lut2048: 16 banks x 2 byte planes, 32 vpermt2b for 64 entries; one block alone
+// would waste half of each), then grid_expand_iq1. The same GridRaw bytes as the scalar pass,
+// in ~3/4 of its time (AMD Zen 4: 36-42 against 49-60 TSC ticks a block).
+template <uint32_t Type>
+inline void grid_raw_iq1_pair(const uint8_t* s0, const uint8_t* s1, GridRaw& o0, GridRaw& o1) {
+    using namespace quant;
+    constexpr int kQs = Type == T_IQ1_S ? 2 : 0, kQh = Type == T_IQ1_S ? 34 : 32;
+    const __m512i lo8 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s0 + kQs))),
+                                           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s1 + kQs)), 1);
+    // qword q of a block: the high bits of indices 8q .. 8q + 7 in its low 32 bits (IQ1_S: h[2q],
+    // h[2q + 1], 3 bits an index at 0, 3, 6, 9; IQ1_M: qh[4q .. 4q + 3], at 0, 4, 8, ..., 28).
+    const __m512i hw = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_cvtepu32_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s0 + kQh)))),
+                                          _mm256_cvtepu32_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s1 + kQh))), 1);
+    const __m512i cut = _mm512_set1_epi64(Type == T_IQ1_S ? 0x1916131009060300ll : 0x1C1814100C080400ll);
+    const __m512i hi3 = _mm512_and_si512(_mm512_multishift_epi64_epi8(cut, hw), _mm512_set1_epi8(7));
+    const GridPackedTables& tabs = grid_packed_tables();
+    const __m512i lo = grid_lut2048(tabs.iq1[0], lo8, hi3), hi = grid_lut2048(tabs.iq1[1], lo8, hi3);
+    for (int z = 0; z < 4; ++z) {
+        _mm512_store_si512(o0.g + 8 * z, grid_expand_iq1(lo, hi, 0, z));
+        _mm512_store_si512(o1.g + 8 * z, grid_expand_iq1(lo, hi, 1, z));
+    }
+    grid_iq1_scales_neg<Type>(s0, o0);
+    grid_iq1_scales_neg<Type>(s1, o1);
 }
 #endif
 
@@ -389,6 +421,18 @@ void grid_codes_of_raw(const GridRaw& r, GridCodes& o) {
     }
     std::memcpy(o.sc, r.sc, sizeof o.sc);
 }
+// Pass 1 of a row's nb blocks (IQ1 with VBMI: blocks in pairs).
+template <uint32_t Type>
+void grid_raw_row(const uint8_t* row, int64_t nb, GridRaw* o) {
+    constexpr int kBlockBytes = grid_conv(Type).block_bytes;
+    int64_t b = 0;
+#ifdef IKLLM_GRID_VEC512
+    if constexpr (Type == quant::T_IQ1_S || Type == quant::T_IQ1_M)
+        for (; b + 2 <= nb; b += 2) grid_raw_iq1_pair<Type>(row + b * kBlockBytes, row + (b + 1) * kBlockBytes, o[b], o[b + 1]);
+#endif
+    for (; b < nb; ++b) grid_raw<Type>(row + b * kBlockBytes, o[b]);
+}
+
 template <uint32_t Type>
 void grid_decode_codes(const uint8_t* src, GridCodes& o) {
     GridRaw r;
@@ -465,6 +509,49 @@ inline void grid_row_tile512_n(const GridRaw* c, int64_t nb, const uint8_t* act,
     }
     for (int j = 0; j < T; ++j) y[j * ys] = _mm512_reduce_add_ps(acc[j]);
 }
+// IQ1 against a single token (VNNI): with p = g + 1 in {0, 1, 2} the lane sum of codes 8g + delta
+// is 8 (p . a) + (delta - 8) s4, s4 the lane's four activations' sum: one vpdpbusd on the grid
+// bytes plus 1, a shift and a per-token term (-7 s4 or -9 s4, by the lane's delta sign) instead
+// of forming codes, magnitudes and negated activations. The same int32 lanes as
+// grid_row_tile512_n and the same float operations after them, so the same bits.
+#ifdef __AVX512VNNI__
+#define IKLLM_GRID_IQ1_TOKEN 1
+struct Iq1TokenSums {
+    __m512i s7, s9;  // -7 s4 and -9 s4 of the 16 lanes of 64 activations
+};
+inline void grid_iq1_token_sums(const uint8_t* act, int64_t nb, Iq1TokenSums* o) {
+    for (int64_t b = 0; b < nb; ++b)
+        for (int z = 0; z < 4; ++z) {
+            const __m512i a = _mm512_loadu_si512(act + (size_t)b * quant::kQ8KBlockBytes + quant::kQ8KOffQs + 64 * z);
+            const __m512i s4 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), a);
+            const __m512i s8 = _mm512_slli_epi32(s4, 3);
+            o[4 * b + z].s7 = _mm512_sub_epi32(s4, s8);
+            o[4 * b + z].s9 = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_add_epi32(s8, s4));
+        }
+}
+inline void grid_row_iq1_token(const GridRaw* c, int64_t nb, const uint8_t* act, const Iq1TokenSums* ts, float* y) {
+    const __m512i quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const __m512i one = _mm512_set1_epi8(1);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* ab = act + (size_t)b * quant::kQ8KBlockBytes;
+        float da;
+        std::memcpy(&da, ab + quant::kQ8KOffD, 4);
+        __m512 blk = _mm512_setzero_ps();
+        for (int z = 0; z < 4; ++z) {
+            const __m512i p = _mm512_add_epi8(_mm512_load_si512(c[b].g + 8 * z), one);
+            const __m512i l = _mm512_dpbusd_epi32(_mm512_setzero_si512(), p, _mm512_loadu_si512(ab + quant::kQ8KOffQs + 64 * z));
+            const __mmask16 neg = (__mmask16)_pext_u64(c[b].neg[z], 0x1111111111111111ull);  // lane i: weights 4i .. 4i + 3
+            const __m512i lane = _mm512_add_epi32(_mm512_slli_epi32(l, 3), _mm512_mask_blend_epi32(neg, ts[4 * b + z].s7, ts[4 * b + z].s9));
+            const __m512 sc = _mm512_permutexvar_ps(quad, _mm512_castps128_ps512(_mm_loadu_ps(c[b].sc + 4 * z)));
+            blk = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(lane), blk);
+        }
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(da), blk, acc);
+    }
+    *y = _mm512_reduce_add_ps(acc);
+}
+#endif
+
 template <uint32_t Type>
 inline void grid_row_tile(const GridRaw* c, int64_t nb, const uint8_t* act, size_t arb, int tokens, float* y, int64_t ys) {
     static_assert(kGridTileTokens == 4);
@@ -693,6 +780,20 @@ void grid_fill_panel(const uint8_t* w, size_t wrb, int64_t r, int rows, int64_t 
 // at a time, so each token's activation row is read once per 16 rows, from cache. With AVX-512
 // VNNI, batches of kGridConvMinTokens or more run the re-encoded rows through the panel GEMM of
 // conv_panel_avx512.h (the same exact integers per block; ~10x the speed of one row at a time).
+// IQ1 single tokens with VBMI: pass 1 stores whole vectors (grid_raw_iq1_pair), so pass 2 can read
+// a row's blocks right after them, while they are still in L1 (a 16-row chunk of a 4096-wide
+// matrix is 90 KB of GridRaw).
+template <uint32_t Type>
+constexpr bool iq1_token_rows_possible() {
+#if defined(IKLLM_GRID_IQ1_TOKEN) && defined(IKLLM_GRID_VEC512)
+    return Type == quant::T_IQ1_S || Type == quant::T_IQ1_M;
+#else
+    return false;
+#endif
+}
+template <uint32_t Type>
+inline bool iq1_token_rows(int64_t nt) { return iq1_token_rows_possible<Type>() && nt == 1; }
+
 template <uint32_t Type>
 void grid_int_run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
                   int64_t nt, float* y, int64_t ys) {
@@ -714,11 +815,25 @@ void grid_int_run(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t
 #if defined(IKLLM_GRID_DECODE512) || defined(IKLLM_GRID_AVX2)
     if (!conv) {
         std::vector<GridRaw> raw((size_t)(nb * kRowChunk));
-        for (int64_t rc = r0; rc < r1; rc += kRowChunk) {
-            const int64_t re = std::min(r1, rc + kRowChunk);
+#ifdef IKLLM_GRID_IQ1_TOKEN
+        std::vector<Iq1TokenSums> sums;  // single token: its lane sums, once per call
+#endif
+        const int64_t chunk = iq1_token_rows<Type>(nt) ? 1 : kRowChunk;
+        for (int64_t rc = r0; rc < r1; rc += chunk) {
+            const int64_t re = std::min(r1, rc + chunk);
             for (int64_t r = rc; r < re; ++r)
-                for (int64_t b = 0; b < nb; ++b)
-                    grid_raw<Type>(w + (size_t)r * wrb + (size_t)b * kBlockBytes, raw[(size_t)((r - rc) * nb + b)]);
+                grid_raw_row<Type>(w + (size_t)r * wrb, nb, raw.data() + (r - rc) * nb);
+#ifdef IKLLM_GRID_IQ1_TOKEN
+            if constexpr (Type == quant::T_IQ1_S || Type == quant::T_IQ1_M)
+                if (nt == 1) {
+                    if (sums.empty()) {
+                        sums.resize((size_t)(4 * nb));
+                        grid_iq1_token_sums(act, nb, sums.data());
+                    }
+                    for (int64_t r = rc; r < re; ++r) grid_row_iq1_token(raw.data() + (r - rc) * nb, nb, act, sums.data(), y + r);
+                    continue;
+                }
+#endif
             for (int64_t t0 = 0; t0 < nt; t0 += kGridTileTokens) {
                 const int tile = (int)std::min<int64_t>(kGridTileTokens, nt - t0);
                 for (int64_t r = rc; r < re; ++r)

@@ -1,5 +1,5 @@
 // Pass 1 of the grid i-quants (grid_int.h) in AVX-512 VBMI vectors, for IQ2_XXS, IQ2_XS, IQ2_S,
-// IQ3_XXS and IQ3_S: the same GridRaw (grid magnitudes, negation masks, 16 scales) as the scalar
+// IQ3_XXS and IQ3_S (and IQ1_S / IQ1_M two blocks at a time: 16 banks): the same GridRaw (grid magnitudes, negation masks, 16 scales) as the scalar
 // pass, bit for bit. The scalar pass spent most of a token's product time on 32-64 table loads
 // per block; gathers are no faster (8 ns per 8 entries on AMD Zen 4). Here the grid entries come
 // from register-resident byte tables instead:
@@ -34,6 +34,7 @@ struct GridPackedTables {
     alignas(64) uint8_t iq2s[2][1024];
     alignas(64) uint8_t iq3xxs[2][256];
     alignas(64) uint8_t iq3s[2][512];
+    alignas(64) uint8_t iq1[2][2048];  // IQ1_S / IQ1_M: 2 bits g + 1 (g in {-1, 0, 1}) per weight
 };
 
 inline uint64_t grid_rd_u64(const uint8_t* p) {
@@ -72,6 +73,8 @@ inline const GridPackedTables& grid_packed_tables() {
         grid_pack_into(quant::kIq2sGrid, 1024, v2, 3, 2, r.iq2s[0], r.iq2s[1]);
         grid_pack_into(quant::kIq3xxsGrid, 256, v3xxs, 8, 3, r.iq3xxs[0], r.iq3xxs[1]);
         grid_pack_into(quant::kIq3sGrid, 512, v3s, 8, 3, r.iq3s[0], r.iq3s[1]);
+        static const uint8_t v1[3] = {0xFF, 0, 1};
+        grid_pack_into(quant::kIq1sGrid, 2048, v1, 3, 2, r.iq1[0], r.iq1[1]);
         return r;
     }();
     return t;
@@ -95,6 +98,30 @@ inline __m512i grid_lut8(const uint8_t* table, __m512i idx, __mmask64 b8, __mmas
         const __m512i x1 = _mm512_mask_blend_epi8(b8, _mm512_mask_blend_epi8(b7, bank(4), bank(5)), _mm512_mask_blend_epi8(b7, bank(6), bank(7)));
         return _mm512_mask_blend_epi8(b9, x0, x1);
     }
+}
+
+// The IQ1 grid (2048 entries, 16 banks of 128): table[(hi3 << 8) | lo8] for 64 indices (lo8: the
+// low 8 bits, hi3: bits 8-10 in each byte).
+inline __m512i grid_lut2048(const uint8_t* table, __m512i lo8, __m512i hi3) {
+    const __mmask64 b8 = _mm512_test_epi8_mask(hi3, _mm512_set1_epi8(1));
+    const __mmask64 b9 = _mm512_test_epi8_mask(hi3, _mm512_set1_epi8(2));
+    const __mmask64 b10 = _mm512_test_epi8_mask(hi3, _mm512_set1_epi8(4));
+    return _mm512_mask_blend_epi8(b10, grid_lut8<8>(table, lo8, b8, b9), grid_lut8<8>(table + 1024, lo8, b8, b9));
+}
+
+// IQ1 forms: the z-th 64 grid values (bytes -1, 0, 1) of block half `half` (entries 32 half + 8 z
+// .. + 7) from the packed entries of 64 indices (byte planes lo / hi).
+inline __m512i grid_expand_iq1(__m512i lo, __m512i hi, int half, int z) {
+    alignas(64) static const uint8_t place[8][64] = {
+#define Q(k) (k), 64 + (k), 0, 0, 0, 0, 0, 0
+#define P(b) {Q(b), Q(b + 1), Q(b + 2), Q(b + 3), Q(b + 4), Q(b + 5), Q(b + 6), Q(b + 7)}
+        P(0), P(8), P(16), P(24), P(32), P(40), P(48), P(56)
+#undef P
+#undef Q
+    };
+    const __m512i cut = _mm512_set1_epi64(0x0E0C0A0806040200ll);
+    const __m512i packed = _mm512_permutex2var_epi8(lo, _mm512_load_si512(place[4 * half + z]), hi);
+    return _mm512_sub_epi8(_mm512_and_si512(_mm512_multishift_epi64_epi8(cut, packed), _mm512_set1_epi8(3)), _mm512_set1_epi8(1));
 }
 
 // Both byte planes of the entries of 32 indices (bytes 0-31 of idx; masks for bits 8, 9 in their
