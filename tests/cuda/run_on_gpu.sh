@@ -3,6 +3,7 @@
 # benchmarks, and prints one summary table.
 #
 #   tests/cuda/run_on_gpu.sh [REFDATA_DIR] [--build DIR] [--no-build] [--no-bench] [--bench-dir DIR] [--quick]
+#                            [--step-timeout S] [--time-limit S]
 #
 # --quick (a short lent GPU session, ~10 minutes after the build): the op tests, the reference
 # logits in both placements, the kernel benchmark for q4_0 and q4_K, and llama-8b Q4_0 / qwen3moe
@@ -11,6 +12,13 @@
 # REFDATA_DIR defaults to ../shared/refdata (its parent's tools/compare_logits.py judges the
 # reference logits); parts whose inputs are absent are reported as skipped. --no-build uses the
 # binaries already in the build directory. Logs go to $IKLLM_GPU_LOG_DIR (default BUILD/gpu-logs).
+#
+# Every step after the build runs under a time limit, --step-timeout S (default 900, or
+# $IKLLM_GPU_STEP_TIMEOUT): a kernel that hangs on a GPU (a barrier some thread never reaches, a
+# spin on a flag) fails its row as "timed out" and the rest still run. --time-limit S bounds the
+# whole run after the build (steps get what is left; once it is spent they are skipped), so that a
+# lent machine's per-command limit still gets the table. The table also prints when the script is
+# interrupted (INT / TERM): the rows so far, then an "interrupted" row.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -20,6 +28,8 @@ do_build=1
 do_bench=1
 bench_dir=""
 quick=0
+step_timeout=${IKLLM_GPU_STEP_TIMEOUT:-900}
+time_limit=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift ;;
@@ -27,6 +37,8 @@ while [ $# -gt 0 ]; do
     --no-bench) do_bench=0 ;;
     --bench-dir) bench_dir=$2; shift ;;
     --quick) quick=1 ;;
+    --step-timeout) step_timeout=$2; shift ;;
+    --time-limit) time_limit=$2; shift ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
     *) refdata=$1 ;;
   esac
@@ -40,6 +52,51 @@ bench_dir=${bench_dir:-$build/bench-models}
 declare -a rows
 row() { rows+=("$(printf '| %-44s | %-7s | %s |' "$1" "$2" "$3")"); echo "== $1: $2 $3"; }
 full() { [ "$quick" = 0 ]; }  # parts --quick leaves out
+summary_done=0
+summary() {
+  [ "$summary_done" = 1 ] && return; summary_done=1
+  echo
+  echo "| check                                        | result  | detail |"
+  echo "|----------------------------------------------|---------|--------|"
+  printf '%s\n' "${rows[@]}"
+}
+child=""
+on_signal() {
+  [ -n "$child" ] && kill -TERM "$child" 2>/dev/null
+  row "interrupted" FAIL "by a signal: the checks after the rows above did not run"
+  summary; exit 130
+}
+trap on_signal INT TERM
+limits_start=0  # SECONDS when the limits start counting (after the build)
+# run_limited LOG COMMAND...: the command under this step's limit (--step-timeout, cut to what is
+# left of --time-limit), output to LOG, in the background so that a signal interrupts the wait.
+# Sets limit_note: "" (ran to its end; the command's status is returned), "timed out after N s"
+# or "skipped" (no time left).
+run_limited() {
+  local log=$1; shift
+  local lim=$step_timeout
+  limit_note=""
+  if [ "$time_limit" -gt 0 ]; then
+    local left=$((time_limit - (SECONDS - limits_start)))
+    [ "$left" -lt "$lim" ] && lim=$left
+    if [ "$lim" -lt 1 ]; then limit_note=skipped; return 0; fi
+  fi
+  timeout -k 15 "$lim" "$@" >"$log" 2>&1 &
+  child=$!
+  wait "$child"; local rc=$?
+  child=""
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then limit_note="timed out after $lim s"; fi
+  return $rc
+}
+# Handles limit_note for a row: prints the row and returns 0 when the step did not run to its end.
+limit_row() {  # name, log
+  case $limit_note in
+    "") return 1 ;;
+    skipped) row "$1" skip "--time-limit $time_limit s reached" ;;
+    *) row "$1" FAIL "$limit_note (see $2)"; fail=1 ;;
+  esac
+  return 0
+}
 
 nvidia-smi -L 2>&1 | tee "$logs/nvidia-smi.txt" || true
 
@@ -65,19 +122,21 @@ if [ "$do_build" = 1 ]; then
     row build ok "$build"
   else
     row build FAIL "see $logs/build.txt"; tail -30 "$logs/build.txt"
-    printf '%s\n' "${rows[@]}"; exit 1
+    summary; exit 1
   fi
 fi
 cli=$build/ikllm
 fail=0
+limits_start=$SECONDS
 py=""
 for c in python3 /usr/bin/python3; do "$c" -c 'import numpy' 2>/dev/null && { py=$(command -v "$c"); break; }; done
 
 run_test() {  # name, log file, command...
   local name=$1 log=$2; shift 2
   if [ ! -x "$1" ]; then row "$name" skip "$1 not built"; return; fi
-  "$@" >"$log" 2>&1
+  run_limited "$log" "$@"
   local rc=$?
+  limit_row "$name" "$log" && return
   local last; last=$(grep -E '^\[  PASSED  \]' "$log" | tail -1); [ -n "$last" ] || last=$(tail -1 "$log")
   if [ $rc = 0 ]; then row "$name" ok "$last"
   elif [ $rc = 77 ]; then row "$name" skip "$(tail -1 "$log")"
@@ -110,7 +169,9 @@ IKLLM_SHARED_DIR=$shared run_test "session paths on the GPU (gtest)" "$logs/gpu_
 # defaults, % of the HBM peak at T = 1 and % of the int8 tensor peak at T = 512 / 2048 per shape.
 if [ "$do_bench" = 1 ] && [ -x "$build/cuda_kernel_bench" ]; then
   kb_types=(); full || kb_types=(q4_0 q4_K)
-  if "$build/cuda_kernel_bench" "${kb_types[@]}" >"$logs/kernel_bench.txt" 2>&1; then
+  run_limited "$logs/kernel_bench.txt" "$build/cuda_kernel_bench" "${kb_types[@]}"; kb_rc=$?
+  if limit_row "kernel bench" "$logs/kernel_bench.txt"; then :
+  elif [ "$kb_rc" = 0 ]; then
     row "kernel bench (q4_0, defaults)" ok "$(awk -F'|' '$2 ~ /q4_0/ && $6 ~ /default/ {gsub(/ /, "", $3); gsub(/ /, "", $5);
       v = ($5 == 1) ? $9 "% HBM" : $11 "% int8"; printf "%s T=%s %s; ", $3, $5, v}' "$logs/kernel_bench.txt")"
   else
@@ -173,7 +234,11 @@ elif [ -n "$base" ] && [ -f "$refdata/refs/llama-tiny-f16/tokens.txt" ]; then
   for t in F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q6_0 Q4_K Q5_K Q6_K Q2_K Q3_K IQ4_NL IQ4_XS IQ2_K IQ3_K IQ4_K IQ5_K IQ6_K IQ4_KS \
            IQ5_KS IQ2_KS IQ3_KS IQ4_KSS IQ2_KL IQ2_KT IQ3_KT IQ4_KT IQ1_KT Q4_K_R4; do
     f=$qdir/$t.gguf
-    [ -f "$f" ] || "$cli" quantize "$base" "$f" "$t" --pure --ignore-imatrix-rules -t "$(nproc)" >"$logs/quantize_$t.txt" 2>&1 || { row "GPU vs CPU $t" FAIL "quantize failed"; fail=1; continue; }
+    if [ ! -f "$f" ]; then
+      run_limited "$logs/quantize_$t.txt" "$cli" quantize "$base" "$f" "$t" --pure --ignore-imatrix-rules -t "$(nproc)"; q_rc=$?
+      limit_row "GPU vs CPU $t (quantize)" "$logs/quantize_$t.txt" && { rm -f "$f"; continue; }
+      [ "$q_rc" = 0 ] || { row "GPU vs CPU $t" FAIL "quantize failed"; fail=1; continue; }
+    fi
     info=""; case $t in IQ4_XS|IQ*_K|IQ*_KS|IQ4_KSS|IQ*_KT|IQ2_KL) info=--steps-info ;; esac
     # Interleaved files: the GPU multiplies them as the reference multiplies the stored form, so
     # the CPU runs that form too (not its own faster layout).
@@ -189,8 +254,9 @@ fi
 #    experts on the CPU.
 if [ "$do_bench" = 1 ] && [ -x "$build/ikllm-make-bench" ]; then
   full || export IKLLM_BENCH_MODELS="llama-8b:q4_0 qwen3moe-a3b-8l:q4_K_M"
-  IKLLM_MAKE_BENCH=$build/ikllm-make-bench bench/make_gpu_bench_models.sh "$bench_dir" >"$logs/make_bench_models.txt" 2>&1 ||
-    row "benchmark models" FAIL "see $logs/make_bench_models.txt"
+  IKLLM_MAKE_BENCH=$build/ikllm-make-bench run_limited "$logs/make_bench_models.txt" bench/make_gpu_bench_models.sh "$bench_dir"
+  mk_rc=$?
+  limit_row "benchmark models" "$logs/make_bench_models.txt" || { [ "$mk_rc" = 0 ] || row "benchmark models" FAIL "see $logs/make_bench_models.txt"; }
   # Realistic shapes against the CPU before timing them: the tiny reference models never reach
   # a 128k-row output matrix, 4096-wide rows or 256 experts, where an index that overflows or a
   # grid dimension out of range would show. Loose tolerances (random weights over 32 layers; see
@@ -215,7 +281,9 @@ if [ "$do_bench" = 1 ] && [ -x "$build/ikllm-make-bench" ]; then
     local label=$1 m=$2; shift 2
     [ -f "$m" ] || { row "bench $label" skip "no $m"; return; }
     local log="$logs/bench_$(echo "$label" | tr -c 'A-Za-z0-9_.=-' '_').txt"
-    if "$cli" bench -m "$m" -t "$(nproc)" -r 3 "$@" >"$log" 2>&1; then
+    run_limited "$log" "$cli" bench -m "$m" -t "$(nproc)" -r 3 "$@"; local rc=$?
+    limit_row "bench $label" "$log" && return
+    if [ "$rc" = 0 ]; then
       row "bench $label" ok "$(grep -E '\| (pp|tg)[0-9]+ \|' "$log" | awk -F'|' '{printf "%s:%s;", $5, $6}') $(grep -o 'device-memory-bound tg.*' "$log")"
     else
       row "bench $label" FAIL "$(tail -1 "$log")"; fail=1
@@ -243,7 +311,9 @@ if [ "$do_bench" = 1 ] && [ -x "$build/ikllm-make-bench" ]; then
     local label=$1 m=$2; shift 2
     [ -f "$m" ] || { row "sweep $label" skip "no $m"; return; }
     local log="$logs/sweep_$(echo "$label" | tr -c 'A-Za-z0-9_.=-' '_').txt"
-    if "$cli" bench -m "$m" -t "$(nproc)" --sweep -c 8192 -ub 512 "$@" >"$log" 2>&1; then
+    run_limited "$log" "$cli" bench -m "$m" -t "$(nproc)" --sweep -c 8192 -ub 512 "$@"; local rc=$?
+    limit_row "sweep $label" "$log" && return
+    if [ "$rc" = 0 ]; then
       row "sweep $label" ok "$(grep -E '^\| +[0-9]+ \|' "$log" | awk -F'|' 'NR==1{f=$4"kv pp "$6" tg "$8} {l=$4"kv pp "$6" tg "$8} END{print f" ..."l}')"
     else
       row "sweep $label" FAIL "$(tail -1 "$log")"; fail=1
@@ -264,9 +334,11 @@ if [ "$do_bench" = 1 ] && [ -x "$build/ikllm-make-bench" ]; then
   # short prompt and token steps; the log keeps the whole table, the row its first lines.
   m=$bench_dir/llama-8b-q4_0.gguf
   if [ -f "$m" ] && full; then
-    IKLLM_OP_PROFILE=1 "$cli" bench -m "$m" -t "$(nproc)" -r 1 -ngl 99 -p 512 -n 32 >"$logs/profile_llama-8b-q4_0.txt" 2>&1 &&
-      row "op profile llama-8b-q4_0 (pp512+tg32)" ok "$logs/profile_llama-8b-q4_0.txt" ||
-      row "op profile llama-8b-q4_0" FAIL "see $logs/profile_llama-8b-q4_0.txt"
+    IKLLM_OP_PROFILE=1 run_limited "$logs/profile_llama-8b-q4_0.txt" "$cli" bench -m "$m" -t "$(nproc)" -r 1 -ngl 99 -p 512 -n 32
+    pr_rc=$?
+    if limit_row "op profile llama-8b-q4_0" "$logs/profile_llama-8b-q4_0.txt"; then :
+    elif [ "$pr_rc" = 0 ]; then row "op profile llama-8b-q4_0 (pp512+tg32)" ok "$logs/profile_llama-8b-q4_0.txt"
+    else row "op profile llama-8b-q4_0" FAIL "see $logs/profile_llama-8b-q4_0.txt"; fail=1; fi
   fi
   # Token steps with programmatic dependent launch, the L2 prefetch of weights, both, 4 chunks per
   # thread in flight in the int8 matrix-vector kernel, and all three.
@@ -294,8 +366,5 @@ if [ "$do_bench" = 1 ] && [ -x "$build/ikllm-make-bench" ]; then
   done
 fi
 
-echo
-echo "| check                                        | result  | detail |"
-echo "|----------------------------------------------|---------|--------|"
-printf '%s\n' "${rows[@]}"
+summary
 exit $fail
