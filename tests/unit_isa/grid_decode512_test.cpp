@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <vector>
 
 #include "kernels/matmul.h"
 #include "quant/type_traits.h"
@@ -21,6 +22,8 @@ bool grid_decode_r4_vec512(uint32_t type, const uint8_t* src, int k, uint8_t* ou
 bool grid_decode_r4_ref(uint32_t type, const uint8_t* src, int k, uint8_t* out, size_t* n);
 bool grid_decode_r4_avx2(uint32_t type, const uint8_t* src, int k, uint8_t* out, size_t* n);
 bool grid_reencode_avx2_matches(uint32_t type, const uint8_t* src);
+bool grid_decode_row_vec512(uint32_t type, const uint8_t* src, int nb, uint8_t* out, size_t* n);
+bool grid_decode_row_ref(uint32_t type, const uint8_t* src, int nb, uint8_t* out, size_t* n);
 }  // namespace ikllm::cpu
 
 namespace {
@@ -66,6 +69,50 @@ void expect_same_bytes(DecodeFn fn, uint32_t seed) {
 TEST(GridDecode512, VectorDecoderMatchesScalarBytes) {
     if (cpu::detected_isa() != cpu::Isa::avx512) GTEST_SKIP() << "this CPU has no AVX-512 VBMI (the vector decoder's ISA)";
     expect_same_bytes(cpu::grid_decode_block_vec512, 2026);
+}
+
+// IQ1_S / IQ1_M rows on AVX-512 VBMI decode their blocks in pairs from register tables built on a
+// property of the grid (sorted, its high base-3 half stepping by at most 1 within aligned runs of
+// 16 entries: grid_vec512.h). Every one of the 2048 indices at every position of a pair, rows of
+// 1-5 blocks (an odd last block alone), byte for byte against the scalar pass.
+TEST(GridDecode512, Iq1RowsInPairsMatchScalarBytes) {
+    if (cpu::detected_isa() != cpu::Isa::avx512) GTEST_SKIP() << "this CPU has no AVX-512 VBMI (the vector decoder's ISA)";
+    std::mt19937 rng(2030);
+    for (uint32_t type : {quant::T_IQ1_S, quant::T_IQ1_M}) {
+        const size_t bs = type == quant::T_IQ1_S ? 50 : 56;
+        int mismatches = 0;
+        for (int it = 0; it < 400; ++it) {
+            const int nb = 1 + it % 5;
+            std::vector<uint8_t> row(bs * (size_t)nb);
+            for (int b = 0; b < nb; ++b) random_block(type, it, rng, row.data() + bs * (size_t)b, bs);
+            // indices 0..2047 in turn through every slot (IQ1_S: qs at 2, 3 high bits a slot in h;
+            // IQ1_M: qs at 0, 3 of 4 bits a slot in qh): 64 slots x 400 rows cover each many times
+            for (int b = 0; b < nb; ++b)
+                for (int k = 0; k < 32; ++k) {
+                    const int idx = (it * 37 + b * 32 + k * 64 + k) & 2047;
+                    uint8_t* blk = row.data() + bs * (size_t)b;
+                    if (type == quant::T_IQ1_S) {
+                        blk[2 + k] = (uint8_t)idx;
+                        uint16_t h;
+                        std::memcpy(&h, blk + 34 + 2 * (k / 4), 2);
+                        h = (uint16_t)((h & ~(7u << (3 * (k % 4)))) | (uint32_t)(idx >> 8) << (3 * (k % 4)));
+                        std::memcpy(blk + 34 + 2 * (k / 4), &h, 2);
+                    } else {
+                        blk[k] = (uint8_t)idx;
+                        uint8_t& q = blk[32 + k / 2];
+                        q = (uint8_t)((q & ~(7u << (4 * (k % 2)))) | (uint32_t)(idx >> 8) << (4 * (k % 2)));
+                    }
+                }
+            std::vector<uint8_t> a(512 * (size_t)nb), b(512 * (size_t)nb);
+            size_t na = 0, nr = 0;
+            ASSERT_TRUE(cpu::grid_decode_row_vec512(type, row.data(), nb, a.data(), &na));
+            ASSERT_TRUE(cpu::grid_decode_row_ref(type, row.data(), nb, b.data(), &nr));
+            ASSERT_EQ(na, nr);
+            if (std::memcmp(a.data(), b.data(), na * (size_t)nb) != 0 && mismatches++ < 3)
+                ADD_FAILURE() << quant::find_type(type)->name << ": row " << it << " (" << nb << " blocks) differs";
+        }
+        EXPECT_EQ(mismatches, 0);
+    }
 }
 
 // The AVX2 build's pass 1 (sign masks of IQ2_XXS / IQ2_XS / IQ3_XXS computed in vectors, IQ1_S /

@@ -4,4 +4,5 @@
 #endif
 #define GRID_DECODE_FN grid_decode_block_vec512
 #define GRID_DECODE_R4_FN grid_decode_r4_vec512
+#define GRID_DECODE_ROW_FN grid_decode_row_vec512
 #include "grid_decode512_entry.inc"

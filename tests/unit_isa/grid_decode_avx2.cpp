@@ -5,4 +5,5 @@
 #endif
 #define GRID_DECODE_FN grid_decode_block_avx2
 #define GRID_DECODE_R4_FN grid_decode_r4_avx2
+#define GRID_DECODE_ROW_FN grid_decode_row_avx2
 #include "grid_decode512_entry.inc"

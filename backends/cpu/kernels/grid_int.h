@@ -208,9 +208,8 @@ inline void grid_raw_iq1_vec(const uint8_t* src, GridRaw& o) {
 }
 
 // Two blocks at once: their 64 indices look up the grid packed 2 bits a weight in register
-// tables (grid_lut2048: 16 banks x 2 byte planes, 32 vpermt2b for 64 entries; one block alone
-// would waste half of each), then grid_expand_iq1. The same GridRaw bytes as the scalar pass,
-// in ~3/4 of its time (AMD Zen 4: 36-42 against 49-60 TSC ticks a block).
+// tables (grid_lookup_iq1: 19 vpermt2b for 64 entries; one block alone would waste half of
+// each), then grid_expand_iq1. The same GridRaw bytes as the scalar pass.
 template <uint32_t Type>
 inline void grid_raw_iq1_pair(const uint8_t* s0, const uint8_t* s1, GridRaw& o0, GridRaw& o1) {
     using namespace quant;
@@ -223,8 +222,8 @@ inline void grid_raw_iq1_pair(const uint8_t* s0, const uint8_t* s1, GridRaw& o0,
                                           _mm256_cvtepu32_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s1 + kQh))), 1);
     const __m512i cut = _mm512_set1_epi64(Type == T_IQ1_S ? 0x1916131009060300ll : 0x1C1814100C080400ll);
     const __m512i hi3 = _mm512_and_si512(_mm512_multishift_epi64_epi8(cut, hw), _mm512_set1_epi8(7));
-    const GridPackedTables& tabs = grid_packed_tables();
-    const __m512i lo = grid_lut2048(tabs.iq1[0], lo8, hi3), hi = grid_lut2048(tabs.iq1[1], lo8, hi3);
+    __m512i lo, hi;
+    grid_lookup_iq1(grid_packed_tables(), lo8, hi3, lo, hi);
     for (int z = 0; z < 4; ++z) {
         _mm512_store_si512(o0.g + 8 * z, grid_expand_iq1(lo, hi, 0, z));
         _mm512_store_si512(o1.g + 8 * z, grid_expand_iq1(lo, hi, 1, z));
@@ -428,7 +427,8 @@ void grid_raw_row(const uint8_t* row, int64_t nb, GridRaw* o) {
     int64_t b = 0;
 #ifdef IKLLM_GRID_VEC512
     if constexpr (Type == quant::T_IQ1_S || Type == quant::T_IQ1_M)
-        for (; b + 2 <= nb; b += 2) grid_raw_iq1_pair<Type>(row + b * kBlockBytes, row + (b + 1) * kBlockBytes, o[b], o[b + 1]);
+        if (grid_packed_tables().iq1_ok)
+            for (; b + 2 <= nb; b += 2) grid_raw_iq1_pair<Type>(row + b * kBlockBytes, row + (b + 1) * kBlockBytes, o[b], o[b + 1]);
 #endif
     for (; b < nb; ++b) grid_raw<Type>(row + b * kBlockBytes, o[b]);
 }

@@ -34,7 +34,15 @@ struct GridPackedTables {
     alignas(64) uint8_t iq2s[2][1024];
     alignas(64) uint8_t iq3xxs[2][256];
     alignas(64) uint8_t iq3s[2][512];
-    alignas(64) uint8_t iq1[2][2048];  // IQ1_S / IQ1_M: 2 bits g + 1 (g in {-1, 0, 1}) per weight
+    // IQ1_S / IQ1_M. The grid is sorted by V = sum (g_k + 1) 3^k, so its high base-3 half
+    // hi = V div 81 grows with the index, by at most 1 within each aligned run of 16 entries
+    // (grid_iq1_tables_hold checks it): entry i is iq1_low[i] = (V mod 81) | (hi(i) - hi(i & ~15)) << 7
+    // and iq1_hbase[i >> 4] = hi(i & ~15) -- one byte plane of 2048 entries and one of 128, where
+    // the 2-bit codes took two of 2048. iq1_pack[u]: u's four base-3 digits, 2 bits each.
+    alignas(64) uint8_t iq1_low[2048];
+    alignas(64) uint8_t iq1_hbase[128];
+    alignas(64) uint8_t iq1_pack[128];
+    bool iq1_ok;  // the runs hold (else the IQ1 kernels keep the scalar lookups)
 };
 
 inline uint64_t grid_rd_u64(const uint8_t* p) {
@@ -73,8 +81,20 @@ inline const GridPackedTables& grid_packed_tables() {
         grid_pack_into(quant::kIq2sGrid, 1024, v2, 3, 2, r.iq2s[0], r.iq2s[1]);
         grid_pack_into(quant::kIq3xxsGrid, 256, v3xxs, 8, 3, r.iq3xxs[0], r.iq3xxs[1]);
         grid_pack_into(quant::kIq3sGrid, 512, v3s, 8, 3, r.iq3s[0], r.iq3s[1]);
-        static const uint8_t v1[3] = {0xFF, 0, 1};
-        grid_pack_into(quant::kIq1sGrid, 2048, v1, 3, 2, r.iq1[0], r.iq1[1]);
+        r.iq1_ok = true;
+        auto half = [](uint64_t e, int k0) {  // base-3 value of g + 1 over bytes k0 .. k0 + 3
+            int v = 0;
+            for (int k = k0 + 3; k >= k0; --k) v = 3 * v + ((int)(int8_t)(uint8_t)(e >> (8 * k)) + 1);
+            return v;
+        };
+        for (int i = 0; i < 2048; ++i) {
+            const int hi = half(quant::kIq1sGrid[i], 4), base = half(quant::kIq1sGrid[i & ~15], 4);
+            if (i % 16 == 0) r.iq1_hbase[i / 16] = (uint8_t)hi;
+            if (hi - base != 0 && hi - base != 1) r.iq1_ok = false;
+            r.iq1_low[i] = (uint8_t)(half(quant::kIq1sGrid[i], 0) | (hi - base) << 7);
+        }
+        for (int u = 0; u < 81; ++u)
+            r.iq1_pack[u] = (uint8_t)(u % 3 | (u / 3 % 3) << 2 | (u / 9 % 3) << 4 | (u / 27) << 6);
         return r;
     }();
     return t;
@@ -100,13 +120,21 @@ inline __m512i grid_lut8(const uint8_t* table, __m512i idx, __mmask64 b8, __mmas
     }
 }
 
-// The IQ1 grid (2048 entries, 16 banks of 128): table[(hi3 << 8) | lo8] for 64 indices (lo8: the
-// low 8 bits, hi3: bits 8-10 in each byte).
-inline __m512i grid_lut2048(const uint8_t* table, __m512i lo8, __m512i hi3) {
+// The IQ1 grid's packed 2-bit codes (byte planes lo / hi: weights 0-3 / 4-7) of 64 indices (lo8:
+// their low 8 bits, hi3: bits 8-10 in each byte) from the tables above: 16 banks of iq1_low, one
+// of iq1_hbase, two of iq1_pack -- 19 vpermt2b where two planes of 2048 took 32.
+inline void grid_lookup_iq1(const GridPackedTables& t, __m512i lo8, __m512i hi3, __m512i& lo, __m512i& hi) {
     const __mmask64 b8 = _mm512_test_epi8_mask(hi3, _mm512_set1_epi8(1));
     const __mmask64 b9 = _mm512_test_epi8_mask(hi3, _mm512_set1_epi8(2));
     const __mmask64 b10 = _mm512_test_epi8_mask(hi3, _mm512_set1_epi8(4));
-    return _mm512_mask_blend_epi8(b10, grid_lut8<8>(table, lo8, b8, b9), grid_lut8<8>(table + 1024, lo8, b8, b9));
+    const __m512i low = _mm512_mask_blend_epi8(b10, grid_lut8<8>(t.iq1_low, lo8, b8, b9), grid_lut8<8>(t.iq1_low + 1024, lo8, b8, b9));
+    // index >> 4 (7 bits) -> the run's base of the high half, plus the entry's step (bit 7)
+    const __m512i run = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(lo8, 4), _mm512_set1_epi8(0x0F)), _mm512_slli_epi16(hi3, 4));
+    const __m512i hb = _mm512_permutex2var_epi8(_mm512_load_si512(t.iq1_hbase), run, _mm512_load_si512(t.iq1_hbase + 64));
+    const __m512i high = _mm512_mask_add_epi8(hb, _mm512_movepi8_mask(low), hb, _mm512_set1_epi8(1));
+    const __m512i p0 = _mm512_load_si512(t.iq1_pack), p1 = _mm512_load_si512(t.iq1_pack + 64);
+    lo = _mm512_permutex2var_epi8(p0, low, p1);  // vpermt2b reads bits 0-6: the step bit is ignored
+    hi = _mm512_permutex2var_epi8(p0, high, p1);
 }
 
 // IQ1 forms: the z-th 64 grid values (bytes -1, 0, 1) of block half `half` (entries 32 half + 8 z
