@@ -514,7 +514,7 @@ inline void grid_row_tile512_n(const GridRaw* c, int64_t nb, const uint8_t* act,
 // bytes plus 1, a shift and a per-token term (-7 s4 or -9 s4, by the lane's delta sign) instead
 // of forming codes, magnitudes and negated activations. The same int32 lanes as
 // grid_row_tile512_n and the same float operations after them, so the same bits.
-#ifdef __AVX512VNNI__
+#if defined(__AVX512VNNI__) && defined(__BMI2__)
 #define IKLLM_GRID_IQ1_TOKEN 1
 struct Iq1TokenSums {
     __m512i s7, s9;  // -7 s4 and -9 s4 of the 16 lanes of 64 activations
