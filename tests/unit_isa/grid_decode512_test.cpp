@@ -115,6 +115,32 @@ TEST(GridDecode512, Iq1RowsInPairsMatchScalarBytes) {
     }
 }
 
+// IQ2_XXS / IQ2_XS / IQ2_S rows likewise decode their blocks in pairs (64 indices through each
+// byte plane's banks at once): random rows of 1-5 blocks, byte for byte against the scalar pass.
+TEST(GridDecode512, Iq2RowsInPairsMatchScalarBytes) {
+    if (cpu::detected_isa() != cpu::Isa::avx512) GTEST_SKIP() << "this CPU has no AVX-512 VBMI (the vector decoder's ISA)";
+    std::mt19937 rng(2031);
+    for (uint32_t type : {quant::T_IQ2_XXS, quant::T_IQ2_XS, quant::T_IQ2_S}) {
+        const quant::TypeTraits* t = quant::find_type(type);
+        ASSERT_NE(t, nullptr);
+        const size_t bs = t->block_bytes;
+        int mismatches = 0;
+        for (int it = 0; it < 2000; ++it) {
+            const int nb = 1 + it % 5;
+            std::vector<uint8_t> row(bs * (size_t)nb);
+            for (int b = 0; b < nb; ++b) random_block(type, it, rng, row.data() + bs * (size_t)b, bs);
+            std::vector<uint8_t> a(512 * (size_t)nb), b(512 * (size_t)nb);
+            size_t na = 0, nr = 0;
+            ASSERT_TRUE(cpu::grid_decode_row_vec512(type, row.data(), nb, a.data(), &na));
+            ASSERT_TRUE(cpu::grid_decode_row_ref(type, row.data(), nb, b.data(), &nr));
+            ASSERT_EQ(na, nr);
+            if (std::memcmp(a.data(), b.data(), na * (size_t)nb) != 0 && mismatches++ < 3)
+                ADD_FAILURE() << t->name << ": row " << it << " (" << nb << " blocks) differs";
+        }
+        EXPECT_EQ(mismatches, 0) << t->name;
+    }
+}
+
 // The AVX2 build's pass 1 (sign masks of IQ2_XXS / IQ2_XS / IQ3_XXS computed in vectors, IQ1_S /
 // IQ1_M indices by pdep) likewise.
 TEST(GridDecodeAvx2, DecoderMatchesScalarBytes) {

@@ -93,6 +93,81 @@ inline void grid_signs_512(__m512i f, uint64_t* neg, bool spread = true) {
 #endif
 
 #ifdef IKLLM_GRID_VEC512
+// IQ2 pass 1 in pieces: a block's 32 grid indices (low bytes; bits 8 and 9 as masks), the tables
+// they index, and the signs and scales.
+template <uint32_t Type>
+constexpr int grid_iq2_banks() { return Type == quant::T_IQ2_XXS ? 2 : Type == quant::T_IQ2_XS ? 4 : 8; }
+template <uint32_t Type>
+inline const uint8_t (&grid_iq2_planes(const GridPackedTables& t))[2][128 * grid_iq2_banks<Type>()] {
+    if constexpr (Type == quant::T_IQ2_XXS) return t.iq2xxs;
+    else if constexpr (Type == quant::T_IQ2_XS) return t.iq2xs;
+    else return t.iq2s;
+}
+template <uint32_t Type>
+inline void grid_iq2_indices(const uint8_t* src, __m256i& idx, uint32_t& b8, uint32_t& b9) {
+    using namespace quant;
+    b8 = b9 = 0;
+    if constexpr (Type == T_IQ2_XXS) {
+        // 8 groups of 8 bytes: 4 grid indices, then the sign-and-scale word.
+        alignas(64) static const uint8_t compact[64] = {0,  1,  2,  3,  8,  9,  10, 11, 16, 17, 18, 19, 24, 25, 26, 27,
+                                                        32, 33, 34, 35, 40, 41, 42, 43, 48, 49, 50, 51, 56, 57, 58, 59};
+        idx = _mm512_castsi512_si256(_mm512_permutexvar_epi8(_mm512_load_si512(compact), _mm512_loadu_si512(src + 2)));
+    } else if constexpr (Type == T_IQ2_XS) {
+        // 32 16-bit entries: grid index in bits 0-8, the 7-bit sign index in bits 9-15.
+        const __m512i q = _mm512_loadu_si512(src + 2);
+        idx = _mm512_cvtepi16_epi8(q);
+        b8 = (uint32_t)_mm512_test_epi16_mask(q, _mm512_set1_epi16(0x100));
+    } else {
+        // index k: byte 2 + k, bits 8-9 at bits 2k, 2k + 1 of the 8 high-bit bytes.
+        const uint64_t qh = grid_rd_u64(src + 66);
+        idx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 2));
+        b8 = (uint32_t)_pext_u64(qh, 0x5555555555555555ull);
+        b9 = (uint32_t)_pext_u64(qh, 0xAAAAAAAAAAAAAAAAull);
+    }
+}
+template <uint32_t Type>
+inline void grid_iq2_signs_scales(const uint8_t* src, float d, GridRaw& o) {
+    using namespace quant;
+    if constexpr (Type == T_IQ2_XXS) {
+        const __m512i words = _mm512_srli_epi64(_mm512_loadu_si512(src + 2), 32);
+        grid_signs_512(_mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x00000000150E0700ll), words), o.neg);
+        const __m256 s8 = _mm512_cvtepi64_ps(_mm512_srli_epi64(words, 28));
+        grid_scales_dup(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(d), _mm256_add_ps(_mm256_set1_ps(0.5f), s8)), _mm256_set1_ps(0.25f)), o.sc);
+    } else if constexpr (Type == T_IQ2_XS) {
+        const __m512i q = _mm512_loadu_si512(src + 2);
+        grid_signs_512(_mm512_castsi256_si512(_mm512_cvtepi16_epi8(_mm512_srli_epi16(q, 9))), o.neg, false);
+        grid_scales_nib16(src + 66, d, o.sc);
+    } else {
+        std::memcpy(o.neg, src + 34, 32);
+        grid_scales_nib16(src + 74, d, o.sc);
+    }
+}
+
+// Two IQ2 blocks at once: their 64 indices through each byte plane's banks in one pass (one block
+// alone fills half the lanes twice), then each block's halves into the grid_lookup32 layout. The
+// same GridRaw as grid_raw_vec.
+template <uint32_t Type>
+inline void grid_raw_iq2_pair(const uint8_t* s0, const uint8_t* s1, GridRaw& o0, GridRaw& o1) {
+    constexpr int kBanks = grid_iq2_banks<Type>();
+    const auto& planes = grid_iq2_planes<Type>(grid_packed_tables());
+    __m256i i0, i1;
+    uint32_t b8a, b9a, b8b, b9b;
+    grid_iq2_indices<Type>(s0, i0, b8a, b9a);
+    grid_iq2_indices<Type>(s1, i1, b8b, b9b);
+    const __m512i idx = _mm512_inserti64x4(_mm512_castsi256_si512(i0), i1, 1);
+    const __mmask64 m8 = (uint64_t)b8a | (uint64_t)b8b << 32, m9 = (uint64_t)b9a | (uint64_t)b9b << 32;
+    const __m512i lo = grid_lut8<kBanks>(planes[0], idx, m8, m9), hi = grid_lut8<kBanks>(planes[1], idx, m8, m9);
+    const __m512i lh0 = _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(1, 0, 1, 0)), lh1 = _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(3, 2, 3, 2));
+    for (int z = 0; z < 4; ++z) {
+        _mm512_store_si512(o0.g + 8 * z, grid_expand_iq2(lh0, z));
+        _mm512_store_si512(o1.g + 8 * z, grid_expand_iq2(lh1, z));
+    }
+    grid_iq2_signs_scales<Type>(s0, quant::rd_f16(s0), o0);
+    grid_iq2_signs_scales<Type>(s1, quant::rd_f16(s1), o1);
+}
+#endif
+
+#ifdef IKLLM_GRID_VEC512
 // Pass 1 in vectors (grid_vec512.h) for the IQ2 / IQ3 types: the same GridRaw as the scalar pass.
 template <uint32_t Type>
 inline void grid_raw_vec(const uint8_t* src, GridRaw& o) {
@@ -100,32 +175,12 @@ inline void grid_raw_vec(const uint8_t* src, GridRaw& o) {
     const GridPackedTables& tabs = grid_packed_tables();
     const float d = rd_f16(src);
     if constexpr (Type == T_IQ2_XXS || Type == T_IQ2_XS || Type == T_IQ2_S) {
-        __m512i lh;
-        if constexpr (Type == T_IQ2_XXS) {
-            // 8 groups of 8 bytes: 4 grid indices, then the sign-and-scale word.
-            const __m512i qs = _mm512_loadu_si512(src + 2);
-            alignas(64) static const uint8_t compact[64] = {0,  1,  2,  3,  8,  9,  10, 11, 16, 17, 18, 19, 24, 25, 26, 27,
-                                                            32, 33, 34, 35, 40, 41, 42, 43, 48, 49, 50, 51, 56, 57, 58, 59};
-            lh = grid_lookup32<2>(tabs.iq2xxs, _mm512_castsi512_si256(_mm512_permutexvar_epi8(_mm512_load_si512(compact), qs)), 0, 0);
-            const __m512i words = _mm512_srli_epi64(qs, 32);
-            grid_signs_512(_mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x00000000150E0700ll), words), o.neg);
-            const __m256 s8 = _mm512_cvtepi64_ps(_mm512_srli_epi64(words, 28));
-            grid_scales_dup(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(d), _mm256_add_ps(_mm256_set1_ps(0.5f), s8)), _mm256_set1_ps(0.25f)), o.sc);
-        } else if constexpr (Type == T_IQ2_XS) {
-            // 32 16-bit entries: grid index in bits 0-8, the 7-bit sign index in bits 9-15.
-            const __m512i q = _mm512_loadu_si512(src + 2);
-            lh = grid_lookup32<4>(tabs.iq2xs, _mm512_cvtepi16_epi8(q), (uint32_t)_mm512_test_epi16_mask(q, _mm512_set1_epi16(0x100)), 0);
-            grid_signs_512(_mm512_castsi256_si512(_mm512_cvtepi16_epi8(_mm512_srli_epi16(q, 9))), o.neg, false);
-            grid_scales_nib16(src + 66, d, o.sc);
-        } else {
-            // index k: byte 2 + k, bits 8-9 at bits 2k, 2k + 1 of the 8 high-bit bytes.
-            const uint64_t qh = grid_rd_u64(src + 66);
-            lh = grid_lookup32<8>(tabs.iq2s, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 2)),
-                                  (uint32_t)_pext_u64(qh, 0x5555555555555555ull), (uint32_t)_pext_u64(qh, 0xAAAAAAAAAAAAAAAAull));
-            std::memcpy(o.neg, src + 34, 32);
-            grid_scales_nib16(src + 74, d, o.sc);
-        }
+        __m256i idx;
+        uint32_t b8, b9;
+        grid_iq2_indices<Type>(src, idx, b8, b9);
+        const __m512i lh = grid_lookup32<grid_iq2_banks<Type>()>(grid_iq2_planes<Type>(tabs), idx, b8, b9);
         for (int z = 0; z < 4; ++z) _mm512_store_si512(o.g + 8 * z, grid_expand_iq2(lh, z));
+        grid_iq2_signs_scales<Type>(src, d, o);
     } else {
         static_assert(Type == T_IQ3_XXS || Type == T_IQ3_S);
         const __m512i idx = _mm512_loadu_si512(src + 2);
@@ -426,9 +481,12 @@ void grid_raw_row(const uint8_t* row, int64_t nb, GridRaw* o) {
     constexpr int kBlockBytes = grid_conv(Type).block_bytes;
     int64_t b = 0;
 #ifdef IKLLM_GRID_VEC512
-    if constexpr (Type == quant::T_IQ1_S || Type == quant::T_IQ1_M)
+    if constexpr (Type == quant::T_IQ1_S || Type == quant::T_IQ1_M) {
         if (grid_packed_tables().iq1_ok)
             for (; b + 2 <= nb; b += 2) grid_raw_iq1_pair<Type>(row + b * kBlockBytes, row + (b + 1) * kBlockBytes, o[b], o[b + 1]);
+    } else if constexpr (Type == quant::T_IQ2_XXS || Type == quant::T_IQ2_XS || Type == quant::T_IQ2_S) {
+        for (; b + 2 <= nb; b += 2) grid_raw_iq2_pair<Type>(row + b * kBlockBytes, row + (b + 1) * kBlockBytes, o[b], o[b + 1]);
+    }
 #endif
     for (; b < nb; ++b) grid_raw<Type>(row + b * kBlockBytes, o[b]);
 }
