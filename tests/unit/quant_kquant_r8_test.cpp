@@ -106,7 +106,7 @@ struct R8Type {
     int64_t plain_from;  // the AVX-512 kernel's batches from here give the plain kernel's bits
 };
 const R8Type kR8Types[] = {{T_Q4_K, T_Q4_K_R8, q4k_r8_unpack_group, 16},
-                           {T_Q6_K, T_Q6_K_R8, q6k_r8_unpack_group, 192},
+                           {T_Q6_K, T_Q6_K_R8, q6k_r8_unpack_group, 16},
                            {T_IQ4_K, T_IQ4_K_R8, iq4k_r8_unpack_group, 32},
                            {T_IQ4_XS, T_IQ4_XS_X8, iq4xs_x8_unpack_group, 32},
                            {T_Q2_K, T_Q2_K_R8, q2k_r8_unpack_group, 32},

@@ -9,6 +9,7 @@
 #include "kernels/kquant_q6k_conv.h"
 #include "kernels/kquant_q82.h"
 #include "kernels/legacy_panel_avx512.h"
+#include "kernels/q6k_panel_lanes_avx512.h"
 
 namespace ikllm::cpu {
 namespace {
@@ -77,63 +78,57 @@ inline void q6k_chunk_codes(const uint8_t* b, __m256i q[8]) {
     }
 }
 
-// q6k_convert (kquant_q6k_conv.h) in vectors, same bits: per 32-weight chunk the exact products
-// P = sc * (q - 32) as 32 int16 lanes, m = max |P| (unsigned min-position of the complement), then
-// either the codes P or RNE(float(P) * (127 / m)) with the scalar's float32 operations.
-inline void q6k_convert_avx512(const uint8_t* b, Q6Conv& o) {
-    const float dw = h2f(b + 208);
-    __m256i q[8];
-    q6k_chunk_codes(b, q);
-    for (int j = 0; j < 8; ++j) {
-        const __m256i v = q[j];  // q + 32 in 0..63
-        const __m512i sc = _mm512_inserti64x4(_mm512_set1_epi16((int16_t)(int8_t)b[192 + 2 * j]),
-                                              _mm256_set1_epi16((int16_t)(int8_t)b[193 + 2 * j]), 1);
-        const __m512i p = _mm512_mullo_epi16(_mm512_sub_epi16(_mm512_cvtepu8_epi16(v), _mm512_set1_epi16(32)), sc);
-        const __m512i a = _mm512_abs_epi16(p);
-        const __m256i a256 = _mm256_max_epu16(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
-        const __m128i a128 = _mm_max_epu16(_mm256_castsi256_si128(a256), _mm256_extracti128_si256(a256, 1));
-        const int m = 0xffff - (_mm_cvtsi128_si32(_mm_minpos_epu16(_mm_xor_si128(a128, _mm_set1_epi16(-1)))) & 0xffff);
-        __m256i codes;
-        if (m <= 127) {
-            codes = _mm512_cvtepi16_epi8(p);
-            o.d[j] = dw;
-        } else {
-            const __m512 id = _mm512_set1_ps(127.0f / (float)m);
-            const __m512i p0 = _mm512_cvtepi16_epi32(_mm512_castsi512_si256(p));
-            const __m512i p1 = _mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64(p, 1));
-            const __m512i r0 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(p0), id));  // RNE
-            const __m512i r1 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(p1), id));
-            codes = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtepi32_epi8(r0)), _mm512_cvtepi32_epi8(r1), 1);
-            o.d[j] = round_to_half(dw * (float)m / 127.0f);
+// One block of 16 plain Q6_K rows in the lanes of q6k_panel_lanes_avx512.h: the rows' codes
+// 0..63 transposed into the panel at q (8 chunks of 8 vectors), their scales as 4 vectors of 4
+// scale bytes per row lane (scale s in byte s % 4 of vector s / 4) and d per row lane.
+inline void q6k_plain_lane_block(const uint8_t* w, size_t wrb, int64_t r0, int rows, int64_t b, int64_t nb256, uint8_t* q,
+                                 __m512i scv[4], __m512* d) {
+    alignas(64) uint8_t tmp[kP32Rows * 256];
+    alignas(64) uint8_t sct[kP32Rows * 64] = {};
+    alignas(64) float dv[kP32Rows];
+    for (int k = 0; k < kP32Rows; ++k) {
+        uint8_t* codes = tmp + 256 * k;
+        if (k >= rows) {  // padding rows: codes 32, scales 0, d 0
+            std::memset(codes, 32, 256);
+            dv[k] = 0.0f;
+            continue;
         }
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(o.q + 32 * j), codes);
+        const uint8_t* x = w + (size_t)(r0 + k) * wrb + (size_t)b * 210;
+        // The rows are read a block at a time across 16 rows, a pattern the hardware
+        // prefetcher does not follow: fetch this row's next block now (47 % of the fill's
+        // time waited on the scale load of each block before).
+        if (b + 1 < nb256)
+            for (int l = 0; l < 210; l += 64) _mm_prefetch(reinterpret_cast<const char*>(x + 210 + l), _MM_HINT_T0);
+        __m256i qc[8];
+        q6k_chunk_codes(x, qc);
+        for (int j = 0; j < 8; ++j) _mm256_store_si256(reinterpret_cast<__m256i*>(codes + 32 * j), qc[j]);
+        std::memcpy(sct + 64 * k, x + 192, 16);
+        dv[k] = h2f(x + 208);
     }
+    simd512::panel_put_codes(tmp, 256, q, 64);
+    simd512::panel_put_codes(sct, 64, reinterpret_cast<uint8_t*>(scv), 4);
+    *d = _mm512_load_ps(dv);
+}
+
+// Scale s (0..15) of every row lane from the 4 vectors of q6k_plain_lane_block.
+inline __m512i q6k_lane_scale(const __m512i scv[4], int s) {
+    return _mm512_srai_epi32(_mm512_sllv_epi32(scv[s >> 2], _mm512_set1_epi32(24 - 8 * (s & 3))), 24);
 }
 
 // Q6_K batches: every 256-weight block re-encoded (kquant_q6k_conv.h) into the symmetric panel
 // form of legacy_panel_avx512.h (codes + 128, one scale per 32), multiplied in SymBatchAccum order.
 inline void fill_q6k_panel(const uint8_t* w, size_t wrb, int64_t r0, int rows, int64_t nb256, LegacyPanel& pn) {
-    Q6Conv c;
-    alignas(64) uint8_t tmp[kP32Rows * 256];
-    const __m256i flip = _mm256_set1_epi8((char)0x80);
     for (int64_t b = 0; b < nb256; ++b) {
-        for (int k = 0; k < kP32Rows; ++k) {
-            uint8_t* codes = tmp + 256 * k;
-            if (k < rows) {
-                const uint8_t* x = w + (size_t)(r0 + k) * wrb + (size_t)b * 210;
-                if (b + 1 < nb256)  // the next block of this row (see fill_q6k_exact_panel)
-                    for (int l = 0; l < 210; l += 64) _mm_prefetch(reinterpret_cast<const char*>(x + 210 + l), _MM_HINT_T0);
-                q6k_convert_avx512(x, c);
-                for (int j = 0; j < 8; ++j) {
-                    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c.q + 32 * j));
-                    _mm256_store_si256(reinterpret_cast<__m256i*>(codes + 32 * j), _mm256_xor_si256(v, flip));
-                }
-            } else {
-                std::memset(codes, 0x80, 256);
-            }
-            for (int j = 0; j < 8; ++j) pn.d[(size_t)(8 * b + j) * kP32Rows + k] = k < rows ? c.d[j] : 0.0f;
+        uint8_t* q = pn.q.data() + (size_t)(8 * b) * 32 * kP32Rows;
+        __m512i scv[4];
+        Q6LaneChunk c;
+        q6k_plain_lane_block(w, wrb, r0, rows, b, nb256, q, scv, &c.d);
+        for (int j = 0; j < 8; ++j) {
+            for (int k = 0; k < 8; ++k) c.q[k] = _mm512_loadu_si512(q + 512 * j + 64 * k);
+            c.sc0 = q6k_lane_scale(scv, 2 * j);
+            c.sc1 = q6k_lane_scale(scv, 2 * j + 1);
+            q6_lane_conv_chunk(c, q + 512 * j, pn.d.data() + (size_t)(8 * b + j) * kP32Rows);
         }
-        simd512::panel_put_codes(tmp, 256, pn.q.data() + (size_t)(8 * b) * 32 * kP32Rows, 64);
     }
 }
 
@@ -153,45 +148,18 @@ struct Q6Panel {
 };
 
 inline void fill_q6k_exact_panel(const uint8_t* w, size_t wrb, int64_t r0, int rows, int64_t nb256, Q6Panel& pn) {
-    alignas(64) uint8_t tmp[kP32Rows * 256];
-    const __m256i m32 = _mm256_set1_epi8(32);
     for (int64_t b = 0; b < nb256; ++b) {
-        for (int k = 0; k < kP32Rows; ++k) {
-            uint8_t* codes = tmp + 256 * k;
-            if (k >= rows) {  // padding rows: codes 0, scales 0
-                std::memset(codes, 0, 256);
-                for (int j = 0; j < 8; ++j) {
-                    const size_t si = (size_t)(8 * b + j) * kP32Rows + k;
-                    pn.s0[si] = pn.s1[si] = 0.0f;
-                    pn.c0[si] = pn.c1[si] = 0;
-                }
-                continue;
-            }
-            const uint8_t* x = w + (size_t)(r0 + k) * wrb + (size_t)b * 210;
-            // The rows are read a block at a time across 16 rows, a pattern the hardware
-            // prefetcher does not follow: fetch this row's next block now (47 % of the fill's
-            // time waited on the scale load of each block before).
-            if (b + 1 < nb256)
-                for (int l = 0; l < 210; l += 64) _mm_prefetch(reinterpret_cast<const char*>(x + 210 + l), _MM_HINT_T0);
-            const float d = h2f(x + 208);
-            __m256i qc[8];
-            q6k_chunk_codes(x, qc);
-            for (int j = 0; j < 8; ++j) {
-                const __m256i q = qc[j];  // 0..63
-                _mm256_store_si256(reinterpret_cast<__m256i*>(codes + 32 * j), _mm256_sub_epi8(q, m32));
-                // Code sums of the two halves: byte sums of q per 8 (vpsadbw), less 16 * 32.
-                const __m256i sad = _mm256_sad_epu8(q, _mm256_setzero_si256());
-                const __m128i h0 = _mm256_castsi256_si128(sad), h1 = _mm256_extracti128_si256(sad, 1);
-                const int32_t sa = _mm_cvtsi128_si32(_mm_add_epi64(h0, _mm_unpackhi_epi64(h0, h0))) - 512;
-                const int32_t sb = _mm_cvtsi128_si32(_mm_add_epi64(h1, _mm_unpackhi_epi64(h1, h1))) - 512;
-                const size_t si = (size_t)(8 * b + j) * kP32Rows + k;
-                pn.s0[si] = d * (float)(int8_t)x[192 + 2 * j];
-                pn.s1[si] = d * (float)(int8_t)x[193 + 2 * j];
-                pn.c0[si] = 128 * sa;
-                pn.c1[si] = 128 * sb;
-            }
+        uint8_t* q = pn.q.data() + (size_t)(8 * b) * 32 * kP32Rows;
+        __m512i scv[4];
+        Q6LaneChunk c;
+        q6k_plain_lane_block(w, wrb, r0, rows, b, nb256, q, scv, &c.d);
+        for (int j = 0; j < 8; ++j) {
+            for (int k = 0; k < 8; ++k) c.q[k] = _mm512_loadu_si512(q + 512 * j + 64 * k);
+            c.sc0 = q6k_lane_scale(scv, 2 * j);
+            c.sc1 = q6k_lane_scale(scv, 2 * j + 1);
+            const size_t si = (size_t)(8 * b + j) * kP32Rows;
+            q6_lane_exact_chunk(c, q + 512 * j, pn.s0.data() + si, pn.s1.data() + si, pn.c0.data() + si, pn.c1.data() + si);
         }
-        simd512::panel_put_codes(tmp, 256, pn.q.data() + (size_t)(8 * b) * 32 * kP32Rows, 64);
     }
 }
 
@@ -242,24 +210,25 @@ void q6_panel_tile(const Q6Panel* const* pn, int64_t nb, const ActBlockOffsets& 
     }
 }
 
-inline void q6k_exact_panel_gemm(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
-                                 size_t arb, int64_t nt, float* y, int64_t ys) {
+// The exact panels' GEMM; fill(r, rows, pn) unpacks rows [r, r + rows) (plain or R8 rows).
+template <class Fill>
+void q6_exact_panel_gemm(Fill&& fill, int64_t nb, const uint8_t* act, size_t arb, int64_t nt, int64_t r0, int64_t r1,
+                         float* y, int64_t ys) {
     constexpr int G = 2, GT = 4;
-    const int64_t nb = ne0 / 32;
-    const ActBlockOffsets ao(ne0);
+    const ActBlockOffsets ao(nb * 32);
     std::vector<Q6Panel> panels((size_t)G, Q6Panel(nb));
     const Q6Panel* pn[G] = {&panels[0], &panels[1]};
     int64_t r = r0;
     for (; r + G * kP32Rows <= r1; r += G * kP32Rows) {
         const int rows[G] = {kP32Rows, kP32Rows};
-        for (int i = 0; i < G; ++i) fill_q6k_exact_panel(w, wrb, r + i * kP32Rows, kP32Rows, ne0 / 256, panels[(size_t)i]);
+        for (int i = 0; i < G; ++i) fill(r + i * kP32Rows, kP32Rows, panels[(size_t)i]);
         int64_t t = 0;
         for (; t + GT <= nt; t += GT) q6_panel_tile<G, GT>(pn, nb, ao, act + (size_t)t * arb, arb, rows, y + r + t * ys, ys);
         for (; t < nt; ++t) q6_panel_tile<G, 1>(pn, nb, ao, act + (size_t)t * arb, arb, rows, y + r + t * ys, ys);
     }
     for (; r < r1; r += kP32Rows) {
         const int rows[1] = {(int)std::min<int64_t>(kP32Rows, r1 - r)};
-        fill_q6k_exact_panel(w, wrb, r, rows[0], ne0 / 256, panels[0]);
+        fill(r, rows[0], panels[0]);
         int64_t t = 0;
         for (; t + 8 <= nt; t += 8) q6_panel_tile<1, 8>(pn, nb, ao, act + (size_t)t * arb, arb, rows, y + r + t * ys, ys);
         for (; t + 4 <= nt; t += 4) q6_panel_tile<1, 4>(pn, nb, ao, act + (size_t)t * arb, arb, rows, y + r + t * ys, ys);
@@ -271,7 +240,9 @@ inline void q6k_panel_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t 
                              size_t arb, int64_t nt, float* y, int64_t ys) {
     if (q82_rows1_fits(nt, ne0)) return q82_rows1<Q6KAvx512>(w, wrb, ne0, r0, r1, act, y);
     if (nt < kP32ExactMinTokens) return q82_matmul<Q6KAvx512, 8>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
-    if (nt < kQ6ConvMinTokens) return q6k_exact_panel_gemm(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+    if (nt < kQ6ConvMinTokens)
+        return q6_exact_panel_gemm([&](int64_t r, int rows, Q6Panel& pn) { fill_q6k_exact_panel(w, wrb, r, rows, ne0 / 256, pn); },
+                                   ne0 / 32, act, arb, nt, r0, r1, y, ys);
     const int64_t nb = ne0 / 32;
     panel_gemm<false>([&](int64_t r, int rows, LegacyPanel& pn) { fill_q6k_panel(w, wrb, r, rows, ne0 / 256, pn); }, nb, act,
                       arb, nt, r0, r1, y, ys);

@@ -270,6 +270,65 @@ inline __m512i q6kr8_codes(const uint8_t* blk, int k) {
     return sel(_mm512_srli_epi16(ql, 4), _mm512_srli_epi16(qh, 2));
 }
 
+// Chunks I and 4 + I of block pair (b0, b1) (groups of rows 0-7 and 8-15 of a panel; b1 null:
+// rows 8-15 padding) in the lanes of q6k_panel_lanes_avx512.h: an R8 code vector is half a panel
+// vector of each (lanes 0-7 chunk I, 8-15 chunk 4 + I), so the panel needs no transpose.
+template <int I, class Chunk>
+inline void q6kr8_lane_pair(const uint8_t* b0, const uint8_t* b1, __m512 d, Chunk&& chunk) {
+    Q6LaneChunk lo, hi;
+    lo.d = hi.d = d;
+    const __m512i pad = _mm512_set1_epi8(32);
+    for (int k = 0; k < 8; ++k) {
+        const __m512i u0 = q6kr8_codes<I>(b0, k), u1 = b1 ? q6kr8_codes<I>(b1, k) : pad;
+        lo.q[k] = _mm512_shuffle_i64x2(u0, u1, 0x44);
+        hi.q[k] = _mm512_shuffle_i64x2(u0, u1, 0xEE);
+    }
+    auto scales = [&](int s) {  // sub-block s's 8 scale bytes per group (quant/kquant_r8.h)
+        const int o = 16 + 16 * (s & 7) + 8 * (s >> 3);
+        const __m128i a = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b0 + o));
+        const __m128i c = b1 ? _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b1 + o)) : _mm_setzero_si128();
+        return _mm512_cvtepi8_epi32(_mm_unpacklo_epi64(a, c));
+    };
+    lo.sc0 = scales(2 * I);
+    lo.sc1 = scales(2 * I + 1);
+    hi.sc0 = scales(8 + 2 * I);
+    hi.sc1 = scales(9 + 2 * I);
+    chunk(I, lo);
+    chunk(4 + I, hi);
+}
+
+// Every chunk of the panel rows [r, r + rows) (rows 8 or 16) of block b, as chunk(c, lanes).
+template <class Chunk>
+inline void q6kr8_lane_block(const uint8_t* w, size_t wrb, int64_t r, int rows, int64_t b, Chunk&& chunk) {
+    const uint8_t* b0 = w + (size_t)r * wrb + (size_t)quant::kQ6KR8Bytes * b;
+    const uint8_t* b1 = rows > 8 ? b0 + 8 * wrb : nullptr;
+    const __m128i d0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0));
+    const __m128i d1 = b1 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1)) : _mm_setzero_si128();
+    const __m512 d = _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(d0), d1, 1));
+    q6kr8_lane_pair<0>(b0, b1, d, chunk);
+    q6kr8_lane_pair<1>(b0, b1, d, chunk);
+    q6kr8_lane_pair<2>(b0, b1, d, chunk);
+    q6kr8_lane_pair<3>(b0, b1, d, chunk);
+}
+
+// The plain Q6_K panels (fill_q6k_panel, fill_q6k_exact_panel) filled straight from the groups:
+// the same panel bytes and factors, so prompt batches give the plain type's bits.
+inline void fill_q6kr8_panel(const uint8_t* w, size_t wrb, int64_t r, int rows, int64_t nb256, LegacyPanel& pn) {
+    for (int64_t b = 0; b < nb256; ++b)
+        q6kr8_lane_block(w, wrb, r, rows, b, [&](int c, const Q6LaneChunk& ch) {
+            const size_t j = (size_t)(8 * b + c);
+            q6_lane_conv_chunk(ch, pn.q.data() + j * 32 * kP32Rows, pn.d.data() + j * kP32Rows);
+        });
+}
+inline void fill_q6kr8_exact_panel(const uint8_t* w, size_t wrb, int64_t r, int rows, int64_t nb256, Q6Panel& pn) {
+    for (int64_t b = 0; b < nb256; ++b)
+        q6kr8_lane_block(w, wrb, r, rows, b, [&](int c, const Q6LaneChunk& ch) {
+            const size_t j = (size_t)(8 * b + c), si = j * kP32Rows;
+            q6_lane_exact_chunk(ch, pn.q.data() + j * 32 * kP32Rows, pn.s0.data() + si, pn.s1.data() + si, pn.c0.data() + si,
+                                pn.c1.data() + si);
+        });
+}
+
 template <int I, int T>
 inline void q6kr8_chunk_pair(const uint8_t* blk, int64_t b, const __m512 d16, const __m512i* ix, const uint8_t* const* a,
                              const float* const* da, const int32_t* const* o16, __m512* acc) {
@@ -292,10 +351,6 @@ inline void q6kr8_chunk_pair(const uint8_t* blk, int64_t b, const __m512 d16, co
     }
 }
 
-// The tile runs at ~245 GFLOP/s on one Zen 4 core for any batch (512 x 2048 from cache), the
-// plain Q6_K kernels at 118 (16 tokens), 128 (64), 206 (128), 256 (192): prompt batches of
-// fewer tokens stay on the tile.
-constexpr int64_t kQ6KR8PlainMinTokens = 192;
 
 template <int T>
 void q6kr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, const float* const* da, const int32_t* const* o16,
@@ -320,8 +375,17 @@ void q6kr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, const fl
 void q6kr8_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
                   int64_t nt, float* y, int64_t ys) {
     const int64_t nbk = ne0 / 256, nc = ne0 / 32;
-    if (nt >= kQ6KR8PlainMinTokens) {
-        r8_plain_slabs(quant::q6k_r8_unpack_group, q6k_panel_matmul, w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+    // From kP32ExactMinTokens tokens the plain type's panels, filled from the groups (the tile
+    // reloads and rearranges every activation chunk per token: ~110 GFLOP/s on one Zen 4 core
+    // at 16-128 tokens, the panels about twice that).
+    if (nt >= kQ6ConvMinTokens) {
+        panel_gemm<false>([&](int64_t r, int rows, LegacyPanel& pn) { fill_q6kr8_panel(w, wrb, r, rows, nbk, pn); }, nc, act, arb,
+                          nt, r0, r1, y, ys);
+        return;
+    }
+    if (nt >= kP32ExactMinTokens) {
+        q6_exact_panel_gemm([&](int64_t r, int rows, Q6Panel& pn) { fill_q6kr8_exact_panel(w, wrb, r, rows, nbk, pn); }, nc, act,
+                            arb, nt, r0, r1, y, ys);
         return;
     }
     R8Scratch<float, kR8ScratchFloats> da_v((size_t)(nt * nc));
