@@ -95,6 +95,11 @@ inline __m256i uquads(__m256i v, __m256i av, __m256i a) {
     return _mm256_add_epi32(va, _mm256_mullo_epi32(sa, _mm256_set1_epi32(P::kOffset)));
 }
 
+// The same quad sums from the codes u themselves (P::kDirectU: no saturation possible).
+inline __m256i uquads_direct(__m256i u, __m256i a) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, a), _mm256_set1_epi16(1));
+}
+
 // The blocks after the last full group of 4 (one row, one token), in SymTileAccum order: each adds
 // its 8 quad sums to the 8 lanes and a quarter of its offset term to each side lane; then the
 // final reduction ((lo + hi) + side, summed as (x0 + x2) + (x1 + x3)).
@@ -105,10 +110,16 @@ template <class P>
     const int64_t nb = ne0 / 32;
     for (int64_t ib = nb / 4 * 4; ib < nb; ++ib) {  // 36-byte activation blocks
         const uint8_t* wb = wr + ib * P::kBytes;
-        const __m256i v = P::values(wb), av = _mm256_sign_epi8(v, v);
         const float dw = P::scale(wb);
         const quant::Q8x4BlockRef ab = quant::q8_2_x4_block(act_t, ne0, ib);
-        const __m256i q = uquads<P>(v, av, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs)));
+        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs));
+        __m256i q;
+        if constexpr (P::kDirectU) {
+            q = uquads_direct(P::ucodes(wb), a);
+        } else {
+            const __m256i v = P::values(wb);
+            q = uquads<P>(v, _mm256_sign_epi8(v, v), a);
+        }
         const float da = bf16_to_f32(ab.d_bf16);
         const float quarter = ((-dw * (float)P::kOffset) * (da * (float)ab.sum)) * 0.25f;
         side = _mm_add_ps(side, _mm_set1_ps(quarter));
@@ -135,15 +146,22 @@ void row_tile_sym(const uint8_t* wr, int64_t ne0, const uint8_t* act, size_t arb
     for (int64_t g = 0; g < ng; ++g) {
         const uint8_t* wb = wr + 4 * g * P::kBytes;
         if constexpr (T <= 2) prefetch_weights<4 * P::kBytes>(wb);
+        // Direct codes: u (values + offset) in v; av unused.
         __m256i v[4], av[4];
-        group_values<P>(wb, v, av);
+        if constexpr (P::kDirectU)
+            for (int k = 0; k < 4; ++k) v[k] = P::ucodes(wb + k * P::kBytes);
+        else
+            group_values<P>(wb, v, av);
         const __m128 dw = P::scales4(wb);
         const __m128 mo = _mm_mul_ps(dw, _mm_set1_ps(-(float)P::kOffset));
         for (int t = 0; t < T; ++t) {
             const uint8_t* ag = act + t * arb + 144 * g;
             __m256i q[4];
-            for (int k = 0; k < 4; ++k)
-                q[k] = uquads<P>(v[k], av[k], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ag + 16 + 32 * k)));
+            for (int k = 0; k < 4; ++k) {
+                const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ag + 16 + 32 * k));
+                if constexpr (P::kDirectU) q[k] = uquads_direct(v[k], a);
+                else q[k] = uquads<P>(v[k], av[k], a);
+            }
             // low half: block j's bytes 0..15 in lane j, high half: bytes 16..31
             const __m256i z = _mm256_hadd_epi32(_mm256_hadd_epi32(q[0], q[1]), _mm256_hadd_epi32(q[2], q[3]));
             const __m128i head = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ag));
@@ -222,7 +240,15 @@ void row_tile_steps(const uint8_t* wr, int64_t ne0, const StepGroup* sg, const u
     for (int64_t g = 0; g < ng; ++g) {
         const uint8_t* wb = wr + 4 * g * P::kBytes;
         __m256i v[4], vs[4];
-        for (int k = 0; k < 4; ++k) v[k] = P::values(wb + k * P::kBytes);
+#ifndef __AVXVNNI__
+        constexpr bool kDirect = P::kDirectU;  // vs then holds the codes u: no sign trick, no offset term
+#else
+        constexpr bool kDirect = false;
+#endif
+        for (int k = 0; k < 4; ++k) {
+            if constexpr (kDirect) v[k] = P::ucodes(wb + k * P::kBytes);
+            else v[k] = P::values(wb + k * P::kBytes);
+        }
         to_steps(v, vs);
 #ifdef __AVXVNNI__
         // -128 * each half-block's weight sum: dpbusd multiplies the codes + 128
@@ -238,7 +264,7 @@ void row_tile_steps(const uint8_t* wr, int64_t ne0, const StepGroup* sg, const u
         const __m128 mo = _mm_mul_ps(dw, _mm_set1_ps(-(float)P::kOffset));
         for (int t = 0; t < T; ++t) {
             const StepGroup& G = sg[t * ng + g];
-            __m256i z = _mm256_load_si256(reinterpret_cast<const __m256i*>(G.off));
+            __m256i z = kDirect ? _mm256_setzero_si256() : _mm256_load_si256(reinterpret_cast<const __m256i*>(G.off));
 #ifdef __AVXVNNI__
             z = _mm256_add_epi32(z, wcorr);
             for (int k = 0; k < 4; ++k)
@@ -246,7 +272,8 @@ void row_tile_steps(const uint8_t* wr, int64_t ne0, const StepGroup* sg, const u
 #else
             for (int k = 0; k < 4; ++k) {
                 const __m256i a = _mm256_load_si256(reinterpret_cast<const __m256i*>(G.q[k]));
-                z = _mm256_add_epi32(z, _mm256_madd_epi16(_mm256_maddubs_epi16(avs[k], _mm256_sign_epi8(a, vs[k])), ones16));
+                if constexpr (kDirect) z = _mm256_add_epi32(z, _mm256_madd_epi16(_mm256_maddubs_epi16(vs[k], a), ones16));
+                else z = _mm256_add_epi32(z, _mm256_madd_epi16(_mm256_maddubs_epi16(avs[k], _mm256_sign_epi8(a, vs[k])), ones16));
             }
 #endif
             const __m128 dd = _mm_mul_ps(dw, _mm_load_ps(G.da));

@@ -9,6 +9,9 @@
 //   scales4(b)      d of blocks b, b+kBytes, b+2kBytes, b+3kBytes as float32
 //   mins4(b)        m of those four blocks (affine types only)
 //   kOffset, kE8M0  symmetric types: code offset of the reference's unsigned form, E8M0 scales
+//   kDirectU        symmetric types whose unsigned codes u = v + kOffset stay below 64, so one
+//                   maddubs(u, a) pair sum (<= 2 x 63 x 127) cannot saturate and gives the
+//                   reference's unsigned-code sums directly (ucodes(b) the 32 codes u)
 #pragma once
 #include <immintrin.h>
 
@@ -55,6 +58,8 @@ struct Q4_0P {
     static constexpr bool kE8M0 = false;
     static constexpr int kBytes = lq::kQ4_0Bytes;
     static constexpr bool kAffine = false;
+    static constexpr bool kDirectU = true;
+    static __m256i ucodes(const uint8_t* b) { return nl4_nibbles(b + 2); }
     static __m256i values(const uint8_t* b) { return _mm256_sub_epi8(nl4_nibbles(b + 2), _mm256_set1_epi8(8)); }
     static __m128 scales4(const uint8_t* b) { return fp16_scales4(b, kBytes); }
     static float scale(const uint8_t* b) { return lq::rdf16(b); }
@@ -73,6 +78,8 @@ struct Q5_0P {
     static constexpr bool kE8M0 = false;
     static constexpr int kBytes = lq::kQ5_0Bytes;
     static constexpr bool kAffine = false;
+    static constexpr bool kDirectU = true;
+    static __m256i ucodes(const uint8_t* b) { return _mm256_or_si256(nl4_nibbles(b + 6), bit5_bytes(b + 2)); }
     static __m256i values(const uint8_t* b) {
         return _mm256_sub_epi8(_mm256_or_si256(nl4_nibbles(b + 6), bit5_bytes(b + 2)), _mm256_set1_epi8(16));
     }
@@ -93,6 +100,7 @@ struct Q8_0P {
     static constexpr bool kE8M0 = false;
     static constexpr int kBytes = lq::kQ8_0Bytes;
     static constexpr bool kAffine = false;
+    static constexpr bool kDirectU = false;
     static __m256i values(const uint8_t* b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2)); }
     static __m128 scales4(const uint8_t* b) { return fp16_scales4(b, kBytes); }
     static float scale(const uint8_t* b) { return lq::rdf16(b); }
@@ -102,6 +110,8 @@ struct Q6_0P {
     static constexpr bool kE8M0 = false;
     static constexpr int kBytes = lq::kQ6_0Bytes;
     static constexpr bool kAffine = false;
+    static constexpr bool kDirectU = true;
+    static __m256i ucodes(const uint8_t* b) { return _mm256_or_si256(nl4_nibbles(b + 10), q6_high_bytes(b + 2)); }
     static __m256i values(const uint8_t* b) {
         return _mm256_sub_epi8(_mm256_or_si256(nl4_nibbles(b + 10), q6_high_bytes(b + 2)), _mm256_set1_epi8(32));
     }
@@ -113,6 +123,7 @@ struct IQ4_NLP {
     static constexpr bool kE8M0 = false;
     static constexpr int kBytes = lq::kIq4NlBytes;
     static constexpr bool kAffine = false;
+    static constexpr bool kDirectU = false;
     static __m256i values(const uint8_t* b) {
         const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(lq::kIq4nlValues)));
         return _mm256_shuffle_epi8(table, nl4_nibbles(b + 2));
@@ -125,6 +136,8 @@ struct MXFP4P {
     static constexpr bool kE8M0 = true;
     static constexpr int kBytes = lq::kMxfp4Bytes;
     static constexpr bool kAffine = false;
+    static constexpr bool kDirectU = true;  // values -12..12
+    static __m256i ucodes(const uint8_t* b) { return _mm256_add_epi8(values(b), _mm256_set1_epi8(kOffset)); }
     static __m256i values(const uint8_t* b) {
         const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(lq::kMxfp4Values)));
         return _mm256_shuffle_epi8(table, nl4_nibbles(b + 1));
