@@ -263,6 +263,19 @@ void run_sym_steps(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_
     }
 }
 
+// The direct-code batch form's parameters (sym_lanes_avx2.h lane_direct_steps): 0 for types
+// without small unsigned codes.
+template <class P>
+constexpr int direct_steps() {
+    if constexpr (requires { P::kDirectSteps; }) return P::kDirectSteps;
+    else return 0;
+}
+template <class P>
+constexpr int code_offset() {
+    if constexpr (requires { P::kDirectSteps; }) return P::kOffset;
+    else return 0;
+}
+
 // Batches: 8 tokens per register in the SymBatchAccum order (sym_lanes_avx2.h).
 template <class P>
 struct LegacyLaneRows {
@@ -271,6 +284,11 @@ struct LegacyLaneRows {
     struct Row {
         const uint8_t* wr;
         __m256i values(int64_t ib) const { return P::values(wr + ib * P::kBytes); }
+        static constexpr int kDirectSteps = direct_steps<P>(), kCodeOffset = code_offset<P>();
+        __m256i ucodes(int64_t ib) const {
+            if constexpr (kDirectSteps > 0) return P::ucodes(wr + ib * P::kBytes);
+            else return values(ib);
+        }
         float scale(int64_t ib) const { return sym_batch_scale(P::scale(wr + ib * P::kBytes), P::kE8M0); }
     };
     void prepare(int64_t, int64_t) {}

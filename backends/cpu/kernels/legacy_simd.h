@@ -11,7 +11,9 @@
 //   kOffset, kE8M0  symmetric types: code offset of the reference's unsigned form, E8M0 scales
 //   kDirectU        symmetric types whose unsigned codes u = v + kOffset stay below 64, so one
 //                   maddubs(u, a) pair sum (<= 2 x 63 x 127) cannot saturate and gives the
-//                   reference's unsigned-code sums directly (ucodes(b) the 32 codes u)
+//                   reference's unsigned-code sums directly (ucodes(b) the 32 codes u);
+//   kDirectSteps    how many such pair sums (4 weights x 8 tokens each in the AVX2 batch form)
+//                   add up in int16 without overflow: 32767 / (2 x u_max x 127)
 #pragma once
 #include <immintrin.h>
 
@@ -58,6 +60,7 @@ struct Q4_0P {
     static constexpr bool kE8M0 = false;
     static constexpr int kBytes = lq::kQ4_0Bytes;
     static constexpr bool kAffine = false;
+    static constexpr int kDirectSteps = 8;
     static constexpr bool kDirectU = true;
     static __m256i ucodes(const uint8_t* b) { return nl4_nibbles(b + 2); }
     static __m256i values(const uint8_t* b) { return _mm256_sub_epi8(nl4_nibbles(b + 2), _mm256_set1_epi8(8)); }
@@ -78,6 +81,7 @@ struct Q5_0P {
     static constexpr bool kE8M0 = false;
     static constexpr int kBytes = lq::kQ5_0Bytes;
     static constexpr bool kAffine = false;
+    static constexpr int kDirectSteps = 4;
     static constexpr bool kDirectU = true;
     static __m256i ucodes(const uint8_t* b) { return _mm256_or_si256(nl4_nibbles(b + 6), bit5_bytes(b + 2)); }
     static __m256i values(const uint8_t* b) {
@@ -110,6 +114,7 @@ struct Q6_0P {
     static constexpr bool kE8M0 = false;
     static constexpr int kBytes = lq::kQ6_0Bytes;
     static constexpr bool kAffine = false;
+    static constexpr int kDirectSteps = 2;
     static constexpr bool kDirectU = true;
     static __m256i ucodes(const uint8_t* b) { return _mm256_or_si256(nl4_nibbles(b + 10), q6_high_bytes(b + 2)); }
     static __m256i values(const uint8_t* b) {
@@ -136,6 +141,7 @@ struct MXFP4P {
     static constexpr bool kE8M0 = true;
     static constexpr int kBytes = lq::kMxfp4Bytes;
     static constexpr bool kAffine = false;
+    static constexpr int kDirectSteps = 4;
     static constexpr bool kDirectU = true;  // values -12..12
     static __m256i ucodes(const uint8_t* b) { return _mm256_add_epi8(values(b), _mm256_set1_epi8(kOffset)); }
     static __m256i values(const uint8_t* b) {

@@ -25,9 +25,28 @@ namespace {
 // the reference's operations (bit-identical to the scalar kernel). Compiled with AVX-VNNI
 // (legacy_avxvnni.cpp) each step is one dpbusd on the codes + 128, exact in int32, and the
 // block's 128 * sum(w) comes off once: the same integers, so the same bits.
+// Rows whose codes come as small unsigned numbers u = v + W::kCodeOffset (W::kDirectSteps > 0,
+// legacy_simd.h kDirectU): sum (v + 127) a = sum u a + (127 - kCodeOffset) sum a, so maddubs takes
+// the broadcast codes u as they are (no sign step), and kDirectSteps steps of its pair sums add in
+// int16 before one madd. The same integers.
+template <class W>
+constexpr int lane_direct_steps() {
+#ifdef __AVXVNNI__
+    return 0;
+#else
+    if constexpr (requires { W::kDirectSteps; }) return W::kDirectSteps;
+    else return 0;
+#endif
+}
+template <class W>
+constexpr int32_t lane_offset() {
+    if constexpr (lane_direct_steps<W>() > 0) return kSymBatchOffset - W::kCodeOffset;
+    else return kSymBatchOffset;
+}
+
 struct alignas(32) LaneBlock {
     uint8_t q[8][32];  // step s: the 8 tokens' code dwords s (with AVX-VNNI: codes + 128)
-    int32_t off[8];    // 127 * the tokens' block code sums (the offset part of the dot)
+    int32_t off[8];    // offset * the tokens' block code sums (the offset part of the dot; lane_offset)
     float da[8];       // the tokens' block scales
     float das[8];      // da * block code sum
 };
@@ -42,7 +61,7 @@ inline int hsum_epi32_avx2(__m256i v) {
 #endif
 
 // Tokens [0, nt) as ceil(nt/8) lane groups x nb blocks (missing tokens of the last group: zeros).
-inline void build_lanes(const uint8_t* act, size_t arb, int64_t ne0, int64_t nt, LaneBlock* out) {
+inline void build_lanes(const uint8_t* act, size_t arb, int64_t ne0, int64_t nt, int32_t offset, LaneBlock* out) {
     const int64_t nb = ne0 / 32, ngr = (nt + 7) / 8;
     for (int64_t gr = 0; gr < ngr; ++gr)
         for (int64_t ib = 0; ib < nb; ++ib) {
@@ -61,7 +80,7 @@ inline void build_lanes(const uint8_t* act, size_t arb, int64_t ne0, int64_t nt,
 #ifdef __AVXVNNI__
                 r[l] = _mm256_xor_si256(r[l], _mm256_set1_epi8((char)0x80));  // codes + 128: dpbusd's unsigned side
 #endif
-                lb.off[l] = kSymBatchOffset * (int32_t)ab.sum;
+                lb.off[l] = offset * (int32_t)ab.sum;
                 lb.da[l] = bf16_to_f32(ab.d_bf16);
                 lb.das[l] = lb.da[l] * (float)ab.sum;
             }
@@ -112,14 +131,31 @@ void row_tile_lanes(const W& wrow, int64_t nb, const LaneBlock* lb, int ntok, fl
                 isum[g] = _mm256_dpbusd_avx_epi32(isum[g], _mm256_load_si256(reinterpret_cast<const __m256i*>(lb[g * nb + ib].q[st])), w);
         }
 #else
-        alignas(32) int32_t wa[8];
-        _mm256_store_si256(reinterpret_cast<__m256i*>(wa), _mm256_sign_epi8(v, v));
-        for (int g = 0; g < G; ++g) isum[g] = _mm256_load_si256(reinterpret_cast<const __m256i*>(lb[g * nb + ib].off));
-        for (int st = 0; st < 8; ++st) {
-            const __m256i w = _mm256_set1_epi32(wv[st]), aw = _mm256_set1_epi32(wa[st]);
-            for (int g = 0; g < G; ++g) {
-                const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(lb[g * nb + ib].q[st]));
-                isum[g] = _mm256_add_epi32(isum[g], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(q, w)), ones16));
+        constexpr int D = lane_direct_steps<W>();
+        if constexpr (D > 0) {
+            _mm256_store_si256(reinterpret_cast<__m256i*>(wv), wrow.ucodes(ib));
+            for (int g = 0; g < G; ++g) isum[g] = _mm256_load_si256(reinterpret_cast<const __m256i*>(lb[g * nb + ib].off));
+            for (int s0 = 0; s0 < 8; s0 += D) {
+                __m256i p[G];
+                for (int g = 0; g < G; ++g) p[g] = _mm256_setzero_si256();
+                for (int st = s0; st < s0 + D; ++st) {
+                    const __m256i w = _mm256_set1_epi32(wv[st]);
+                    for (int g = 0; g < G; ++g)
+                        p[g] = _mm256_add_epi16(
+                            p[g], _mm256_maddubs_epi16(w, _mm256_load_si256(reinterpret_cast<const __m256i*>(lb[g * nb + ib].q[st]))));
+                }
+                for (int g = 0; g < G; ++g) isum[g] = _mm256_add_epi32(isum[g], _mm256_madd_epi16(p[g], ones16));
+            }
+        } else {
+            alignas(32) int32_t wa[8];
+            _mm256_store_si256(reinterpret_cast<__m256i*>(wa), _mm256_sign_epi8(v, v));
+            for (int g = 0; g < G; ++g) isum[g] = _mm256_load_si256(reinterpret_cast<const __m256i*>(lb[g * nb + ib].off));
+            for (int st = 0; st < 8; ++st) {
+                const __m256i w = _mm256_set1_epi32(wv[st]), aw = _mm256_set1_epi32(wa[st]);
+                for (int g = 0; g < G; ++g) {
+                    const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(lb[g * nb + ib].q[st]));
+                    isum[g] = _mm256_add_epi32(isum[g], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(q, w)), ones16));
+                }
             }
         }
 #endif
@@ -146,7 +182,7 @@ void lanes_matmul(Rows& rows, int64_t ne0, int64_t r0, int64_t r1, const uint8_t
     constexpr int64_t kRowChunk = 16;
     const int64_t nb = ne0 / 32, ngr = (nt + 7) / 8;
     std::vector<LaneBlock> lanes((size_t)std::max<int64_t>(1, ngr * nb));
-    build_lanes(act, arb, ne0, nt, lanes.data());
+    build_lanes(act, arb, ne0, nt, lane_offset<decltype(rows.row(r0))>(), lanes.data());
     for (int64_t rc = r0; rc < r1; rc += kRowChunk) {
         const int64_t re = std::min(r1, rc + kRowChunk);
         rows.prepare(rc, re);
