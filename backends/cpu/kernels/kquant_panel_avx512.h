@@ -62,22 +62,6 @@ void q45k_panel_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, in
                      act, arb, nt, r0, r1, y, ys);
 }
 
-// The 8 chunks of 32 codes q (0..63) of a Q6_K block, chunk j = weights 32j..32j+31: per 128
-// weights, the low / high nibbles of ql0 and ql1 with the qh bit pairs 0-3.
-inline void q6k_chunk_codes(const uint8_t* b, __m256i q[8]) {
-    const __m256i low4 = _mm256_set1_epi8(15), two = _mm256_set1_epi8(3);
-    for (int c = 0; c < 2; ++c) {
-        const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 64 * c));
-        const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 64 * c + 32));
-        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * c));
-        const __m256i lo[4] = {_mm256_and_si256(ql0, low4), _mm256_and_si256(ql1, low4),
-                               _mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4),
-                               _mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4)};
-        for (int k = 0; k < 4; ++k)
-            q[4 * c + k] = _mm256_or_si256(lo[k], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), two), 4));
-    }
-}
-
 // One block of 16 plain Q6_K rows in the lanes of q6k_panel_lanes_avx512.h: the rows' codes
 // 0..63 transposed into the panel at q (8 chunks of 8 vectors), their scales as 4 vectors of 4
 // scale bytes per row lane (scale s in byte s % 4 of vector s / 4) and d per row lane.
