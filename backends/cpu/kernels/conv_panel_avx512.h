@@ -43,18 +43,23 @@ inline float requant_block_512(const __m512i P[8], float d0, uint8_t* out) {
     float dnew = (float)imax * d0;
     const bool keep = dnew < 1.0f;
     if (keep) dnew = 1.0f;
-    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
     const __m512 inv = _mm512_set1_ps(1.0f / dnew);
-    for (int i = 0; i < 8; ++i) {
-        __m256i q8;
-        if (keep) {
-            q8 = _mm512_cvtsepi16_epi8(P[i]);
+    // Two vectors of P at a time: their four int32 quarters packed with signed saturation (as
+    // vpmovsdb) into one register whose dwords one permute puts back in order.
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    const __m512i order64 = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
+    auto r = [&](__m256i x) { return _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(x)), inv)); };
+    for (int i = 0; i < 8; i += 2) {
+        __m512i q8;
+        if (keep) {  // per 128-bit lane: 8 bytes of P[i], then 8 of P[i + 1]
+            q8 = _mm512_permutexvar_epi64(order64, _mm512_packs_epi16(P[i], P[i + 1]));
         } else {
-            const __m512i lo = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_castsi512_si256(P[i]))), inv));
-            const __m512i hi = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64(P[i], 1))), inv));
-            q8 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtsepi32_epi8(lo)), _mm512_cvtsepi32_epi8(hi), 1);
+            const __m512i a = _mm512_packs_epi32(r(_mm512_castsi512_si256(P[i])), r(_mm512_extracti64x4_epi64(P[i], 1)));
+            const __m512i b = _mm512_packs_epi32(r(_mm512_castsi512_si256(P[i + 1])), r(_mm512_extracti64x4_epi64(P[i + 1], 1)));
+            q8 = _mm512_permutexvar_epi32(order, _mm512_packs_epi16(a, b));
         }
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * i), _mm256_xor_si256(q8, flip));
+        _mm512_storeu_si512(reinterpret_cast<void*>(out + 32 * i), _mm512_xor_si512(q8, flip));
     }
     return dnew;
 }

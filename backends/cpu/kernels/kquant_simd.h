@@ -816,9 +816,11 @@ inline void conv_row_panel(const uint8_t* row, int64_t nb, uint8_t* dst, float* 
     for (int64_t b = 0; b < nb; ++b) {
         U::unpack(row + U::meta + (size_t)b * U::bytes, rowd, sink);
         __m512i P[8];
-        for (int i = 0; i < 8; ++i)
-            P[i] = _mm512_add_epi16(_mm512_loadu_si512((const void*)(sink.P + 32 * i)),
-                                    _mm512_inserti64x4(_mm512_set1_epi16(sink.cr[2 * i]), _mm256_set1_epi16(sink.cr[2 * i + 1]), 1));
+        // correction of sub-blocks 2i (low half) and 2i + 1 (high half) by one word permute
+        const __m512i cr = _mm512_castsi256_si512(_mm256_load_si256(reinterpret_cast<const __m256i*>(sink.cr)));
+        __m512i sel = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(1), 1);
+        for (int i = 0; i < 8; ++i, sel = _mm512_add_epi16(sel, _mm512_set1_epi16(2)))
+            P[i] = _mm512_add_epi16(_mm512_loadu_si512((const void*)(sink.P + 32 * i)), _mm512_permutexvar_epi16(sel, cr));
         const float dnew = requant_block_512(P, U::conv_d0, dst + 256 * b);
         d[(size_t)b * kPanelRows] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(sink.dw * dnew), _MM_FROUND_TO_NEAREST_INT)));
     }
