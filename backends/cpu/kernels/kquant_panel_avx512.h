@@ -123,12 +123,32 @@ inline void fill_q6k_panel(const uint8_t* w, size_t wrb, int64_t r0, int rows, i
 // d * sc and the code sum times 128. Every token's codes enter vpdpbusd as the unsigned operand
 // a + 128, taken back per half: sum (a + 128)(q - 32) - 128 sum (q - 32) = sum a (q - 32), exact
 // in int32, then scaled in float per half by (d * sc) * d_a.
+// One allocation, a local type: std::vector members would instantiate std::vector<float> and
+// <int> constructors here, which an AVX-512 file must not share with baseline code (the linker
+// keeps one copy of a weak symbol; isa_symbol_isolation checks it).
+template <class T>
+struct Q6PanelPart {
+    T* p;
+    T* data() const { return p; }
+};
 struct Q6Panel {
-    std::vector<uint8_t> q;      // [nb][8][16][4] codes q - 32 (as signed bytes)
-    std::vector<float> s0, s1;   // [nb][16] d * sc of each 32-block's halves
-    std::vector<int32_t> c0, c1; // [nb][16] 128 * sum of the half's codes
-    explicit Q6Panel(int64_t nb)
-        : q((size_t)nb * 32 * kP32Rows), s0((size_t)nb * kP32Rows), s1(s0.size()), c0(s0.size()), c1(s0.size()) {}
+    uint8_t* mem;
+    Q6PanelPart<uint8_t> q;        // [nb][8][16][4] codes q - 32 (as signed bytes)
+    Q6PanelPart<float> s0, s1;     // [nb][16] d * sc of each 32-block's halves
+    Q6PanelPart<int32_t> c0, c1;   // [nb][16] 128 * sum of the half's codes
+    explicit Q6Panel(int64_t nb) {
+        const size_t nq = (size_t)nb * 32 * kP32Rows, ns = (size_t)nb * kP32Rows;
+        mem = new uint8_t[nq + 4 * ns * 4 + 64];
+        uint8_t* p = mem;
+        q.p = p;
+        s0.p = reinterpret_cast<float*>(p += nq);
+        s1.p = reinterpret_cast<float*>(p += 4 * ns);
+        c0.p = reinterpret_cast<int32_t*>(p += 4 * ns);
+        c1.p = reinterpret_cast<int32_t*>(p += 4 * ns);
+    }
+    ~Q6Panel() { delete[] mem; }
+    Q6Panel(const Q6Panel&) = delete;
+    Q6Panel& operator=(const Q6Panel&) = delete;
 };
 
 inline void fill_q6k_exact_panel(const uint8_t* w, size_t wrb, int64_t r0, int rows, int64_t nb256, Q6Panel& pn) {
@@ -200,12 +220,12 @@ void q6_exact_panel_gemm(Fill&& fill, int64_t nb, const uint8_t* act, size_t arb
                          float* y, int64_t ys) {
     constexpr int G = 2, GT = 4;
     const ActBlockOffsets ao(nb * 32);
-    std::vector<Q6Panel> panels((size_t)G, Q6Panel(nb));
+    Q6Panel panels[G] = {Q6Panel(nb), Q6Panel(nb)};
     const Q6Panel* pn[G] = {&panels[0], &panels[1]};
     int64_t r = r0;
     for (; r + G * kP32Rows <= r1; r += G * kP32Rows) {
         const int rows[G] = {kP32Rows, kP32Rows};
-        for (int i = 0; i < G; ++i) fill(r + i * kP32Rows, kP32Rows, panels[(size_t)i]);
+        for (int i = 0; i < G; ++i) fill(r + i * kP32Rows, kP32Rows, panels[i]);
         int64_t t = 0;
         for (; t + GT <= nt; t += GT) q6_panel_tile<G, GT>(pn, nb, ao, act + (size_t)t * arb, arb, rows, y + r + t * ys, ys);
         for (; t < nt; ++t) q6_panel_tile<G, 1>(pn, nb, ao, act + (size_t)t * arb, arb, rows, y + r + t * ys, ys);
