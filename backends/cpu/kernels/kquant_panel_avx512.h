@@ -99,21 +99,31 @@ inline __m512i q6k_lane_scale(const __m512i scv[4], int s) {
     return _mm512_srai_epi32(_mm512_sllv_epi32(scv[s >> 2], _mm512_set1_epi32(24 - 8 * (s & 3))), 24);
 }
 
+// Every chunk j (= 8 x block + chunk) of the plain rows [r0, r0 + rows) as chunk(j, lanes), its
+// codes 0..63 already transposed into the panel codes at q + 512 j (re-encoded there in place).
+template <class Chunk>
+inline void q6k_plain_lane_chunks(const uint8_t* w, size_t wrb, int64_t r0, int rows, int64_t nb256, uint8_t* q,
+                                  Chunk&& chunk) {
+    for (int64_t b = 0; b < nb256; ++b) {
+        uint8_t* qb = q + (size_t)(8 * b) * 32 * kP32Rows;
+        __m512i scv[4];
+        Q6LaneChunk c;
+        q6k_plain_lane_block(w, wrb, r0, rows, b, nb256, qb, scv, &c.d);
+        for (int j = 0; j < 8; ++j) {
+            for (int k = 0; k < 8; ++k) c.q[k] = _mm512_loadu_si512(qb + 512 * j + 64 * k);
+            c.sc0 = q6k_lane_scale(scv, 2 * j);
+            c.sc1 = q6k_lane_scale(scv, 2 * j + 1);
+            chunk((size_t)(8 * b + j), c);
+        }
+    }
+}
+
 // Q6_K batches: every 256-weight block re-encoded (kquant_q6k_conv.h) into the symmetric panel
 // form of legacy_panel_avx512.h (codes + 128, one scale per 32), multiplied in SymBatchAccum order.
 inline void fill_q6k_panel(const uint8_t* w, size_t wrb, int64_t r0, int rows, int64_t nb256, LegacyPanel& pn) {
-    for (int64_t b = 0; b < nb256; ++b) {
-        uint8_t* q = pn.q.data() + (size_t)(8 * b) * 32 * kP32Rows;
-        __m512i scv[4];
-        Q6LaneChunk c;
-        q6k_plain_lane_block(w, wrb, r0, rows, b, nb256, q, scv, &c.d);
-        for (int j = 0; j < 8; ++j) {
-            for (int k = 0; k < 8; ++k) c.q[k] = _mm512_loadu_si512(q + 512 * j + 64 * k);
-            c.sc0 = q6k_lane_scale(scv, 2 * j);
-            c.sc1 = q6k_lane_scale(scv, 2 * j + 1);
-            q6_lane_conv_chunk(c, q + 512 * j, pn.d.data() + (size_t)(8 * b + j) * kP32Rows);
-        }
-    }
+    q6k_plain_lane_chunks(w, wrb, r0, rows, nb256, pn.q.data(), [&](size_t j, const Q6LaneChunk& c) {
+        q6_lane_conv_chunk(c, pn.q.data() + j * 32 * kP32Rows, pn.d.data() + j * kP32Rows);
+    });
 }
 
 // Q6_K batches of kP32MinTokens .. kQ6ConvMinTokens - 1 tokens (the routed experts of prompt
@@ -123,15 +133,16 @@ inline void fill_q6k_panel(const uint8_t* w, size_t wrb, int64_t r0, int rows, i
 // d * sc and the code sum times 128. Every token's codes enter vpdpbusd as the unsigned operand
 // a + 128, taken back per half: sum (a + 128)(q - 32) - 128 sum (q - 32) = sum a (q - 32), exact
 // in int32, then scaled in float per half by (d * sc) * d_a.
-// One allocation, a local type: std::vector members would instantiate std::vector<float> and
-// <int> constructors here, which an AVX-512 file must not share with baseline code (the linker
-// keeps one copy of a weak symbol; isa_symbol_isolation checks it).
+//
+// The panel's arrays: one allocation of a local type. std::vector members would instantiate
+// std::vector<float> / <int> constructors here, which an AVX-512 file must not share with
+// baseline code (the linker keeps one copy of a weak symbol; isa_symbol_isolation checks it).
 template <class T>
 struct Q6PanelPart {
     T* p;
     T* data() const { return p; }
 };
-struct Q6Panel {
+struct Q6Panel {  // one allocation: see Q6PanelPart
     uint8_t* mem;
     Q6PanelPart<uint8_t> q;        // [nb][8][16][4] codes q - 32 (as signed bytes)
     Q6PanelPart<float> s0, s1;     // [nb][16] d * sc of each 32-block's halves
@@ -152,19 +163,11 @@ struct Q6Panel {
 };
 
 inline void fill_q6k_exact_panel(const uint8_t* w, size_t wrb, int64_t r0, int rows, int64_t nb256, Q6Panel& pn) {
-    for (int64_t b = 0; b < nb256; ++b) {
-        uint8_t* q = pn.q.data() + (size_t)(8 * b) * 32 * kP32Rows;
-        __m512i scv[4];
-        Q6LaneChunk c;
-        q6k_plain_lane_block(w, wrb, r0, rows, b, nb256, q, scv, &c.d);
-        for (int j = 0; j < 8; ++j) {
-            for (int k = 0; k < 8; ++k) c.q[k] = _mm512_loadu_si512(q + 512 * j + 64 * k);
-            c.sc0 = q6k_lane_scale(scv, 2 * j);
-            c.sc1 = q6k_lane_scale(scv, 2 * j + 1);
-            const size_t si = (size_t)(8 * b + j) * kP32Rows;
-            q6_lane_exact_chunk(c, q + 512 * j, pn.s0.data() + si, pn.s1.data() + si, pn.c0.data() + si, pn.c1.data() + si);
-        }
-    }
+    q6k_plain_lane_chunks(w, wrb, r0, rows, nb256, pn.q.data(), [&](size_t j, const Q6LaneChunk& c) {
+        const size_t si = j * kP32Rows;
+        q6_lane_exact_chunk(c, pn.q.data() + j * 32 * kP32Rows, pn.s0.data() + si, pn.s1.data() + si, pn.c0.data() + si,
+                            pn.c1.data() + si);
+    });
 }
 
 // T tokens over R panels; every row lane runs the same operations in the same order whatever
