@@ -202,6 +202,9 @@ void row_tile_steps(const uint8_t* wr, int64_t ne0, const StepGroup* sg, const u
     zero_sym_accs<T>(acc, side);
     for (int64_t g = 0; g < ng; ++g) {
         const uint8_t* wb = wr + 4 * g * P::kBytes;
+        // Token steps stream the weights once: the single-token path has always prefetched them
+        // (kernels/prefetch.h; measured on Intel, where the hardware prefetchers fell short).
+        if constexpr (T == 1) prefetch_weights<4 * P::kBytes>(wb);
         __m256i v[4], vs[4];
 #ifndef __AVXVNNI__
         constexpr bool kDirect = P::kDirectU;  // vs then holds the codes u: no sign trick, no offset term
