@@ -225,6 +225,44 @@ TEST(QuantCoreKernels, MatchFloat64ReferenceAndScalar) {
 }
 
 // Float weights have 1-element blocks: rows of any length, including SIMD tails.
+// The largest codes against the largest activation codes: the AVX2 kernels add several maddubs
+// pair sums in int16 before widening (sym_lanes_avx2.h, kDirectSteps), which holds only while
+// their sum stays below 32768 -- random data never gets near that. Every code byte of every
+// block is set to its largest code (Q4_0 15, Q5_0 31, Q6_0 63, MXFP4 +12, IQ4_NL +113, Q8_0
+// +127), the activations are all +1 or all -1 (codes +-127); one token, the step form (5) and
+// the batch form (40) must give the scalar kernel's bits.
+TEST(QuantCoreKernels, LargestCodesMatchScalarBits) {
+    struct Fill {
+        uint32_t type;
+        int code_from;   // first code byte of a block (the scale bytes before it are kept)
+        uint8_t byte;    // every code byte
+    };
+    const Fill fills[] = {{T_Q4_0, 2, 0xFF}, {T_Q5_0, 2, 0xFF}, {T_Q6_0, 2, 0xFF},
+                          {T_MXFP4, 1, 0x77}, {T_IQ4_NL, 2, 0xFF}, {T_Q8_0, 2, 0x7F}};
+    uint32_t seed = 500;
+    for (const Fill& f : fills)
+        for (float sign : {1.0f, -1.0f})
+            for (int64_t nt : {1, 5, 40}) {
+                Problem p = make_problem(f.type, 256, 16, nt, seed++);
+                const TypeTraits* tt = find_type(f.type);
+                for (size_t b = 0; b < p.w.size(); b += (size_t)tt->block_bytes)
+                    std::memset(p.w.data() + b + f.code_from, f.byte, (size_t)(tt->block_bytes - f.code_from));
+                const size_t rb = row_bytes(*tt, p.ne0);
+                for (int64_t r = 0; r < p.rows; ++r) tt->dequant(p.w.data() + r * rb, p.wdec.data() + r * p.ne0, p.ne0);
+                for (float& x : p.x) x = sign;
+                SCOPED_TRACE(std::string(tt->name) + " sign " + std::to_string(sign) + " nt=" + std::to_string(nt));
+                std::vector<float> y_scalar;
+                for (Isa isa : runnable_isas()) {
+                    SCOPED_TRACE(isa_name(isa));
+                    const MatmulKernel* k = find_matmul_exact(f.type, isa);
+                    ASSERT_NE(k, nullptr);
+                    check_kernel(*k, p, 1e-5, isa == Isa::scalar ? nullptr : &y_scalar, isa == Isa::scalar ? &y_scalar : nullptr,
+                                 true);
+                }
+                if (const MatmulKernel* k = plain_avx2_kernel(f.type)) check_kernel(*k, p, 1e-5, &y_scalar, nullptr, true);
+            }
+}
+
 TEST(QuantCoreKernels, FloatKernelsHandleOddLengths) {
     uint32_t seed = 500;
     for (uint32_t type : {T_F32, T_F16, T_BF16})
