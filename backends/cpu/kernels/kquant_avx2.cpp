@@ -13,8 +13,8 @@ KernelTable kquant_kernels_avx2() {
     static const MatmulKernel entries[] = {
         K_ENTRY(SQ2K),
         K_ENTRY(SQ3K),
-        {quant::T_Q4_K, Isa::avx2, simd_act_q8_2_x4(), q82_matmul_or_rows1<Q45KAvx2<false>, 4>},
-        {quant::T_Q5_K, Isa::avx2, simd_act_q8_2_x4(), q82_matmul_or_rows1<Q45KAvx2<true>, 4>},
+        {quant::T_Q4_K, Isa::avx2, simd_act_q8_2_x4(), q45k_matmul_avx2<false>, true},
+        {quant::T_Q5_K, Isa::avx2, simd_act_q8_2_x4(), q45k_matmul_avx2<true>, true},
         {quant::T_Q6_K, Isa::avx2, simd_act_q8_2_x4(), q6k_matmul_avx2, true},
     };
 #undef K_ENTRY

@@ -1,10 +1,11 @@
-// Q6_K for the AVX2 kernel files (kquant_avx2.cpp, kquant_avxvnni.cpp): prompt batches
+// Q4_K / Q5_K / Q6_K for the AVX2 kernel files (kquant_avx2.cpp, kquant_avxvnni.cpp). Q6_K prompt batches
 // re-encoded to 8 bits per 32 (kquant_q6k_conv.h) through the 8-tokens-per-register batch kernel
 // (sym_lanes_avx2.h), smaller ones direct (kquant_q82.h).
 #pragma once
 #include "kernels/matmul.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#include "kernels/kquant_lanes.h"
 #include "kernels/kquant_q6k_conv.h"
 #include "kernels/kquant_q82.h"
 #include "kernels/sym_lanes_avx2.h"
@@ -25,6 +26,20 @@ struct Q6LaneRows : Q6ConvRows {
     Row row(int64_t r) const { return {blocks(r)}; }
 };
 #endif
+
+// Q4_K / Q5_K: prompt batches eight tokens per register (kquant_lanes.h), smaller ones in tiles.
+template <bool Five>
+void q45k_matmul_avx2(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
+                      size_t arb, int64_t nt, float* y, int64_t ys) {
+    if (nt >= kConvMinTokens) {
+#ifdef __AVXVNNI__
+        return (Five ? q5k_lanes_matmul_avxvnni : q4k_lanes_matmul_avxvnni)(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+#else
+        return (Five ? q5k_lanes_matmul_avx2 : q4k_lanes_matmul_avx2)(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+#endif
+    }
+    q82_matmul_or_rows1<Q45KAvx2<Five>, 4>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+}
 
 // Q6_K: prompt batches re-encoded to 8 bits per 32 (kquant_q6k_conv.h), smaller ones direct.
 void q6k_matmul_avx2(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,

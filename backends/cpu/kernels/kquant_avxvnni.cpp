@@ -10,8 +10,8 @@ namespace ikllm::cpu {
 
 KernelTable kquant_kernels_avxvnni() {
     static const MatmulKernel entries[] = {
-        {quant::T_Q4_K, Isa::avx2, simd_act_q8_2_x4(), q82_matmul_or_rows1<Q45KAvx2<false>, 4>},
-        {quant::T_Q5_K, Isa::avx2, simd_act_q8_2_x4(), q82_matmul_or_rows1<Q45KAvx2<true>, 4>},
+        {quant::T_Q4_K, Isa::avx2, simd_act_q8_2_x4(), q45k_matmul_avx2<false>, true},
+        {quant::T_Q5_K, Isa::avx2, simd_act_q8_2_x4(), q45k_matmul_avx2<true>, true},
         {quant::T_Q6_K, Isa::avx2, simd_act_q8_2_x4(), q6k_matmul_avx2, true},
     };
     return {entries, sizeof(entries) / sizeof(entries[0])};

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "core/fp16.h"
@@ -60,8 +61,17 @@ inline int hsum_epi32_avx2(__m256i v) {
 }
 #endif
 
+#ifdef __AVXVNNI__
+constexpr bool kLaneCodesBiased = true;
+#else
+constexpr bool kLaneCodesBiased = false;
+#endif
+
 // Tokens [0, nt) as ceil(nt/8) lane groups x nb blocks (missing tokens of the last group: zeros).
-inline void build_lanes(const uint8_t* act, size_t arb, int64_t ne0, int64_t nt, int32_t offset, LaneBlock* out) {
+// biased: codes + 128 (the symmetric kernels' dpbusd with AVX-VNNI, where the weights are the signed
+// side); kernels whose weights are unsigned codes take the activations as they are.
+inline void build_lanes(const uint8_t* act, size_t arb, int64_t ne0, int64_t nt, int32_t offset, LaneBlock* out,
+                        bool biased = kLaneCodesBiased) {
     const int64_t nb = ne0 / 32, ngr = (nt + 7) / 8;
     for (int64_t gr = 0; gr < ngr; ++gr)
         for (int64_t ib = 0; ib < nb; ++ib) {
@@ -77,9 +87,7 @@ inline void build_lanes(const uint8_t* act, size_t arb, int64_t ne0, int64_t nt,
                 }
                 const quant::Q8x4BlockRef ab = quant::q8_2_x4_block(act + (size_t)t * arb, ne0, ib);
                 r[l] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs));
-#ifdef __AVXVNNI__
-                r[l] = _mm256_xor_si256(r[l], _mm256_set1_epi8((char)0x80));  // codes + 128: dpbusd's unsigned side
-#endif
+                if (biased) r[l] = _mm256_xor_si256(r[l], _mm256_set1_epi8((char)0x80));  // codes + 128: dpbusd's unsigned side
                 lb.off[l] = offset * (int32_t)ab.sum;
                 lb.da[l] = bf16_to_f32(ab.d_bf16);
                 lb.das[l] = lb.da[l] * (float)ab.sum;
@@ -172,30 +180,44 @@ void row_tile_lanes(const W& wrow, int64_t nb, const LaneBlock* lb, int ntok, fl
     }
 }
 
-// Rows r0..r1 against nt tokens. Rows: prepare(ra, rb) readies rows [ra, rb) (Q6_K converts
-// them), row(r) gives a W for row_tile_lanes. Chunks of 16 rows: each is prepared once and its
-// weights stay in cache while every token group streams past.
-template <class Rows>
-void lanes_matmul(Rows& rows, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb, int64_t nt, float* y,
-                  int64_t ys) {
-    constexpr int G = 2;
+// Rows r0..r1 against nt tokens in lane groups (build_lanes with offset and biased), chunks of 16
+// rows: prepare(ra, rb) readies rows [ra, rb) (Q6_K and the K-quants convert them), then each
+// chunk's weights stay in cache while every token group streams past:
+// tile(std::integral_constant<int, G>{}, r, lanes of G groups, ntok, y of the group's first token)
+// for G = 2 groups (G = 1 for a last odd one).
+template <class Prepare, class Tile>
+void lanes_drive(int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb, int64_t nt, float* y, int64_t ys,
+                 int32_t offset, bool biased, Prepare&& prepare, Tile&& tile) {
     constexpr int64_t kRowChunk = 16;
     const int64_t nb = ne0 / 32, ngr = (nt + 7) / 8;
     std::vector<LaneBlock> lanes((size_t)std::max<int64_t>(1, ngr * nb));
-    build_lanes(act, arb, ne0, nt, lane_offset<decltype(rows.row(r0))>(), lanes.data());
+    build_lanes(act, arb, ne0, nt, offset, lanes.data(), biased);
     for (int64_t rc = r0; rc < r1; rc += kRowChunk) {
         const int64_t re = std::min(r1, rc + kRowChunk);
-        rows.prepare(rc, re);
-        for (int64_t gr = 0; gr < ngr; gr += G) {
-            const int gg = (int)std::min<int64_t>(G, ngr - gr);
+        prepare(rc, re);
+        for (int64_t gr = 0; gr < ngr; gr += 2) {
+            const int gg = (int)std::min<int64_t>(2, ngr - gr);
             const int ntok = (int)std::min<int64_t>(8 * gg, nt - 8 * gr);
             for (int64_t r = rc; r < re; ++r) {
                 float* yo = y + 8 * gr * ys + r;
-                if (gg == 2) row_tile_lanes<2>(rows.row(r), nb, lanes.data() + gr * nb, ntok, yo, ys);
-                else row_tile_lanes<1>(rows.row(r), nb, lanes.data() + gr * nb, ntok, yo, ys);
+                if (gg == 2) tile(std::integral_constant<int, 2>{}, r, lanes.data() + gr * nb, ntok, yo);
+                else tile(std::integral_constant<int, 1>{}, r, lanes.data() + gr * nb, ntok, yo);
             }
         }
     }
+}
+
+// The symmetric types: Rows: prepare(ra, rb), row(r) gives a W for row_tile_lanes.
+template <class Rows>
+void lanes_matmul(Rows& rows, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb, int64_t nt, float* y,
+                  int64_t ys) {
+    const int64_t nb = ne0 / 32;
+    lanes_drive(
+        ne0, r0, r1, act, arb, nt, y, ys, lane_offset<decltype(rows.row(r0))>(), kLaneCodesBiased,
+        [&](int64_t ra, int64_t rb) { rows.prepare(ra, rb); },
+        [&](auto g, int64_t r, const LaneBlock* lb, int ntok, float* yo) {
+            row_tile_lanes<decltype(g)::value>(rows.row(r), nb, lb, ntok, yo, ys);
+        });
 }
 
 }  // namespace

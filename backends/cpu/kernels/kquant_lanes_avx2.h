@@ -1,0 +1,120 @@
+// Q4_K / Q5_K prompt batches (kConvMinTokens tokens or more) on AVX2, eight tokens per register:
+// the activation blocks are transposed once per call (sym_lanes_avx2.h, build_lanes) and each
+// 32-weight chunk's unsigned codes are broadcast four at a time against them, so every lane ends
+// with its token's exact chunk dot and no horizontal adds. The float work is then per chunk and
+// eight tokens, not per chunk and token (kquant_q82.h's tiles keep eight partial sums per row
+// and token), and each lane performs the scalar kernel's conv-mode operations in its order
+// (scalar_matmul_q82: acc += d_j * (D_j * dot + M_j * s_j), D_j and M_j rounded to fp16): the
+// scalar kernel's bits. Included by kquant_lanes_avx2.cpp / kquant_lanes_avxvnni.cpp, which are
+// compiled without fused multiply-adds beyond the explicit ones (CMakeLists.txt).
+#pragma once
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#include <cstdint>
+#include <vector>
+
+#include "kernels/kquant_q82.h"
+#include "kernels/sym_lanes_avx2.h"
+
+namespace ikllm::cpu {
+namespace {
+
+// One Q4_K / Q5_K block ready for broadcasting: codes of chunk j at bytes 32 j..32 j + 31.
+struct alignas(32) Q45KLaneBlock {
+    uint32_t q[64];  // the 256 unsigned codes, four per dword
+    float D[8];      // fp16(d * sc_j)
+    float M[8];      // fp16(-dmin * m_j)
+};
+
+template <bool Five>
+void q45k_lane_block(const uint8_t* x, Q45KLaneBlock& o) {
+    for (int g = 0; g < 4; ++g) {
+        __m256i c[2];
+        q45k_codes<Five>(x, g, c);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(o.q + 16 * g), c[0]);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(o.q + 16 * g + 8), c[1]);
+    }
+    __m256 D, M;
+    q45k_scales(x, true, &D, &M);
+    _mm256_store_ps(o.D, D);
+    _mm256_store_ps(o.M, M);
+}
+
+// Int16 steps of maddubs pair sums before one madd: pair sums reach 2 * 15 * 127 (Q4_K), 2 * 31 *
+// 127 (Q5_K), so 8 and 4 steps stay below 32767. With AVX-VNNI every step is one dpbusd (int32).
+template <bool Five>
+constexpr int q45k_lane_steps() { return Five ? 4 : 8; }
+
+// One row (nb256 prepared blocks) against G lane groups of 8 tokens (nb32 chunks per group).
+template <int G, bool Five>
+void q45k_row_lanes(const Q45KLaneBlock* wb, int64_t nb256, const LaneBlock* lb, int ntok, float* y, int64_t ys) {
+    const int64_t nb32 = nb256 * 8;
+    __m256 acc[G];
+    for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb256; ++b) {
+        const Q45KLaneBlock& w = wb[b];
+        for (int j = 0; j < 8; ++j) {
+            const int64_t ib = 8 * b + j;
+            const uint32_t* wq = w.q + 8 * j;
+            __m256i dot[G];
+            for (int g = 0; g < G; ++g) dot[g] = _mm256_setzero_si256();
+#ifdef __AVXVNNI__
+            for (int st = 0; st < 8; ++st) {
+                const __m256i c = _mm256_set1_epi32((int)wq[st]);
+                for (int g = 0; g < G; ++g)
+                    dot[g] = _mm256_dpbusd_avx_epi32(dot[g], c, _mm256_load_si256(reinterpret_cast<const __m256i*>(lb[g * nb32 + ib].q[st])));
+            }
+#else
+            constexpr int S = q45k_lane_steps<Five>();
+            for (int s0 = 0; s0 < 8; s0 += S) {
+                __m256i p[G];
+                for (int g = 0; g < G; ++g) p[g] = _mm256_setzero_si256();
+                for (int st = s0; st < s0 + S; ++st) {
+                    const __m256i c = _mm256_set1_epi32((int)wq[st]);
+                    for (int g = 0; g < G; ++g)
+                        p[g] = _mm256_add_epi16(
+                            p[g], _mm256_maddubs_epi16(c, _mm256_load_si256(reinterpret_cast<const __m256i*>(lb[g * nb32 + ib].q[st]))));
+                }
+                for (int g = 0; g < G; ++g) dot[g] = _mm256_add_epi32(dot[g], _mm256_madd_epi16(p[g], _mm256_set1_epi16(1)));
+            }
+#endif
+            const __m256 D = _mm256_set1_ps(w.D[j]), M = _mm256_set1_ps(w.M[j]);
+            for (int g = 0; g < G; ++g) {
+                const LaneBlock& B = lb[g * nb32 + ib];
+                const __m256 sums = _mm256_cvtepi32_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(B.off)));
+                const __m256 v = _mm256_add_ps(_mm256_mul_ps(D, _mm256_cvtepi32_ps(dot[g])), _mm256_mul_ps(M, sums));
+                acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(_mm256_load_ps(B.da), v));
+            }
+        }
+    }
+    for (int g = 0; g < G; ++g) {
+        alignas(32) float out[8];
+        _mm256_store_ps(out, acc[g]);
+        for (int l = 0; l < 8 && 8 * g + l < ntok; ++l) y[(8 * g + l) * ys] = out[l];
+    }
+}
+
+// Rows r0..r1 against nt >= kConvMinTokens Q8_2_X4 activation rows.
+template <bool Five>
+void q45k_lanes_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
+                       size_t arb, int64_t nt, float* y, int64_t ys) {
+    constexpr int bytes = Five ? 176 : 144;
+    const int64_t nb256 = ne0 / 256;
+    std::vector<Q45KLaneBlock> blocks;
+    int64_t first = 0;
+    auto prepare = [&](int64_t ra, int64_t rb) {
+        blocks.resize((size_t)((rb - ra) * nb256));
+        for (int64_t r = ra; r < rb; ++r)
+            for (int64_t b = 0; b < nb256; ++b)
+                q45k_lane_block<Five>(w + (size_t)r * wrb + (size_t)b * bytes, blocks[(size_t)((r - ra) * nb256 + b)]);
+        first = ra;
+    };
+    // offset 1: LaneBlock::off holds the tokens' chunk code sums s_j
+    lanes_drive(ne0, r0, r1, act, arb, nt, y, ys, 1, false, prepare,
+                [&](auto g, int64_t r, const LaneBlock* lb, int ntok, float* yo) {
+                    q45k_row_lanes<decltype(g)::value, Five>(blocks.data() + (r - first) * nb256, nb256, lb, ntok, yo, ys);
+                });
+}
+
+}  // namespace
+}  // namespace ikllm::cpu
+#endif
