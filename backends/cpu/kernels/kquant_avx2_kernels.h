@@ -31,7 +31,7 @@ struct Q6LaneRows : Q6ConvRows {
 template <bool Five>
 void q45k_matmul_avx2(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
                       size_t arb, int64_t nt, float* y, int64_t ys) {
-    if (nt >= kConvMinTokens) {
+    if (nt >= kQ45KLanesMinTokens) {
 #ifdef __AVXVNNI__
         return (Five ? q5k_lanes_matmul_avxvnni : q4k_lanes_matmul_avxvnni)(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
 #else

@@ -2,11 +2,13 @@
 // with AVX2 (kquant_lanes_avx2.cpp) and once with AVX2 + AVX-VNNI (kquant_lanes_avxvnni.cpp), in
 // files of their own so that no implicit fused multiply-add moves their bits off the scalar
 // kernel's (CMakeLists.txt compiles them with -ffp-contract=off). Called by the AVX2 kernel
-// tables for nt >= kConvMinTokens.
+// tables for nt >= kQ45KLanesMinTokens.
 #pragma once
 #include "kernels/matmul.h"
 
 namespace ikllm::cpu {
+// Fewest tokens of a call for the lanes kernels (fewer: kquant_q82.h's tiles).
+inline constexpr int64_t kQ45KLanesMinTokens = 8;
 void q4k_lanes_matmul_avx2(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
                            size_t arb, int64_t nt, float* y, int64_t ys);
 void q5k_lanes_matmul_avx2(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,

@@ -1,12 +1,12 @@
-// Q4_K / Q5_K prompt batches (kConvMinTokens tokens or more) on AVX2, eight tokens per register:
+// Q4_K / Q5_K batches of kQ45KLanesMinTokens tokens or more on AVX2, eight tokens per register:
 // the activation blocks are transposed once per call (sym_lanes_avx2.h, build_lanes) and each
 // 32-weight chunk's unsigned codes are broadcast four at a time against them, so every lane ends
 // with its token's exact chunk dot and no horizontal adds. The float work is then per chunk and
 // eight tokens, not per chunk and token (kquant_q82.h's tiles keep eight partial sums per row
-// and token), and each lane performs the scalar kernel's conv-mode operations in its order
-// (scalar_matmul_q82: acc += d_j * (D_j * dot + M_j * s_j), D_j and M_j rounded to fp16): the
-// scalar kernel's bits. Included by kquant_lanes_avx2.cpp / kquant_lanes_avxvnni.cpp, which are
-// compiled without fused multiply-adds beyond the explicit ones (CMakeLists.txt).
+// and token), and each lane performs the scalar kernel's operations in its order, in either
+// mode (scalar_matmul_q82; conv from kConvMinTokens tokens): the scalar kernel's bits. Included
+// by kquant_lanes_avx2.cpp / kquant_lanes_avxvnni.cpp, which are compiled without fused
+// multiply-adds beyond the explicit ones (CMakeLists.txt).
 #pragma once
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <cstdint>
@@ -21,11 +21,12 @@ namespace {
 // One Q4_K / Q5_K block ready for broadcasting: codes of chunk j at bytes 32 j..32 j + 31.
 struct alignas(32) Q45KLaneBlock {
     uint32_t q[64];  // the 256 unsigned codes, four per dword
-    float D[8];      // fp16(d * sc_j)
-    float M[8];      // fp16(-dmin * m_j)
+    float D[8];      // conv: fp16(d * sc_j); direct: sc_j
+    float M[8];      // conv: fp16(-dmin * m_j); direct: m_j
+    float dw, dc;    // direct: d and -dmin
 };
 
-template <bool Five>
+template <bool Five, bool Conv>
 void q45k_lane_block(const uint8_t* x, Q45KLaneBlock& o) {
     for (int g = 0; g < 4; ++g) {
         __m256i c[2];
@@ -34,7 +35,13 @@ void q45k_lane_block(const uint8_t* x, Q45KLaneBlock& o) {
         _mm256_store_si256(reinterpret_cast<__m256i*>(o.q + 16 * g + 8), c[1]);
     }
     __m256 D, M;
-    q45k_scales(x, true, &D, &M);
+    if constexpr (Conv) {
+        q45k_scales(x, true, &D, &M);
+    } else {
+        q45k_scale_codes(x, &D, &M);
+        o.dw = hf(x);
+        o.dc = -hf(x + 2);
+    }
     _mm256_store_ps(o.D, D);
     _mm256_store_ps(o.M, M);
 }
@@ -45,7 +52,10 @@ template <bool Five>
 constexpr int q45k_lane_steps() { return Five ? 4 : 8; }
 
 // One row (nb256 prepared blocks) against G lane groups of 8 tokens (nb32 chunks per group).
-template <int G, bool Five>
+// Conv (kConvMinTokens tokens or more): acc += d_j * (D_j * dot + M_j * s_j); direct: acc += d_j *
+// (d * (sc_j * dot) + (-dmin) * (m_j * s_j)), where sc_j * dot and m_j * s_j are the scalar
+// kernel's exact integer sums (below 2^24, so exact as float products too).
+template <int G, bool Five, bool Conv>
 void q45k_row_lanes(const Q45KLaneBlock* wb, int64_t nb256, const LaneBlock* lb, int ntok, float* y, int64_t ys) {
     const int64_t nb32 = nb256 * 8;
     __m256 acc[G];
@@ -81,7 +91,13 @@ void q45k_row_lanes(const Q45KLaneBlock* wb, int64_t nb256, const LaneBlock* lb,
             for (int g = 0; g < G; ++g) {
                 const LaneBlock& B = lb[g * nb32 + ib];
                 const __m256 sums = _mm256_cvtepi32_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(B.off)));
-                const __m256 v = _mm256_add_ps(_mm256_mul_ps(D, _mm256_cvtepi32_ps(dot[g])), _mm256_mul_ps(M, sums));
+                __m256 v;
+                if constexpr (Conv) {
+                    v = _mm256_add_ps(_mm256_mul_ps(D, _mm256_cvtepi32_ps(dot[g])), _mm256_mul_ps(M, sums));
+                } else {
+                    const __m256 isum = _mm256_mul_ps(D, _mm256_cvtepi32_ps(dot[g])), icorr = _mm256_mul_ps(M, sums);
+                    v = _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(w.dw), isum), _mm256_mul_ps(_mm256_set1_ps(w.dc), icorr));
+                }
                 acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(_mm256_load_ps(B.da), v));
             }
         }
@@ -93,10 +109,11 @@ void q45k_row_lanes(const Q45KLaneBlock* wb, int64_t nb256, const LaneBlock* lb,
     }
 }
 
-// Rows r0..r1 against nt >= kConvMinTokens Q8_2_X4 activation rows.
-template <bool Five>
-void q45k_lanes_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
-                       size_t arb, int64_t nt, float* y, int64_t ys) {
+// Rows r0..r1 against nt Q8_2_X4 activation rows (kQ45KLanesMinTokens or more), in the scalar
+// kernel's mode for nt (conv from kConvMinTokens tokens).
+template <bool Five, bool Conv>
+void q45k_lanes_mode(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
+                     int64_t nt, float* y, int64_t ys) {
     constexpr int bytes = Five ? 176 : 144;
     const int64_t nb256 = ne0 / 256;
     std::vector<Q45KLaneBlock> blocks;
@@ -105,14 +122,20 @@ void q45k_lanes_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, in
         blocks.resize((size_t)((rb - ra) * nb256));
         for (int64_t r = ra; r < rb; ++r)
             for (int64_t b = 0; b < nb256; ++b)
-                q45k_lane_block<Five>(w + (size_t)r * wrb + (size_t)b * bytes, blocks[(size_t)((r - ra) * nb256 + b)]);
+                q45k_lane_block<Five, Conv>(w + (size_t)r * wrb + (size_t)b * bytes, blocks[(size_t)((r - ra) * nb256 + b)]);
         first = ra;
     };
     // offset 1: LaneBlock::off holds the tokens' chunk code sums s_j
     lanes_drive(ne0, r0, r1, act, arb, nt, y, ys, 1, false, prepare,
                 [&](auto g, int64_t r, const LaneBlock* lb, int ntok, float* yo) {
-                    q45k_row_lanes<decltype(g)::value, Five>(blocks.data() + (r - first) * nb256, nb256, lb, ntok, yo, ys);
+                    q45k_row_lanes<decltype(g)::value, Five, Conv>(blocks.data() + (r - first) * nb256, nb256, lb, ntok, yo, ys);
                 });
+}
+template <bool Five>
+void q45k_lanes_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
+                       size_t arb, int64_t nt, float* y, int64_t ys) {
+    if (nt >= kConvMinTokens) return q45k_lanes_mode<Five, true>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+    q45k_lanes_mode<Five, false>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
 }
 
 }  // namespace

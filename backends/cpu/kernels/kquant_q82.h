@@ -44,13 +44,20 @@ inline __m256i udot4(__m256i c, __m256i a) {
 
 inline __m256 round_half8(__m256 v) { return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)); }
 
-// Q4_K / Q5_K block header: D_j = d * sc_j and M_j = -dmin * m_j as 8 floats.
-inline void q45k_scales(const uint8_t* b, bool conv, __m256* D, __m256* M) {
+// Q4_K / Q5_K block header: the 6-bit scales sc_j and mins m_j as 8 floats each.
+inline void q45k_scale_codes(const uint8_t* b, __m256* sc8, __m256* m8) {
     const uint32_t u0 = rd_u32(b + 4), u1 = rd_u32(b + 8), u2 = rd_u32(b + 12);
     const uint64_t sc = (u0 & 0x3f3f3f3fu) | (uint64_t)((u2 & 0x0f0f0f0fu) | ((u0 >> 2) & 0x30303030u)) << 32;
     const uint64_t mn = (u1 & 0x3f3f3f3fu) | (uint64_t)(((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 2) & 0x30303030u)) << 32;
-    *D = _mm256_mul_ps(_mm256_set1_ps(hf(b)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)sc))));
-    *M = _mm256_mul_ps(_mm256_set1_ps(-hf(b + 2)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)mn))));
+    *sc8 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)sc)));
+    *m8 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)mn)));
+}
+// D_j = d * sc_j and M_j = -dmin * m_j as 8 floats.
+inline void q45k_scales(const uint8_t* b, bool conv, __m256* D, __m256* M) {
+    __m256 sc8, m8;
+    q45k_scale_codes(b, &sc8, &m8);
+    *D = _mm256_mul_ps(_mm256_set1_ps(hf(b)), sc8);
+    *M = _mm256_mul_ps(_mm256_set1_ps(-hf(b + 2)), m8);
     if (conv) {
         *D = round_half8(*D);
         *M = round_half8(*M);
