@@ -50,7 +50,7 @@ const std::vector<TypeCase>& cases() {
 }
 
 constexpr int64_t kConvTokens = 32;  // batches this large take the re-encoded path
-constexpr int64_t kLanesTokens = 8;  // AVX2 Q4_K / Q5_K batches this large: eight tokens per register
+constexpr int64_t kLanesTokens = 16;  // AVX2 Q4_K / Q5_K batches this large: eight tokens per register
 
 bool is_q82(uint32_t id) { return id == T_Q4_K || id == T_Q5_K || id == T_Q6_K; }
 bool is_sat(uint32_t id) {

@@ -1,5 +1,5 @@
-// The scalar decoder: the AVX-512 kernel flags without VBMI, which grid_int.h's vector pass needs,
-// and without BMI2, which the AVX2 build's pass needs.
+// The scalar decoder: baseline flags, without VBMI, which grid_int.h's vector pass needs, and
+// without BMI2, which the AVX2 build's pass needs (and runnable on any x86-64 CPU).
 #if defined(__AVX512VBMI__) || defined(__BMI2__)
 #error "compile without VBMI and BMI2"
 #endif

@@ -8,7 +8,7 @@
 
 namespace ikllm::cpu {
 // Fewest tokens of a call for the lanes kernels (fewer: kquant_q82.h's tiles).
-inline constexpr int64_t kQ45KLanesMinTokens = 8;
+inline constexpr int64_t kQ45KLanesMinTokens = 16;  // kInvariantTokens + 1 (matmul_rows.h)
 void q4k_lanes_matmul_avx2(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
                            size_t arb, int64_t nt, float* y, int64_t ys);
 void q5k_lanes_matmul_avx2(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
