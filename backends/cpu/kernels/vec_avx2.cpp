@@ -50,16 +50,23 @@ float exp_shift_sum(float* s, int64_t n, float m) {
         _mm256_storeu_ps(s + i, e);
         acc = _mm256_add_ps(acc, e);
     }
+    // The tail in its lanes too (masked cells after it add zeros): element i always lands in lane
+    // i % 8, so a tile's sum does not depend on how many masked cells follow it (a token alone
+    // or in a batch, cpu_attention_chunks_test).
+    if (i < n) {
+        alignas(32) float t[8];
+        for (int j = 0; j < 8; ++j) t[j] = i + j < n ? s[i + j] : -std::numeric_limits<float>::infinity();
+        const __m256 x = _mm256_load_ps(t);
+        const __m256 e = _mm256_andnot_ps(_mm256_cmp_ps(x, ninf, _CMP_EQ_OQ), exp_approx<Avx2Ops>(_mm256_sub_ps(x, vm)));
+        _mm256_store_ps(t, e);
+        for (int j = 0; i + j < n; ++j) s[i + j] = t[j];
+        acc = _mm256_add_ps(acc, e);
+    }
     __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
     h = _mm_add_ps(h, _mm_movehl_ps(h, h));
     h = _mm_add_ss(h, _mm_movehdup_ps(h));
-    float sum = _mm_cvtss_f32(h);
-    for (; i < n; ++i) {
-        s[i] = s[i] == -std::numeric_limits<float>::infinity() ? 0.0f : exp_approx<ScalarExpOps>(s[i] - m);
-        sum += s[i];
-    }
     _mm256_zeroupper();
-    return sum;
+    return _mm_cvtss_f32(h);
 }
 
 // Lanes 0-3 and 4-7 of the scalar table's eight double sums in two accumulators (the products

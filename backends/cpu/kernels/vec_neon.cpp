@@ -59,14 +59,19 @@ float exp_shift_sum(float* s, int64_t n, float m) {
         lo = vaddq_f32(lo, e0);
         hi = vaddq_f32(hi, e1);
     }
+    if (i < n) {  // the tail in its lanes, -inf after it (AVX2's order: see vec_avx2.cpp)
+        float t[8];
+        for (int j = 0; j < 8; ++j) t[j] = i + j < n ? s[i + j] : -std::numeric_limits<float>::infinity();
+        const float32x4_t e0 = exp_shifted(t, vm), e1 = exp_shifted(t + 4, vm);
+        vst1q_f32(t, e0);
+        vst1q_f32(t + 4, e1);
+        for (int j = 0; i + j < n; ++j) s[i + j] = t[j];
+        lo = vaddq_f32(lo, e0);
+        hi = vaddq_f32(hi, e1);
+    }
     const float32x4_t h = vaddq_f32(lo, hi);
     const float32x2_t p = vadd_f32(vget_low_f32(h), vget_high_f32(h));
-    float sum = vget_lane_f32(p, 0) + vget_lane_f32(p, 1);
-    for (; i < n; ++i) {
-        s[i] = s[i] == -std::numeric_limits<float>::infinity() ? 0.0f : exp_approx<ScalarExpOps>(s[i] - m);
-        sum += s[i];
-    }
-    return sum;
+    return vget_lane_f32(p, 0) + vget_lane_f32(p, 1);
 }
 
 // The scalar table's eight double sums (element i into lane i % 8) in four 2-lane accumulators;

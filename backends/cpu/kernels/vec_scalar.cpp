@@ -27,13 +27,11 @@ float exp_shift_sum(float* s, int64_t n, float m) {
     auto e = [&](int64_t i) {
         return s[i] = s[i] == -std::numeric_limits<float>::infinity() ? 0.0f : exp_approx<ScalarExpOps>(s[i] - m);
     };
+    // element i in lane i % 8, the tail too (as the SIMD tables): the sum does not depend on
+    // masked cells after the last visible one
     float lane[8] = {};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; ++j) lane[j] += e(i + j);
-    float sum = fold8(lane);
-    for (; i < n; ++i) sum += e(i);
-    return sum;
+    for (int64_t i = 0; i < n; ++i) lane[i & 7] += e(i);
+    return fold8(lane);
 }
 
 void rms_norm(const float* x, const float* gain, float* y, int64_t n, float eps) {
