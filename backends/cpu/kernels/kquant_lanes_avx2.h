@@ -139,5 +139,21 @@ void q45k_lanes_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, in
 }
 
 }  // namespace
+
+// The entry points of kquant_lanes.h, named for the including file's ISA.
+#ifdef __AVXVNNI__
+#define IKLLM_Q45K_LANES_FN(name) name##_avxvnni
+#else
+#define IKLLM_Q45K_LANES_FN(name) name##_avx2
+#endif
+void IKLLM_Q45K_LANES_FN(q4k_lanes_matmul)(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1,
+                                           const uint8_t* act, size_t arb, int64_t nt, float* y, int64_t ys) {
+    q45k_lanes_matmul<false>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+}
+void IKLLM_Q45K_LANES_FN(q5k_lanes_matmul)(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1,
+                                           const uint8_t* act, size_t arb, int64_t nt, float* y, int64_t ys) {
+    q45k_lanes_matmul<true>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+}
+#undef IKLLM_Q45K_LANES_FN
 }  // namespace ikllm::cpu
 #endif
