@@ -50,7 +50,7 @@ const std::vector<TypeCase>& cases() {
 }
 
 constexpr int64_t kConvTokens = 32;  // batches this large take the re-encoded path
-constexpr int64_t kLanesTokens = 16;  // AVX2 Q4_K / Q5_K batches this large: eight tokens per register
+constexpr int64_t kLanesTokens = 16;  // AVX2 Q4_K / Q5_K / Q6_K batches this large: eight tokens per register
 
 bool is_q82(uint32_t id) { return id == T_Q4_K || id == T_Q5_K || id == T_Q6_K; }
 bool is_sat(uint32_t id) {
@@ -429,9 +429,11 @@ void check_type(const TypeCase& tc, bool random_bytes) {
                                                                         << " t=" << t << " nt=" << s.nt;
                             continue;
                         }
-                        // Q4_K / Q5_K batches on AVX2: eight tokens per register, each lane in the
-                        // scalar kernel's operations of either mode (kquant_lanes_avx2.h): the same bits.
-                        if (isa == Isa::avx2 && s.nt >= kLanesTokens && is_conv45(tc.id)) {
+                        // Q4_K / Q5_K batches (Q6_K below its re-encoding) on AVX2: eight tokens per
+                        // register, each lane in the scalar kernel's operations (kquant_lanes_avx2.h):
+                        // the same bits.
+                        if (isa == Isa::avx2 && s.nt >= kLanesTokens &&
+                            (is_conv45(tc.id) || (tc.id == T_Q6_K && s.nt < kConv6Tokens))) {
                             ASSERT_EQ(f32_to_bits(sb), f32_to_bits(sa)) << tc.name << " avx2 lanes ne0=" << s.ne0
                                                                         << " r=" << r << " t=" << t << " nt=" << s.nt;
                             continue;

@@ -41,7 +41,8 @@ void q45k_matmul_avx2(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int
     q82_matmul_or_rows1<Q45KAvx2<Five>, 4>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
 }
 
-// Q6_K: prompt batches re-encoded to 8 bits per 32 (kquant_q6k_conv.h), smaller ones direct.
+// Q6_K: prompt batches re-encoded to 8 bits per 32 (kquant_q6k_conv.h), from 16 tokens eight
+// tokens per register in the direct mode (kquant_lanes.h), smaller ones in tiles.
 void q6k_matmul_avx2(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
                      size_t arb, int64_t nt, float* y, int64_t ys) {
     if (nt >= kQ6ConvMinTokens) {
@@ -50,6 +51,13 @@ void q6k_matmul_avx2(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int6
         return lanes_matmul(rows, ne0, r0, r1, act, arb, nt, y, ys);
 #else
         return q6k_conv_matmul_portable(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+#endif
+    }
+    if (nt >= kQ45KLanesMinTokens) {
+#ifdef __AVXVNNI__
+        return q6k_lanes_matmul_avxvnni(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+#else
+        return q6k_lanes_matmul_avx2(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
 #endif
     }
     q82_matmul_or_rows1<Q6KAvx2, 4>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);

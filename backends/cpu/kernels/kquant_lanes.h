@@ -1,4 +1,4 @@
-// Q4_K / Q5_K prompt batches with eight tokens per register (kquant_lanes_avx2.h): compiled once
+// Q4_K / Q5_K / Q6_K prompt batches with eight tokens per register (kquant_lanes_avx2.h): compiled once
 // with AVX2 (kquant_lanes_avx2.cpp) and once with AVX2 + AVX-VNNI (kquant_lanes_avxvnni.cpp), in
 // files of their own so that no implicit fused multiply-add moves their bits off the scalar
 // kernel's (CMakeLists.txt compiles them with -ffp-contract=off). Called by the AVX2 kernel
@@ -16,5 +16,10 @@ void q5k_lanes_matmul_avx2(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0
 void q4k_lanes_matmul_avxvnni(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
                               size_t arb, int64_t nt, float* y, int64_t ys);
 void q5k_lanes_matmul_avxvnni(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
+                              size_t arb, int64_t nt, float* y, int64_t ys);
+// Q6_K, kQ45KLanesMinTokens .. kQ6ConvMinTokens - 1 tokens (the scalar kernel's direct mode).
+void q6k_lanes_matmul_avx2(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
+                           size_t arb, int64_t nt, float* y, int64_t ys);
+void q6k_lanes_matmul_avxvnni(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
                               size_t arb, int64_t nt, float* y, int64_t ys);
 }  // namespace ikllm::cpu

@@ -138,6 +138,113 @@ void q45k_lanes_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, in
     q45k_lanes_mode<Five, false>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
 }
 
+// ---- Q6_K below its re-encoding threshold (16 .. kQ6ConvMinTokens - 1 tokens) --------------------
+// The scalar kernel's direct mode (KQ6K: v = q in 0..63, a scale per 16, correction -32 * sc):
+// per chunk j, isum = sum_h sc_h * sum v a and icorr = -32 * sum_h sc_h * s16_h (the halves' code
+// sums), acc += d_j * (d * isum + d * icorr). The int16 steps: pair sums reach 2 * 63 * 127, so
+// two steps before each madd, which multiplies by the half's scale at once.
+struct alignas(32) Q6KLaneBlock {
+    uint32_t q[64];  // the 256 codes 0..63, chunk j at bytes 32 j
+    int16_t sc[16];  // the scales of the 16-weight halves
+    float d;
+};
+
+inline void q6k_lane_block(const uint8_t* x, Q6KLaneBlock& o) {
+    const __m256i m30 = _mm256_set1_epi8(0x30);
+    for (int c = 0; c < 2; ++c) {
+        const __m256i ql0 = ld256(x + 64 * c), ql1 = ld256(x + 64 * c + 32), qh = ld256(x + 128 + 32 * c);
+        __m256i* out = reinterpret_cast<__m256i*>(o.q + 32 * c);
+        _mm256_store_si256(out, _mm256_or_si256(nib_lo(ql0), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30)));
+        _mm256_store_si256(out + 1, _mm256_or_si256(nib_lo(ql1), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30)));
+        _mm256_store_si256(out + 2, _mm256_or_si256(nib_hi(ql0), _mm256_and_si256(qh, m30)));
+        _mm256_store_si256(out + 3, _mm256_or_si256(nib_hi(ql1), _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30)));
+    }
+    _mm256_store_si256(reinterpret_cast<__m256i*>(o.sc), _mm256_cvtepi8_epi16(ld128(x + 192)));
+    o.d = hf(x + 208);
+}
+
+// The tokens' code sums of each 16-weight half: per group and chunk one dword per token, the
+// first half's sum in its low int16, the second's in its high one (from the transposed codes:
+// steps 0-3 are the first half).
+inline void lane_half_sums(const LaneBlock* lb, int64_t n, __m256i* out) {
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    for (int64_t i = 0; i < n; ++i) {
+        __m256i h[2];
+        for (int k = 0; k < 2; ++k) {
+            __m256i p = _mm256_setzero_si256();
+            for (int st = 4 * k; st < 4 * k + 4; ++st)
+                p = _mm256_add_epi16(p, _mm256_maddubs_epi16(ones8, _mm256_load_si256(reinterpret_cast<const __m256i*>(lb[i].q[st]))));
+            h[k] = _mm256_madd_epi16(p, ones16);  // (no bias: the codes as they are)
+        }
+        out[i] = _mm256_or_si256(_mm256_and_si256(h[0], _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(h[1], 16));
+    }
+}
+
+template <int G>
+void q6k_row_lanes(const Q6KLaneBlock* wb, int64_t nb256, const LaneBlock* lb, const __m256i* hs, int ntok, float* y,
+                   int64_t ys) {
+    const int64_t nb32 = nb256 * 8;
+    __m256 acc[G];
+    for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb256; ++b) {
+        const Q6KLaneBlock& w = wb[b];
+        const __m256 d = _mm256_set1_ps(w.d);
+        for (int j = 0; j < 8; ++j) {
+            const int64_t ib = 8 * b + j;
+            const uint32_t* wq = w.q + 8 * j;
+            __m256i isum[G];
+            for (int g = 0; g < G; ++g) isum[g] = _mm256_setzero_si256();
+            for (int s0 = 0; s0 < 8; s0 += 2) {
+                const __m256i sc = _mm256_set1_epi16(w.sc[2 * j + s0 / 4]);
+                const __m256i c0 = _mm256_set1_epi32((int)wq[s0]), c1 = _mm256_set1_epi32((int)wq[s0 + 1]);
+                for (int g = 0; g < G; ++g) {
+                    const LaneBlock& B = lb[g * nb32 + ib];
+                    const __m256i p =
+                        _mm256_add_epi16(_mm256_maddubs_epi16(c0, _mm256_load_si256(reinterpret_cast<const __m256i*>(B.q[s0]))),
+                                         _mm256_maddubs_epi16(c1, _mm256_load_si256(reinterpret_cast<const __m256i*>(B.q[s0 + 1]))));
+                    isum[g] = _mm256_add_epi32(isum[g], _mm256_madd_epi16(p, sc));
+                }
+            }
+            const __m256i scp = _mm256_set1_epi32((int)(((uint32_t)(uint16_t)w.sc[2 * j + 1] << 16) | (uint16_t)w.sc[2 * j]));
+            for (int g = 0; g < G; ++g) {
+                const __m256i c = _mm256_madd_epi16(_mm256_load_si256(hs + g * nb32 + ib), scp);
+                const __m256i icorr = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(c, 5));
+                const __m256 v = _mm256_add_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[g])), _mm256_mul_ps(d, _mm256_cvtepi32_ps(icorr)));
+                acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(_mm256_load_ps(lb[g * nb32 + ib].da), v));
+            }
+        }
+    }
+    for (int g = 0; g < G; ++g) {
+        alignas(32) float out[8];
+        _mm256_store_ps(out, acc[g]);
+        for (int l = 0; l < 8 && 8 * g + l < ntok; ++l) y[(8 * g + l) * ys] = out[l];
+    }
+}
+
+inline void q6k_lanes_direct(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
+                             size_t arb, int64_t nt, float* y, int64_t ys) {
+    const int64_t nb256 = ne0 / 256, nb32 = ne0 / 32;
+    std::vector<Q6KLaneBlock> blocks;
+    std::vector<__m256i> hs((size_t)(((nt + 7) / 8) * nb32));  // lane_half_sums of every group
+    const LaneBlock* lanes = nullptr;                           // group 0 (the first tile's)
+    int64_t first = 0;
+    auto prepare = [&](int64_t ra, int64_t rb) {
+        blocks.resize((size_t)((rb - ra) * nb256));
+        for (int64_t r = ra; r < rb; ++r)
+            for (int64_t b = 0; b < nb256; ++b)
+                q6k_lane_block(w + (size_t)r * wrb + (size_t)b * 210, blocks[(size_t)((r - ra) * nb256 + b)]);
+        first = ra;
+    };
+    lanes_drive(ne0, r0, r1, act, arb, nt, y, ys, 1, false, prepare,
+                [&](auto g, int64_t r, const LaneBlock* lb, int ntok, float* yo) {
+                    constexpr int G = decltype(g)::value;
+                    if (!lanes) lanes = lb;
+                    __m256i* h = hs.data() + (lb - lanes);  // (lanes and sums: nb32 per group)
+                    if (r == r0) lane_half_sums(lb, G * nb32, h);  // the first row meets every group
+                    q6k_row_lanes<G>(blocks.data() + (r - first) * nb256, nb256, lb, h, ntok, yo, ys);
+                });
+}
+
 }  // namespace
 
 // The entry points of kquant_lanes.h, named for the including file's ISA.
@@ -153,6 +260,10 @@ void IKLLM_Q45K_LANES_FN(q4k_lanes_matmul)(const uint8_t* w, size_t wrb, int64_t
 void IKLLM_Q45K_LANES_FN(q5k_lanes_matmul)(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1,
                                            const uint8_t* act, size_t arb, int64_t nt, float* y, int64_t ys) {
     q45k_lanes_matmul<true>(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
+}
+void IKLLM_Q45K_LANES_FN(q6k_lanes_matmul)(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1,
+                                           const uint8_t* act, size_t arb, int64_t nt, float* y, int64_t ys) {
+    q6k_lanes_direct(w, wrb, ne0, r0, r1, act, arb, nt, y, ys);
 }
 #undef IKLLM_Q45K_LANES_FN
 }  // namespace ikllm::cpu
