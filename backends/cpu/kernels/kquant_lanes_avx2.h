@@ -51,17 +51,36 @@ void q45k_lane_block(const uint8_t* x, Q45KLaneBlock& o) {
 template <bool Five>
 constexpr int q45k_lane_steps() { return Five ? 4 : 8; }
 
-// One row (nb256 prepared blocks) against G lane groups of 8 tokens (nb32 chunks per group).
+// Rows [0, nrows) (nrows <= kLaneRowChunk) against G lane groups, block by block across the rows,
+// so that a block's activations (G x 8 chunks) stay in L1 while every row passes (about 10 % over
+// row after row); the rows' sums wait in `sums` between blocks. block(r, b, acc) adds row r's
+// 256-weight block b to acc[G]; the results go to y[t * ys + r].
+template <int G, class Block>
+void lanes_rows_by_block(int nrows, int64_t nb256, int ntok, float* y, int64_t ys, Block&& block) {
+    alignas(32) float sums[kLaneRowChunk][G][8] = {};
+    for (int64_t b = 0; b < nb256; ++b)
+        for (int r = 0; r < nrows; ++r) {
+            __m256 acc[G];
+            for (int g = 0; g < G; ++g) acc[g] = _mm256_load_ps(sums[r][g]);
+            block(r, b, acc);
+            for (int g = 0; g < G; ++g) _mm256_store_ps(sums[r][g], acc[g]);
+        }
+    for (int r = 0; r < nrows; ++r)
+        for (int g = 0; g < G; ++g)
+            for (int l = 0; l < 8 && 8 * g + l < ntok; ++l) y[(8 * g + l) * ys + r] = sums[r][g][l];
+}
+
+// Rows [0, nrows) (nb256 prepared blocks each, row after row) against G lane groups of 8 tokens
+// (nb32 chunks per group), into y[t * ys + r], block by block (lanes_rows_by_block).
 // Conv (kConvMinTokens tokens or more): acc += d_j * (D_j * dot + M_j * s_j); direct: acc += d_j *
 // (d * (sc_j * dot) + (-dmin) * (m_j * s_j)), where sc_j * dot and m_j * s_j are the scalar
 // kernel's exact integer sums (below 2^24, so exact as float products too).
 template <int G, bool Five, bool Conv>
-void q45k_row_lanes(const Q45KLaneBlock* wb, int64_t nb256, const LaneBlock* lb, int ntok, float* y, int64_t ys) {
+void q45k_rows_lanes(const Q45KLaneBlock* wb, int nrows, int64_t nb256, const LaneBlock* lb, int ntok, float* y,
+                     int64_t ys) {
     const int64_t nb32 = nb256 * 8;
-    __m256 acc[G];
-    for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb256; ++b) {
-        const Q45KLaneBlock& w = wb[b];
+    lanes_rows_by_block<G>(nrows, nb256, ntok, y, ys, [&](int r, int64_t b, __m256* acc) {
+        const Q45KLaneBlock& w = wb[r * nb256 + b];
         for (int j = 0; j < 8; ++j) {
             const int64_t ib = 8 * b + j;
             const uint32_t* wq = w.q + 8 * j;
@@ -90,23 +109,18 @@ void q45k_row_lanes(const Q45KLaneBlock* wb, int64_t nb256, const LaneBlock* lb,
             const __m256 D = _mm256_set1_ps(w.D[j]), M = _mm256_set1_ps(w.M[j]);
             for (int g = 0; g < G; ++g) {
                 const LaneBlock& B = lb[g * nb32 + ib];
-                const __m256 sums = _mm256_cvtepi32_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(B.off)));
+                const __m256 s = _mm256_cvtepi32_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(B.off)));
                 __m256 v;
                 if constexpr (Conv) {
-                    v = _mm256_add_ps(_mm256_mul_ps(D, _mm256_cvtepi32_ps(dot[g])), _mm256_mul_ps(M, sums));
+                    v = _mm256_add_ps(_mm256_mul_ps(D, _mm256_cvtepi32_ps(dot[g])), _mm256_mul_ps(M, s));
                 } else {
-                    const __m256 isum = _mm256_mul_ps(D, _mm256_cvtepi32_ps(dot[g])), icorr = _mm256_mul_ps(M, sums);
+                    const __m256 isum = _mm256_mul_ps(D, _mm256_cvtepi32_ps(dot[g])), icorr = _mm256_mul_ps(M, s);
                     v = _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(w.dw), isum), _mm256_mul_ps(_mm256_set1_ps(w.dc), icorr));
                 }
                 acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(_mm256_load_ps(B.da), v));
             }
         }
-    }
-    for (int g = 0; g < G; ++g) {
-        alignas(32) float out[8];
-        _mm256_store_ps(out, acc[g]);
-        for (int l = 0; l < 8 && 8 * g + l < ntok; ++l) y[(8 * g + l) * ys] = out[l];
-    }
+    });
 }
 
 // Rows r0..r1 against nt Q8_2_X4 activation rows (kQ45KLanesMinTokens or more), in the scalar
@@ -127,8 +141,9 @@ void q45k_lanes_mode(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int6
     };
     // offset 1: LaneBlock::off holds the tokens' chunk code sums s_j
     lanes_drive(ne0, r0, r1, act, arb, nt, y, ys, 1, false, prepare,
-                [&](auto g, int64_t r, const LaneBlock* lb, int ntok, float* yo) {
-                    q45k_row_lanes<decltype(g)::value, Five, Conv>(blocks.data() + (r - first) * nb256, nb256, lb, ntok, yo, ys);
+                [&](auto g, int64_t ra, int64_t rb, const LaneBlock* lb, int ntok, float* yo) {
+                    q45k_rows_lanes<decltype(g)::value, Five, Conv>(blocks.data() + (ra - first) * nb256, (int)(rb - ra), nb256,
+                                                                   lb, ntok, yo + ra, ys);
                 });
 }
 template <bool Five>
@@ -180,14 +195,13 @@ inline void lane_half_sums(const LaneBlock* lb, int64_t n, __m256i* out) {
     }
 }
 
+// Rows [0, nrows) against G lane groups, block by block across the rows (as q45k_rows_lanes).
 template <int G>
-void q6k_row_lanes(const Q6KLaneBlock* wb, int64_t nb256, const LaneBlock* lb, const __m256i* hs, int ntok, float* y,
-                   int64_t ys) {
+void q6k_rows_lanes(const Q6KLaneBlock* wb, int nrows, int64_t nb256, const LaneBlock* lb, const __m256i* hs, int ntok,
+                    float* y, int64_t ys) {
     const int64_t nb32 = nb256 * 8;
-    __m256 acc[G];
-    for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb256; ++b) {
-        const Q6KLaneBlock& w = wb[b];
+    lanes_rows_by_block<G>(nrows, nb256, ntok, y, ys, [&](int r, int64_t b, __m256* acc) {
+        const Q6KLaneBlock& w = wb[r * nb256 + b];
         const __m256 d = _mm256_set1_ps(w.d);
         for (int j = 0; j < 8; ++j) {
             const int64_t ib = 8 * b + j;
@@ -199,9 +213,9 @@ void q6k_row_lanes(const Q6KLaneBlock* wb, int64_t nb256, const LaneBlock* lb, c
                 const __m256i c0 = _mm256_set1_epi32((int)wq[s0]), c1 = _mm256_set1_epi32((int)wq[s0 + 1]);
                 for (int g = 0; g < G; ++g) {
                     const LaneBlock& B = lb[g * nb32 + ib];
-                    const __m256i p =
-                        _mm256_add_epi16(_mm256_maddubs_epi16(c0, _mm256_load_si256(reinterpret_cast<const __m256i*>(B.q[s0]))),
-                                         _mm256_maddubs_epi16(c1, _mm256_load_si256(reinterpret_cast<const __m256i*>(B.q[s0 + 1]))));
+                    const __m256i p = _mm256_add_epi16(
+                        _mm256_maddubs_epi16(c0, _mm256_load_si256(reinterpret_cast<const __m256i*>(B.q[s0]))),
+                        _mm256_maddubs_epi16(c1, _mm256_load_si256(reinterpret_cast<const __m256i*>(B.q[s0 + 1]))));
                     isum[g] = _mm256_add_epi32(isum[g], _mm256_madd_epi16(p, sc));
                 }
             }
@@ -209,16 +223,12 @@ void q6k_row_lanes(const Q6KLaneBlock* wb, int64_t nb256, const LaneBlock* lb, c
             for (int g = 0; g < G; ++g) {
                 const __m256i c = _mm256_madd_epi16(_mm256_load_si256(hs + g * nb32 + ib), scp);
                 const __m256i icorr = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(c, 5));
-                const __m256 v = _mm256_add_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[g])), _mm256_mul_ps(d, _mm256_cvtepi32_ps(icorr)));
+                const __m256 v =
+                    _mm256_add_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[g])), _mm256_mul_ps(d, _mm256_cvtepi32_ps(icorr)));
                 acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(_mm256_load_ps(lb[g * nb32 + ib].da), v));
             }
         }
-    }
-    for (int g = 0; g < G; ++g) {
-        alignas(32) float out[8];
-        _mm256_store_ps(out, acc[g]);
-        for (int l = 0; l < 8 && 8 * g + l < ntok; ++l) y[(8 * g + l) * ys] = out[l];
-    }
+    });
 }
 
 inline void q6k_lanes_direct(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act,
@@ -236,12 +246,12 @@ inline void q6k_lanes_direct(const uint8_t* w, size_t wrb, int64_t ne0, int64_t 
         first = ra;
     };
     lanes_drive(ne0, r0, r1, act, arb, nt, y, ys, 1, false, prepare,
-                [&](auto g, int64_t r, const LaneBlock* lb, int ntok, float* yo) {
+                [&](auto g, int64_t ra, int64_t rb, const LaneBlock* lb, int ntok, float* yo) {
                     constexpr int G = decltype(g)::value;
                     if (!lanes) lanes = lb;
                     __m256i* h = hs.data() + (lb - lanes);  // (lanes and sums: nb32 per group)
-                    if (r == r0) lane_half_sums(lb, G * nb32, h);  // the first row meets every group
-                    q6k_row_lanes<G>(blocks.data() + (r - first) * nb256, nb256, lb, h, ntok, yo, ys);
+                    if (ra == r0) lane_half_sums(lb, G * nb32, h);  // the first row chunk meets every group
+                    q6k_rows_lanes<G>(blocks.data() + (ra - first) * nb256, (int)(rb - ra), nb256, lb, h, ntok, yo + ra, ys);
                 });
 }
 

@@ -180,15 +180,16 @@ void row_tile_lanes(const W& wrow, int64_t nb, const LaneBlock* lb, int ntok, fl
     }
 }
 
-// Rows r0..r1 against nt tokens in lane groups (build_lanes with offset and biased), chunks of 16
-// rows: prepare(ra, rb) readies rows [ra, rb) (Q6_K and the K-quants convert them), then each
-// chunk's weights stay in cache while every token group streams past:
-// tile(std::integral_constant<int, G>{}, r, lanes of G groups, ntok, y of the group's first token)
-// for G = 2 groups (G = 1 for a last odd one).
+// Rows r0..r1 against nt tokens in lane groups (build_lanes with offset and biased), chunks of
+// kLaneRowChunk rows: prepare(ra, rb) readies rows [ra, rb) (Q6_K and the K-quants convert them),
+// then each chunk's weights stay in cache while every token group streams past:
+// tile(std::integral_constant<int, G>{}, ra, rb, lanes of G groups, ntok, y of the groups' first
+// token) for G = 2 groups (G = 1 for a last odd one) computes rows [ra, rb) into y[t * ys + r].
+inline constexpr int64_t kLaneRowChunk = 16;
 template <class Prepare, class Tile>
 void lanes_drive(int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb, int64_t nt, float* y, int64_t ys,
                  int32_t offset, bool biased, Prepare&& prepare, Tile&& tile) {
-    constexpr int64_t kRowChunk = 16;
+    constexpr int64_t kRowChunk = kLaneRowChunk;
     const int64_t nb = ne0 / 32, ngr = (nt + 7) / 8;
     std::vector<LaneBlock> lanes((size_t)std::max<int64_t>(1, ngr * nb));
     build_lanes(act, arb, ne0, nt, offset, lanes.data(), biased);
@@ -198,11 +199,9 @@ void lanes_drive(int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t
         for (int64_t gr = 0; gr < ngr; gr += 2) {
             const int gg = (int)std::min<int64_t>(2, ngr - gr);
             const int ntok = (int)std::min<int64_t>(8 * gg, nt - 8 * gr);
-            for (int64_t r = rc; r < re; ++r) {
-                float* yo = y + 8 * gr * ys + r;
-                if (gg == 2) tile(std::integral_constant<int, 2>{}, r, lanes.data() + gr * nb, ntok, yo);
-                else tile(std::integral_constant<int, 1>{}, r, lanes.data() + gr * nb, ntok, yo);
-            }
+            float* yo = y + 8 * gr * ys;
+            if (gg == 2) tile(std::integral_constant<int, 2>{}, rc, re, lanes.data() + gr * nb, ntok, yo);
+            else tile(std::integral_constant<int, 1>{}, rc, re, lanes.data() + gr * nb, ntok, yo);
         }
     }
 }
@@ -215,8 +214,8 @@ void lanes_matmul(Rows& rows, int64_t ne0, int64_t r0, int64_t r1, const uint8_t
     lanes_drive(
         ne0, r0, r1, act, arb, nt, y, ys, lane_offset<decltype(rows.row(r0))>(), kLaneCodesBiased,
         [&](int64_t ra, int64_t rb) { rows.prepare(ra, rb); },
-        [&](auto g, int64_t r, const LaneBlock* lb, int ntok, float* yo) {
-            row_tile_lanes<decltype(g)::value>(rows.row(r), nb, lb, ntok, yo, ys);
+        [&](auto g, int64_t ra, int64_t rb, const LaneBlock* lb, int ntok, float* yo) {
+            for (int64_t r = ra; r < rb; ++r) row_tile_lanes<decltype(g)::value>(rows.row(r), nb, lb, ntok, yo + r, ys);
         });
 }
 
