@@ -478,3 +478,32 @@ TEST(QuantGtiKernelGrid, LargeBatchesReencodeTo8Bits) {
         }
       }
 }
+
+// BF16_R16 on AVX-512 runs two 16-row groups per pass (32 rows x 8 / 4 / 1 tokens) and a lone
+// group after them; every output keeps its own accumulator chain, so a call over 5 groups and 13
+// tokens must give, bit for bit, what one group and one token at a time give (a wrong group
+// offset, stride or token tail fails it).
+TEST(QuantGtiKernelBf16R16, GroupPairsMatchSingleGroupBits) {
+    const cpu::MatmulKernel* k = cpu::find_matmul_exact(T_BF16_R16, Isa::avx512);
+    if (!k || cpu::detected_isa() != Isa::avx512) GTEST_SKIP() << "no AVX-512 BF16_R16 kernel on this CPU";
+    const TypeTraits* t = find_type(T_BF16_R16);
+    ASSERT_NE(t, nullptr);
+    std::mt19937 rng(77);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    const int64_t ne0 = 320, groups = 5, nrows = 16 * groups, nt = 13;
+    const std::vector<uint8_t> w = random_weights(*t, ne0, nrows, rng);
+    const size_t wrb = row_bytes(*t, ne0), arb = k->act->row_bytes(ne0);
+    std::vector<float> x((size_t)(nt * ne0));
+    for (auto& v : x) v = nd(rng);
+    std::vector<uint8_t> act(arb * (size_t)nt);
+    for (int64_t i = 0; i < nt; ++i) k->act->encode_row(x.data() + i * ne0, act.data() + arb * i, ne0);
+    const int64_t ys = nrows + 5;
+    std::vector<float> all((size_t)(nt * ys), -1.0f), one((size_t)(nt * ys), -1.0f);
+    k->run(w.data(), wrb, ne0, 0, nrows, act.data(), arb, nt, all.data(), ys);
+    for (int64_t g = 0; g < groups; ++g)
+        for (int64_t i = 0; i < nt; ++i)
+            k->run(w.data(), wrb, ne0, 16 * g, 16 * (g + 1), act.data() + arb * i, arb, 1, one.data() + i * ys, ys);
+    for (int64_t i = 0; i < nt; ++i)
+        for (int64_t r = 0; r < nrows; ++r)
+            ASSERT_EQ(f32_to_bits(all[i * ys + r]), f32_to_bits(one[i * ys + r])) << "row " << r << " token " << i;
+}

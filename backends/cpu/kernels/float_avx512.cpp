@@ -60,20 +60,29 @@ void tile(const uint8_t* w, size_t wrb, const uint8_t* x, size_t xrb, int64_t ne
         for (int t = 0; t < T; ++t) y[t * ys + r] = (add ? y[t * ys + r] : 0.0f) + _mm512_reduce_add_ps(acc[r][t]);
 }
 
-// BF16 x BF16: 32 pairs per vdpbf16ps (products exact, summed in float32).
+// BF16 x BF16: 32 pairs per vdpbf16ps (products exact, summed in float32); full steps, then the
+// masked tail (with the mask made inside one loop, GCC stored every accumulator to the stack after
+// each product: a third of this rate).
 template <int R, int T>
 void tile_bf16(const uint8_t* w, size_t wrb, const uint8_t* x, size_t xrb, int64_t ne0, float* y, int64_t ys, bool add) {
     __m512 acc[R][T];
     for (int r = 0; r < R; ++r)
         for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
     const int64_t n32 = ne0 & ~(int64_t)31;
-    for (int64_t k = 0; k <= ne0 - 1; k += 32) {
+    for (int64_t k = 0; k < n32; k += 32) {
         __m512i xv[T];
-        const bool tail = k >= n32;
-        const __mmask32 m = tail ? (__mmask32)((1ull << (ne0 - k)) - 1) : (__mmask32)~0u;
-        for (int t = 0; t < T; ++t) xv[t] = _mm512_maskz_loadu_epi16(m, x + t * xrb + 2 * k);
+        for (int t = 0; t < T; ++t) xv[t] = _mm512_loadu_si512(x + t * xrb + 2 * k);
         for (int r = 0; r < R; ++r) {
-            const __m512i wv = _mm512_maskz_loadu_epi16(m, w + r * wrb + 2 * k);
+            const __m512i wv = _mm512_loadu_si512(w + r * wrb + 2 * k);
+            for (int t = 0; t < T; ++t) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], (__m512bh)wv, (__m512bh)xv[t]);
+        }
+    }
+    if (n32 < ne0) {
+        const __mmask32 m = (__mmask32)((1ull << (ne0 - n32)) - 1);
+        __m512i xv[T];
+        for (int t = 0; t < T; ++t) xv[t] = _mm512_maskz_loadu_epi16(m, x + t * xrb + 2 * n32);
+        for (int r = 0; r < R; ++r) {
+            const __m512i wv = _mm512_maskz_loadu_epi16(m, w + r * wrb + 2 * n32);
             for (int t = 0; t < T; ++t) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], (__m512bh)wv, (__m512bh)xv[t]);
         }
     }
