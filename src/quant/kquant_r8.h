@@ -1,4 +1,4 @@
-// ikllm's own run-time layouts of Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_K and IQ4_XS (docs/quant-r8.md): made by run-time repack,
+// ikllm's own run-time layouts of IQ2_K, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_K and IQ4_XS (docs/quant-r8.md): made by run-time repack,
 // never read from or written to files.
 // Q4_K_R8: 8 rows side by side, 1152 bytes per 256 columns (the 8 plain blocks' room), laid out so
 // that one 512-bit register holds two 32-weight sub-blocks of all 8 rows and the sub-block scales
@@ -425,6 +425,47 @@ static inline void q5k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) 
 
 namespace ikllm::quant {
 
+// IQ2_K_R8: ikllm's run-time layout of IQ2_K, 608 bytes per 256 columns of 8 rows (the 8 plain
+// blocks' room). Codes in Q2_K_R8's granules, so a register holds, per shift j, 4 columns of
+// sub-blocks 8n + 2j (lanes 0-7) and 8n + 2j + 1 (lanes 8-15) of the 8 rows:
+//   [0, 16)     d of rows 0-7 (fp16)          [16, 32)  extra (value-set bits) of rows 0-7 (u16)
+//   [32, 96)    the plain scale bytes (nibbles of sub-blocks 2p, 2p + 1): byte p of row r at 32 + 8p + r
+//   [96, 608)   codes: 64 bytes at 96 + 256n + 64g: plain qs bytes 32n + 4g.. of rows 0-7, then
+//               plain qs bytes 32n + 16 + 4g.. (n = 0, 1 the 128-weight halves, g = 0..3)
+inline constexpr int kIQ2KR8Bytes = 608;
+inline constexpr int kIQ2KBlockBytes = 76;
+
+static inline void iq2k_r8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
+    for (int r = 0; r < 8; ++r) {
+        const uint8_t* x = b[r];
+        std::memcpy(dst + 2 * r, x, 2);
+        std::memcpy(dst + 16 + 2 * r, x + 2, 2);
+        for (int p = 0; p < 8; ++p) dst[32 + 8 * p + r] = x[4 + p];
+        for (int n = 0; n < 2; ++n)
+            for (int g = 0; g < 4; ++g) {
+                std::memcpy(dst + 96 + 256 * n + 64 * g + 4 * r, x + 12 + 32 * n + 4 * g, 4);
+                std::memcpy(dst + 96 + 256 * n + 64 * g + 32 + 4 * r, x + 12 + 32 * n + 16 + 4 * g, 4);
+            }
+    }
+}
+static inline void iq2k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
+    for (int r = 0; r < 8; ++r) {
+        uint8_t* x = b[r];
+        std::memcpy(x, src + 2 * r, 2);
+        std::memcpy(x + 2, src + 16 + 2 * r, 2);
+        for (int p = 0; p < 8; ++p) x[4 + p] = src[32 + 8 * p + r];
+        for (int n = 0; n < 2; ++n)
+            for (int g = 0; g < 4; ++g) {
+                std::memcpy(x + 12 + 32 * n + 4 * g, src + 96 + 256 * n + 64 * g + 4 * r, 4);
+                std::memcpy(x + 12 + 32 * n + 16 + 4 * g, src + 96 + 256 * n + 64 * g + 32 + 4 * r, 4);
+            }
+    }
+}
+
+}  // namespace ikllm::quant
+
+namespace ikllm::quant {
+
 // Per 256 columns: 8 plain blocks <-> one group block.
 using R8PackBlockFn = void (*)(const uint8_t* const b[8], uint8_t* dst);
 using R8UnpackBlockFn = void (*)(const uint8_t* src, uint8_t* const b[8]);
@@ -446,5 +487,6 @@ static constexpr R8UnpackGroupFn iq4xs_x8_unpack_group = r8_unpack_group<kIQ4XSB
 static constexpr R8UnpackGroupFn q2k_r8_unpack_group = r8_unpack_group<kQ2KBlockBytes, kQ2KR8Bytes, q2k_r8_unpack_block>;
 static constexpr R8UnpackGroupFn q3k_r8_unpack_group = r8_unpack_group<kQ3KBlockBytes, kQ3KR8Bytes, q3k_r8_unpack_block>;
 static constexpr R8UnpackGroupFn q5k_r8_unpack_group = r8_unpack_group<kQ5KBlockBytes, kQ5KR8Bytes, q5k_r8_unpack_block>;
+static constexpr R8UnpackGroupFn iq2k_r8_unpack_group = r8_unpack_group<kIQ2KBlockBytes, kIQ2KR8Bytes, iq2k_r8_unpack_block>;
 
 }  // namespace ikllm::quant

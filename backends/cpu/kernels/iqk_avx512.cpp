@@ -17,6 +17,7 @@ KernelTable iqk_kernels_avx512() {
         K_NIB(ZIq4Ks), K_ENTRY(ZIq5Ks), K_ENTRY(ZIq2Ks), K_ENTRY(ZIq3Ks),
         K_ENTRY(SIq4Kss), K_ENTRY(ZIq2Kl),
         {quant::T_IQ4_K_R8, Isa::avx512, simd_act_q8_k(), iq4r8_matmul<Iq4KR8Tiles, iq4kr8_unpack_group_fast, simd_matmul_nib<ZIq4K, ZIq4KNib, Avx512Tile, 8>>, true},
+        {quant::T_IQ2_K_R8, Isa::avx512, simd_act_q8_k(), iq4r8_matmul<Iq2KR8Tiles, iq2kr8_unpack_group_fast, simd_matmul<ZIq2K, Avx512Tile, 8>>, true},
         {quant::T_Q2_K_R8, Isa::avx512, simd_act_q8_k(), iq4r8_matmul<Q2KR8Tiles, q2kr8_unpack_group_fast, simd_matmul<SQ2K, Avx512Tile, 8>>, true},
         {quant::T_Q3_K_R8, Isa::avx512, simd_act_q8_k(), iq4r8_matmul<Q3KR8Tiles, q3kr8_unpack_group_fast, simd_matmul<SQ3K, Avx512Tile, 8>>, true},
         {quant::T_IQ4_XS_X8, Isa::avx512, simd_act_q8_k(), iq4r8_matmul<Iq4XsX8Tiles, iq4xsx8_unpack_group_fast, simd_matmul_nib<ZIq4Xs, ZIq4XsNib, Avx512Tile, 8>>, true},

@@ -452,11 +452,100 @@ inline void q3kr8_unpack_group_fast(const uint8_t* group, uint8_t* rows, size_t 
     }
 }
 
+// ---- IQ2_K_R8 ----------------------------------------------------------------------------------
+// The plain IQ2_K kernel's integers per 256 weights (kquant_unpack.h KIq2K: levels of the first
+// value set, sc * sum v a + 5 sc e bsum per 16-weight sub-block, e the value-set bit), computed
+// with the levels + 32 (1..49) as vpdpbusd's unsigned operand and the 32 back through the code
+// sums: per sub-block sc * sum (v + 32) a + sc (5 e - 32) bsum. Every sum is an exact integer, so
+// the block's int32 per row is the plain kernel's; then d * d_a in float. Lanes as Q2_K_R8's.
+template <int T>
+void iq2kr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) {
+    const __m512i m3 = _mm512_set1_epi8(3), m15 = _mm512_set1_epi8(15), k8 = _mm512_set1_epi8(8);
+    const __m512i c32 = _mm512_set1_epi32(-32), c27 = _mm512_set1_epi32(-27);
+    // IQ2 levels -31, -13, 1, 17 plus 32
+    const __m512i levels = _mm512_broadcast_i32x4(_mm_setr_epi8(1, 19, 33, 49, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0));
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    __m512i ix[4];
+    for (int k = 0; k < 4; ++k) ix[k] = iq4kr8_pair_i32(k, 4 + k);
+    alignas(64) int8_t scb[128];  // signed scales of sub-blocks 2p (bytes 0-7, row r at r), 2p + 1 (8-15)
+    for (int64_t b = 0; b < nbk; ++b) {
+        const uint8_t* blk = g + quant::kIQ2KR8Bytes * b;
+        prefetch_weights<quant::kIQ2KR8Bytes>(blk);
+        // the rows' value-set bits, lanes 8-15 shifted down by one: bit 2p is sub-block 2p (lanes
+        // 0-7) and 2p + 1 (lanes 8-15)
+        const __m256i e8 = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16)));
+        const __m512i ex = _mm512_inserti64x4(_mm512_castsi256_si512(e8), _mm256_srli_epi32(e8, 1), 1);
+        // 128-bit lane L of the unpacked low / high nibbles: p = 2L (unpacklo), p = 2L + 1 (unpackhi)
+        const __m512i sb = _mm512_loadu_si512(blk + 32);
+        const __m512i lo = _mm512_sub_epi8(_mm512_and_si512(sb, m15), k8);
+        const __m512i hi = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(sb, 4), m15), k8);
+        _mm512_store_si512(scb, _mm512_unpacklo_epi64(lo, hi));
+        _mm512_store_si512(scb + 64, _mm512_unpackhi_epi64(lo, hi));
+        __m512i isum[T];
+        for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
+        for (int n = 0; n < 2; ++n) {
+            __m512i q[4];
+            for (int k = 0; k < 4; ++k) q[k] = _mm512_loadu_si512(blk + 96 + 256 * n + 64 * k);
+            for (int j = 0; j < 4; ++j) {
+                const int p = 4 * n + j;
+                const __m512i sc = _mm512_cvtepi8_epi32(
+                    _mm_load_si128(reinterpret_cast<const __m128i*>(scb + 64 * (p & 1) + 16 * (p >> 1))));
+                const __mmask16 e = _mm512_test_epi32_mask(ex, _mm512_set1_epi32(1 << (2 * p)));
+                const __m512i sce = _mm512_mullo_epi32(sc, _mm512_mask_blend_epi32(e, c32, c27));  // sc (5 e - 32)
+                const __m128i shift = _mm_cvtsi32_si128(2 * j);
+                __m512i u[4];
+                for (int k = 0; k < 4; ++k) u[k] = _mm512_shuffle_epi8(levels, _mm512_and_si512(_mm512_srl_epi16(q[k], shift), m3));
+                for (int t = 0; t < T; ++t) {
+                    const uint8_t* ab = a[t] + quant::kQ8KBlockBytes * b;
+                    const __m512i av = _mm512_castsi256_si512(
+                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab + quant::kQ8KOffQs + 128 * n + 32 * j)));
+                    __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[0], _mm512_permutexvar_epi32(ix[0], av));
+                    __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[1], _mm512_permutexvar_epi32(ix[1], av));
+                    s0 = _mm512_dpbusd_epi32(s0, u[2], _mm512_permutexvar_epi32(ix[2], av));
+                    s1 = _mm512_dpbusd_epi32(s1, u[3], _mm512_permutexvar_epi32(ix[3], av));
+                    int16_t bs[2];  // code sums of sub-blocks 2p, 2p + 1
+                    std::memcpy(bs, ab + quant::kQ8KOffBsums + 4 * p, 4);
+                    isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_add_epi32(s0, s1), sc));
+                    isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(iq4kr8_pair_i32(bs[0], bs[1]), sce));
+                }
+            }
+        }
+        const __m512 d = _mm512_cvtph_ps(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk))));
+        for (int t = 0; t < T; ++t) {
+            float da;
+            std::memcpy(&da, a[t] + quant::kQ8KBlockBytes * b + quant::kQ8KOffD, 4);
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, _mm512_set1_ps(da)), acc[t]);
+        }
+    }
+    for (int t = 0; t < T; ++t)
+        _mm256_storeu_ps(y + t * ys, _mm256_add_ps(_mm512_castps512_ps256(acc[t]), _mm512_extractf32x8_ps(acc[t], 1)));
+}
+
+// quant::iq2k_r8_unpack_group for the prompt-batch slabs: the codes as Q2_K_R8's.
+inline void iq2kr8_unpack_group_fast(const uint8_t* group, uint8_t* rows, size_t rb, int64_t ne0) {
+    for (int64_t blk = 0; blk < ne0 / 256; ++blk) {
+        const uint8_t* src = group + quant::kIQ2KR8Bytes * blk;
+        uint8_t* x0 = rows + quant::kIQ2KBlockBytes * (size_t)blk;
+        for (int r = 0; r < 8; ++r) {
+            uint8_t* x = x0 + rb * (size_t)r;
+            std::memcpy(x, src + 2 * r, 2);
+            std::memcpy(x + 2, src + 16 + 2 * r, 2);
+            for (int p = 0; p < 8; ++p) x[4 + p] = src[32 + 8 * p + r];
+        }
+        for (int n = 0; n < 2; ++n) iq4r8_put_codes(src + 96 + 256 * n, x0 + 12 + 32 * n, rb);
+    }
+}
+
 // The driver of these layouts: the tiles below kIq4KR8PlainMinTokens tokens (= the plain kernels'
 // re-encoding threshold, kConvMinTokens), then unpacked slabs for the plain kernel.
 struct Iq4KR8Tiles {
     template <int T>
     static void run(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) { iq4kr8_tile<T>(g, nbk, a, y, ys); }
+};
+struct Iq2KR8Tiles {
+    template <int T>
+    static void run(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) { iq2kr8_tile<T>(g, nbk, a, y, ys); }
 };
 struct Q2KR8Tiles {
     template <int T>
