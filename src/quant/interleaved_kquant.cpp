@@ -1,5 +1,5 @@
 // Row-interleaved K-quants Q2_K_R4..Q6_K_R4 and IQ4_XS_R8 (docs: quant-formats.md §12.4, §12.5), and
-// ikllm's run-time IQ2_K_R8, Q2_K_R8, Q3_K_R8, Q4_K_R8, Q5_K_R8, Q6_K_R8, IQ4_K_R8 and IQ4_XS_X8 (kquant_r8.h).
+// ikllm's run-time IQ2_K_R8, IQ3_K_R8, Q2_K_R8, Q3_K_R8, Q4_K_R8, Q5_K_R8, Q6_K_R8, IQ4_K_R8 and IQ4_XS_X8 (kquant_r8.h).
 // Arithmetic follows the base types exactly; only the byte placement differs.
 #include <cstring>
 
@@ -230,6 +230,8 @@ const InterleavedCodec kKquantCodecs[] = {
     {T_IQ4_XS_R8, T_IQ4_XS, 8, deq_iq4_xs_r8, rep_iq4_xs_r8, nullptr},
     {T_IQ2_K_R8, T_IQ2_K, 8, deq_r8<T_IQ2_K, kIQ2KBlockBytes, kIQ2KR8Bytes, iq2k_r8_unpack_block>,
      rep_r8<kIQ2KBlockBytes, kIQ2KR8Bytes, iq2k_r8_pack_block>, nullptr},
+    {T_IQ3_K_R8, T_IQ3_K, 8, deq_r8<T_IQ3_K, kIQ3KBlockBytes, kIQ3KR8Bytes, iq3k_r8_unpack_block>,
+     rep_r8<kIQ3KBlockBytes, kIQ3KR8Bytes, iq3k_r8_pack_block>, nullptr},
     {T_Q2_K_R8, T_Q2_K, 8, deq_r8<T_Q2_K, kQ2KBlockBytes, kQ2KR8Bytes, q2k_r8_unpack_block>,
      rep_r8<kQ2KBlockBytes, kQ2KR8Bytes, q2k_r8_pack_block>, nullptr},
     {T_Q3_K_R8, T_Q3_K, 8, deq_r8<T_Q3_K, kQ3KBlockBytes, kQ3KR8Bytes, q3k_r8_unpack_block>,

@@ -1,4 +1,4 @@
-// ikllm's own run-time layouts of IQ2_K, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_K and IQ4_XS (docs/quant-r8.md): made by run-time repack,
+// ikllm's own run-time layouts of IQ2_K, IQ3_K, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_K and IQ4_XS (docs/quant-r8.md): made by run-time repack,
 // never read from or written to files.
 // Q4_K_R8: 8 rows side by side, 1152 bytes per 256 columns (the 8 plain blocks' room), laid out so
 // that one 512-bit register holds two 32-weight sub-blocks of all 8 rows and the sub-block scales
@@ -466,6 +466,54 @@ static inline void iq2k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8])
 
 namespace ikllm::quant {
 
+// IQ3_K_R8: ikllm's run-time layout of IQ3_K, 880 bytes per 256 columns of 8 rows: codes and
+// high-bit plane in Q3_K_R8's granules, scales and value-set bits as IQ2_K_R8's:
+//   [0, 16)     d of rows 0-7 (fp16)     [16, 32) extra of rows 0-7 (u16)    [32, 48) scale signs (u16)
+//   [48, 112)   the plain scale-nibble bytes: byte p of row r at 48 + 8p + r
+//   [112, 368)  qh: 64 bytes at 112 + 64g: plain qh bytes 4g.. of rows 0-7, then 16 + 4g..
+//   [368, 880)  qs: 64 bytes at 368 + 256n + 64g: plain qs bytes 32n + 4g.., then 32n + 16 + 4g..
+inline constexpr int kIQ3KR8Bytes = 880;
+inline constexpr int kIQ3KBlockBytes = 110;
+
+static inline void iq3k_r8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
+    for (int r = 0; r < 8; ++r) {
+        const uint8_t* x = b[r];
+        std::memcpy(dst + 2 * r, x, 2);
+        std::memcpy(dst + 16 + 2 * r, x + 2, 2);
+        std::memcpy(dst + 32 + 2 * r, x + 4, 2);
+        for (int p = 0; p < 8; ++p) dst[48 + 8 * p + r] = x[6 + p];
+        for (int g = 0; g < 4; ++g) {
+            std::memcpy(dst + 112 + 64 * g + 4 * r, x + 78 + 4 * g, 4);
+            std::memcpy(dst + 112 + 64 * g + 32 + 4 * r, x + 78 + 16 + 4 * g, 4);
+            for (int n = 0; n < 2; ++n) {
+                std::memcpy(dst + 368 + 256 * n + 64 * g + 4 * r, x + 14 + 32 * n + 4 * g, 4);
+                std::memcpy(dst + 368 + 256 * n + 64 * g + 32 + 4 * r, x + 14 + 32 * n + 16 + 4 * g, 4);
+            }
+        }
+    }
+}
+static inline void iq3k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
+    for (int r = 0; r < 8; ++r) {
+        uint8_t* x = b[r];
+        std::memcpy(x, src + 2 * r, 2);
+        std::memcpy(x + 2, src + 16 + 2 * r, 2);
+        std::memcpy(x + 4, src + 32 + 2 * r, 2);
+        for (int p = 0; p < 8; ++p) x[6 + p] = src[48 + 8 * p + r];
+        for (int g = 0; g < 4; ++g) {
+            std::memcpy(x + 78 + 4 * g, src + 112 + 64 * g + 4 * r, 4);
+            std::memcpy(x + 78 + 16 + 4 * g, src + 112 + 64 * g + 32 + 4 * r, 4);
+            for (int n = 0; n < 2; ++n) {
+                std::memcpy(x + 14 + 32 * n + 4 * g, src + 368 + 256 * n + 64 * g + 4 * r, 4);
+                std::memcpy(x + 14 + 32 * n + 16 + 4 * g, src + 368 + 256 * n + 64 * g + 32 + 4 * r, 4);
+            }
+        }
+    }
+}
+
+}  // namespace ikllm::quant
+
+namespace ikllm::quant {
+
 // Per 256 columns: 8 plain blocks <-> one group block.
 using R8PackBlockFn = void (*)(const uint8_t* const b[8], uint8_t* dst);
 using R8UnpackBlockFn = void (*)(const uint8_t* src, uint8_t* const b[8]);
@@ -488,5 +536,6 @@ static constexpr R8UnpackGroupFn q2k_r8_unpack_group = r8_unpack_group<kQ2KBlock
 static constexpr R8UnpackGroupFn q3k_r8_unpack_group = r8_unpack_group<kQ3KBlockBytes, kQ3KR8Bytes, q3k_r8_unpack_block>;
 static constexpr R8UnpackGroupFn q5k_r8_unpack_group = r8_unpack_group<kQ5KBlockBytes, kQ5KR8Bytes, q5k_r8_unpack_block>;
 static constexpr R8UnpackGroupFn iq2k_r8_unpack_group = r8_unpack_group<kIQ2KBlockBytes, kIQ2KR8Bytes, iq2k_r8_unpack_block>;
+static constexpr R8UnpackGroupFn iq3k_r8_unpack_group = r8_unpack_group<kIQ3KBlockBytes, kIQ3KR8Bytes, iq3k_r8_unpack_block>;
 
 }  // namespace ikllm::quant

@@ -120,6 +120,7 @@ constexpr Geometry kGeometry[] = {
     {T_Q6_K_R8, "q6_k_r8", 256, 210, 0, 8, false},
     {T_IQ4_XS_X8, "iq4_xs_x8", 256, 136, 0, 8, false},
     {T_IQ2_K_R8, "iq2_k_r8", 256, 76, 0, 8, false},
+    {T_IQ3_K_R8, "iq3_k_r8", 256, 110, 0, 8, false},
     {T_IQ4_K_R8, "iq4_k_r8", 256, 144, 0, 8, false},
 };
 

@@ -1,4 +1,4 @@
-// IQ4_K_R8, IQ4_XS_X8, Q2_K_R8 and Q3_K_R8 (ikllm's run-time layouts of IQ4_K, IQ4_XS, Q2_K, Q3_K,
+// IQ4_K_R8, IQ4_XS_X8, Q2_K_R8, Q3_K_R8, IQ2_K_R8 and IQ3_K_R8 (ikllm's run-time layouts of IQ4_K, IQ4_XS, Q2_K, Q3_K, IQ2_K, IQ3_K,
 // quant/kquant_r8.h) on AVX-512 VNNI, included by iqk_avx512.cpp. As Q4_K_R8 (kquant_r8_avx512.h): 8 rows side by side, a register holds one
 // 4-column granule of two 32-weight chunks of all 8 rows, every row's sums stay in its lanes.
 // The numerics are the plain kernel's (kquant_unpack.h, KIq4K), which follow the reference: the
@@ -537,6 +537,98 @@ inline void iq2kr8_unpack_group_fast(const uint8_t* group, uint8_t* rows, size_t
     }
 }
 
+// ---- IQ3_K_R8 ----------------------------------------------------------------------------------
+// The plain IQ3_K kernel's integers (KIq3K: levels of the first value set, signed odd scales
+// +-(2 n + 1), 4 sc e bsum per sub-block) as IQ2_K_R8's: the levels + 64 (1..111) through
+// vpdpbusd, the 64 back through the code sums, sc (4 e - 64) bsum. Codes and high bits as
+// Q3_K_R8's.
+template <int T>
+void iq3kr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) {
+    const __m512i m3 = _mm512_set1_epi8(3), m1 = _mm512_set1_epi8(1), m15 = _mm512_set1_epi8(15);
+    const __m512i c64 = _mm512_set1_epi32(-64), c60 = _mm512_set1_epi32(-60);
+    // IQ3 levels -63, -40, -23, -10, 1, 13, 28, 47 plus 64
+    const __m512i levels = _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 41, 54, 65, 77, 92, 111, 0, 0, 0, 0, 0, 0, 0, 0));
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    __m512i ix[4];
+    for (int k = 0; k < 4; ++k) ix[k] = iq4kr8_pair_i32(k, 4 + k);
+    alignas(64) int8_t scb[128];  // scale magnitudes of sub-blocks 2p (bytes 0-7, row r at r), 2p + 1 (8-15)
+    for (int64_t b = 0; b < nbk; ++b) {
+        const uint8_t* blk = g + quant::kIQ3KR8Bytes * b;
+        prefetch_weights<quant::kIQ3KR8Bytes>(blk);
+        // value-set and scale-sign bits, lanes 8-15 shifted down by one (as IQ2_K_R8's)
+        const __m256i e8 = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16)));
+        const __m512i ex = _mm512_inserti64x4(_mm512_castsi256_si512(e8), _mm256_srli_epi32(e8, 1), 1);
+        const __m256i s8 = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32)));
+        const __m512i sx = _mm512_inserti64x4(_mm512_castsi256_si512(s8), _mm256_srli_epi32(s8, 1), 1);
+        const __m512i sb = _mm512_loadu_si512(blk + 48);
+        const __m512i lo = _mm512_and_si512(sb, m15), hi = _mm512_and_si512(_mm512_srli_epi16(sb, 4), m15);
+        const __m512i mlo = _mm512_add_epi8(_mm512_add_epi8(lo, lo), m1), mhi = _mm512_add_epi8(_mm512_add_epi8(hi, hi), m1);
+        _mm512_store_si512(scb, _mm512_unpacklo_epi64(mlo, mhi));
+        _mm512_store_si512(scb + 64, _mm512_unpackhi_epi64(mlo, mhi));
+        __m512i isum[T];
+        for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
+        __m512i h[4];
+        for (int k = 0; k < 4; ++k) h[k] = _mm512_loadu_si512(blk + 112 + 64 * k);
+        for (int n = 0; n < 2; ++n) {
+            __m512i q[4];
+            for (int k = 0; k < 4; ++k) q[k] = _mm512_loadu_si512(blk + 368 + 256 * n + 64 * k);
+            for (int j = 0; j < 4; ++j) {
+                const int p = 4 * n + j;
+                const __m512i bit = _mm512_set1_epi32(1 << (2 * p));
+                const __m512i mag = _mm512_cvtepi8_epi32(
+                    _mm_load_si128(reinterpret_cast<const __m128i*>(scb + 64 * (p & 1) + 16 * (p >> 1))));
+                const __m512i sc = _mm512_mask_sub_epi32(mag, _mm512_test_epi32_mask(sx, bit), _mm512_setzero_si512(), mag);
+                const __m512i sce = _mm512_mullo_epi32(sc, _mm512_mask_blend_epi32(_mm512_test_epi32_mask(ex, bit), c64, c60));
+                const __m128i qshift = _mm_cvtsi32_si128(2 * j), hshift = _mm_cvtsi32_si128(p);
+                __m512i u[4];
+                for (int k = 0; k < 4; ++k)
+                    u[k] = _mm512_shuffle_epi8(
+                        levels, _mm512_or_si512(_mm512_and_si512(_mm512_srl_epi16(q[k], qshift), m3),
+                                                _mm512_slli_epi16(_mm512_and_si512(_mm512_srl_epi16(h[k], hshift), m1), 2)));
+                for (int t = 0; t < T; ++t) {
+                    const uint8_t* ab = a[t] + quant::kQ8KBlockBytes * b;
+                    const __m512i av = _mm512_castsi256_si512(
+                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab + quant::kQ8KOffQs + 128 * n + 32 * j)));
+                    __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[0], _mm512_permutexvar_epi32(ix[0], av));
+                    __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[1], _mm512_permutexvar_epi32(ix[1], av));
+                    s0 = _mm512_dpbusd_epi32(s0, u[2], _mm512_permutexvar_epi32(ix[2], av));
+                    s1 = _mm512_dpbusd_epi32(s1, u[3], _mm512_permutexvar_epi32(ix[3], av));
+                    int16_t bs[2];  // code sums of sub-blocks 2p, 2p + 1
+                    std::memcpy(bs, ab + quant::kQ8KOffBsums + 4 * p, 4);
+                    isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_add_epi32(s0, s1), sc));
+                    isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(iq4kr8_pair_i32(bs[0], bs[1]), sce));
+                }
+            }
+        }
+        const __m512 d = _mm512_cvtph_ps(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk))));
+        for (int t = 0; t < T; ++t) {
+            float da;
+            std::memcpy(&da, a[t] + quant::kQ8KBlockBytes * b + quant::kQ8KOffD, 4);
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, _mm512_set1_ps(da)), acc[t]);
+        }
+    }
+    for (int t = 0; t < T; ++t)
+        _mm256_storeu_ps(y + t * ys, _mm256_add_ps(_mm512_castps512_ps256(acc[t]), _mm512_extractf32x8_ps(acc[t], 1)));
+}
+
+// quant::iq3k_r8_unpack_group for the prompt-batch slabs: qh and qs as Q3_K_R8's.
+inline void iq3kr8_unpack_group_fast(const uint8_t* group, uint8_t* rows, size_t rb, int64_t ne0) {
+    for (int64_t blk = 0; blk < ne0 / 256; ++blk) {
+        const uint8_t* src = group + quant::kIQ3KR8Bytes * blk;
+        uint8_t* x0 = rows + quant::kIQ3KBlockBytes * (size_t)blk;
+        for (int r = 0; r < 8; ++r) {
+            uint8_t* x = x0 + rb * (size_t)r;
+            std::memcpy(x, src + 2 * r, 2);
+            std::memcpy(x + 2, src + 16 + 2 * r, 2);
+            std::memcpy(x + 4, src + 32 + 2 * r, 2);
+            for (int p = 0; p < 8; ++p) x[6 + p] = src[48 + 8 * p + r];
+        }
+        iq4r8_put_codes(src + 112, x0 + 78, rb);
+        for (int n = 0; n < 2; ++n) iq4r8_put_codes(src + 368 + 256 * n, x0 + 14 + 32 * n, rb);
+    }
+}
+
 // The driver of these layouts: the tiles below kIq4KR8PlainMinTokens tokens (= the plain kernels'
 // re-encoding threshold, kConvMinTokens), then unpacked slabs for the plain kernel.
 struct Iq4KR8Tiles {
@@ -546,6 +638,10 @@ struct Iq4KR8Tiles {
 struct Iq2KR8Tiles {
     template <int T>
     static void run(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) { iq2kr8_tile<T>(g, nbk, a, y, ys); }
+};
+struct Iq3KR8Tiles {
+    template <int T>
+    static void run(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) { iq3kr8_tile<T>(g, nbk, a, y, ys); }
 };
 struct Q2KR8Tiles {
     template <int T>

@@ -23,6 +23,7 @@ KernelTable iqk_kernels_scalar() {
         {KIq2Kl::id, Isa::scalar, act_format_q8_k_kiqk(), scalar_matmul<KIq2Kl>},
         // ikllm's run-time layouts: unpacked rows through the plain kernel (r8_slab.h)
         {quant::T_IQ2_K_R8, Isa::scalar, act_format_q8_k_kiqk(), r8_unpacked_matmul<quant::iq2k_r8_unpack_group, scalar_matmul<KIq2K>>},
+        {quant::T_IQ3_K_R8, Isa::scalar, act_format_q8_k_kiqk(), r8_unpacked_matmul<quant::iq3k_r8_unpack_group, scalar_matmul<KIq3K>>},
         {quant::T_IQ4_K_R8, Isa::scalar, act_format_q8_k_kiqk(), r8_unpacked_matmul<quant::iq4k_r8_unpack_group, scalar_matmul<KIq4K>>},
         {quant::T_IQ4_XS_X8, Isa::scalar, act_format_q8_k_kiqk(), r8_unpacked_matmul<quant::iq4xs_x8_unpack_group, scalar_matmul<KIq4Xs>>},
     };
