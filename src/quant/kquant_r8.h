@@ -272,6 +272,21 @@ static inline void iq4xs_x8_unpack_block(const uint8_t* src, uint8_t* const b[8]
 
 namespace ikllm::quant {
 
+// The 4-byte granules of Q2_K_R8, Q3_K_R8, IQ2_K_R8 and IQ3_K_R8: 32 plain bytes of row r (x)
+// <-> the 256 group bytes at g: plain bytes 4k.. at 64k + 4r, plain bytes 16 + 4k.. at 64k + 32 + 4r.
+static inline void r8_put_granules(const uint8_t* x, uint8_t* g, int r) {
+    for (int k = 0; k < 4; ++k) {
+        std::memcpy(g + 64 * k + 4 * r, x + 4 * k, 4);
+        std::memcpy(g + 64 * k + 32 + 4 * r, x + 16 + 4 * k, 4);
+    }
+}
+static inline void r8_get_granules(const uint8_t* g, uint8_t* x, int r) {
+    for (int k = 0; k < 4; ++k) {
+        std::memcpy(x + 4 * k, g + 64 * k + 4 * r, 4);
+        std::memcpy(x + 16 + 4 * k, g + 64 * k + 32 + 4 * r, 4);
+    }
+}
+
 // Q2_K_R8: ikllm's run-time layout of Q2_K, 672 bytes per 256 columns of 8 rows. The plain code
 // bytes in 4-byte granules as IQ4_K_R8's (one granule holds 4 columns at each of the 4 bit
 // shifts), so a register holds, per shift j, 4 columns of sub-block 8n + 2j (lanes 0-7) and of
@@ -289,11 +304,7 @@ static inline void q2k_r8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
         std::memcpy(dst + 2 * r, x + 80, 2);
         std::memcpy(dst + 16 + 2 * r, x + 82, 2);
         for (int s = 0; s < 16; ++s) dst[32 + 8 * s + r] = x[s];
-        for (int n = 0; n < 2; ++n)
-            for (int g = 0; g < 4; ++g) {
-                std::memcpy(dst + 160 + 256 * n + 64 * g + 4 * r, x + 16 + 32 * n + 4 * g, 4);
-                std::memcpy(dst + 160 + 256 * n + 64 * g + 32 + 4 * r, x + 16 + 32 * n + 16 + 4 * g, 4);
-            }
+        for (int n = 0; n < 2; ++n) r8_put_granules(x + 16 + 32 * n, dst + 160 + 256 * n, r);
     }
 }
 static inline void q2k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
@@ -302,11 +313,7 @@ static inline void q2k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) 
         std::memcpy(x + 80, src + 2 * r, 2);
         std::memcpy(x + 82, src + 16 + 2 * r, 2);
         for (int s = 0; s < 16; ++s) x[s] = src[32 + 8 * s + r];
-        for (int n = 0; n < 2; ++n)
-            for (int g = 0; g < 4; ++g) {
-                std::memcpy(x + 16 + 32 * n + 4 * g, src + 160 + 256 * n + 64 * g + 4 * r, 4);
-                std::memcpy(x + 16 + 32 * n + 16 + 4 * g, src + 160 + 256 * n + 64 * g + 32 + 4 * r, 4);
-            }
+        for (int n = 0; n < 2; ++n) r8_get_granules(src + 160 + 256 * n, x + 16 + 32 * n, r);
     }
 }
 
@@ -340,14 +347,8 @@ static inline void q3k_r8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
             dst[16 + (i & 63)] |= (uint8_t)(low4 << (4 * (i >> 6)));
             dst[80 + (i & 31)] |= (uint8_t)(high2 << (2 * (i >> 5)));
         }
-        for (int g = 0; g < 4; ++g) {
-            std::memcpy(dst + 112 + 64 * g + 4 * r, x + 4 * g, 4);
-            std::memcpy(dst + 112 + 64 * g + 32 + 4 * r, x + 16 + 4 * g, 4);
-            for (int n = 0; n < 2; ++n) {
-                std::memcpy(dst + 368 + 256 * n + 64 * g + 4 * r, x + 32 + 32 * n + 4 * g, 4);
-                std::memcpy(dst + 368 + 256 * n + 64 * g + 32 + 4 * r, x + 32 + 32 * n + 16 + 4 * g, 4);
-            }
-        }
+        r8_put_granules(x, dst + 112, r);
+        for (int n = 0; n < 2; ++n) r8_put_granules(x + 32 + 32 * n, dst + 368 + 256 * n, r);
     }
 }
 static inline void q3k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
@@ -362,14 +363,8 @@ static inline void q3k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) 
             S[s & 7] |= (uint8_t)(low4 << (4 * (s >> 3)));
             S[8 + (s & 3)] |= (uint8_t)(high2 << (2 * (s >> 2)));
         }
-        for (int g = 0; g < 4; ++g) {
-            std::memcpy(x + 4 * g, src + 112 + 64 * g + 4 * r, 4);
-            std::memcpy(x + 16 + 4 * g, src + 112 + 64 * g + 32 + 4 * r, 4);
-            for (int n = 0; n < 2; ++n) {
-                std::memcpy(x + 32 + 32 * n + 4 * g, src + 368 + 256 * n + 64 * g + 4 * r, 4);
-                std::memcpy(x + 32 + 32 * n + 16 + 4 * g, src + 368 + 256 * n + 64 * g + 32 + 4 * r, 4);
-            }
-        }
+        r8_get_granules(src + 112, x, r);
+        for (int n = 0; n < 2; ++n) r8_get_granules(src + 368 + 256 * n, x + 32 + 32 * n, r);
     }
 }
 
@@ -441,24 +436,20 @@ static inline void iq2k_r8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
         std::memcpy(dst + 2 * r, x, 2);
         std::memcpy(dst + 16 + 2 * r, x + 2, 2);
         for (int p = 0; p < 8; ++p) dst[32 + 8 * p + r] = x[4 + p];
-        for (int n = 0; n < 2; ++n)
-            for (int g = 0; g < 4; ++g) {
-                std::memcpy(dst + 96 + 256 * n + 64 * g + 4 * r, x + 12 + 32 * n + 4 * g, 4);
-                std::memcpy(dst + 96 + 256 * n + 64 * g + 32 + 4 * r, x + 12 + 32 * n + 16 + 4 * g, 4);
-            }
+        for (int n = 0; n < 2; ++n) r8_put_granules(x + 12 + 32 * n, dst + 96 + 256 * n, r);
     }
+}
+// Row r's d, extra and scale bytes (the plain block's first 12) from the group block.
+static inline void iq2k_r8_get_meta(const uint8_t* src, uint8_t* x, int r) {
+    std::memcpy(x, src + 2 * r, 2);
+    std::memcpy(x + 2, src + 16 + 2 * r, 2);
+    for (int p = 0; p < 8; ++p) x[4 + p] = src[32 + 8 * p + r];
 }
 static inline void iq2k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
     for (int r = 0; r < 8; ++r) {
         uint8_t* x = b[r];
-        std::memcpy(x, src + 2 * r, 2);
-        std::memcpy(x + 2, src + 16 + 2 * r, 2);
-        for (int p = 0; p < 8; ++p) x[4 + p] = src[32 + 8 * p + r];
-        for (int n = 0; n < 2; ++n)
-            for (int g = 0; g < 4; ++g) {
-                std::memcpy(x + 12 + 32 * n + 4 * g, src + 96 + 256 * n + 64 * g + 4 * r, 4);
-                std::memcpy(x + 12 + 32 * n + 16 + 4 * g, src + 96 + 256 * n + 64 * g + 32 + 4 * r, 4);
-            }
+        iq2k_r8_get_meta(src, x, r);
+        for (int n = 0; n < 2; ++n) r8_get_granules(src + 96 + 256 * n, x + 12 + 32 * n, r);
     }
 }
 
@@ -482,31 +473,23 @@ static inline void iq3k_r8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
         std::memcpy(dst + 16 + 2 * r, x + 2, 2);
         std::memcpy(dst + 32 + 2 * r, x + 4, 2);
         for (int p = 0; p < 8; ++p) dst[48 + 8 * p + r] = x[6 + p];
-        for (int g = 0; g < 4; ++g) {
-            std::memcpy(dst + 112 + 64 * g + 4 * r, x + 78 + 4 * g, 4);
-            std::memcpy(dst + 112 + 64 * g + 32 + 4 * r, x + 78 + 16 + 4 * g, 4);
-            for (int n = 0; n < 2; ++n) {
-                std::memcpy(dst + 368 + 256 * n + 64 * g + 4 * r, x + 14 + 32 * n + 4 * g, 4);
-                std::memcpy(dst + 368 + 256 * n + 64 * g + 32 + 4 * r, x + 14 + 32 * n + 16 + 4 * g, 4);
-            }
-        }
+        r8_put_granules(x + 78, dst + 112, r);
+        for (int n = 0; n < 2; ++n) r8_put_granules(x + 14 + 32 * n, dst + 368 + 256 * n, r);
     }
+}
+// Row r's d, extra, scale signs and scale bytes (the plain block's first 14) from the group block.
+static inline void iq3k_r8_get_meta(const uint8_t* src, uint8_t* x, int r) {
+    std::memcpy(x, src + 2 * r, 2);
+    std::memcpy(x + 2, src + 16 + 2 * r, 2);
+    std::memcpy(x + 4, src + 32 + 2 * r, 2);
+    for (int p = 0; p < 8; ++p) x[6 + p] = src[48 + 8 * p + r];
 }
 static inline void iq3k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
     for (int r = 0; r < 8; ++r) {
         uint8_t* x = b[r];
-        std::memcpy(x, src + 2 * r, 2);
-        std::memcpy(x + 2, src + 16 + 2 * r, 2);
-        std::memcpy(x + 4, src + 32 + 2 * r, 2);
-        for (int p = 0; p < 8; ++p) x[6 + p] = src[48 + 8 * p + r];
-        for (int g = 0; g < 4; ++g) {
-            std::memcpy(x + 78 + 4 * g, src + 112 + 64 * g + 4 * r, 4);
-            std::memcpy(x + 78 + 16 + 4 * g, src + 112 + 64 * g + 32 + 4 * r, 4);
-            for (int n = 0; n < 2; ++n) {
-                std::memcpy(x + 14 + 32 * n + 4 * g, src + 368 + 256 * n + 64 * g + 4 * r, 4);
-                std::memcpy(x + 14 + 32 * n + 16 + 4 * g, src + 368 + 256 * n + 64 * g + 32 + 4 * r, 4);
-            }
-        }
+        iq3k_r8_get_meta(src, x, r);
+        r8_get_granules(src + 112, x + 78, r);
+        for (int n = 0; n < 2; ++n) r8_get_granules(src + 368 + 256 * n, x + 14 + 32 * n, r);
     }
 }
 

@@ -34,6 +34,36 @@ inline __m512i iq4kr8_pair_i32(int32_t lo, int32_t hi) {
     return _mm512_inserti64x4(_mm512_set1_epi32(lo), _mm256_set1_epi32(hi), 1);
 }
 
+// The 8 rows' sums of 4 columns of sub-blocks 2p (lanes 0-7) and 2p + 1 (lanes 8-15) x 4
+// granules (u: unsigned codes of shift j in half n) against one token's activation block ab,
+// started at init: the activation's 32 codes put in place by one vpermd per granule.
+inline __m512i r8_pair_dot(const __m512i (&u)[4], const __m512i (&ix)[4], const uint8_t* ab, int n, int j, __m512i init) {
+    const __m512i av = _mm512_castsi256_si512(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab + quant::kQ8KOffQs + 128 * n + 32 * j)));
+    __m512i s0 = _mm512_dpbusd_epi32(init, u[0], _mm512_permutexvar_epi32(ix[0], av));
+    __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[1], _mm512_permutexvar_epi32(ix[1], av));
+    s0 = _mm512_dpbusd_epi32(s0, u[2], _mm512_permutexvar_epi32(ix[2], av));
+    s1 = _mm512_dpbusd_epi32(s1, u[3], _mm512_permutexvar_epi32(ix[3], av));
+    return _mm512_add_epi32(s0, s1);
+}
+
+// A block's int32 sums per row-lane times d (the 8 rows' fp16 scales at blk) x d_a into acc.
+template <int T>
+inline void r8_block_scale(const uint8_t* blk, const uint8_t* const* a, int64_t b, const __m512i (&isum)[T], __m512 (&acc)[T]) {
+    const __m512 d = _mm512_cvtph_ps(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk))));
+    for (int t = 0; t < T; ++t) {
+        float da;
+        std::memcpy(&da, a[t] + quant::kQ8KBlockBytes * b + quant::kQ8KOffD, 4);
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, _mm512_set1_ps(da)), acc[t]);
+    }
+}
+// Each row's two lanes (its even and odd sub-blocks) added: the 8 rows' results.
+template <int T>
+inline void r8_store_rows(const __m512 (&acc)[T], float* y, int64_t ys) {
+    for (int t = 0; t < T; ++t)
+        _mm256_storeu_ps(y + t * ys, _mm256_add_ps(_mm512_castps512_ps256(acc[t]), _mm512_extractf32x8_ps(acc[t], 1)));
+}
+
 // The IQ4_NL levels (IQ4_XS, and the first IQ4_K value set) + 128 as unsigned bytes, in every
 // 128-bit lane.
 inline __m512i iq4r8_table() {
@@ -141,8 +171,7 @@ void iq4kr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* 
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d16, _mm512_set1_ps(da)), acc[t]);
         }
     }
-    for (int t = 0; t < T; ++t)
-        _mm256_storeu_ps(y + t * ys, _mm256_add_ps(_mm512_castps512_ps256(acc[t]), _mm512_extractf32x8_ps(acc[t], 1)));
+    r8_store_rows<T>(acc, y, ys);
 }
 
 // iq4k_r8_unpack_group (quant/kquant_r8.h) for the prompt-batch slabs, 8 rows at a time: the 128
@@ -267,8 +296,7 @@ void iq4xsx8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float*
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d16, _mm512_set1_ps(da)), acc[t]);
         }
     }
-    for (int t = 0; t < T; ++t)
-        _mm256_storeu_ps(y + t * ys, _mm256_add_ps(_mm512_castps512_ps256(acc[t]), _mm512_extractf32x8_ps(acc[t], 1)));
+    r8_store_rows<T>(acc, y, ys);
 }
 
 // quant::iq4xs_x8_unpack_group for the prompt-batch slabs: value i = 8c + r, so the 8 bytes at 8c
@@ -326,15 +354,10 @@ void q2kr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y
                 for (int k = 0; k < 4; ++k) u[k] = _mm512_and_si512(_mm512_srl_epi16(q[k], shift), m3);
                 for (int t = 0; t < T; ++t) {
                     const uint8_t* ab = a[t] + quant::kQ8KBlockBytes * b;
-                    const __m512i av = _mm512_castsi256_si512(
-                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab + quant::kQ8KOffQs + 128 * n + 32 * j)));
-                    __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[0], _mm512_permutexvar_epi32(ix[0], av));
-                    __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[1], _mm512_permutexvar_epi32(ix[1], av));
-                    s0 = _mm512_dpbusd_epi32(s0, u[2], _mm512_permutexvar_epi32(ix[2], av));
-                    s1 = _mm512_dpbusd_epi32(s1, u[3], _mm512_permutexvar_epi32(ix[3], av));
+                    const __m512i sum = r8_pair_dot(u, ix, ab, n, j, _mm512_setzero_si512());
                     int16_t bs[2];  // code sums of sub-blocks 2p, 2p + 1
                     std::memcpy(bs, ab + quant::kQ8KOffBsums + 4 * p, 4);
-                    isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_add_epi32(s0, s1), sc));
+                    isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(sum, sc));
                     imin[t] = _mm512_add_epi32(imin[t], _mm512_mullo_epi32(iq4kr8_pair_i32(bs[0], bs[1]), mn));
                 }
             }
@@ -349,8 +372,7 @@ void q2kr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y
             acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imin[t]), _mm512_mul_ps(dm, vda), acc[t]);
         }
     }
-    for (int t = 0; t < T; ++t)
-        _mm256_storeu_ps(y + t * ys, _mm256_add_ps(_mm512_castps512_ps256(acc[t]), _mm512_extractf32x8_ps(acc[t], 1)));
+    r8_store_rows<T>(acc, y, ys);
 }
 
 // quant::q2k_r8_unpack_group for the prompt-batch slabs: the scale bytes transposed, the codes as
@@ -401,27 +423,16 @@ void q3kr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y
                                            _mm512_slli_epi16(_mm512_and_si512(_mm512_srl_epi16(h[k], hshift), m1), 2));
                 for (int t = 0; t < T; ++t) {
                     const uint8_t* ab = a[t] + quant::kQ8KBlockBytes * b;
-                    const __m512i av = _mm512_castsi256_si512(
-                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab + quant::kQ8KOffQs + 128 * n + 32 * j)));
                     int16_t bs[2];  // code sums of sub-blocks 2p, 2p + 1
                     std::memcpy(bs, ab + quant::kQ8KOffBsums + 4 * p, 4);
-                    __m512i s0 = _mm512_dpbusd_epi32(iq4kr8_pair_i32(-4 * bs[0], -4 * bs[1]), u[0], _mm512_permutexvar_epi32(ix[0], av));
-                    __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[1], _mm512_permutexvar_epi32(ix[1], av));
-                    s0 = _mm512_dpbusd_epi32(s0, u[2], _mm512_permutexvar_epi32(ix[2], av));
-                    s1 = _mm512_dpbusd_epi32(s1, u[3], _mm512_permutexvar_epi32(ix[3], av));
-                    isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_add_epi32(s0, s1), sc[p]));
+                    const __m512i sum = r8_pair_dot(u, ix, ab, n, j, iq4kr8_pair_i32(-4 * bs[0], -4 * bs[1]));
+                    isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(sum, sc[p]));
                 }
             }
         }
-        const __m512 d = _mm512_cvtph_ps(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk))));
-        for (int t = 0; t < T; ++t) {
-            float da;
-            std::memcpy(&da, a[t] + quant::kQ8KBlockBytes * b + quant::kQ8KOffD, 4);
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, _mm512_set1_ps(da)), acc[t]);
-        }
+        r8_block_scale<T>(blk, a, b, isum, acc);
     }
-    for (int t = 0; t < T; ++t)
-        _mm256_storeu_ps(y + t * ys, _mm256_add_ps(_mm512_castps512_ps256(acc[t]), _mm512_extractf32x8_ps(acc[t], 1)));
+    r8_store_rows<T>(acc, y, ys);
 }
 
 // quant::q3k_r8_unpack_group for the prompt-batch slabs: codes and high bits as IQ4_K_R8's
@@ -452,74 +463,121 @@ inline void q3kr8_unpack_group_fast(const uint8_t* group, uint8_t* rows, size_t 
     }
 }
 
-// ---- IQ2_K_R8 ----------------------------------------------------------------------------------
-// The plain IQ2_K kernel's integers per 256 weights (kquant_unpack.h KIq2K: levels of the first
-// value set, sc * sum v a + 5 sc e bsum per 16-weight sub-block, e the value-set bit), computed
-// with the levels + 32 (1..49) as vpdpbusd's unsigned operand and the 32 back through the code
-// sums: per sub-block sc * sum (v + 32) a + sc (5 e - 32) bsum. Every sum is an exact integer, so
-// the block's int32 per row is the plain kernel's; then d * d_a in float. Lanes as Q2_K_R8's.
-template <int T>
-void iq2kr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) {
-    const __m512i m3 = _mm512_set1_epi8(3), m15 = _mm512_set1_epi8(15), k8 = _mm512_set1_epi8(8);
-    const __m512i c32 = _mm512_set1_epi32(-32), c27 = _mm512_set1_epi32(-27);
-    // IQ2 levels -31, -13, 1, 17 plus 32
-    const __m512i levels = _mm512_broadcast_i32x4(_mm_setr_epi8(1, 19, 33, 49, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0));
-    __m512 acc[T];
-    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-    __m512i ix[4];
-    for (int k = 0; k < 4; ++k) ix[k] = iq4kr8_pair_i32(k, 4 + k);
-    alignas(64) int8_t scb[128];  // signed scales of sub-blocks 2p (bytes 0-7, row r at r), 2p + 1 (8-15)
-    for (int64_t b = 0; b < nbk; ++b) {
-        const uint8_t* blk = g + quant::kIQ2KR8Bytes * b;
-        prefetch_weights<quant::kIQ2KR8Bytes>(blk);
-        // the rows' value-set bits, lanes 8-15 shifted down by one: bit 2p is sub-block 2p (lanes
-        // 0-7) and 2p + 1 (lanes 8-15)
-        const __m256i e8 = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16)));
-        const __m512i ex = _mm512_inserti64x4(_mm512_castsi256_si512(e8), _mm256_srli_epi32(e8, 1), 1);
-        // 128-bit lane L of the unpacked low / high nibbles: p = 2L (unpacklo), p = 2L + 1 (unpackhi)
-        const __m512i sb = _mm512_loadu_si512(blk + 32);
+// ---- IQ2_K_R8, IQ3_K_R8 -------------------------------------------------------------------------
+// The plain IQ2_K / IQ3_K kernels' integers (kquant_unpack.h KIq2K, KIq3K: levels of the first
+// value set, sc * sum v a + f sc e bsum per 16-weight sub-block, e the value-set bit, f = 5 / 4).
+// Their levels are signed and non-linear, so the codes go through one vpshufb to the levels + o
+// (o = 32 / 64: 1..49 / 1..111), vpdpbusd's unsigned operand (exact, no pair sums to saturate),
+// and each sub-block's sum gets sc (f e - o) bsum. Every sum is an exact integer, so the block's
+// int32 per row is the plain kernel's; then d * d_a in float. Lanes as Q2_K_R8's.
+
+// The value-set (or sign) bits of the 8 rows (u16 at p16) in a dword vector, lanes 8-15 shifted
+// down by one: bit 2p is sub-block 2p in lanes 0-7 and 2p + 1 in lanes 8-15.
+inline __m512i iqkr8_pair_bits(const uint8_t* p16) {
+    const __m256i e8 = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p16)));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(e8), _mm256_srli_epi32(e8, 1), 1);
+}
+
+// IQ2_K_R8: 2-bit codes, scales nibble - 8, f = 5, o = 32.
+struct Iq2KR8Codes {
+    static constexpr int kBytes = quant::kIQ2KR8Bytes, kQs = 96;
+    __m512i ex;
+    static __m512i levels() {  // -31, -13, 1, 17 plus 32
+        return _mm512_broadcast_i32x4(_mm_setr_epi8(1, 19, 33, 49, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0));
+    }
+    // 128-bit lane L of the unpacked low / high nibbles: p = 2L (first 64 bytes), 2L + 1 (last 64)
+    void begin(const uint8_t* blk, int8_t* scb) {
+        ex = iqkr8_pair_bits(blk + 16);
+        const __m512i m15 = _mm512_set1_epi8(15), k8 = _mm512_set1_epi8(8), sb = _mm512_loadu_si512(blk + 32);
         const __m512i lo = _mm512_sub_epi8(_mm512_and_si512(sb, m15), k8);
         const __m512i hi = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(sb, 4), m15), k8);
         _mm512_store_si512(scb, _mm512_unpacklo_epi64(lo, hi));
         _mm512_store_si512(scb + 64, _mm512_unpackhi_epi64(lo, hi));
+    }
+    // sc and sc (f e - o) of sub-blocks 2p, 2p + 1
+    void scales(const int8_t* scb, int p, __m512i& sc, __m512i& sce) const {
+        sc = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(scb + 64 * (p & 1) + 16 * (p >> 1))));
+        const __mmask16 e = _mm512_test_epi32_mask(ex, _mm512_set1_epi32(1 << (2 * p)));
+        sce = _mm512_mullo_epi32(sc, _mm512_mask_blend_epi32(e, _mm512_set1_epi32(-32), _mm512_set1_epi32(-27)));
+    }
+    // codes of shift j (sub-block pair p) of the 4 granule vectors q
+    void codes(const __m512i (&q)[4], int j, int, __m512i (&c)[4]) const {
+        const __m128i shift = _mm_cvtsi32_si128(2 * j);
+        for (int k = 0; k < 4; ++k) c[k] = _mm512_and_si512(_mm512_srl_epi16(q[k], shift), _mm512_set1_epi8(3));
+    }
+};
+
+// IQ3_K_R8: 2-bit codes plus the qh plane bit (Q3_K_R8's granules), scales +-(2 n + 1), f = 4, o = 64.
+struct Iq3KR8Codes {
+    static constexpr int kBytes = quant::kIQ3KR8Bytes, kQs = 368;
+    __m512i ex, sx, h[4];
+    static __m512i levels() {  // -63, -40, -23, -10, 1, 13, 28, 47 plus 64
+        return _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 41, 54, 65, 77, 92, 111, 0, 0, 0, 0, 0, 0, 0, 0));
+    }
+    void begin(const uint8_t* blk, int8_t* scb) {  // the scale magnitudes as Iq2KR8Codes's scales
+        ex = iqkr8_pair_bits(blk + 16);
+        sx = iqkr8_pair_bits(blk + 32);
+        for (int k = 0; k < 4; ++k) h[k] = _mm512_loadu_si512(blk + 112 + 64 * k);
+        const __m512i m15 = _mm512_set1_epi8(15), m1 = _mm512_set1_epi8(1), sb = _mm512_loadu_si512(blk + 48);
+        const __m512i lo = _mm512_and_si512(sb, m15), hi = _mm512_and_si512(_mm512_srli_epi16(sb, 4), m15);
+        const __m512i mlo = _mm512_add_epi8(_mm512_add_epi8(lo, lo), m1), mhi = _mm512_add_epi8(_mm512_add_epi8(hi, hi), m1);
+        _mm512_store_si512(scb, _mm512_unpacklo_epi64(mlo, mhi));
+        _mm512_store_si512(scb + 64, _mm512_unpackhi_epi64(mlo, mhi));
+    }
+    void scales(const int8_t* scb, int p, __m512i& sc, __m512i& sce) const {
+        const __m512i bit = _mm512_set1_epi32(1 << (2 * p));
+        const __m512i mag =
+            _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(scb + 64 * (p & 1) + 16 * (p >> 1))));
+        sc = _mm512_mask_sub_epi32(mag, _mm512_test_epi32_mask(sx, bit), _mm512_setzero_si512(), mag);
+        sce = _mm512_mullo_epi32(
+            sc, _mm512_mask_blend_epi32(_mm512_test_epi32_mask(ex, bit), _mm512_set1_epi32(-64), _mm512_set1_epi32(-60)));
+    }
+    void codes(const __m512i (&q)[4], int j, int p, __m512i (&c)[4]) const {
+        const __m128i qshift = _mm_cvtsi32_si128(2 * j), hshift = _mm_cvtsi32_si128(p);
+        const __m512i m3 = _mm512_set1_epi8(3), m1 = _mm512_set1_epi8(1);
+        for (int k = 0; k < 4; ++k)
+            c[k] = _mm512_or_si512(_mm512_and_si512(_mm512_srl_epi16(q[k], qshift), m3),
+                                   _mm512_slli_epi16(_mm512_and_si512(_mm512_srl_epi16(h[k], hshift), m1), 2));
+    }
+};
+
+template <class Codes, int T>
+void iqkr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) {
+    const __m512i levels = Codes::levels();
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    __m512i ix[4];
+    for (int k = 0; k < 4; ++k) ix[k] = iq4kr8_pair_i32(k, 4 + k);
+    alignas(64) int8_t scb[128];  // scales of sub-blocks 2p (bytes 0-7, row r at r), 2p + 1 (8-15)
+    Codes cd;
+    for (int64_t b = 0; b < nbk; ++b) {
+        const uint8_t* blk = g + Codes::kBytes * b;
+        prefetch_weights<Codes::kBytes>(blk);
+        cd.begin(blk, scb);
         __m512i isum[T];
         for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
         for (int n = 0; n < 2; ++n) {
             __m512i q[4];
-            for (int k = 0; k < 4; ++k) q[k] = _mm512_loadu_si512(blk + 96 + 256 * n + 64 * k);
+            for (int k = 0; k < 4; ++k) q[k] = _mm512_loadu_si512(blk + Codes::kQs + 256 * n + 64 * k);
             for (int j = 0; j < 4; ++j) {
                 const int p = 4 * n + j;
-                const __m512i sc = _mm512_cvtepi8_epi32(
-                    _mm_load_si128(reinterpret_cast<const __m128i*>(scb + 64 * (p & 1) + 16 * (p >> 1))));
-                const __mmask16 e = _mm512_test_epi32_mask(ex, _mm512_set1_epi32(1 << (2 * p)));
-                const __m512i sce = _mm512_mullo_epi32(sc, _mm512_mask_blend_epi32(e, c32, c27));  // sc (5 e - 32)
-                const __m128i shift = _mm_cvtsi32_si128(2 * j);
-                __m512i u[4];
-                for (int k = 0; k < 4; ++k) u[k] = _mm512_shuffle_epi8(levels, _mm512_and_si512(_mm512_srl_epi16(q[k], shift), m3));
+                __m512i sc, sce, u[4];
+                cd.scales(scb, p, sc, sce);
+                cd.codes(q, j, p, u);
+                for (int k = 0; k < 4; ++k) u[k] = _mm512_shuffle_epi8(levels, u[k]);
                 for (int t = 0; t < T; ++t) {
                     const uint8_t* ab = a[t] + quant::kQ8KBlockBytes * b;
-                    const __m512i av = _mm512_castsi256_si512(
-                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab + quant::kQ8KOffQs + 128 * n + 32 * j)));
-                    __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[0], _mm512_permutexvar_epi32(ix[0], av));
-                    __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[1], _mm512_permutexvar_epi32(ix[1], av));
-                    s0 = _mm512_dpbusd_epi32(s0, u[2], _mm512_permutexvar_epi32(ix[2], av));
-                    s1 = _mm512_dpbusd_epi32(s1, u[3], _mm512_permutexvar_epi32(ix[3], av));
+                    const __m512i sum = r8_pair_dot(u, ix, ab, n, j, _mm512_setzero_si512());
                     int16_t bs[2];  // code sums of sub-blocks 2p, 2p + 1
                     std::memcpy(bs, ab + quant::kQ8KOffBsums + 4 * p, 4);
-                    isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_add_epi32(s0, s1), sc));
+                    isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(sum, sc));
                     isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(iq4kr8_pair_i32(bs[0], bs[1]), sce));
                 }
             }
         }
-        const __m512 d = _mm512_cvtph_ps(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk))));
-        for (int t = 0; t < T; ++t) {
-            float da;
-            std::memcpy(&da, a[t] + quant::kQ8KBlockBytes * b + quant::kQ8KOffD, 4);
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, _mm512_set1_ps(da)), acc[t]);
-        }
+        r8_block_scale<T>(blk, a, b, isum, acc);
     }
-    for (int t = 0; t < T; ++t)
-        _mm256_storeu_ps(y + t * ys, _mm256_add_ps(_mm512_castps512_ps256(acc[t]), _mm512_extractf32x8_ps(acc[t], 1)));
+    r8_store_rows<T>(acc, y, ys);
 }
 
 // quant::iq2k_r8_unpack_group for the prompt-batch slabs: the codes as Q2_K_R8's.
@@ -527,89 +585,9 @@ inline void iq2kr8_unpack_group_fast(const uint8_t* group, uint8_t* rows, size_t
     for (int64_t blk = 0; blk < ne0 / 256; ++blk) {
         const uint8_t* src = group + quant::kIQ2KR8Bytes * blk;
         uint8_t* x0 = rows + quant::kIQ2KBlockBytes * (size_t)blk;
-        for (int r = 0; r < 8; ++r) {
-            uint8_t* x = x0 + rb * (size_t)r;
-            std::memcpy(x, src + 2 * r, 2);
-            std::memcpy(x + 2, src + 16 + 2 * r, 2);
-            for (int p = 0; p < 8; ++p) x[4 + p] = src[32 + 8 * p + r];
-        }
+        for (int r = 0; r < 8; ++r) quant::iq2k_r8_get_meta(src, x0 + rb * (size_t)r, r);
         for (int n = 0; n < 2; ++n) iq4r8_put_codes(src + 96 + 256 * n, x0 + 12 + 32 * n, rb);
     }
-}
-
-// ---- IQ3_K_R8 ----------------------------------------------------------------------------------
-// The plain IQ3_K kernel's integers (KIq3K: levels of the first value set, signed odd scales
-// +-(2 n + 1), 4 sc e bsum per sub-block) as IQ2_K_R8's: the levels + 64 (1..111) through
-// vpdpbusd, the 64 back through the code sums, sc (4 e - 64) bsum. Codes and high bits as
-// Q3_K_R8's.
-template <int T>
-void iq3kr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) {
-    const __m512i m3 = _mm512_set1_epi8(3), m1 = _mm512_set1_epi8(1), m15 = _mm512_set1_epi8(15);
-    const __m512i c64 = _mm512_set1_epi32(-64), c60 = _mm512_set1_epi32(-60);
-    // IQ3 levels -63, -40, -23, -10, 1, 13, 28, 47 plus 64
-    const __m512i levels = _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 41, 54, 65, 77, 92, 111, 0, 0, 0, 0, 0, 0, 0, 0));
-    __m512 acc[T];
-    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-    __m512i ix[4];
-    for (int k = 0; k < 4; ++k) ix[k] = iq4kr8_pair_i32(k, 4 + k);
-    alignas(64) int8_t scb[128];  // scale magnitudes of sub-blocks 2p (bytes 0-7, row r at r), 2p + 1 (8-15)
-    for (int64_t b = 0; b < nbk; ++b) {
-        const uint8_t* blk = g + quant::kIQ3KR8Bytes * b;
-        prefetch_weights<quant::kIQ3KR8Bytes>(blk);
-        // value-set and scale-sign bits, lanes 8-15 shifted down by one (as IQ2_K_R8's)
-        const __m256i e8 = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16)));
-        const __m512i ex = _mm512_inserti64x4(_mm512_castsi256_si512(e8), _mm256_srli_epi32(e8, 1), 1);
-        const __m256i s8 = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32)));
-        const __m512i sx = _mm512_inserti64x4(_mm512_castsi256_si512(s8), _mm256_srli_epi32(s8, 1), 1);
-        const __m512i sb = _mm512_loadu_si512(blk + 48);
-        const __m512i lo = _mm512_and_si512(sb, m15), hi = _mm512_and_si512(_mm512_srli_epi16(sb, 4), m15);
-        const __m512i mlo = _mm512_add_epi8(_mm512_add_epi8(lo, lo), m1), mhi = _mm512_add_epi8(_mm512_add_epi8(hi, hi), m1);
-        _mm512_store_si512(scb, _mm512_unpacklo_epi64(mlo, mhi));
-        _mm512_store_si512(scb + 64, _mm512_unpackhi_epi64(mlo, mhi));
-        __m512i isum[T];
-        for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
-        __m512i h[4];
-        for (int k = 0; k < 4; ++k) h[k] = _mm512_loadu_si512(blk + 112 + 64 * k);
-        for (int n = 0; n < 2; ++n) {
-            __m512i q[4];
-            for (int k = 0; k < 4; ++k) q[k] = _mm512_loadu_si512(blk + 368 + 256 * n + 64 * k);
-            for (int j = 0; j < 4; ++j) {
-                const int p = 4 * n + j;
-                const __m512i bit = _mm512_set1_epi32(1 << (2 * p));
-                const __m512i mag = _mm512_cvtepi8_epi32(
-                    _mm_load_si128(reinterpret_cast<const __m128i*>(scb + 64 * (p & 1) + 16 * (p >> 1))));
-                const __m512i sc = _mm512_mask_sub_epi32(mag, _mm512_test_epi32_mask(sx, bit), _mm512_setzero_si512(), mag);
-                const __m512i sce = _mm512_mullo_epi32(sc, _mm512_mask_blend_epi32(_mm512_test_epi32_mask(ex, bit), c64, c60));
-                const __m128i qshift = _mm_cvtsi32_si128(2 * j), hshift = _mm_cvtsi32_si128(p);
-                __m512i u[4];
-                for (int k = 0; k < 4; ++k)
-                    u[k] = _mm512_shuffle_epi8(
-                        levels, _mm512_or_si512(_mm512_and_si512(_mm512_srl_epi16(q[k], qshift), m3),
-                                                _mm512_slli_epi16(_mm512_and_si512(_mm512_srl_epi16(h[k], hshift), m1), 2)));
-                for (int t = 0; t < T; ++t) {
-                    const uint8_t* ab = a[t] + quant::kQ8KBlockBytes * b;
-                    const __m512i av = _mm512_castsi256_si512(
-                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab + quant::kQ8KOffQs + 128 * n + 32 * j)));
-                    __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[0], _mm512_permutexvar_epi32(ix[0], av));
-                    __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[1], _mm512_permutexvar_epi32(ix[1], av));
-                    s0 = _mm512_dpbusd_epi32(s0, u[2], _mm512_permutexvar_epi32(ix[2], av));
-                    s1 = _mm512_dpbusd_epi32(s1, u[3], _mm512_permutexvar_epi32(ix[3], av));
-                    int16_t bs[2];  // code sums of sub-blocks 2p, 2p + 1
-                    std::memcpy(bs, ab + quant::kQ8KOffBsums + 4 * p, 4);
-                    isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_add_epi32(s0, s1), sc));
-                    isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(iq4kr8_pair_i32(bs[0], bs[1]), sce));
-                }
-            }
-        }
-        const __m512 d = _mm512_cvtph_ps(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk))));
-        for (int t = 0; t < T; ++t) {
-            float da;
-            std::memcpy(&da, a[t] + quant::kQ8KBlockBytes * b + quant::kQ8KOffD, 4);
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, _mm512_set1_ps(da)), acc[t]);
-        }
-    }
-    for (int t = 0; t < T; ++t)
-        _mm256_storeu_ps(y + t * ys, _mm256_add_ps(_mm512_castps512_ps256(acc[t]), _mm512_extractf32x8_ps(acc[t], 1)));
 }
 
 // quant::iq3k_r8_unpack_group for the prompt-batch slabs: qh and qs as Q3_K_R8's.
@@ -617,13 +595,7 @@ inline void iq3kr8_unpack_group_fast(const uint8_t* group, uint8_t* rows, size_t
     for (int64_t blk = 0; blk < ne0 / 256; ++blk) {
         const uint8_t* src = group + quant::kIQ3KR8Bytes * blk;
         uint8_t* x0 = rows + quant::kIQ3KBlockBytes * (size_t)blk;
-        for (int r = 0; r < 8; ++r) {
-            uint8_t* x = x0 + rb * (size_t)r;
-            std::memcpy(x, src + 2 * r, 2);
-            std::memcpy(x + 2, src + 16 + 2 * r, 2);
-            std::memcpy(x + 4, src + 32 + 2 * r, 2);
-            for (int p = 0; p < 8; ++p) x[6 + p] = src[48 + 8 * p + r];
-        }
+        for (int r = 0; r < 8; ++r) quant::iq3k_r8_get_meta(src, x0 + rb * (size_t)r, r);
         iq4r8_put_codes(src + 112, x0 + 78, rb);
         for (int n = 0; n < 2; ++n) iq4r8_put_codes(src + 368 + 256 * n, x0 + 14 + 32 * n, rb);
     }
@@ -635,13 +607,10 @@ struct Iq4KR8Tiles {
     template <int T>
     static void run(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) { iq4kr8_tile<T>(g, nbk, a, y, ys); }
 };
-struct Iq2KR8Tiles {
+template <class Codes>
+struct IqkR8Tiles {
     template <int T>
-    static void run(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) { iq2kr8_tile<T>(g, nbk, a, y, ys); }
-};
-struct Iq3KR8Tiles {
-    template <int T>
-    static void run(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) { iq3kr8_tile<T>(g, nbk, a, y, ys); }
+    static void run(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) { iqkr8_tile<Codes, T>(g, nbk, a, y, ys); }
 };
 struct Q2KR8Tiles {
     template <int T>
