@@ -324,7 +324,9 @@ TEST(QuantizeApi, RepackAutoConvertsReadCopiesInPlace) {
         const bool conv = y.type != w.type && a->cpu->repack_helps(w.type) && !a->cpu->repack_changes_results(w.type);
         EXPECT_EQ(x.type, conv ? y.type : w.type) << x.name;
         const ikllm::Tensor& same = conv ? y : w;
-        if (x.type == same.type) EXPECT_EQ(std::memcmp(x.data, same.data, x.nb[1] * (size_t)x.n_rows()), 0) << x.name;
+        if (x.type == same.type) {
+            EXPECT_EQ(std::memcmp(x.data, same.data, x.nb[1] * (size_t)x.n_rows()), 0) << x.name;
+        }
         converted += x.type != w.type;
     }
     EXPECT_EQ(converted > 0, a->cpu->repack_helps(ikllm::quant::T_Q4_K) && !a->cpu->repack_changes_results(ikllm::quant::T_Q4_K));

@@ -235,7 +235,11 @@ inline void q6k_lanes_direct(const uint8_t* w, size_t wrb, int64_t ne0, int64_t 
                              size_t arb, int64_t nt, float* y, int64_t ys) {
     const int64_t nb256 = ne0 / 256, nb32 = ne0 / 32;
     std::vector<Q6KLaneBlock> blocks;
-    std::vector<__m256i> hs((size_t)(((nt + 7) / 8) * nb32));  // lane_half_sums of every group
+    // lane_half_sums of every group (a struct: std::vector<__m256i> drops the vector type's attributes)
+    struct HalfSums {
+        __m256i v;
+    };
+    std::vector<HalfSums> hs((size_t)(((nt + 7) / 8) * nb32));
     const LaneBlock* lanes = nullptr;                           // group 0 (the first tile's)
     int64_t first = 0;
     auto prepare = [&](int64_t ra, int64_t rb) {
@@ -249,7 +253,7 @@ inline void q6k_lanes_direct(const uint8_t* w, size_t wrb, int64_t ne0, int64_t 
                 [&](auto g, int64_t ra, int64_t rb, const LaneBlock* lb, int ntok, float* yo) {
                     constexpr int G = decltype(g)::value;
                     if (!lanes) lanes = lb;
-                    __m256i* h = hs.data() + (lb - lanes);  // (lanes and sums: nb32 per group)
+                    __m256i* h = &hs[(size_t)(lb - lanes)].v;  // (lanes and sums: nb32 per group)
                     if (ra == r0) lane_half_sums(lb, G * nb32, h);  // the first row chunk meets every group
                     q6k_rows_lanes<G>(blocks.data() + (ra - first) * nb256, (int)(rb - ra), nb256, lb, h, ntok, yo + ra, ys);
                 });
