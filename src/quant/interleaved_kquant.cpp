@@ -201,22 +201,30 @@ void rep_iq4_xs_r8(const uint8_t* const* rows, uint8_t* dst, int64_t ne0) {
 }
 
 // ---- Q4_K_R8, Q6_K_R8, IQ4_K_R8, IQ4_XS_X8 (ikllm's run-time layouts, kquant_r8.h): the plain blocks --------
-template <uint32_t Base, int PlainBytes, int GroupBytes, R8UnpackBlockFn Unpack>
+// Meta: bytes of row metadata (IQ2_KS / IQ3_KS: the fp16 row scale), the 8 rows' at the group's
+// start; each block decodes as a one-block plain row of that metadata and the block.
+template <uint32_t Base, int PlainBytes, int GroupBytes, R8UnpackBlockFn Unpack, int Meta = 0>
 void deq_r8(const uint8_t* src, float* y, int64_t ne0) {
     const DequantGroupFn plain = find_type(Base)->dequant;
-    uint8_t blocks[8][PlainBytes];
+    uint8_t blocks[8][Meta + PlainBytes];
     uint8_t* b[8];
-    for (int r = 0; r < 8; ++r) b[r] = blocks[r];
+    for (int r = 0; r < 8; ++r) {
+        std::memcpy(blocks[r], src + Meta * r, Meta);
+        b[r] = blocks[r] + Meta;
+    }
+    src += 8 * Meta;
     for (int64_t ibl = 0; ibl < ne0 / QK; ++ibl, src += GroupBytes) {
         Unpack(src, b);
         for (int r = 0; r < 8; ++r) plain(blocks[r], y + r * ne0 + QK * ibl, QK);
     }
 }
-template <int PlainBytes, int GroupBytes, R8PackBlockFn Pack>
+template <int PlainBytes, int GroupBytes, R8PackBlockFn Pack, int Meta = 0>
 void rep_r8(const uint8_t* const* rows, uint8_t* dst, int64_t ne0) {
+    for (int r = 0; r < 8; ++r) std::memcpy(dst + Meta * r, rows[r], Meta);
+    dst += 8 * Meta;
     for (int64_t ibl = 0; ibl < ne0 / QK; ++ibl, dst += GroupBytes) {
         const uint8_t* b[8];
-        for (int r = 0; r < 8; ++r) b[r] = rows[r] + PlainBytes * ibl;
+        for (int r = 0; r < 8; ++r) b[r] = rows[r] + Meta + PlainBytes * ibl;
         Pack(b, dst);
     }
 }
@@ -246,6 +254,10 @@ const InterleavedCodec kKquantCodecs[] = {
      rep_r8<kIQ4KBlockBytes, kIQ4KR8Bytes, iq4k_r8_pack_block>, nullptr},
     {T_IQ4_XS_X8, T_IQ4_XS, 8, deq_r8<T_IQ4_XS, kIQ4XSBlockBytes, kIQ4XSX8Bytes, iq4xs_x8_unpack_block>,
      rep_r8<kIQ4XSBlockBytes, kIQ4XSX8Bytes, iq4xs_x8_pack_block>, nullptr},
+    {T_IQ2_KS_R8, T_IQ2_KS, 8, deq_r8<T_IQ2_KS, kIQ2KSBlockBytes, kIQ2KSR8Bytes, iq2ks_r8_unpack_block, kIQ23KSMetaBytes>,
+     rep_r8<kIQ2KSBlockBytes, kIQ2KSR8Bytes, iq2ks_r8_pack_block, kIQ23KSMetaBytes>, nullptr},
+    {T_IQ3_KS_R8, T_IQ3_KS, 8, deq_r8<T_IQ3_KS, kIQ3KSBlockBytes, kIQ3KSR8Bytes, iq3ks_r8_unpack_block, kIQ23KSMetaBytes>,
+     rep_r8<kIQ3KSBlockBytes, kIQ3KSR8Bytes, iq3ks_r8_pack_block, kIQ23KSMetaBytes>, nullptr},
 };
 
 }  // namespace

@@ -1,4 +1,4 @@
-// ikllm's own run-time layouts of IQ2_K, IQ3_K, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_K and IQ4_XS (docs/quant-r8.md): made by run-time repack,
+// ikllm's own run-time layouts of IQ2_K, IQ3_K, IQ2_KS, IQ3_KS, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_K and IQ4_XS (docs/quant-r8.md): made by run-time repack,
 // never read from or written to files.
 // Q4_K_R8: 8 rows side by side, 1152 bytes per 256 columns (the 8 plain blocks' room), laid out so
 // that one 512-bit register holds two 32-weight sub-blocks of all 8 rows and the sub-block scales
@@ -497,18 +497,79 @@ static inline void iq3k_r8_unpack_block(const uint8_t* src, uint8_t* const b[8])
 
 namespace ikllm::quant {
 
+// IQ2_KS_R8 and IQ3_KS_R8: ikllm's run-time layouts of the row-scaled IQ2_KS / IQ3_KS. An 8-row
+// group starts with the 8 rows' fp16 row scales (16 bytes, the rows' metadata), then one group
+// block per 256 columns in the 8 plain blocks' room (560 / 816 bytes):
+//   [0, 8)     byte r: row r's value-set bits (bit c: 32-weight chunk c; IQ2_KS extra's low byte,
+//              IQ3_KS extra's high byte)
+//   [8, 16)    byte r: row r's fifth scale bits (the other byte of extra)
+//   [16, 48)   the plain scale-nibble bytes: byte q of row r at 16 + 8q + r
+//   IQ2_KS_R8: [48, 560)  codes as Q2_K_R8's: 64 bytes at 48 + 256n + 64g
+//   IQ3_KS_R8: [48, 304)  qh as Q3_K_R8's hmask; [304, 816) qs as Q2_K_R8's, at 304 + 256n + 64g
+inline constexpr int kIQ2KSR8Bytes = 560, kIQ2KSBlockBytes = 70;
+inline constexpr int kIQ3KSR8Bytes = 816, kIQ3KSBlockBytes = 102;
+inline constexpr int kIQ23KSMetaBytes = 2;  // per row: the fp16 row scale
+
+// The first 6 bytes of a plain block (extra, scale nibbles) of row r <-> the group block's 48;
+// set_low: the value-set bits are extra's low byte (IQ2_KS), else its high byte (IQ3_KS).
+template <bool SetLow>
+static inline void ks_r8_put_meta(const uint8_t* x, uint8_t* dst, int r) {
+    dst[r] = x[SetLow ? 0 : 1];
+    dst[8 + r] = x[SetLow ? 1 : 0];
+    for (int q = 0; q < 4; ++q) dst[16 + 8 * q + r] = x[2 + q];
+}
+template <bool SetLow>
+static inline void ks_r8_get_meta(const uint8_t* src, uint8_t* x, int r) {
+    x[SetLow ? 0 : 1] = src[r];
+    x[SetLow ? 1 : 0] = src[8 + r];
+    for (int q = 0; q < 4; ++q) x[2 + q] = src[16 + 8 * q + r];
+}
+
+static inline void iq2ks_r8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
+    for (int r = 0; r < 8; ++r) {
+        ks_r8_put_meta<true>(b[r], dst, r);
+        for (int n = 0; n < 2; ++n) r8_put_granules(b[r] + 6 + 32 * n, dst + 48 + 256 * n, r);
+    }
+}
+static inline void iq2ks_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
+    for (int r = 0; r < 8; ++r) {
+        ks_r8_get_meta<true>(src, b[r], r);
+        for (int n = 0; n < 2; ++n) r8_get_granules(src + 48 + 256 * n, b[r] + 6 + 32 * n, r);
+    }
+}
+static inline void iq3ks_r8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
+    for (int r = 0; r < 8; ++r) {
+        ks_r8_put_meta<false>(b[r], dst, r);
+        r8_put_granules(b[r] + 70, dst + 48, r);
+        for (int n = 0; n < 2; ++n) r8_put_granules(b[r] + 6 + 32 * n, dst + 304 + 256 * n, r);
+    }
+}
+static inline void iq3ks_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
+    for (int r = 0; r < 8; ++r) {
+        ks_r8_get_meta<false>(src, b[r], r);
+        r8_get_granules(src + 48, b[r] + 70, r);
+        for (int n = 0; n < 2; ++n) r8_get_granules(src + 304 + 256 * n, b[r] + 6 + 32 * n, r);
+    }
+}
+
+}  // namespace ikllm::quant
+
+namespace ikllm::quant {
+
 // Per 256 columns: 8 plain blocks <-> one group block.
 using R8PackBlockFn = void (*)(const uint8_t* const b[8], uint8_t* dst);
 using R8UnpackBlockFn = void (*)(const uint8_t* src, uint8_t* const b[8]);
 using R8UnpackGroupFn = void (*)(const uint8_t* group, uint8_t* rows, size_t rb, int64_t ne0);
 
-// Rows [0, 8) of a group (ne0 columns, 256 | ne0) into 8 plain rows of rb bytes.
-template <int PlainBytes, int GroupBytes, R8UnpackBlockFn Unpack>
+// Rows [0, 8) of a group (ne0 columns, 256 | ne0) into 8 plain rows of rb bytes. Meta: bytes of
+// row metadata, stored for the 8 rows at the group's start (before its blocks).
+template <int PlainBytes, int GroupBytes, R8UnpackBlockFn Unpack, int Meta = 0>
 static inline void r8_unpack_group(const uint8_t* group, uint8_t* rows, size_t rb, int64_t ne0) {
+    for (int r = 0; r < 8 && Meta > 0; ++r) std::memcpy(rows + rb * (size_t)r, group + Meta * r, Meta);
     for (int64_t blk = 0; blk < ne0 / 256; ++blk) {
         uint8_t* b[8];
-        for (int r = 0; r < 8; ++r) b[r] = rows + rb * (size_t)r + PlainBytes * (size_t)blk;
-        Unpack(group + GroupBytes * (size_t)blk, b);
+        for (int r = 0; r < 8; ++r) b[r] = rows + rb * (size_t)r + Meta + PlainBytes * (size_t)blk;
+        Unpack(group + 8 * Meta + GroupBytes * (size_t)blk, b);
     }
 }
 static constexpr R8UnpackGroupFn q4k_r8_unpack_group = r8_unpack_group<kQ4KBlockBytes, kQ4KR8Bytes, q4k_r8_unpack_block>;
@@ -520,5 +581,9 @@ static constexpr R8UnpackGroupFn q3k_r8_unpack_group = r8_unpack_group<kQ3KBlock
 static constexpr R8UnpackGroupFn q5k_r8_unpack_group = r8_unpack_group<kQ5KBlockBytes, kQ5KR8Bytes, q5k_r8_unpack_block>;
 static constexpr R8UnpackGroupFn iq2k_r8_unpack_group = r8_unpack_group<kIQ2KBlockBytes, kIQ2KR8Bytes, iq2k_r8_unpack_block>;
 static constexpr R8UnpackGroupFn iq3k_r8_unpack_group = r8_unpack_group<kIQ3KBlockBytes, kIQ3KR8Bytes, iq3k_r8_unpack_block>;
+static constexpr R8UnpackGroupFn iq2ks_r8_unpack_group =
+    r8_unpack_group<kIQ2KSBlockBytes, kIQ2KSR8Bytes, iq2ks_r8_unpack_block, kIQ23KSMetaBytes>;
+static constexpr R8UnpackGroupFn iq3ks_r8_unpack_group =
+    r8_unpack_group<kIQ3KSBlockBytes, kIQ3KSR8Bytes, iq3ks_r8_unpack_block, kIQ23KSMetaBytes>;
 
 }  // namespace ikllm::quant

@@ -1,4 +1,5 @@
-// IQ4_K_R8, IQ4_XS_X8, Q2_K_R8, Q3_K_R8, IQ2_K_R8 and IQ3_K_R8 (ikllm's run-time layouts of IQ4_K, IQ4_XS, Q2_K, Q3_K, IQ2_K, IQ3_K,
+// IQ4_K_R8, IQ4_XS_X8, Q2_K_R8, Q3_K_R8, IQ2_K_R8, IQ3_K_R8, IQ2_KS_R8 and IQ3_KS_R8 (ikllm's run-time layouts of IQ4_K,
+// IQ4_XS, Q2_K, Q3_K, IQ2_K, IQ3_K, IQ2_KS, IQ3_KS,
 // quant/kquant_r8.h) on AVX-512 VNNI, included by iqk_avx512.cpp. As Q4_K_R8 (kquant_r8_avx512.h): 8 rows side by side, a register holds one
 // 4-column granule of two 32-weight chunks of all 8 rows, every row's sums stay in its lanes.
 // The numerics are the plain kernel's (kquant_unpack.h, KIq4K), which follow the reference: the
@@ -47,10 +48,13 @@ inline __m512i r8_pair_dot(const __m512i (&u)[4], const __m512i (&ix)[4], const 
     return _mm512_add_epi32(s0, s1);
 }
 
-// A block's int32 sums per row-lane times d (the 8 rows' fp16 scales at blk) x d_a into acc.
+// The 8 rows' fp16 scales at p as floats, in both halves (lane L: row L % 8).
+inline __m512 r8_row_scales(const uint8_t* p) {
+    return _mm512_cvtph_ps(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
+// A block's int32 sums per row-lane times d (the rows' scales) x d_a into acc.
 template <int T>
-inline void r8_block_scale(const uint8_t* blk, const uint8_t* const* a, int64_t b, const __m512i (&isum)[T], __m512 (&acc)[T]) {
-    const __m512 d = _mm512_cvtph_ps(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk))));
+inline void r8_block_scale(__m512 d, const uint8_t* const* a, int64_t b, const __m512i (&isum)[T], __m512 (&acc)[T]) {
     for (int t = 0; t < T; ++t) {
         float da;
         std::memcpy(&da, a[t] + quant::kQ8KBlockBytes * b + quant::kQ8KOffD, 4);
@@ -430,7 +434,7 @@ void q3kr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y
                 }
             }
         }
-        r8_block_scale<T>(blk, a, b, isum, acc);
+        r8_block_scale<T>(r8_row_scales(blk), a, b, isum, acc);
     }
     r8_store_rows<T>(acc, y, ys);
 }
@@ -480,7 +484,7 @@ inline __m512i iqkr8_pair_bits(const uint8_t* p16) {
 
 // IQ2_K_R8: 2-bit codes, scales nibble - 8, f = 5, o = 32.
 struct Iq2KR8Codes {
-    static constexpr int kBytes = quant::kIQ2KR8Bytes, kQs = 96;
+    static constexpr int kBytes = quant::kIQ2KR8Bytes, kQs = 96, kMeta = 0;
     __m512i ex;
     static __m512i levels() {  // -31, -13, 1, 17 plus 32
         return _mm512_broadcast_i32x4(_mm_setr_epi8(1, 19, 33, 49, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0));
@@ -501,15 +505,16 @@ struct Iq2KR8Codes {
         sce = _mm512_mullo_epi32(sc, _mm512_mask_blend_epi32(e, _mm512_set1_epi32(-32), _mm512_set1_epi32(-27)));
     }
     // codes of shift j (sub-block pair p) of the 4 granule vectors q
-    void codes(const __m512i (&q)[4], int j, int, __m512i (&c)[4]) const {
+    static void codes_of(const __m512i (&q)[4], int j, int, __m512i (&c)[4]) {
         const __m128i shift = _mm_cvtsi32_si128(2 * j);
         for (int k = 0; k < 4; ++k) c[k] = _mm512_and_si512(_mm512_srl_epi16(q[k], shift), _mm512_set1_epi8(3));
     }
+    void codes(const __m512i (&q)[4], int j, int p, __m512i (&c)[4]) const { codes_of(q, j, p, c); }
 };
 
 // IQ3_K_R8: 2-bit codes plus the qh plane bit (Q3_K_R8's granules), scales +-(2 n + 1), f = 4, o = 64.
 struct Iq3KR8Codes {
-    static constexpr int kBytes = quant::kIQ3KR8Bytes, kQs = 368;
+    static constexpr int kBytes = quant::kIQ3KR8Bytes, kQs = 368, kMeta = 0;
     __m512i ex, sx, h[4];
     static __m512i levels() {  // -63, -40, -23, -10, 1, 13, 28, 47 plus 64
         return _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 41, 54, 65, 77, 92, 111, 0, 0, 0, 0, 0, 0, 0, 0));
@@ -532,18 +537,91 @@ struct Iq3KR8Codes {
         sce = _mm512_mullo_epi32(
             sc, _mm512_mask_blend_epi32(_mm512_test_epi32_mask(ex, bit), _mm512_set1_epi32(-64), _mm512_set1_epi32(-60)));
     }
-    void codes(const __m512i (&q)[4], int j, int p, __m512i (&c)[4]) const {
+    // h: the qh granule vectors (bit p: sub-block pair p)
+    static void codes_of(const __m512i (&q)[4], const __m512i (&h)[4], int j, int p, __m512i (&c)[4]) {
         const __m128i qshift = _mm_cvtsi32_si128(2 * j), hshift = _mm_cvtsi32_si128(p);
         const __m512i m3 = _mm512_set1_epi8(3), m1 = _mm512_set1_epi8(1);
         for (int k = 0; k < 4; ++k)
             c[k] = _mm512_or_si512(_mm512_and_si512(_mm512_srl_epi16(q[k], qshift), m3),
                                    _mm512_slli_epi16(_mm512_and_si512(_mm512_srl_epi16(h[k], hshift), m1), 2));
     }
+    void codes(const __m512i (&q)[4], int j, int p, __m512i (&c)[4]) const { codes_of(q, h, j, p, c); }
+};
+
+// IQ2_KS_R8 / IQ3_KS_R8: one 5-bit scale (ls - 16) and value-set bit per 32-weight chunk, so
+// both halves of a register (sub-blocks 2p, 2p + 1 = chunk p) share them; the fp16 row scales
+// at the group's start (kMeta bytes per row) take the place of the block scales. The plain
+// kernels' integers as IQ2_K_R8's / IQ3_K_R8's.
+// The 8 bytes at p (byte r: row r) as dword lanes, rows 0-7 in both halves.
+inline __m512i ksr8_row_bytes(const uint8_t* p) {
+    const __m128i x = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    return _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(x, x));
+}
+template <int Off, int Base>
+struct KsR8Scales {
+    __m512i ex, hb;
+    // scb: the scale nibbles of chunk c (byte r: row r) at 8 x Chunk8(c)
+    void begin(const uint8_t* blk) {
+        ex = ksr8_row_bytes(blk);
+        hb = ksr8_row_bytes(blk + 8);
+    }
+    // sc = ls - 16 and sc (f e - o) of chunk p (Base: f - o and -o for e = 1, 0)
+    void scales(const uint8_t* nib8, int p, __m512i& sc, __m512i& sce) const {
+        const __m512i bit = _mm512_set1_epi32(1 << p);
+        const __m512i n = _mm512_sub_epi32(ksr8_row_bytes(nib8), _mm512_set1_epi32(16));
+        sc = _mm512_mask_add_epi32(n, _mm512_test_epi32_mask(hb, bit), n, _mm512_set1_epi32(16));
+        sce = _mm512_mullo_epi32(
+            sc, _mm512_mask_blend_epi32(_mm512_test_epi32_mask(ex, bit), _mm512_set1_epi32(-Off), _mm512_set1_epi32(Base)));
+    }
+};
+
+// IQ2_KS_R8: nibble byte q holds chunks 2q (low) and 2q + 1 (high); levels and f, o as IQ2_K's.
+struct Iq2KsR8Codes {
+    static constexpr int kBytes = quant::kIQ2KSR8Bytes, kQs = 48, kMeta = quant::kIQ23KSMetaBytes;
+    KsR8Scales<32, -27> ks;
+    static __m512i levels() { return Iq2KR8Codes::levels(); }
+    // scb: the chunks' nibbles, chunk c at 8 c
+    void begin(const uint8_t* blk, int8_t* scb) {
+        ks.begin(blk);
+        const __m256i sb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16)), m15 = _mm256_set1_epi8(15);
+        const __m256i lo = _mm256_and_si256(sb, m15), hi = _mm256_and_si256(_mm256_srli_epi16(sb, 4), m15);
+        // lo: chunks 0, 2 | 4, 6 (8 bytes each), hi: 1, 3 | 5, 7
+        const __m256i x = _mm256_unpacklo_epi64(lo, hi), z = _mm256_unpackhi_epi64(lo, hi);  // 0 1 | 4 5, 2 3 | 6 7
+        _mm256_store_si256(reinterpret_cast<__m256i*>(scb), _mm256_permute2x128_si256(x, z, 0x20));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(scb + 32), _mm256_permute2x128_si256(x, z, 0x31));
+    }
+    void scales(const int8_t* scb, int p, __m512i& sc, __m512i& sce) const {
+        ks.scales(reinterpret_cast<const uint8_t*>(scb) + 8 * p, p, sc, sce);
+    }
+    void codes(const __m512i (&q)[4], int j, int p, __m512i (&c)[4]) const {
+        Iq2KR8Codes::codes_of(q, j, p, c);
+    }
+};
+
+// IQ3_KS_R8: nibble byte q holds chunks q (low) and q + 4 (high); levels and f, o as IQ3_K's.
+struct Iq3KsR8Codes {
+    static constexpr int kBytes = quant::kIQ3KSR8Bytes, kQs = 304, kMeta = quant::kIQ23KSMetaBytes;
+    KsR8Scales<64, -60> ks;
+    __m512i h[4];
+    static __m512i levels() { return Iq3KR8Codes::levels(); }
+    void begin(const uint8_t* blk, int8_t* scb) {
+        ks.begin(blk);
+        for (int k = 0; k < 4; ++k) h[k] = _mm512_loadu_si512(blk + 48 + 64 * k);
+        const __m256i sb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16)), m15 = _mm256_set1_epi8(15);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(scb), _mm256_and_si256(sb, m15));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(scb + 32), _mm256_and_si256(_mm256_srli_epi16(sb, 4), m15));
+    }
+    void scales(const int8_t* scb, int p, __m512i& sc, __m512i& sce) const {
+        ks.scales(reinterpret_cast<const uint8_t*>(scb) + 8 * p, p, sc, sce);
+    }
+    void codes(const __m512i (&q)[4], int j, int p, __m512i (&c)[4]) const { Iq3KR8Codes::codes_of(q, h, j, p, c); }
 };
 
 template <class Codes, int T>
 void iqkr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) {
     const __m512i levels = Codes::levels();
+    [[maybe_unused]] const __m512 drow = Codes::kMeta ? r8_row_scales(g) : _mm512_setzero_ps();
+    g += 8 * Codes::kMeta;
     __m512 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
     __m512i ix[4];
@@ -575,7 +653,7 @@ void iqkr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y
                 }
             }
         }
-        r8_block_scale<T>(blk, a, b, isum, acc);
+        r8_block_scale<T>(Codes::kMeta ? drow : r8_row_scales(blk), a, b, isum, acc);
     }
     r8_store_rows<T>(acc, y, ys);
 }
@@ -598,6 +676,24 @@ inline void iq3kr8_unpack_group_fast(const uint8_t* group, uint8_t* rows, size_t
         for (int r = 0; r < 8; ++r) quant::iq3k_r8_get_meta(src, x0 + rb * (size_t)r, r);
         iq4r8_put_codes(src + 112, x0 + 78, rb);
         for (int n = 0; n < 2; ++n) iq4r8_put_codes(src + 368 + 256 * n, x0 + 14 + 32 * n, rb);
+    }
+}
+
+// quant::iq2ks_r8_unpack_group / iq3ks_r8_unpack_group for the prompt-batch slabs: the row scales,
+// each block's extra and scale bytes per row, the codes (IQ3: and qh) as Q2_K_R8's.
+template <bool Iq3>
+inline void ksr8_unpack_group_fast(const uint8_t* group, uint8_t* rows, size_t rb, int64_t ne0) {
+    constexpr int kMeta = quant::kIQ23KSMetaBytes;
+    constexpr int kGroup = Iq3 ? quant::kIQ3KSR8Bytes : quant::kIQ2KSR8Bytes;
+    constexpr int kPlain = Iq3 ? quant::kIQ3KSBlockBytes : quant::kIQ2KSBlockBytes;
+    for (int r = 0; r < 8; ++r) std::memcpy(rows + rb * (size_t)r, group + kMeta * r, kMeta);
+    const uint8_t* blocks = group + 8 * kMeta;
+    for (int64_t blk = 0; blk < ne0 / 256; ++blk) {
+        const uint8_t* src = blocks + kGroup * blk;
+        uint8_t* x0 = rows + kMeta + kPlain * (size_t)blk;
+        for (int r = 0; r < 8; ++r) quant::ks_r8_get_meta<!Iq3>(src, x0 + rb * (size_t)r, r);
+        if constexpr (Iq3) iq4r8_put_codes(src + 48, x0 + 70, rb);
+        for (int n = 0; n < 2; ++n) iq4r8_put_codes(src + (Iq3 ? 304 : 48) + 256 * n, x0 + 6 + 32 * n, rb);
     }
 }
 
