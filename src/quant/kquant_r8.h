@@ -1,4 +1,4 @@
-// ikllm's own run-time layouts of IQ2_K, IQ3_K, IQ2_KS, IQ3_KS, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_K and IQ4_XS (docs/quant-r8.md): made by run-time repack,
+// ikllm's own run-time layouts of IQ2_K, IQ3_K, IQ2_KS, IQ3_KS, IQ4_KS, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_K and IQ4_XS (docs/quant-r8.md): made by run-time repack,
 // never read from or written to files.
 // Q4_K_R8: 8 rows side by side, 1152 bytes per 256 columns (the 8 plain blocks' room), laid out so
 // that one 512-bit register holds two 32-weight sub-blocks of all 8 rows and the sub-block scales
@@ -226,6 +226,22 @@ namespace ikllm::quant {
 inline constexpr int kIQ4XSX8Bytes = 1088;
 inline constexpr int kIQ4XSBlockBytes = 136;
 
+// The 128 plain code bytes of row r (qs) <-> the 1024 group bytes at g (IQ4_XS_X8, IQ4_KS_R8).
+static inline void x8_put_codes(const uint8_t* qs, uint8_t* g, int r) {
+    for (int j = 0; j < 4; ++j)
+        for (int k = 0; k < 4; ++k) {
+            std::memcpy(g + 256 * j + 64 * k + 4 * r, qs + 32 * j + 4 * k, 4);
+            std::memcpy(g + 256 * j + 64 * k + 32 + 4 * r, qs + 32 * j + 16 + 4 * k, 4);
+        }
+}
+static inline void x8_get_codes(const uint8_t* g, uint8_t* qs, int r) {
+    for (int j = 0; j < 4; ++j)
+        for (int k = 0; k < 4; ++k) {
+            std::memcpy(qs + 32 * j + 4 * k, g + 256 * j + 64 * k + 4 * r, 4);
+            std::memcpy(qs + 32 * j + 16 + 4 * k, g + 256 * j + 64 * k + 32 + 4 * r, 4);
+        }
+}
+
 static inline int iq4xs_x8_value(int chunk, int r) { return 8 * chunk + r; }
 
 static inline void iq4xs_x8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
@@ -239,11 +255,7 @@ static inline void iq4xs_x8_pack_block(const uint8_t* const b[8], uint8_t* dst) 
             dst[16 + (i & 31)] |= (uint8_t)((ls & 15) << (4 * (i >> 5)));
             dst[48 + (i & 15)] |= (uint8_t)((ls >> 4) << (2 * (i >> 4)));
         }
-        for (int j = 0; j < 4; ++j)
-            for (int g = 0; g < 4; ++g) {
-                std::memcpy(dst + 64 + 256 * j + 64 * g + 4 * r, x + 8 + 32 * j + 4 * g, 4);
-                std::memcpy(dst + 64 + 256 * j + 64 * g + 32 + 4 * r, x + 8 + 32 * j + 16 + 4 * g, 4);
-            }
+        x8_put_codes(x + 8, dst + 64, r);
     }
 }
 static inline void iq4xs_x8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
@@ -260,11 +272,29 @@ static inline void iq4xs_x8_unpack_block(const uint8_t* src, uint8_t* const b[8]
         }
         x[2] = (uint8_t)(sh & 255);
         x[3] = (uint8_t)(sh >> 8);
-        for (int j = 0; j < 4; ++j)
-            for (int g = 0; g < 4; ++g) {
-                std::memcpy(x + 8 + 32 * j + 4 * g, src + 64 + 256 * j + 64 * g + 4 * r, 4);
-                std::memcpy(x + 8 + 32 * j + 16 + 4 * g, src + 64 + 256 * j + 64 * g + 32 + 4 * r, 4);
-            }
+        x8_get_codes(src + 64, x + 8, r);
+    }
+}
+
+// IQ4_KS_R8: ikllm's run-time layout of the row-scaled IQ4_KS. The group starts with the 8 rows'
+// float32 row scales (32 bytes), then per 256 columns 1088 bytes (the 8 plain blocks' room):
+//   [0, 64)      byte 8c + r (= 16j + L for lane L of chunk pair j): plain scale byte c of row r
+//                (bit 0 the value set, bits 1-7 the scale + 127)
+//   [64, 1088)   codes as IQ4_XS_X8's
+inline constexpr int kIQ4KSR8Bytes = 1088;
+inline constexpr int kIQ4KSBlockBytes = 136;
+inline constexpr int kIQ4KSMetaBytes = 4;
+
+static inline void iq4ks_r8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
+    for (int r = 0; r < 8; ++r) {
+        for (int c = 0; c < 8; ++c) dst[8 * c + r] = b[r][c];
+        x8_put_codes(b[r] + 8, dst + 64, r);
+    }
+}
+static inline void iq4ks_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
+    for (int r = 0; r < 8; ++r) {
+        for (int c = 0; c < 8; ++c) b[r][c] = src[8 * c + r];
+        x8_get_codes(src + 64, b[r] + 8, r);
     }
 }
 
@@ -585,5 +615,7 @@ static constexpr R8UnpackGroupFn iq2ks_r8_unpack_group =
     r8_unpack_group<kIQ2KSBlockBytes, kIQ2KSR8Bytes, iq2ks_r8_unpack_block, kIQ23KSMetaBytes>;
 static constexpr R8UnpackGroupFn iq3ks_r8_unpack_group =
     r8_unpack_group<kIQ3KSBlockBytes, kIQ3KSR8Bytes, iq3ks_r8_unpack_block, kIQ23KSMetaBytes>;
+static constexpr R8UnpackGroupFn iq4ks_r8_unpack_group =
+    r8_unpack_group<kIQ4KSBlockBytes, kIQ4KSR8Bytes, iq4ks_r8_unpack_block, kIQ4KSMetaBytes>;
 
 }  // namespace ikllm::quant

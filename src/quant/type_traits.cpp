@@ -122,6 +122,7 @@ constexpr Geometry kGeometry[] = {
     {T_IQ2_K_R8, "iq2_k_r8", 256, 76, 0, 8, false},
     {T_IQ3_K_R8, "iq3_k_r8", 256, 110, 0, 8, false},
     {T_IQ4_K_R8, "iq4_k_r8", 256, 144, 0, 8, false},
+    {T_IQ4_KS_R8, "iq4_ks_r8", 256, 136, 4, 8, false},
     {T_IQ2_KS_R8, "iq2_ks_r8", 256, 70, 2, 8, false},
     {T_IQ3_KS_R8, "iq3_ks_r8", 256, 102, 2, 8, false},
 };

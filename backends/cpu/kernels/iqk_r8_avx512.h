@@ -261,19 +261,54 @@ inline void iq4xsx8_scales(const uint8_t* blk, __m512i sc[4]) {
     sc[3] = _mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(v, 3));
 }
 
-template <int T>
-void iq4xsx8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) {
+// The scales of the X8 codes' tile: IQ4_XS_X8 (6-bit ls - 32 per chunk, fp16 d per block).
+struct Iq4XsX8Scales {
+    static constexpr int kBytes = quant::kIQ4XSX8Bytes, kMeta = 0;
+    __m512i sc[4];
+    void begin(const uint8_t* blk) { iq4xsx8_scales(blk, sc); }
+    // chunk pair j: lane L the scale of chunk 2j + L / 8, and the start of its sum from the
+    // chunks' code sums bs0 (lanes 0-7), bs1 (8-15): -128 x (the levels' + 128)
+    __m512i scale(int j) const { return sc[j]; }
+    __m512i start(int, int bs0, int bs1) const { return iq4kr8_pair_i32(-128 * bs0, -128 * bs1); }
+    static __m512 block_d(const uint8_t* blk, __m512) { return r8_row_scales(blk); }
+};
+// IQ4_KS_R8: one scale byte per chunk (bits 1-7 the scale + 127, bit 0 the value set, whose
+// levels are the first set's + 4: the start -128 + 4 e), float32 row scales at the group's head.
+struct Iq4KsR8Scales {
+    static constexpr int kBytes = quant::kIQ4KSR8Bytes, kMeta = quant::kIQ4KSMetaBytes;
+    __m512i sc[4], mul[4];
+    void begin(const uint8_t* blk) {
+        for (int j = 0; j < 4; ++j) {
+            const __m512i s = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16 * j)));
+            sc[j] = _mm512_sub_epi32(_mm512_and_si512(s, _mm512_set1_epi32(254)), _mm512_set1_epi32(127));
+            mul[j] = _mm512_mask_blend_epi32(_mm512_test_epi32_mask(s, _mm512_set1_epi32(1)), _mm512_set1_epi32(-128),
+                                             _mm512_set1_epi32(-124));
+        }
+    }
+    __m512i scale(int j) const { return sc[j]; }
+    __m512i start(int j, int bs0, int bs1) const { return _mm512_mullo_epi32(iq4kr8_pair_i32(bs0, bs1), mul[j]); }
+    static __m512 block_d(const uint8_t*, __m512 drow) { return drow; }
+};
+inline __m512 r8_row_scales_f32(const uint8_t* p) {
+    const __m256 d = _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+    return _mm512_insertf32x8(_mm512_castps256_ps512(d), d, 1);
+}
+
+template <class Scales, int T>
+void iq4x8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) {
     const __m512i table = iq4r8_table();
     const __m512i ones = _mm512_set1_epi16(1);
+    [[maybe_unused]] const __m512 drow = Scales::kMeta ? r8_row_scales_f32(g) : _mm512_setzero_ps();
+    g += 8 * Scales::kMeta;
     __m512 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
     __m512i ix[8];  // activation dwords: lanes 0-7 dword j of chunk 2j', 8-15 dword 8 + j (chunk 2j' + 1)
     for (int j = 0; j < 8; ++j) ix[j] = iq4kr8_pair_i32(j, 8 + j);
+    Scales scl;
     for (int64_t b = 0; b < nbk; ++b) {
-        const uint8_t* blk = g + quant::kIQ4XSX8Bytes * b;
-        prefetch_weights<quant::kIQ4XSX8Bytes>(blk);
-        __m512i sc[4];
-        iq4xsx8_scales(blk, sc);
+        const uint8_t* blk = g + Scales::kBytes * b;
+        prefetch_weights<Scales::kBytes>(blk);
+        scl.begin(blk);
         __m512i isum[T];
         for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
         for (int j = 0; j < 4; ++j) {
@@ -284,21 +319,16 @@ void iq4xsx8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float*
                 int16_t bs[4];  // per-16 code sums: chunk 2j (low, high half), chunk 2j + 1
                 std::memcpy(bs, ab + quant::kQ8KOffBsums + 8 * j, 8);
                 const __m512i av = _mm512_loadu_si512(ab + quant::kQ8KOffQs + 64 * j);
-                __m512i s0 = iq4kr8_pair_i32(-128 * (bs[0] + bs[1]), -128 * (bs[2] + bs[3]));
+                __m512i s0 = scl.start(j, bs[0] + bs[1], bs[2] + bs[3]);
                 __m512i s1 = _mm512_setzero_si512();
                 for (int gq = 0; gq < 4; ++gq) {
                     s0 = _mm512_dpwssd_epi32(s0, _mm512_maddubs_epi16(lo[gq], _mm512_permutexvar_epi32(ix[gq], av)), ones);
                     s1 = _mm512_dpwssd_epi32(s1, _mm512_maddubs_epi16(hi[gq], _mm512_permutexvar_epi32(ix[4 + gq], av)), ones);
                 }
-                isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_add_epi32(s0, s1), sc[j]));
+                isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_add_epi32(s0, s1), scl.scale(j)));
             }
         }
-        const __m512 d16 = _mm512_cvtph_ps(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk))));
-        for (int t = 0; t < T; ++t) {
-            float da;
-            std::memcpy(&da, a[t] + quant::kQ8KBlockBytes * b + quant::kQ8KOffD, 4);
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d16, _mm512_set1_ps(da)), acc[t]);
-        }
+        r8_block_scale<T>(Scales::block_d(blk, drow), a, b, isum, acc);
     }
     r8_store_rows<T>(acc, y, ys);
 }
@@ -325,6 +355,21 @@ inline void iq4xsx8_unpack_group_fast(const uint8_t* group, uint8_t* rows, size_
             x[3] = (uint8_t)(sh[1] >> (8 * r));
             for (int k = 0; k < 4; ++k) x[4 + k] = (uint8_t)(sl[k] >> (8 * r));
         }
+        for (int j = 0; j < 4; ++j) iq4r8_put_codes(src + 64 + 256 * j, x0 + 8 + 32 * j, rb);
+    }
+}
+
+// quant::iq4ks_r8_unpack_group for the prompt-batch slabs: the scale bytes transposed (64-bit
+// words), the codes as IQ4_XS_X8's.
+inline void iq4ksr8_unpack_group_fast(const uint8_t* group, uint8_t* rows, size_t rb, int64_t ne0) {
+    constexpr int kMeta = quant::kIQ4KSMetaBytes;
+    for (int r = 0; r < 8; ++r) std::memcpy(rows + rb * (size_t)r, group + kMeta * r, kMeta);
+    const uint8_t* blocks = group + 8 * kMeta;
+    for (int64_t blk = 0; blk < ne0 / 256; ++blk) {
+        const uint8_t* src = blocks + quant::kIQ4KSR8Bytes * blk;
+        uint8_t* x0 = rows + kMeta + quant::kIQ4KSBlockBytes * (size_t)blk;
+        for (int r = 0; r < 8; ++r)
+            for (int c = 0; c < 8; ++c) x0[rb * (size_t)r + c] = src[8 * c + r];
         for (int j = 0; j < 4; ++j) iq4r8_put_codes(src + 64 + 256 * j, x0 + 8 + 32 * j, rb);
     }
 }
@@ -716,9 +761,10 @@ struct Q3KR8Tiles {
     template <int T>
     static void run(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) { q3kr8_tile<T>(g, nbk, a, y, ys); }
 };
-struct Iq4XsX8Tiles {
+template <class Scales>
+struct Iq4X8Tiles {
     template <int T>
-    static void run(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) { iq4xsx8_tile<T>(g, nbk, a, y, ys); }
+    static void run(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) { iq4x8_tile<Scales, T>(g, nbk, a, y, ys); }
 };
 template <class Tiles, R8UnpackGroupFn Unpack, MatmulFn Plain>
 void iq4r8_matmul(const uint8_t* w, size_t wrb, int64_t ne0, int64_t r0, int64_t r1, const uint8_t* act, size_t arb,
