@@ -1,4 +1,4 @@
-// ikllm's own run-time layouts of IQ2_K, IQ3_K, IQ2_KS, IQ3_KS, IQ4_KS, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_K and IQ4_XS (docs/quant-r8.md): made by run-time repack,
+// ikllm's own run-time layouts of IQ2_K, IQ3_K, IQ2_KS, IQ3_KS, IQ4_KS, IQ5_KS, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_K and IQ4_XS (docs/quant-r8.md): made by run-time repack,
 // never read from or written to files.
 // Q4_K_R8: 8 rows side by side, 1152 bytes per 256 columns (the 8 plain blocks' room), laid out so
 // that one 512-bit register holds two 32-weight sub-blocks of all 8 rows and the sub-block scales
@@ -19,6 +19,21 @@
 #include <cstring>
 
 namespace ikllm::quant {
+
+// The 4-byte granules of Q2_K_R8, Q3_K_R8, IQ2_K_R8, IQ3_K_R8, the KS layouts and IQ5_KS_R8's qh: 32 plain bytes of row r (x)
+// <-> the 256 group bytes at g: plain bytes 4k.. at 64k + 4r, plain bytes 16 + 4k.. at 64k + 32 + 4r.
+static inline void r8_put_granules(const uint8_t* x, uint8_t* g, int r) {
+    for (int k = 0; k < 4; ++k) {
+        std::memcpy(g + 64 * k + 4 * r, x + 4 * k, 4);
+        std::memcpy(g + 64 * k + 32 + 4 * r, x + 16 + 4 * k, 4);
+    }
+}
+static inline void r8_get_granules(const uint8_t* g, uint8_t* x, int r) {
+    for (int k = 0; k < 4; ++k) {
+        std::memcpy(x + 4 * k, g + 64 * k + 4 * r, 4);
+        std::memcpy(x + 16 + 4 * k, g + 64 * k + 32 + 4 * r, 4);
+    }
+}
 
 inline constexpr int kQ4KR8Rows = 8;
 inline constexpr int kQ4KR8Bytes = 1152;  // per 256 columns of the 8 rows
@@ -298,24 +313,36 @@ static inline void iq4ks_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]
     }
 }
 
+// IQ5_KS_R8: ikllm's run-time layout of the row-scaled IQ5_KS, float32 row scales at the group's
+// head as IQ4_KS_R8's, then per 256 columns 1344 bytes (the 8 plain blocks' room):
+//   [0, 64)       the scale bytes as IQ4_KS_R8's
+//   [64, 1088)    qs (low 4 bits, P4K: byte 32g + l holds column l of chunk 2g and of 2g + 1):
+//                 64 bytes at 64 + 256g + 64k: plain bytes 32g + 4k.. of rows 0-7, then 32g + 16 + 4k..
+//   [1088, 1344)  qh (bit c of byte l: column l of chunk c): 64 bytes at 1088 + 64k: plain bytes
+//                 4k.. of rows 0-7, then 16 + 4k..
+// So a qs register holds, per row, columns 4k.. (lanes 0-7) and 16 + 4k.. (8-15) of chunk 2g in its
+// low nibbles and of chunk 2g + 1 in its high ones, and the qh register of the same k their fifth bits.
+inline constexpr int kIQ5KSR8Bytes = 1344;
+inline constexpr int kIQ5KSBlockBytes = 168;
+
+static inline void iq5ks_r8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
+    for (int r = 0; r < 8; ++r) {
+        for (int c = 0; c < 8; ++c) dst[8 * c + r] = b[r][c];
+        x8_put_codes(b[r] + 8, dst + 64, r);
+        r8_put_granules(b[r] + 136, dst + 1088, r);
+    }
+}
+static inline void iq5ks_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
+    for (int r = 0; r < 8; ++r) {
+        for (int c = 0; c < 8; ++c) b[r][c] = src[8 * c + r];
+        x8_get_codes(src + 64, b[r] + 8, r);
+        r8_get_granules(src + 1088, b[r] + 136, r);
+    }
+}
+
 }  // namespace ikllm::quant
 
 namespace ikllm::quant {
-
-// The 4-byte granules of Q2_K_R8, Q3_K_R8, IQ2_K_R8 and IQ3_K_R8: 32 plain bytes of row r (x)
-// <-> the 256 group bytes at g: plain bytes 4k.. at 64k + 4r, plain bytes 16 + 4k.. at 64k + 32 + 4r.
-static inline void r8_put_granules(const uint8_t* x, uint8_t* g, int r) {
-    for (int k = 0; k < 4; ++k) {
-        std::memcpy(g + 64 * k + 4 * r, x + 4 * k, 4);
-        std::memcpy(g + 64 * k + 32 + 4 * r, x + 16 + 4 * k, 4);
-    }
-}
-static inline void r8_get_granules(const uint8_t* g, uint8_t* x, int r) {
-    for (int k = 0; k < 4; ++k) {
-        std::memcpy(x + 4 * k, g + 64 * k + 4 * r, 4);
-        std::memcpy(x + 16 + 4 * k, g + 64 * k + 32 + 4 * r, 4);
-    }
-}
 
 // Q2_K_R8: ikllm's run-time layout of Q2_K, 672 bytes per 256 columns of 8 rows. The plain code
 // bytes in 4-byte granules as IQ4_K_R8's (one granule holds 4 columns at each of the 4 bit
@@ -617,5 +644,7 @@ static constexpr R8UnpackGroupFn iq3ks_r8_unpack_group =
     r8_unpack_group<kIQ3KSBlockBytes, kIQ3KSR8Bytes, iq3ks_r8_unpack_block, kIQ23KSMetaBytes>;
 static constexpr R8UnpackGroupFn iq4ks_r8_unpack_group =
     r8_unpack_group<kIQ4KSBlockBytes, kIQ4KSR8Bytes, iq4ks_r8_unpack_block, kIQ4KSMetaBytes>;
+static constexpr R8UnpackGroupFn iq5ks_r8_unpack_group =
+    r8_unpack_group<kIQ5KSBlockBytes, kIQ5KSR8Bytes, iq5ks_r8_unpack_block, kIQ4KSMetaBytes>;
 
 }  // namespace ikllm::quant

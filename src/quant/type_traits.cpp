@@ -124,6 +124,7 @@ constexpr Geometry kGeometry[] = {
     {T_IQ4_K_R8, "iq4_k_r8", 256, 144, 0, 8, false},
     {T_IQ4_KS_R8, "iq4_ks_r8", 256, 136, 4, 8, false},
     {T_IQ2_KS_R8, "iq2_ks_r8", 256, 70, 2, 8, false},
+    {T_IQ5_KS_R8, "iq5_ks_r8", 256, 168, 4, 8, false},
     {T_IQ3_KS_R8, "iq3_ks_r8", 256, 102, 2, 8, false},
 };
 

@@ -1,5 +1,5 @@
-// IQ4_K_R8, IQ4_XS_X8, Q2_K_R8, Q3_K_R8, IQ2_K_R8, IQ3_K_R8, IQ2_KS_R8 and IQ3_KS_R8 (ikllm's run-time layouts of IQ4_K,
-// IQ4_XS, Q2_K, Q3_K, IQ2_K, IQ3_K, IQ2_KS, IQ3_KS,
+// IQ4_K_R8, IQ4_XS_X8, Q2_K_R8, Q3_K_R8, IQ2_K_R8, IQ3_K_R8, IQ2_KS_R8, IQ3_KS_R8, IQ4_KS_R8 and IQ5_KS_R8 (ikllm's run-time
+// layouts of IQ4_K, IQ4_XS, Q2_K, Q3_K, IQ2_K, IQ3_K, IQ2_KS, IQ3_KS, IQ4_KS, IQ5_KS,
 // quant/kquant_r8.h) on AVX-512 VNNI, included by iqk_avx512.cpp. As Q4_K_R8 (kquant_r8_avx512.h): 8 rows side by side, a register holds one
 // 4-column granule of two 32-weight chunks of all 8 rows, every row's sums stay in its lanes.
 // The numerics are the plain kernel's (kquant_unpack.h, KIq4K), which follow the reference: the
@@ -22,6 +22,7 @@
 #include "kernels/r8_slab.h"
 #include "quant/act_q8_k.h"
 #include "quant/kquant_r8.h"
+#include "quant/quant_tables.h"
 
 namespace ikllm::cpu {
 namespace {
@@ -48,6 +49,11 @@ inline __m512i r8_pair_dot(const __m512i (&u)[4], const __m512i (&ix)[4], const 
     return _mm512_add_epi32(s0, s1);
 }
 
+// The 8 bytes at p (byte r: row r) as dword lanes, rows 0-7 in both halves.
+inline __m512i ksr8_row_bytes(const uint8_t* p) {
+    const __m128i x = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    return _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(x, x));
+}
 // The 8 rows' fp16 scales at p as floats, in both halves (lane L: row L % 8).
 inline __m512 r8_row_scales(const uint8_t* p) {
     return _mm512_cvtph_ps(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
@@ -333,6 +339,86 @@ void iq4x8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y
     r8_store_rows<T>(acc, y, ys);
 }
 
+// ---- IQ5_KS_R8 ----------------------------------------------------------------------------------
+// The plain IQ5_KS kernel's integers: the 5-bit codes through one vpermb to the first value set's
+// levels + 128 (unsigned), saturating vpmaddubsw pair sums as the reference's (pairs of adjacent
+// columns, which a 4-column granule keeps), each 16 columns started at (2 e - 128) x their code
+// sum (the second set is the first plus 2), times the chunk's scale (s & 254) - 127; then
+// rowd d_a in float. A qs register holds chunk 2g (low nibbles) and 2g + 1 (high) of all 8 rows,
+// columns 4k.. in lanes 0-7 and 16 + 4k.. in lanes 8-15, so both halves of a sum share one scale.
+template <int T>
+void iq5ksr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) {
+    alignas(64) uint8_t tb[64];
+    for (int i = 0; i < 64; ++i) tb[i] = (uint8_t)(quant::tables::kIq5nl[i & 31] + 128);
+    const __m512i table = _mm512_load_si512(tb), m15 = _mm512_set1_epi8(15), m1 = _mm512_set1_epi8(1);
+    const __m512i ones = _mm512_set1_epi16(1);
+    const __m512 drow = r8_row_scales_f32(g);
+    g += 8 * quant::kIQ4KSMetaBytes;
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    __m512i ixl[4], ixh[4];  // activation dwords of chunk 2g (low nibbles), 2g + 1 (high)
+    for (int k = 0; k < 4; ++k) {
+        ixl[k] = iq4kr8_pair_i32(k, 4 + k);
+        ixh[k] = iq4kr8_pair_i32(8 + k, 12 + k);
+    }
+    for (int64_t b = 0; b < nbk; ++b) {
+        const uint8_t* blk = g + quant::kIQ5KSR8Bytes * b;
+        prefetch_weights<quant::kIQ5KSR8Bytes>(blk);
+        __m512i sc[8], mul[8], h[4];
+        for (int c = 0; c < 8; ++c) {
+            const __m512i sb = ksr8_row_bytes(blk + 8 * c);
+            sc[c] = _mm512_sub_epi32(_mm512_and_si512(sb, _mm512_set1_epi32(254)), _mm512_set1_epi32(127));
+            mul[c] = _mm512_mask_blend_epi32(_mm512_test_epi32_mask(sb, _mm512_set1_epi32(1)), _mm512_set1_epi32(-128),
+                                             _mm512_set1_epi32(-126));
+        }
+        for (int k = 0; k < 4; ++k) h[k] = _mm512_loadu_si512(blk + 1088 + 64 * k);
+        __m512i isum[T];
+        for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
+        for (int gp = 0; gp < 4; ++gp) {
+            const __m128i s0 = _mm_cvtsi32_si128(2 * gp), s1 = _mm_cvtsi32_si128(2 * gp + 1);
+            __m512i lo[4], hi[4];
+            for (int k = 0; k < 4; ++k) {
+                const __m512i q = _mm512_loadu_si512(blk + 64 + 256 * gp + 64 * k);
+                const __m512i hl = _mm512_slli_epi16(_mm512_and_si512(_mm512_srl_epi16(h[k], s0), m1), 4);
+                const __m512i hh = _mm512_slli_epi16(_mm512_and_si512(_mm512_srl_epi16(h[k], s1), m1), 4);
+                lo[k] = _mm512_permutexvar_epi8(_mm512_or_si512(_mm512_and_si512(q, m15), hl), table);
+                hi[k] = _mm512_permutexvar_epi8(_mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q, 4), m15), hh), table);
+            }
+            for (int t = 0; t < T; ++t) {
+                const uint8_t* ab = a[t] + quant::kQ8KBlockBytes * b;
+                int16_t bs[4];  // per-16 code sums of chunks 2g, 2g + 1
+                std::memcpy(bs, ab + quant::kQ8KOffBsums + 8 * gp, 8);
+                const __m512i av = _mm512_loadu_si512(ab + quant::kQ8KOffQs + 64 * gp);
+                __m512i x0 = _mm512_mullo_epi32(iq4kr8_pair_i32(bs[0], bs[1]), mul[2 * gp]);
+                __m512i x1 = _mm512_mullo_epi32(iq4kr8_pair_i32(bs[2], bs[3]), mul[2 * gp + 1]);
+                for (int k = 0; k < 4; ++k) {
+                    x0 = _mm512_dpwssd_epi32(x0, _mm512_maddubs_epi16(lo[k], _mm512_permutexvar_epi32(ixl[k], av)), ones);
+                    x1 = _mm512_dpwssd_epi32(x1, _mm512_maddubs_epi16(hi[k], _mm512_permutexvar_epi32(ixh[k], av)), ones);
+                }
+                isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(x0, sc[2 * gp]),
+                                                                     _mm512_mullo_epi32(x1, sc[2 * gp + 1])));
+            }
+        }
+        r8_block_scale<T>(drow, a, b, isum, acc);
+    }
+    r8_store_rows<T>(acc, y, ys);
+}
+
+// quant::iq5ks_r8_unpack_group for the prompt-batch slabs: as IQ4_KS_R8's, plus the qh bytes.
+inline void iq5ksr8_unpack_group_fast(const uint8_t* group, uint8_t* rows, size_t rb, int64_t ne0) {
+    constexpr int kMeta = quant::kIQ4KSMetaBytes;
+    for (int r = 0; r < 8; ++r) std::memcpy(rows + rb * (size_t)r, group + kMeta * r, kMeta);
+    const uint8_t* blocks = group + 8 * kMeta;
+    for (int64_t blk = 0; blk < ne0 / 256; ++blk) {
+        const uint8_t* src = blocks + quant::kIQ5KSR8Bytes * blk;
+        uint8_t* x0 = rows + kMeta + quant::kIQ5KSBlockBytes * (size_t)blk;
+        for (int r = 0; r < 8; ++r)
+            for (int c = 0; c < 8; ++c) x0[rb * (size_t)r + c] = src[8 * c + r];
+        for (int j = 0; j < 4; ++j) iq4r8_put_codes(src + 64 + 256 * j, x0 + 8 + 32 * j, rb);
+        iq4r8_put_codes(src + 1088, x0 + 136, rb);
+    }
+}
+
 // quant::iq4xs_x8_unpack_group for the prompt-batch slabs: value i = 8c + r, so the 8 bytes at 8c
 // are chunk c's scales of rows 0-7 and the plain scale nibbles and bit pairs come out of 64-bit
 // words; the codes as IQ4_K_R8's.
@@ -597,11 +683,6 @@ struct Iq3KR8Codes {
 // both halves of a register (sub-blocks 2p, 2p + 1 = chunk p) share them; the fp16 row scales
 // at the group's start (kMeta bytes per row) take the place of the block scales. The plain
 // kernels' integers as IQ2_K_R8's / IQ3_K_R8's.
-// The 8 bytes at p (byte r: row r) as dword lanes, rows 0-7 in both halves.
-inline __m512i ksr8_row_bytes(const uint8_t* p) {
-    const __m128i x = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
-    return _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(x, x));
-}
 template <int Off, int Base>
 struct KsR8Scales {
     __m512i ex, hb;
@@ -760,6 +841,10 @@ struct Q2KR8Tiles {
 struct Q3KR8Tiles {
     template <int T>
     static void run(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) { q3kr8_tile<T>(g, nbk, a, y, ys); }
+};
+struct Iq5KsR8Tiles {
+    template <int T>
+    static void run(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) { iq5ksr8_tile<T>(g, nbk, a, y, ys); }
 };
 template <class Scales>
 struct Iq4X8Tiles {
