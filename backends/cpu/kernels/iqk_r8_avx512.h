@@ -350,7 +350,7 @@ template <int T>
 void iq5ksr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) {
     alignas(64) uint8_t tb[64];
     for (int i = 0; i < 64; ++i) tb[i] = (uint8_t)(quant::tables::kIq5nl[i & 31] + 128);
-    const __m512i table = _mm512_load_si512(tb), m15 = _mm512_set1_epi8(15), m1 = _mm512_set1_epi8(1);
+    const __m512i table = _mm512_load_si512(tb), m15 = _mm512_set1_epi8(15), k16 = _mm512_set1_epi8(16);
     const __m512i ones = _mm512_set1_epi16(1);
     const __m512 drow = r8_row_scales_f32(g);
     g += 8 * quant::kIQ4KSMetaBytes;
@@ -375,14 +375,14 @@ void iq5ksr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float*
         __m512i isum[T];
         for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
         for (int gp = 0; gp < 4; ++gp) {
-            const __m128i s0 = _mm_cvtsi32_si128(2 * gp), s1 = _mm_cvtsi32_si128(2 * gp + 1);
+            // the fifth bits as byte masks, added as 16 to the nibbles
+            const __m512i b0 = _mm512_set1_epi8((char)(1 << (2 * gp))), b1 = _mm512_set1_epi8((char)(2 << (2 * gp)));
             __m512i lo[4], hi[4];
             for (int k = 0; k < 4; ++k) {
                 const __m512i q = _mm512_loadu_si512(blk + 64 + 256 * gp + 64 * k);
-                const __m512i hl = _mm512_slli_epi16(_mm512_and_si512(_mm512_srl_epi16(h[k], s0), m1), 4);
-                const __m512i hh = _mm512_slli_epi16(_mm512_and_si512(_mm512_srl_epi16(h[k], s1), m1), 4);
-                lo[k] = _mm512_permutexvar_epi8(_mm512_or_si512(_mm512_and_si512(q, m15), hl), table);
-                hi[k] = _mm512_permutexvar_epi8(_mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q, 4), m15), hh), table);
+                const __m512i ql = _mm512_and_si512(q, m15), qh = _mm512_and_si512(_mm512_srli_epi16(q, 4), m15);
+                lo[k] = _mm512_permutexvar_epi8(_mm512_mask_add_epi8(ql, _mm512_test_epi8_mask(h[k], b0), ql, k16), table);
+                hi[k] = _mm512_permutexvar_epi8(_mm512_mask_add_epi8(qh, _mm512_test_epi8_mask(h[k], b1), qh, k16), table);
             }
             for (int t = 0; t < T; ++t) {
                 const uint8_t* ab = a[t] + quant::kQ8KBlockBytes * b;
