@@ -202,7 +202,7 @@ public:
     // for prompts (same speed) and streams faster in token generation (legacy_r8_avx512.h).
     // Q2_K .. Q6_K, IQ4_K, IQ4_XS: the reference's Q4_K_R4 helps with AVX2 (its IQ4_XS_R8,
     // Q2_K_R4, Q3_K_R4 do not); with AVX-512 ikllm's own Q2_K_R8, Q3_K_R8, Q4_K_R8, Q5_K_R8,
-    // Q6_K_R8, IQ4_K_R8, IQ4_XS_X8, IQ2_K_R8, IQ3_K_R8, IQ2_KS_R8, IQ3_KS_R8, IQ4_KS_R8 and IQ5_KS_R8
+    // Q6_K_R8, IQ4_K_R8, IQ4_XS_X8, IQ2_K_R8, IQ3_K_R8, IQ2_KS_R8, IQ3_KS_R8, IQ4_KS_R8, IQ5_KS_R8 and IQ2_KL_R8
     // (kernels/kquant_r8_avx512.h, iqk_r8_avx512.h) decode a token's rows 1.4-2x as fast as the
     // plain types and give the plain types' prompt results.
     bool repack_helps(uint32_t type) const override {
@@ -223,7 +223,8 @@ public:
             case quant::T_IQ2_KS:
             case quant::T_IQ3_KS:
             case quant::T_IQ4_KS:
-            case quant::T_IQ5_KS: return avx512;
+            case quant::T_IQ5_KS:
+            case quant::T_IQ2_KL: return avx512;
             case quant::T_BF16: return true;
             default: return false;
         }
@@ -263,6 +264,7 @@ public:
             if (type == quant::T_IQ3_KS) return quant::T_IQ3_KS_R8;
             if (type == quant::T_IQ4_KS) return quant::T_IQ4_KS_R8;
             if (type == quant::T_IQ5_KS) return quant::T_IQ5_KS_R8;
+            if (type == quant::T_IQ2_KL) return quant::T_IQ2_KL_R8;
         }
         return quant::repack_target(type);
     }

@@ -256,6 +256,8 @@ const InterleavedCodec kKquantCodecs[] = {
      rep_r8<kIQ4XSBlockBytes, kIQ4XSX8Bytes, iq4xs_x8_pack_block>, nullptr},
     {T_IQ4_KS_R8, T_IQ4_KS, 8, deq_r8<T_IQ4_KS, kIQ4KSBlockBytes, kIQ4KSR8Bytes, iq4ks_r8_unpack_block, kIQ4KSMetaBytes>,
      rep_r8<kIQ4KSBlockBytes, kIQ4KSR8Bytes, iq4ks_r8_pack_block, kIQ4KSMetaBytes>, nullptr},
+    {T_IQ2_KL_R8, T_IQ2_KL, 8, deq_r8<T_IQ2_KL, kIQ2KLBlockBytes, kIQ2KLR8Bytes, iq2kl_r8_unpack_block, kIQ23KSMetaBytes>,
+     rep_r8<kIQ2KLBlockBytes, kIQ2KLR8Bytes, iq2kl_r8_pack_block, kIQ23KSMetaBytes>, nullptr},
     {T_IQ5_KS_R8, T_IQ5_KS, 8, deq_r8<T_IQ5_KS, kIQ5KSBlockBytes, kIQ5KSR8Bytes, iq5ks_r8_unpack_block, kIQ4KSMetaBytes>,
      rep_r8<kIQ5KSBlockBytes, kIQ5KSR8Bytes, iq5ks_r8_pack_block, kIQ4KSMetaBytes>, nullptr},
     {T_IQ2_KS_R8, T_IQ2_KS, 8, deq_r8<T_IQ2_KS, kIQ2KSBlockBytes, kIQ2KSR8Bytes, iq2ks_r8_unpack_block, kIQ23KSMetaBytes>,

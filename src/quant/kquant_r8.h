@@ -1,4 +1,4 @@
-// ikllm's own run-time layouts of IQ2_K, IQ3_K, IQ2_KS, IQ3_KS, IQ4_KS, IQ5_KS, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_K and IQ4_XS (docs/quant-r8.md): made by run-time repack,
+// ikllm's own run-time layouts of IQ2_K, IQ3_K, IQ2_KS, IQ3_KS, IQ4_KS, IQ5_KS, IQ2_KL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_K and IQ4_XS (docs/quant-r8.md): made by run-time repack,
 // never read from or written to files.
 // Q4_K_R8: 8 rows side by side, 1152 bytes per 256 columns (the 8 plain blocks' room), laid out so
 // that one 512-bit register holds two 32-weight sub-blocks of all 8 rows and the sub-block scales
@@ -613,6 +613,48 @@ static inline void iq3ks_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]
 
 namespace ikllm::quant {
 
+// IQ2_KL_R8: ikllm's run-time layout of the row-scaled IQ2_KL (5-bit codes of weight pairs through
+// a 32-entry codebook). The group starts with the 8 rows' fp16 row scales (16 bytes), then per 256
+// columns 688 bytes (the 8 plain blocks' room):
+//   [0, 16)     scales_h of rows 0-7 (u16)
+//   [16, 48)    scales_l: plain byte q of row r at 16 + 8q + r
+//   [48, 560)   qs: 128 bytes per 64-weight group c: plain qs byte 16c + p (pair p = 0..15: low
+//               nibble the pair's code in chunk 2c, high in 2c + 1) of row r at 48 + 128c + pos(p, r)
+//   [560, 688)  qh: plain qh byte p of row r at 560 + pos(p, r)
+// with pos(p, r) = 64 (p / 8) + 16 (p / 2 % 4) + 2r + p % 2: a 128-bit lane i of the 64 bytes at
+// p / 8 holds pairs 2i, 2i + 1 (of that half) of rows 0-7, so interleaving the two codebook bytes of
+// its codes (unpacklo / unpackhi) gives 4 columns of rows 0-3 / 4-7 per dword.
+inline constexpr int kIQ2KLR8Bytes = 688, kIQ2KLBlockBytes = 86;
+
+static inline int iq2kl_r8_pos(int p, int r) { return 64 * (p >> 3) + 16 * ((p >> 1) & 3) + 2 * r + (p & 1); }
+
+static inline void iq2kl_r8_pack_block(const uint8_t* const b[8], uint8_t* dst) {
+    for (int r = 0; r < 8; ++r) {
+        const uint8_t* x = b[r];
+        std::memcpy(dst + 2 * r, x, 2);
+        for (int q = 0; q < 4; ++q) dst[16 + 8 * q + r] = x[2 + q];
+        for (int p = 0; p < 16; ++p) {
+            for (int c = 0; c < 4; ++c) dst[48 + 128 * c + iq2kl_r8_pos(p, r)] = x[6 + 16 * c + p];
+            dst[560 + iq2kl_r8_pos(p, r)] = x[70 + p];
+        }
+    }
+}
+static inline void iq2kl_r8_unpack_block(const uint8_t* src, uint8_t* const b[8]) {
+    for (int r = 0; r < 8; ++r) {
+        uint8_t* x = b[r];
+        std::memcpy(x, src + 2 * r, 2);
+        for (int q = 0; q < 4; ++q) x[2 + q] = src[16 + 8 * q + r];
+        for (int p = 0; p < 16; ++p) {
+            for (int c = 0; c < 4; ++c) x[6 + 16 * c + p] = src[48 + 128 * c + iq2kl_r8_pos(p, r)];
+            x[70 + p] = src[560 + iq2kl_r8_pos(p, r)];
+        }
+    }
+}
+
+}  // namespace ikllm::quant
+
+namespace ikllm::quant {
+
 // Per 256 columns: 8 plain blocks <-> one group block.
 using R8PackBlockFn = void (*)(const uint8_t* const b[8], uint8_t* dst);
 using R8UnpackBlockFn = void (*)(const uint8_t* src, uint8_t* const b[8]);
@@ -640,6 +682,8 @@ static constexpr R8UnpackGroupFn iq2k_r8_unpack_group = r8_unpack_group<kIQ2KBlo
 static constexpr R8UnpackGroupFn iq3k_r8_unpack_group = r8_unpack_group<kIQ3KBlockBytes, kIQ3KR8Bytes, iq3k_r8_unpack_block>;
 static constexpr R8UnpackGroupFn iq2ks_r8_unpack_group =
     r8_unpack_group<kIQ2KSBlockBytes, kIQ2KSR8Bytes, iq2ks_r8_unpack_block, kIQ23KSMetaBytes>;
+static constexpr R8UnpackGroupFn iq2kl_r8_unpack_group =
+    r8_unpack_group<kIQ2KLBlockBytes, kIQ2KLR8Bytes, iq2kl_r8_unpack_block, kIQ23KSMetaBytes>;
 static constexpr R8UnpackGroupFn iq3ks_r8_unpack_group =
     r8_unpack_group<kIQ3KSBlockBytes, kIQ3KSR8Bytes, iq3ks_r8_unpack_block, kIQ23KSMetaBytes>;
 static constexpr R8UnpackGroupFn iq4ks_r8_unpack_group =

@@ -126,6 +126,7 @@ constexpr Geometry kGeometry[] = {
     {T_IQ2_KS_R8, "iq2_ks_r8", 256, 70, 2, 8, false},
     {T_IQ5_KS_R8, "iq5_ks_r8", 256, 168, 4, 8, false},
     {T_IQ3_KS_R8, "iq3_ks_r8", 256, 102, 2, 8, false},
+    {T_IQ2_KL_R8, "iq2_kl_r8", 256, 86, 2, 8, false},
 };
 
 constexpr bool ids_ascending() {

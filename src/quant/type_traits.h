@@ -29,7 +29,7 @@ enum TypeId : uint32_t {
     // ikllm's own run-time layouts (docs/quant-r8.md): ids from kRuntimeLayoutBase up, made by
     // run-time repack only, never valid in a file.
     T_Q2_K_R8 = 4096 + 10, T_Q3_K_R8 = 4096 + 11, T_Q4_K_R8 = 4096 + 12, T_Q5_K_R8 = 4096 + 13, T_Q6_K_R8 = 4096 + 14, T_IQ4_XS_X8 = 4096 + 23, T_IQ2_K_R8 = 4096 + 137, T_IQ3_K_R8 = 4096 + 138, T_IQ4_K_R8 = 4096 + 139,
-    T_IQ4_KS_R8 = 4096 + 144, T_IQ2_KS_R8 = 4096 + 145, T_IQ5_KS_R8 = 4096 + 152, T_IQ3_KS_R8 = 4096 + 156,
+    T_IQ4_KS_R8 = 4096 + 144, T_IQ2_KS_R8 = 4096 + 145, T_IQ5_KS_R8 = 4096 + 152, T_IQ3_KS_R8 = 4096 + 156, T_IQ2_KL_R8 = 4096 + 157,
 };
 inline constexpr uint32_t kRuntimeLayoutBase = 4096;
 inline constexpr bool is_runtime_layout(uint32_t id) { return id >= kRuntimeLayoutBase; }

@@ -1,6 +1,6 @@
 // Run-time repack at model level (model option "repack", src/model/repack_weights.cpp): the CPU
 // backend picks each type's interleaved form (with AVX-512 ikllm's own Q4_K_R8 / Q6_K_R8 /
-// IQ4_K_R8 / IQ4_XS_X8 / Q2_K_R8 / Q3_K_R8 / Q5_K_R8 / IQ2_K_R8 / IQ3_K_R8 / IQ2_KS_R8 / IQ3_KS_R8 / IQ4_KS_R8 / IQ5_KS_R8, else the reference's Q4_K_R4 and the others as stored), the converted weights decode to exactly the stored
+// IQ4_K_R8 / IQ4_XS_X8 / Q2_K_R8 / Q3_K_R8 / Q5_K_R8 / IQ2_K_R8 / IQ3_K_R8 / IQ2_KS_R8 / IQ3_KS_R8 / IQ4_KS_R8 / IQ5_KS_R8 / IQ2_KL_R8, else the reference's Q4_K_R4 and the others as stored), the converted weights decode to exactly the stored
 // values, and the token embeddings stay plain (they are looked up row by row). Logits of repacked models against the reference engine:
 // refdata_logits_rtr (check_logits.py with -rtr).
 #include <gtest/gtest.h>
@@ -49,7 +49,8 @@ TEST(ModelRepack, KQuantMatricesTakeTheCpusLayoutWithTheirValues) {
     for (const char* stem : {"llama-q-Q4_K_M", "qwen3moe-tiny-Q4_K_M", "deepseek2-tiny-IQ4_K", "llama-q-IQ4_XS", "llama-q-Q4_K_R4",
                              "llama-q-Q6_K_R4", "llama-q-IQ4_K_R4", "llama-q-Q2_K",
                              "llama-q-Q3_K_M", "llama-q-Q5_K_M", "llama-q-IQ2_K", "llama-q-IQ3_K",
-                             "llama-q-IQ2_KS", "llama-q-IQ3_KS", "llama-q-IQ4_KS", "llama-q-IQ5_KS"}) {
+                             "llama-q-IQ2_KS", "llama-q-IQ3_KS", "llama-q-IQ4_KS", "llama-q-IQ5_KS",
+                             "llama-q-IQ2_KL"}) {
         SCOPED_TRACE(stem);
         Loaded plain(stem, 0), packed(stem, 1);
         ASSERT_TRUE(plain.model && packed.model);
@@ -69,6 +70,7 @@ TEST(ModelRepack, KQuantMatricesTakeTheCpusLayoutWithTheirValues) {
             {ikllm::quant::T_IQ3_KS, avx512 ? ikllm::quant::T_IQ3_KS_R8 : ikllm::quant::T_IQ3_KS},
             {ikllm::quant::T_IQ4_KS, avx512 ? ikllm::quant::T_IQ4_KS_R8 : ikllm::quant::T_IQ4_KS},
             {ikllm::quant::T_IQ5_KS, avx512 ? ikllm::quant::T_IQ5_KS_R8 : ikllm::quant::T_IQ5_KS},
+            {ikllm::quant::T_IQ2_KL, avx512 ? ikllm::quant::T_IQ2_KL_R8 : ikllm::quant::T_IQ2_KL},
             // The reference's file forms: back to the plain rows and on to ikllm's layouts where
             // those are faster (AVX-512), else kept; IQ4_K_R4 is kept (its numerics are the
             // reference's for such files).

@@ -152,7 +152,7 @@ TEST_P(QuantGtiRepack, UnpackGivesThePlainRowsBack) {
 // must be covered, and the forms with per-row metadata; types whose repack transforms values are not.
 TEST(QuantGtiUnpack, CoversTheKQuantAndLegacyForms) {
     for (uint32_t t : {T_Q2_K_R4, T_Q3_K_R4, T_Q4_K_R4, T_Q6_K_R4, T_IQ4_XS_R8, T_IQ4_K_R4, T_Q4_0_R8, T_Q8_0_R8,
-                       T_Q4_K_R8, T_Q6_K_R8, T_IQ4_K_R8, T_IQ4_XS_X8, T_IQ4_KS_R4, T_IQ5_KS_R4, T_IQ2_KS_R8, T_IQ3_KS_R8, T_IQ4_KS_R8, T_IQ5_KS_R8})
+                       T_Q4_K_R8, T_Q6_K_R8, T_IQ4_K_R8, T_IQ4_XS_X8, T_IQ4_KS_R4, T_IQ5_KS_R4, T_IQ2_KS_R8, T_IQ3_KS_R8, T_IQ4_KS_R8, T_IQ5_KS_R8, T_IQ2_KL_R8})
         EXPECT_TRUE(unpack_supported(t)) << find_type(t)->name;
     EXPECT_FALSE(unpack_supported(T_IQ1_S_R4));  // its own format, no base
     EXPECT_FALSE(unpack_supported(T_Q4_K));      // not interleaved

@@ -1,9 +1,9 @@
-// Q2_K_R8, Q3_K_R8, Q4_K_R8, Q5_K_R8, Q6_K_R8, IQ2_K_R8, IQ3_K_R8, IQ4_K_R8, IQ4_XS_X8, IQ2_KS_R8, IQ3_KS_R8, IQ4_KS_R8 and IQ5_KS_R8, ikllm's
-// run-time layouts of the K-quants, IQ2_K, IQ3_K, IQ4_K, IQ4_XS, IQ2_KS, IQ3_KS, IQ4_KS and IQ5_KS (quant/kquant_r8.h,
+// Q2_K_R8, Q3_K_R8, Q4_K_R8, Q5_K_R8, Q6_K_R8, IQ2_K_R8, IQ3_K_R8, IQ4_K_R8, IQ4_XS_X8, IQ2_KS_R8, IQ3_KS_R8, IQ4_KS_R8, IQ5_KS_R8 and IQ2_KL_R8,
+// ikllm's run-time layouts of the K-quants, IQ2_K, IQ3_K, IQ4_K, IQ4_XS, IQ2_KS, IQ3_KS, IQ4_KS, IQ5_KS and IQ2_KL (quant/kquant_r8.h,
 // kernels/kquant_r8_avx512.h, kernels/iqk_r8_avx512.h). Layout: packing 8 plain rows and unpacking them gives the same bytes
 // back, for random code and scale bits; the group decodes to the plain rows' values; the types
 // never load from a file (api_badinput_test). AVX-512 kernels: below each type's plain_from tokens
-// (Q4_K, Q5_K 16, IQ2_K, IQ3_K, IQ2_KS, IQ3_KS, IQ4_KS, IQ5_KS, IQ4_K, IQ4_XS, Q2_K and Q3_K 32, Q6_K 192) within rounding of the products' magnitude of the scalar reference
+// (Q4_K, Q5_K 16, IQ2_K, IQ3_K, IQ2_KS, IQ3_KS, IQ4_KS, IQ5_KS, IQ2_KL, IQ4_K, IQ4_XS, Q2_K and Q3_K 32, Q6_K 192) within rounding of the products' magnitude of the scalar reference
 // (which unpacks each group and runs the plain type's scalar kernel, token by token) and
 // batch-invariant (every token of a call gives the bits it gives alone); from there the plain
 // type's AVX-512 kernel on the rows before packing, bit for bit (its panels or unpacked slabs). Row sub-ranges, strided outputs, odd group and block counts, token counts
@@ -46,7 +46,7 @@ std::vector<uint8_t> plain_rows(uint32_t type, int64_t ne0, int64_t rows, std::m
         if (!random_bits) continue;
         const int bb = tt->block_bytes, meta = tt->row_meta_bytes;
         // The fp16 factors stay: Q4_K, Q5_K d, dmin first; IQ4_K, IQ4_XS, IQ2_K, IQ3_K d first; Q6_K, Q3_K d last; Q2_K d, dmin last;
-        // IQ2_KS, IQ3_KS, IQ4_KS, IQ5_KS: the row scale (metadata) before the blocks.
+        // IQ2_KS, IQ3_KS, IQ4_KS, IQ5_KS, IQ2_KL: the row scale (metadata) before the blocks.
         const int lo = type == T_Q4_K || type == T_Q5_K ? 4 : type == T_IQ4_K || type == T_IQ4_XS || type == T_IQ2_K || type == T_IQ3_K ? 2 : 0,
                   hi = type == T_Q6_K || type == T_Q3_K ? bb - 2 : type == T_Q2_K ? bb - 4 : bb;
         for (int64_t b = 0; b < ne0 / 256; ++b)
@@ -110,7 +110,7 @@ TEST(Q4KR8Layout, RegisteredAsRunTimeLayouts) {
     EXPECT_EQ(row_bytes(*iq3, 4096), row_bytes(*find_type(T_IQ3_K), 4096));
     EXPECT_TRUE(is_runtime_layout(T_IQ3_K_R8));
     EXPECT_EQ(repack_base(T_IQ3_K_R8), (uint32_t)T_IQ3_K);
-    for (auto [packed, base] : {std::pair<uint32_t, uint32_t>{T_IQ2_KS_R8, T_IQ2_KS}, {T_IQ3_KS_R8, T_IQ3_KS}, {T_IQ4_KS_R8, T_IQ4_KS}, {T_IQ5_KS_R8, T_IQ5_KS}}) {
+    for (auto [packed, base] : {std::pair<uint32_t, uint32_t>{T_IQ2_KS_R8, T_IQ2_KS}, {T_IQ3_KS_R8, T_IQ3_KS}, {T_IQ4_KS_R8, T_IQ4_KS}, {T_IQ5_KS_R8, T_IQ5_KS}, {T_IQ2_KL_R8, T_IQ2_KL}}) {
         const TypeTraits* ks = find_type(packed);
         ASSERT_TRUE(ks);
         EXPECT_EQ(ks->interleave, 8);
@@ -141,7 +141,8 @@ const R8Type kR8Types[] = {{T_Q4_K, T_Q4_K_R8, q4k_r8_unpack_group, 16},
                            {T_IQ2_KS, T_IQ2_KS_R8, iq2ks_r8_unpack_group, 32},
                            {T_IQ3_KS, T_IQ3_KS_R8, iq3ks_r8_unpack_group, 32},
                            {T_IQ4_KS, T_IQ4_KS_R8, iq4ks_r8_unpack_group, 32},
-                           {T_IQ5_KS, T_IQ5_KS_R8, iq5ks_r8_unpack_group, 32}};
+                           {T_IQ5_KS, T_IQ5_KS_R8, iq5ks_r8_unpack_group, 32},
+                           {T_IQ2_KL, T_IQ2_KL_R8, iq2kl_r8_unpack_group, 32}};
 
 TEST(Q4KR8Layout, PackUnpackGivesThePlainBytesAndValues) {
     std::mt19937 rng(5);

@@ -1,6 +1,6 @@
 // AVX-512 (VNNI, VBMI) matmul kernels for IQ4_XS and the ik K / KS types against Q8_K
 // activations (kquant_simd.h), and ikllm's run-time IQ4_K_R8 / IQ4_XS_X8 / Q2_K_R8 / Q3_K_R8 / IQ2_K_R8 /
-// IQ3_K_R8 / IQ2_KS_R8 / IQ3_KS_R8 / IQ4_KS_R8 / IQ5_KS_R8
+// IQ3_K_R8 / IQ2_KS_R8 / IQ3_KS_R8 / IQ4_KS_R8 / IQ5_KS_R8 / IQ2_KL_R8
 // (iqk_r8_avx512.h).
 #include "kernels/matmul.h"
 
@@ -26,6 +26,7 @@ KernelTable iqk_kernels_avx512() {
         {quant::T_Q2_K_R8, Isa::avx512, simd_act_q8_k(), iq4r8_matmul<Q2KR8Tiles, q2kr8_unpack_group_fast, simd_matmul<SQ2K, Avx512Tile, 8>>, true},
         {quant::T_Q3_K_R8, Isa::avx512, simd_act_q8_k(), iq4r8_matmul<Q3KR8Tiles, q3kr8_unpack_group_fast, simd_matmul<SQ3K, Avx512Tile, 8>>, true},
         {quant::T_IQ4_XS_X8, Isa::avx512, simd_act_q8_k(), iq4r8_matmul<Iq4X8Tiles<Iq4XsX8Scales>, iq4xsx8_unpack_group_fast, simd_matmul_nib<ZIq4Xs, ZIq4XsNib, Avx512Tile, 8>>, true},
+        {quant::T_IQ2_KL_R8, Isa::avx512, simd_act_q8_k(), iq4r8_matmul<Iq2KlR8Tiles, iq2klr8_unpack_group_fast, simd_matmul<ZIq2Kl, Avx512Tile, 8>>, true},
         {quant::T_IQ5_KS_R8, Isa::avx512, simd_act_q8_k(), iq4r8_matmul<Iq5KsR8Tiles, iq5ksr8_unpack_group_fast, simd_matmul<ZIq5Ks, Avx512Tile, 8>>, true},
         {quant::T_IQ4_KS_R8, Isa::avx512, simd_act_q8_k(), iq4r8_matmul<Iq4X8Tiles<Iq4KsR8Scales>, iq4ksr8_unpack_group_fast, simd_matmul_nib<ZIq4Ks, ZIq4KsNib, Avx512Tile, 8>>, true},
     };

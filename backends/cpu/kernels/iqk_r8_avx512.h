@@ -1,5 +1,5 @@
-// IQ4_K_R8, IQ4_XS_X8, Q2_K_R8, Q3_K_R8, IQ2_K_R8, IQ3_K_R8, IQ2_KS_R8, IQ3_KS_R8, IQ4_KS_R8 and IQ5_KS_R8 (ikllm's run-time
-// layouts of IQ4_K, IQ4_XS, Q2_K, Q3_K, IQ2_K, IQ3_K, IQ2_KS, IQ3_KS, IQ4_KS, IQ5_KS,
+// IQ4_K_R8, IQ4_XS_X8, Q2_K_R8, Q3_K_R8, IQ2_K_R8, IQ3_K_R8, IQ2_KS_R8, IQ3_KS_R8, IQ4_KS_R8, IQ5_KS_R8 and IQ2_KL_R8 (ikllm's
+// run-time layouts of IQ4_K, IQ4_XS, Q2_K, Q3_K, IQ2_K, IQ3_K, IQ2_KS, IQ3_KS, IQ4_KS, IQ5_KS, IQ2_KL,
 // quant/kquant_r8.h) on AVX-512 VNNI, included by iqk_avx512.cpp. As Q4_K_R8 (kquant_r8_avx512.h): 8 rows side by side, a register holds one
 // 4-column granule of two 32-weight chunks of all 8 rows, every row's sums stay in its lanes.
 // The numerics are the plain kernel's (kquant_unpack.h, KIq4K), which follow the reference: the
@@ -416,6 +416,130 @@ inline void iq5ksr8_unpack_group_fast(const uint8_t* group, uint8_t* rows, size_
             for (int c = 0; c < 8; ++c) x0[rb * (size_t)r + c] = src[8 * c + r];
         for (int j = 0; j < 4; ++j) iq4r8_put_codes(src + 64 + 256 * j, x0 + 8 + 32 * j, rb);
         iq4r8_put_codes(src + 1088, x0 + 136, rb);
+    }
+}
+
+// ---- IQ2_KL_R8 ----------------------------------------------------------------------------------
+// The plain IQ2_KL kernel's integers: each 5-bit pair code through two vpermb (the codebook's first
+// and second weights, + 64: unsigned 1..111), interleaved so that a dword holds 4 columns of one
+// row (rows 0-3 from unpacklo, 4-7 from unpackhi; 128-bit lane i columns 4i.. of a 16-column
+// half), vpdpbusd against the activation dword broadcast per lane, each chunk's sum started at
+// -64 x its code sum (lanes of i = 0), times its 6-bit scale ls - 32 in int32; then rowd d_a in
+// float. A row's four lanes (one per 128-bit lane) are added at the end.
+template <int T>
+void iq2klr8_tile(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) {
+    alignas(64) uint8_t tf[64], ts[64];
+    for (int i = 0; i < 64; ++i) {
+        const uint16_t v = quant::tables::kIq2kl[i & 31];
+        tf[i] = (uint8_t)((int8_t)(v & 255) + 64);
+        ts[i] = (uint8_t)((int8_t)(v >> 8) + 64);
+    }
+    const __m512i tfirst = _mm512_load_si512(tf), tsecond = _mm512_load_si512(ts);
+    const __m512i m15 = _mm512_set1_epi8(15), k16 = _mm512_set1_epi8(16), m3 = _mm512_set1_epi32(3);
+    const __m512i ixd = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);  // lane 4i + r: dword i
+    const __m256 d8 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g)));
+    const __m512 d03 = _mm512_broadcast_f32x4(_mm256_castps256_ps128(d8)), d47 = _mm512_broadcast_f32x4(_mm256_extractf128_ps(d8, 1));
+    g += 8 * quant::kIQ23KSMetaBytes;
+    __m512 acc03[T], acc47[T];
+    for (int t = 0; t < T; ++t) acc03[t] = acc47[t] = _mm512_setzero_ps();
+    alignas(64) uint8_t scb[64];  // scale nibbles of chunk c (byte r: row r) at 8c
+    for (int64_t b = 0; b < nbk; ++b) {
+        const uint8_t* blk = g + quant::kIQ2KLR8Bytes * b;
+        prefetch_weights<quant::kIQ2KLR8Bytes>(blk);
+        const __m512i shw = _mm512_cvtepu16_epi32(_mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk))));
+        const __m256i sl = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16)), n15 = _mm256_set1_epi8(15);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(scb), _mm256_and_si256(sl, n15));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(scb + 32), _mm256_and_si256(_mm256_srli_epi16(sl, 4), n15));
+        __m512i sc03[8], sc47[8];  // chunk c's scales, rows 0-3 / 4-7 in every 128-bit lane
+        for (int c = 0; c < 8; ++c) {
+            const __m512i hi2 = _mm512_and_si512(_mm512_srli_epi32(shw, 2 * c), m3);
+            const __m512i nib = _mm512_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scb + 8 * c)));
+            const __m512i sc = _mm512_sub_epi32(_mm512_or_si512(nib, _mm512_slli_epi32(hi2, 4)), _mm512_set1_epi32(32));
+            sc03[c] = _mm512_broadcast_i32x4(_mm512_castsi512_si128(sc));
+            sc47[c] = _mm512_broadcast_i32x4(_mm512_extracti32x4_epi32(sc, 1));
+        }
+        const __m512i hq[2] = {_mm512_loadu_si512(blk + 560), _mm512_loadu_si512(blk + 624)};
+        __m512i is03[T], is47[T];
+        for (int t = 0; t < T; ++t) is03[t] = is47[t] = _mm512_setzero_si512();
+        for (int c = 0; c < 4; ++c) {
+            const __m512i b0 = _mm512_set1_epi8((char)(1 << (2 * c))), b1 = _mm512_set1_epi8((char)(2 << (2 * c)));
+            __m512i L[2][2], H[2][2];  // [half][rows 0-3, 4-7]: chunk 2c (low nibbles), 2c + 1 (high)
+            for (int h = 0; h < 2; ++h) {
+                const __m512i q = _mm512_loadu_si512(blk + 48 + 128 * c + 64 * h);
+                const __m512i ql = _mm512_and_si512(q, m15), qh = _mm512_and_si512(_mm512_srli_epi16(q, 4), m15);
+                const __m512i il = _mm512_mask_add_epi8(ql, _mm512_test_epi8_mask(hq[h], b0), ql, k16);
+                const __m512i ih = _mm512_mask_add_epi8(qh, _mm512_test_epi8_mask(hq[h], b1), qh, k16);
+                const __m512i lf = _mm512_permutexvar_epi8(il, tfirst), ls = _mm512_permutexvar_epi8(il, tsecond);
+                const __m512i hf = _mm512_permutexvar_epi8(ih, tfirst), hs = _mm512_permutexvar_epi8(ih, tsecond);
+                L[h][0] = _mm512_unpacklo_epi8(lf, ls);
+                L[h][1] = _mm512_unpackhi_epi8(lf, ls);
+                H[h][0] = _mm512_unpacklo_epi8(hf, hs);
+                H[h][1] = _mm512_unpackhi_epi8(hf, hs);
+            }
+            for (int t = 0; t < T; ++t) {
+                const uint8_t* ab = a[t] + quant::kQ8KBlockBytes * b;
+                int16_t bs[4];  // per-16 code sums of chunks 2c, 2c + 1
+                std::memcpy(bs, ab + quant::kQ8KOffBsums + 8 * c, 8);
+                const uint8_t* aq = ab + quant::kQ8KOffQs + 64 * c;
+                __m512i av[4];  // the chunks' 16-column halves, dword i in 128-bit lane i
+                for (int k = 0; k < 4; ++k)
+                    av[k] = _mm512_permutexvar_epi32(ixd, _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(aq + 16 * k))));
+                const __m512i st0 = _mm512_maskz_set1_epi32(0x000F, -64 * (bs[0] + bs[1]));
+                const __m512i st1 = _mm512_maskz_set1_epi32(0x000F, -64 * (bs[2] + bs[3]));
+                const __m512i x03 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(st0, L[0][0], av[0]), L[1][0], av[1]);
+                const __m512i x47 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(st0, L[0][1], av[0]), L[1][1], av[1]);
+                const __m512i y03 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(st1, H[0][0], av[2]), H[1][0], av[3]);
+                const __m512i y47 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(st1, H[0][1], av[2]), H[1][1], av[3]);
+                is03[t] = _mm512_add_epi32(is03[t], _mm512_add_epi32(_mm512_mullo_epi32(x03, sc03[2 * c]),
+                                                                     _mm512_mullo_epi32(y03, sc03[2 * c + 1])));
+                is47[t] = _mm512_add_epi32(is47[t], _mm512_add_epi32(_mm512_mullo_epi32(x47, sc47[2 * c]),
+                                                                     _mm512_mullo_epi32(y47, sc47[2 * c + 1])));
+            }
+        }
+        for (int t = 0; t < T; ++t) {
+            float da;
+            std::memcpy(&da, a[t] + quant::kQ8KBlockBytes * b + quant::kQ8KOffD, 4);
+            const __m512 vda = _mm512_set1_ps(da);
+            acc03[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is03[t]), _mm512_mul_ps(d03, vda), acc03[t]);
+            acc47[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is47[t]), _mm512_mul_ps(d47, vda), acc47[t]);
+        }
+    }
+    for (int t = 0; t < T; ++t) {
+        const __m256 s03 = _mm256_add_ps(_mm512_castps512_ps256(acc03[t]), _mm512_extractf32x8_ps(acc03[t], 1));
+        const __m256 s47 = _mm256_add_ps(_mm512_castps512_ps256(acc47[t]), _mm512_extractf32x8_ps(acc47[t], 1));
+        const __m128 r03 = _mm_add_ps(_mm256_castps256_ps128(s03), _mm256_extractf128_ps(s03, 1));
+        const __m128 r47 = _mm_add_ps(_mm256_castps256_ps128(s47), _mm256_extractf128_ps(s47, 1));
+        _mm_storeu_ps(y + t * ys, r03);
+        _mm_storeu_ps(y + t * ys + 4, r47);
+    }
+}
+
+// quant::iq2kl_r8_unpack_group for the prompt-batch slabs: per 64 code bytes one vpermw transposes
+// the 4 x 8 pair-byte couples (element 8i + r -> 4r + i), so each row's 8 plain bytes are adjacent.
+inline void iq2klr8_unpack_group_fast(const uint8_t* group, uint8_t* rows, size_t rb, int64_t ne0) {
+    constexpr int kMeta = quant::kIQ23KSMetaBytes;
+    for (int r = 0; r < 8; ++r) std::memcpy(rows + rb * (size_t)r, group + kMeta * r, kMeta);
+    const uint8_t* blocks = group + 8 * kMeta;
+    alignas(64) uint16_t ix[32];
+    for (int r = 0; r < 8; ++r)
+        for (int i = 0; i < 4; ++i) ix[4 * r + i] = (uint16_t)(8 * i + r);
+    const __m512i idx = _mm512_load_si512(ix);
+    alignas(64) uint8_t t[64];
+    auto put = [&](const uint8_t* src, uint8_t* x0) {  // 64 group bytes -> 8 plain bytes of each row
+        _mm512_store_si512(t, _mm512_permutexvar_epi16(idx, _mm512_loadu_si512(src)));
+        for (int r = 0; r < 8; ++r) std::memcpy(x0 + rb * (size_t)r, t + 8 * r, 8);
+    };
+    for (int64_t blk = 0; blk < ne0 / 256; ++blk) {
+        const uint8_t* src = blocks + quant::kIQ2KLR8Bytes * blk;
+        uint8_t* x0 = rows + kMeta + quant::kIQ2KLBlockBytes * (size_t)blk;
+        for (int r = 0; r < 8; ++r) {
+            uint8_t* x = x0 + rb * (size_t)r;
+            std::memcpy(x, src + 2 * r, 2);
+            for (int q = 0; q < 4; ++q) x[2 + q] = src[16 + 8 * q + r];
+        }
+        for (int c = 0; c < 4; ++c)
+            for (int h = 0; h < 2; ++h) put(src + 48 + 128 * c + 64 * h, x0 + 6 + 16 * c + 8 * h);
+        for (int h = 0; h < 2; ++h) put(src + 560 + 64 * h, x0 + 70 + 8 * h);
     }
 }
 
@@ -841,6 +965,10 @@ struct Q2KR8Tiles {
 struct Q3KR8Tiles {
     template <int T>
     static void run(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) { q3kr8_tile<T>(g, nbk, a, y, ys); }
+};
+struct Iq2KlR8Tiles {
+    template <int T>
+    static void run(const uint8_t* g, int64_t nbk, const uint8_t* const* a, float* y, int64_t ys) { iq2klr8_tile<T>(g, nbk, a, y, ys); }
 };
 struct Iq5KsR8Tiles {
     template <int T>

@@ -27,6 +27,7 @@ KernelTable iqk_kernels_scalar() {
         {quant::T_IQ4_K_R8, Isa::scalar, act_format_q8_k_kiqk(), r8_unpacked_matmul<quant::iq4k_r8_unpack_group, scalar_matmul<KIq4K>>},
         {quant::T_IQ4_XS_X8, Isa::scalar, act_format_q8_k_kiqk(), r8_unpacked_matmul<quant::iq4xs_x8_unpack_group, scalar_matmul<KIq4Xs>>},
         {quant::T_IQ4_KS_R8, Isa::scalar, act_format_q8_k_kiqk(), r8_unpacked_matmul<quant::iq4ks_r8_unpack_group, scalar_matmul<KIq4Ks>>},
+        {quant::T_IQ2_KL_R8, Isa::scalar, act_format_q8_k_kiqk(), r8_unpacked_matmul<quant::iq2kl_r8_unpack_group, scalar_matmul<KIq2Kl>>},
         {quant::T_IQ5_KS_R8, Isa::scalar, act_format_q8_k_kiqk(), r8_unpacked_matmul<quant::iq5ks_r8_unpack_group, scalar_matmul<KIq5Ks>>},
         {quant::T_IQ2_KS_R8, Isa::scalar, act_format_q8_k_kiqk(), r8_unpacked_matmul<quant::iq2ks_r8_unpack_group, scalar_matmul<KIq2Ks>>},
         {quant::T_IQ3_KS_R8, Isa::scalar, act_format_q8_k_kiqk(), r8_unpacked_matmul<quant::iq3ks_r8_unpack_group, scalar_matmul<KIq3Ks>>},

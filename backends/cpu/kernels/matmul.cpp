@@ -171,7 +171,7 @@ constexpr uint32_t kAllIds[] = {
     T_IQ2_S_R4, T_IQ4_XS_R8, T_IQ1_M_R4, T_BF16_R16, T_Q6_0_R4, T_IQ2_BN_R4, T_IQ2_K_R4,
     T_IQ3_K_R4, T_IQ4_K_R4, T_IQ5_K_R4, T_IQ4_KS_R4, T_IQ5_KS_R4, T_MXFP4_R8, T_Q8_K_R16,
     T_Q8_KV_R8, T_Q8_K_R8, T_Q2_K_R8, T_Q3_K_R8, T_Q4_K_R8, T_Q5_K_R8, T_Q6_K_R8, T_IQ4_XS_X8, T_IQ2_K_R8, T_IQ3_K_R8, T_IQ4_K_R8,
-    T_IQ4_KS_R8, T_IQ2_KS_R8, T_IQ5_KS_R8, T_IQ3_KS_R8,
+    T_IQ4_KS_R8, T_IQ2_KS_R8, T_IQ5_KS_R8, T_IQ3_KS_R8, T_IQ2_KL_R8,
 };
 constexpr size_t kNumIds = sizeof(kAllIds) / sizeof(kAllIds[0]);
 
